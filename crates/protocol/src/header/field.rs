@@ -1,0 +1,102 @@
+//! Conversion of one header field between its Rust type and its `extFields` text.
+
+use crate::command::ExtFields;
+use crate::header::HeaderError;
+
+/// A type usable as a header field. Bare types are required; `Option<T>` is optional.
+pub trait HeaderField: Sized {
+    /// Reads the field `key` of header `header` from `ext`.
+    ///
+    /// # Errors
+    /// [`HeaderError::MissingField`] for an absent required field,
+    /// [`HeaderError::InvalidValue`] for unparsable text.
+    fn read(ext: &ExtFields, key: &'static str, header: &'static str) -> Result<Self, HeaderError>;
+
+    /// Writes the field under `key`; absent optional values write nothing.
+    fn write(&self, ext: &mut ExtFields, key: &'static str);
+}
+
+/// A value with a text form in `extFields`.
+pub trait FieldValue: Sized {
+    /// What the text should look like, for error messages.
+    const EXPECTED: &'static str;
+    /// Parses Java's text form.
+    fn parse(text: &str) -> Option<Self>;
+    /// Java's text form.
+    fn render(&self) -> String;
+}
+
+impl FieldValue for String {
+    const EXPECTED: &'static str = "a string";
+    fn parse(text: &str) -> Option<Self> {
+        Some(text.to_owned())
+    }
+    fn render(&self) -> String {
+        self.clone()
+    }
+}
+
+macro_rules! integer_field {
+    ($($t:ty => $expected:literal),*) => {$(
+        impl FieldValue for $t {
+            const EXPECTED: &'static str = $expected;
+            fn parse(text: &str) -> Option<Self> {
+                // Java's Integer.parseInt / Long.parseLong: optional sign, decimal digits, no
+                // surrounding blanks.
+                text.parse().ok()
+            }
+            fn render(&self) -> String {
+                self.to_string()
+            }
+        }
+    )*};
+}
+integer_field!(i32 => "a 32-bit integer", i64 => "a 64-bit integer");
+
+impl FieldValue for f64 {
+    const EXPECTED: &'static str = "a number";
+    fn parse(text: &str) -> Option<Self> {
+        text.parse().ok()
+    }
+    fn render(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl FieldValue for bool {
+    const EXPECTED: &'static str = "a boolean";
+    /// Java's `Boolean.parseBoolean`: "true" in any case is true, anything else false.
+    fn parse(text: &str) -> Option<Self> {
+        Some(text.eq_ignore_ascii_case("true"))
+    }
+    fn render(&self) -> String {
+        self.to_string()
+    }
+}
+
+fn parse_present<T: FieldValue>(text: &str, key: &'static str, header: &'static str) -> Result<T, HeaderError> {
+    T::parse(text).ok_or_else(|| HeaderError::InvalidValue { header, field: key, value: text.to_owned(), expected: T::EXPECTED })
+}
+
+impl<T: FieldValue> HeaderField for T {
+    fn read(ext: &ExtFields, key: &'static str, header: &'static str) -> Result<Self, HeaderError> {
+        match ext.get(key) {
+            Some(text) => parse_present(text, key, header),
+            None => Err(HeaderError::MissingField { header, field: key }),
+        }
+    }
+    fn write(&self, ext: &mut ExtFields, key: &'static str) {
+        ext.insert(key.to_owned(), self.render());
+    }
+}
+
+impl<T: FieldValue> HeaderField for Option<T> {
+    fn read(ext: &ExtFields, key: &'static str, header: &'static str) -> Result<Self, HeaderError> {
+        ext.get(key).map(|text| parse_present(text, key, header)).transpose()
+    }
+    fn write(&self, ext: &mut ExtFields, key: &'static str) {
+        if let Some(v) = self {
+            ext.insert(key.to_owned(), v.render());
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! Message lookup headers: QUERY_MESSAGE (12) and VIEW_MESSAGE_BY_ID (33).
+
+use super::command_header;
+
+/// extField that marks a QUERY_MESSAGE key as a UNIQ_KEY.
+pub const UNIQUE_KEY_QUERY: &str = "_UNIQUE_KEY_QUERY";
+
+command_header! {
+    /// QUERY_MESSAGE (12).
+    pub struct QueryMessageRequestHeader {
+        pub topic: String => "topic",
+        pub key: String => "key",
+        pub max_num: i32 => "maxNum",
+        pub begin_timestamp: i64 => "beginTimestamp",
+        pub end_timestamp: i64 => "endTimestamp",
+    }
+}
+
+command_header! {
+    /// Response to QUERY_MESSAGE.
+    pub struct QueryMessageResponseHeader {
+        pub index_last_update_timestamp: i64 => "indexLastUpdateTimestamp",
+        pub index_last_update_phyoffset: i64 => "indexLastUpdatePhyoffset",
+    }
+}
+
+command_header! {
+    /// VIEW_MESSAGE_BY_ID (33).
+    pub struct ViewMessageRequestHeader {
+        pub topic: Option<String> => "topic",
+        /// Commit-log offset.
+        pub offset: i64 => "offset",
+    }
+}

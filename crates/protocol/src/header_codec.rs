@@ -1,0 +1,255 @@
+//! The two header serializations: JSON (type 0) and the ROCKETMQ binary layout (type 1).
+//!
+//! Decoding accepts both whatever the server is configured to send; encoding uses the
+//! configured one. The body is not handled here (see `frame`). Java: `RemotingSerializable`,
+//! `RocketMQSerializable`.
+
+use std::fmt::Write as _;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+
+use crate::command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
+use crate::frame::FrameError;
+
+/// Fixed part of the binary header: code, language, version, opaque, flag, remark length,
+/// extFields length.
+const BINARY_FIXED_BYTES: usize = 2 + 1 + 2 + 4 + 4 + 4 + 4;
+
+/// Encodes the header of `cmd` in `serialize_type` and appends it to `out`.
+pub(crate) fn encode_header(cmd: &RemotingCommand, serialize_type: SerializeType, out: &mut Vec<u8>) {
+    match serialize_type {
+        SerializeType::Json => encode_json(cmd, out),
+        SerializeType::RocketMq => encode_binary(cmd, out),
+    }
+}
+
+/// Decodes a header of `serialize_type`; the body is left empty.
+pub(crate) fn decode_header(serialize_type: SerializeType, bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
+    match serialize_type {
+        SerializeType::Json => decode_json(bytes),
+        SerializeType::RocketMq => decode_binary(bytes),
+    }
+}
+
+fn json_string(out: &mut String, s: &str) {
+    // serde_json's string escaping cannot fail when writing into a String.
+    out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| String::from("\"\"")));
+}
+
+/// Writes keys in alphabetical order, nulls omitted, as fastjson does for `RemotingCommand`.
+fn encode_json(cmd: &RemotingCommand, out: &mut Vec<u8>) {
+    let mut s = String::with_capacity(128 + cmd.ext_fields.len() * 32);
+    let _ = write!(s, "{{\"code\":{}", cmd.code);
+    if !cmd.ext_fields.is_empty() {
+        s.push_str(",\"extFields\":{");
+        for (i, (k, v)) in cmd.ext_fields.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            json_string(&mut s, k);
+            s.push(':');
+            json_string(&mut s, v);
+        }
+        s.push('}');
+    }
+    let _ = write!(s, ",\"flag\":{},\"language\":\"{}\",\"opaque\":{}", cmd.flag, cmd.language.name(), cmd.opaque);
+    if let Some(remark) = &cmd.remark {
+        s.push_str(",\"remark\":");
+        json_string(&mut s, remark);
+    }
+    let _ = write!(s, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":{}}}", cmd.version);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// A string-valued JSON field that also accepts numbers and booleans, because not every
+/// client library quotes extFields values.
+struct LenientString(Option<String>);
+
+impl<'de> Deserialize<'de> for LenientString {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = LenientString;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string, number, boolean or null")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(LenientString(Some(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(LenientString(Some(v)))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(LenientString(Some(v.to_string())))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(LenientString(Some(v.to_string())))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(LenientString(Some(v.to_string())))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(LenientString(Some(v.to_string())))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(LenientString(None))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(LenientString(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The language field is an enum name in Java's JSON; some clients send the numeric code.
+struct LenientLanguage(LanguageCode);
+
+impl<'de> Deserialize<'de> for LenientLanguage {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let LenientString(s) = LenientString::deserialize(d)?;
+        let lang = match s {
+            None => LanguageCode::Other,
+            Some(s) => match s.parse::<u8>() {
+                Ok(code) => LanguageCode::from_code(code),
+                Err(_) => LanguageCode::from_name(&s),
+            },
+        };
+        Ok(LenientLanguage(lang))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonHeader {
+    #[serde(default)]
+    code: i32,
+    #[serde(default)]
+    language: Option<LenientLanguage>,
+    #[serde(default)]
+    version: i32,
+    #[serde(default)]
+    opaque: i32,
+    #[serde(default)]
+    flag: i32,
+    #[serde(default)]
+    remark: Option<String>,
+    #[serde(default)]
+    ext_fields: Option<std::collections::BTreeMap<String, LenientString>>,
+}
+
+fn decode_json(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
+    let h: JsonHeader = serde_json::from_slice(bytes).map_err(FrameError::JsonHeader)?;
+    let ext_fields: ExtFields = h
+        .ext_fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(k, v)| v.0.map(|v| (k, v)))
+        .collect();
+    Ok(RemotingCommand {
+        code: h.code,
+        language: h.language.map_or(LanguageCode::Other, |l| l.0),
+        version: h.version,
+        opaque: h.opaque,
+        flag: h.flag,
+        remark: h.remark,
+        ext_fields,
+        body: bytes::Bytes::new(),
+    })
+}
+
+fn encode_binary(cmd: &RemotingCommand, out: &mut Vec<u8>) {
+    // Codes and versions are int16 in this layout; Java truncates the same way, so codes
+    // above 32767 (the 5.x pop codes) cannot travel in a binary header.
+    out.extend_from_slice(&(cmd.code as i16).to_be_bytes());
+    out.push(cmd.language.code());
+    out.extend_from_slice(&(cmd.version as i16).to_be_bytes());
+    out.extend_from_slice(&cmd.opaque.to_be_bytes());
+    out.extend_from_slice(&cmd.flag.to_be_bytes());
+    match cmd.remark.as_deref() {
+        Some(remark) if !remark.is_empty() => {
+            out.extend_from_slice(&(remark.len() as i32).to_be_bytes());
+            out.extend_from_slice(remark.as_bytes());
+        }
+        _ => out.extend_from_slice(&0i32.to_be_bytes()),
+    }
+    let len_at = out.len();
+    out.extend_from_slice(&0i32.to_be_bytes());
+    for (k, v) in &cmd.ext_fields {
+        out.extend_from_slice(&(k.len() as i16).to_be_bytes());
+        out.extend_from_slice(k.as_bytes());
+        out.extend_from_slice(&(v.len() as i32).to_be_bytes());
+        out.extend_from_slice(v.as_bytes());
+    }
+    let ext_len = (out.len() - len_at - 4) as i32;
+    out[len_at..len_at + 4].copy_from_slice(&ext_len.to_be_bytes());
+}
+
+/// A bounds-checked big-endian reader over the binary header.
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, field: &'static str) -> Result<&'a [u8], FrameError> {
+        let end = self.pos.checked_add(n).filter(|&end| end <= self.buf.len()).ok_or(
+            FrameError::BinaryHeaderTruncated { field, offset: self.pos, needed: n },
+        )?;
+        let s = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+
+    fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], FrameError> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N, field)?);
+        Ok(a)
+    }
+
+    fn length(&mut self, raw: i64, field: &'static str) -> Result<usize, FrameError> {
+        usize::try_from(raw).map_err(|_| FrameError::BinaryHeaderNegativeLength { field, offset: self.pos, length: raw })
+    }
+
+    fn string(&mut self, len: usize, field: &'static str) -> Result<String, FrameError> {
+        let offset = self.pos;
+        let bytes = self.take(len, field)?;
+        String::from_utf8(bytes.to_vec()).map_err(|_| FrameError::BinaryHeaderUtf8 { field, offset })
+    }
+}
+
+fn decode_binary(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
+    if bytes.len() < BINARY_FIXED_BYTES {
+        return Err(FrameError::BinaryHeaderTruncated { field: "fixed header", offset: 0, needed: BINARY_FIXED_BYTES });
+    }
+    let mut r = Reader { buf: bytes, pos: 0 };
+    let code = i16::from_be_bytes(r.array("code")?) as i32;
+    let language = LanguageCode::from_code(r.array::<1>("language")?[0]);
+    let version = i16::from_be_bytes(r.array("version")?) as i32;
+    let opaque = i32::from_be_bytes(r.array("opaque")?);
+    let flag = i32::from_be_bytes(r.array("flag")?);
+    let remark_len = i32::from_be_bytes(r.array("remark length")?);
+    let remark_len = r.length(remark_len.into(), "remark length")?;
+    let remark = if remark_len == 0 { None } else { Some(r.string(remark_len, "remark")?) };
+    let ext_len = i32::from_be_bytes(r.array("extFields length")?);
+    let ext_len = r.length(ext_len.into(), "extFields length")?;
+    let ext_end = r.pos + ext_len;
+    if ext_end > bytes.len() {
+        return Err(FrameError::BinaryHeaderTruncated { field: "extFields", offset: r.pos, needed: ext_len });
+    }
+    let mut ext_fields = ExtFields::new();
+    while r.pos < ext_end {
+        let key_len = i16::from_be_bytes(r.array("extFields key length")?);
+        let key_len = r.length(key_len.into(), "extFields key length")?;
+        let key = r.string(key_len, "extFields key")?;
+        let value_len = i32::from_be_bytes(r.array("extFields value length")?);
+        let value_len = r.length(value_len.into(), "extFields value length")?;
+        let value = r.string(value_len, "extFields value")?;
+        if r.pos > ext_end {
+            return Err(FrameError::BinaryHeaderTruncated { field: "extFields entry", offset: r.pos, needed: 0 });
+        }
+        ext_fields.insert(key, value);
+    }
+    Ok(RemotingCommand { code, language, version, opaque, flag, remark, ext_fields, body: bytes::Bytes::new() })
+}

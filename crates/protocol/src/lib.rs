@@ -1,0 +1,23 @@
+//! RocketMQ's wire and record formats as plain values.
+//!
+//! This crate owns the remoting frame (`RemotingCommand`), request and response codes, the typed
+//! request/response headers carried in `extFields`, the JSON bodies, Java-properties text, and the
+//! stored message record that the CommitLog holds and pull responses carry unchanged.
+//! It deliberately does no I/O: no sockets, no files, no async runtime.
+
+pub mod body;
+pub mod code;
+pub mod command;
+pub mod frame;
+pub mod header;
+pub mod json;
+pub mod message;
+pub mod properties_text;
+pub mod version;
+
+mod header_codec;
+
+pub use code::{request_code, response_code};
+pub use command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
+pub use frame::{decode_frame, encode_frame, FrameError, MAX_FRAME_BYTES};
+pub use header::{CommandHeader, HeaderError};
