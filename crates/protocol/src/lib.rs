@@ -18,6 +18,6 @@ pub mod version;
 mod header_codec;
 
 pub use code::{request_code, response_code};
-pub use command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
+pub use command::{ExtFields, LanguageCode, RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE};
 pub use frame::{decode_frame, encode_frame, FrameError, MAX_FRAME_BYTES};
 pub use header::{CommandHeader, HeaderError};

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Prepares the third-party client used by the compatibility tests (STYLE.md 7.8):
+# the official Apache RocketMQ C++ client, as bundled (librocketmq.so) in the PyPI
+# package `rocketmq` 0.4.4. Idempotent: a second run only re-checks and prints the summary.
+#
+# Env:
+#   FERROMQ_COMPAT_VENV  venv directory (default: <repo>/target/compat-venv)
+#   PYTHON               interpreter used to create the venv (default: python3)
+set -euo pipefail
+
+ROCKETMQ_PY_VERSION="0.4.4"
+
+script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo_root="$(cd "${script_dir}/.." && pwd)"
+venv="${FERROMQ_COMPAT_VENV:-${repo_root}/target/compat-venv}"
+python="${PYTHON:-python3}"
+
+log() { echo "compat/setup.sh: $*" >&2; }
+
+apt_updated=0
+apt_install() {
+    if ! command -v apt-get >/dev/null 2>&1; then
+        log "missing system packages ($*) and apt-get is not available; install them manually"
+        exit 1
+    fi
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    if [ "${apt_updated}" -eq 0 ]; then
+        ${sudo} apt-get update -qq
+        apt_updated=1
+    fi
+    DEBIAN_FRONTEND=noninteractive ${sudo} apt-get install -y -qq --no-install-recommends "$@" >&2
+}
+
+# 1. venv (Debian's system python needs python3-venv for ensurepip).
+if [ ! -x "${venv}/bin/python" ]; then
+    if ! "${python}" -c 'import venv, ensurepip' >/dev/null 2>&1; then
+        apt_install python3-venv
+    fi
+    log "creating venv ${venv}"
+    rm -rf "${venv}"
+    "${python}" -m venv "${venv}"
+fi
+vpy="${venv}/bin/python"
+
+# 2. rocketmq==0.4.4 from PyPI (a manylinux1 x86_64 wheel; there is no other platform).
+installed="$("${vpy}" -c 'import importlib.metadata as m; print(m.version("rocketmq"))' 2>/dev/null || true)"
+if [ "${installed}" != "${ROCKETMQ_PY_VERSION}" ]; then
+    log "installing rocketmq==${ROCKETMQ_PY_VERSION}"
+    "${vpy}" -m pip install --quiet --disable-pip-version-check --only-binary=:all: \
+        "rocketmq==${ROCKETMQ_PY_VERSION}" >&2
+fi
+
+# 3. Shared libraries the bundled librocketmq.so links against.
+pkg_dir="$("${vpy}" -c 'import importlib.util, os; print(os.path.dirname(importlib.util.find_spec("rocketmq").origin))')"
+so="${pkg_dir}/librocketmq.so"
+if [ ! -f "${so}" ]; then
+    log "librocketmq.so not found in ${pkg_dir}"
+    exit 1
+fi
+missing_libs() { { ldd "${so}" 2>/dev/null || true; } | awk '/not found/ {print $1}'; }
+missing="$(missing_libs)"
+if [ -n "${missing}" ]; then
+    pkgs=()
+    for lib in ${missing}; do
+        case "${lib}" in
+            libstdc++.so.*) pkgs+=(libstdc++6) ;;
+            libgcc_s.so.*) pkgs+=(libgcc-s1) ;;
+            libz.so.*) pkgs+=(zlib1g) ;;
+            libssl.so.*|libcrypto.so.*) pkgs+=(libssl3) ;;
+            *) pkgs+=(libc6) ;;  # libc, libm, libdl, libpthread, librt
+        esac
+    done
+    log "librocketmq.so needs: ${missing//$'\n'/ }; installing ${pkgs[*]}"
+    apt_install $(printf '%s\n' "${pkgs[@]}" | sort -u)
+    missing="$(missing_libs)"
+    if [ -n "${missing}" ]; then
+        log "still unresolved after apt-get: ${missing}"
+        exit 1
+    fi
+fi
+
+# 4. Smoke test: the ctypes wrapper loads the library and resolves its symbols.
+"${vpy}" -c 'import rocketmq.client' || { log "import rocketmq.client failed"; exit 1; }
+
+echo "compat ready: venv=${venv} python=$("${vpy}" -c 'import sys; print(sys.version.split()[0])') rocketmq=${ROCKETMQ_PY_VERSION} lib=${so}"

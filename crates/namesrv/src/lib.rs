@@ -1,0 +1,68 @@
+//! The NameServer: a stateless route registry.
+//!
+//! Brokers register their topics every 30 s and are dropped when silent for their timeout
+//! (120 s) or when their connection closes; clients ask which brokers serve a topic. State is
+//! in memory except the KV config table and updated settings, which persist as RocketMQ's
+//! files do. [`run`] serves one listener until shutdown.
+
+mod config;
+mod kv_config;
+mod processor;
+mod route_table;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use ferromq_remoting::{RemotingServer, ServerConfig};
+use tokio::net::TcpListener;
+use tracing::info;
+
+pub use config::{ConfigError, NamesrvConfig};
+pub use kv_config::{KvConfig, KvConfigError, NAMESPACE_ORDER_TOPIC_CONFIG};
+pub use route_table::{BrokerAddrInfo, BrokerRegistration, RegisterError, RegisterResult, RouteTable};
+
+/// Why the name server stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NamesrvError {
+    /// The KV config table could not be loaded.
+    #[error("cannot load the kv config")]
+    KvConfig(#[from] KvConfigError),
+    /// The transport failed.
+    #[error("remoting server failed")]
+    Remoting(#[from] ferromq_remoting::RemotingError),
+}
+
+/// Serves the name server on `listener` until `shutdown` completes.
+///
+/// # Errors
+/// [`NamesrvError`] when the KV table cannot be loaded or the listener fails.
+pub async fn run(config: NamesrvConfig, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<(), NamesrvError> {
+    let kv = KvConfig::load(&config.kv_config_path)?;
+    let server_config = ServerConfig { idle_timeout: config.idle_timeout(), ..ServerConfig::default() };
+    let state = Arc::new(processor::NamesrvState {
+        config: RwLock::new(config),
+        routes: RwLock::new(RouteTable::new()),
+        kv: Mutex::new(kv),
+        broker_connections: Mutex::new(HashMap::new()),
+    });
+    let server = RemotingServer::new(server_config, Arc::new(processor::dispatcher(state.clone())));
+    info!(addr = ?listener.local_addr().ok(), "name server listening");
+    let scan_state = state.clone();
+    let scan = async move {
+        loop {
+            let interval_ms = scan_state.config.read().map_or(5_000, |c| c.scan_not_active_broker_interval_ms).max(100);
+            tokio::time::sleep(Duration::from_millis(interval_ms)).await;
+            processor::scan_not_active_brokers(&scan_state);
+        }
+    };
+    // The scan loop never ends by itself; it stops when the server has drained.
+    tokio::select! {
+        result = server.serve(listener, shutdown) => result?,
+        () = scan => {}
+    }
+    info!("name server stopped");
+    Ok(())
+}

@@ -1,0 +1,416 @@
+//! The name server over real loopback TCP: registrations from two broker groups with masters
+//! and slaves, route and cluster queries, expiry, KV config and bad input.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::{BufMut, BytesMut};
+use ferromq_namesrv::NamesrvConfig;
+use ferromq_protocol::body::{
+    ClusterInfo, DataVersion, JsonBody, KVTable, RegisterBrokerBody, TopicConfig, TopicConfigAndMappingSerializeWrapper,
+    TopicList, TopicRouteData,
+};
+use ferromq_protocol::header::*;
+use ferromq_protocol::message::crc32_masked;
+use ferromq_protocol::{json, request_code, response_code, version, RemotingCommand};
+use ferromq_remoting::{ClientConfig, RemotingClient};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+struct Namesrv {
+    addr: String,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+    _dir: tempfile::TempDir,
+}
+
+impl Namesrv {
+    async fn start(tweak: impl FnOnce(&mut NamesrvConfig)) -> Namesrv {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = NamesrvConfig::default();
+        config.kv_config_path = dir.path().join("kvConfig.json");
+        config.config_store_path = dir.path().join("namesrv.properties");
+        tweak(&mut config);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            ferromq_namesrv::run(config, listener, async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+        });
+        Namesrv { addr, stop: Some(stop), task, _dir: dir }
+    }
+
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        tokio::time::timeout(TIMEOUT, &mut self.task).await.expect("name server stops").unwrap();
+    }
+}
+
+fn topic(name: &str, queues: i32) -> TopicConfig {
+    TopicConfig::new(name, queues, queues)
+}
+
+fn registration(cluster: &str, name: &str, id: i64, addr: &str, topics: &[TopicConfig], compressed: bool) -> RemotingCommand {
+    let mut table = BTreeMap::new();
+    for t in topics {
+        table.insert(t.topic_name.clone(), t.clone());
+    }
+    let body = RegisterBrokerBody {
+        filter_server_list: vec![],
+        topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
+            data_version: DataVersion::now(),
+            topic_config_table: table,
+            ..Default::default()
+        },
+    }
+    .encode(compressed, version::CURRENT);
+    let header = RegisterBrokerRequestHeader {
+        broker_name: name.into(),
+        broker_addr: addr.into(),
+        cluster_name: cluster.into(),
+        ha_server_addr: format!("{addr}-ha"),
+        broker_id: id,
+        heartbeat_timeout_millis: None,
+        enable_acting_master: Some(false),
+        compressed: Some(compressed),
+        body_crc32: Some(crc32_masked(&body) as i32),
+    };
+    RemotingCommand::request(request_code::REGISTER_BROKER).with_header(&header).with_body(body)
+}
+
+async fn call(client: &RemotingClient, addr: &str, cmd: RemotingCommand) -> RemotingCommand {
+    client.invoke(addr, cmd, TIMEOUT).await.expect("name server answers")
+}
+
+fn route_request(topic: &str, client_version: i32) -> RemotingCommand {
+    let mut cmd = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC)
+        .with_header(&GetRouteInfoRequestHeader { topic: topic.into(), accept_standard_json_only: None });
+    cmd.version = client_version;
+    cmd
+}
+
+/// Polls `check` until it holds or a generous deadline passes.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while tokio::time::Instant::now() < deadline {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+#[tokio::test]
+async fn two_broker_groups_with_slaves_merge_into_routes_and_cluster_info() {
+    let ns = Namesrv::start(|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let shared = topic("SharedTopic", 4);
+    // broker-a: master and slave, plain bodies; broker-b: master only, compressed body.
+    let r = call(&client, &ns.addr, registration("DefaultCluster", "broker-a", 0, "127.0.0.1:10911", &[shared.clone(), topic("OnlyA", 2)], false)).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let slave = call(&client, &ns.addr, registration("DefaultCluster", "broker-a", 1, "127.0.0.2:10911", &[shared.clone()], false)).await;
+    assert_eq!(slave.code, response_code::SUCCESS);
+    let slave_header: RegisterBrokerResponseHeader = slave.decode_header().unwrap();
+    assert_eq!(slave_header.master_addr.as_deref(), Some("127.0.0.1:10911"));
+    assert_eq!(slave_header.ha_server_addr.as_deref(), Some("127.0.0.1:10911-ha"));
+    let r = call(&client, &ns.addr, registration("DefaultCluster", "broker-b", 0, "127.0.0.3:10911", &[shared.clone()], true)).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+
+    let r = call(&client, &ns.addr, route_request("SharedTopic", version::CURRENT)).await;
+    assert_eq!(r.code, response_code::SUCCESS);
+    let route = TopicRouteData::decode(&r.body).unwrap();
+    assert_eq!(route.queue_datas.len(), 2);
+    assert!(route.queue_datas.iter().all(|q| q.read_queue_nums == 4 && q.write_queue_nums == 4 && q.perm == 6));
+    let a = route.broker_datas.iter().find(|b| b.broker_name == "broker-a").unwrap();
+    assert_eq!(a.broker_addrs.get(&0).map(String::as_str), Some("127.0.0.1:10911"));
+    assert_eq!(a.broker_addrs.get(&1).map(String::as_str), Some("127.0.0.2:10911"));
+    assert_eq!(a.cluster, "DefaultCluster");
+    // New clients get standard JSON with quoted broker ids...
+    let text = String::from_utf8(r.body.to_vec()).unwrap();
+    assert!(text.contains(r#""0":"127.0.0.1:10911""#), "{text}");
+    // ...and pre-4.9.4 clients fastjson's unquoted ones, as the Java name server writes.
+    let old = call(&client, &ns.addr, route_request("SharedTopic", version::V4_0_0)).await;
+    let old_text = String::from_utf8(old.body.to_vec()).unwrap();
+    assert!(old_text.contains(r#"0:"127.0.0.1:10911""#) && !old_text.contains(r#""0":"#), "{old_text}");
+    assert_eq!(TopicRouteData::decode(&old.body).unwrap(), route);
+
+    let r = call(&client, &ns.addr, RemotingCommand::request(request_code::GET_BROKER_CLUSTER_INFO)).await;
+    let info: ClusterInfo = json::parse_lenient(&r.body).unwrap();
+    assert_eq!(info.cluster_addr_table["DefaultCluster"].len(), 2);
+    assert_eq!(info.broker_addr_table["broker-a"].broker_addrs.len(), 2);
+
+    let r = call(&client, &ns.addr, RemotingCommand::request(request_code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER)).await;
+    let topics = TopicList::decode(&r.body).unwrap();
+    assert!(topics.topic_list.contains("SharedTopic") && topics.topic_list.contains("OnlyA"));
+    let r = call(&client, &ns.addr, RemotingCommand::request(request_code::GET_TOPICS_BY_CLUSTER)
+        .with_header(&GetTopicsByClusterRequestHeader { cluster: "DefaultCluster".into() })).await;
+    assert_eq!(TopicList::decode(&r.body).unwrap().topic_list.len(), 2);
+    let r = call(&client, &ns.addr, RemotingCommand::request(request_code::GET_SYSTEM_TOPIC_LIST_FROM_NS)).await;
+    let sys = TopicList::decode(&r.body).unwrap();
+    assert!(sys.topic_list.contains("DefaultCluster") && sys.topic_list.contains("broker-b"));
+
+    let r = call(&client, &ns.addr, route_request("NoSuchTopic", version::CURRENT)).await;
+    assert_eq!(r.code, response_code::TOPIC_NOT_EXIST);
+    assert!(r.remark.unwrap().contains("NoSuchTopic"));
+    client.shutdown().await;
+    ns.stop().await;
+}
+
+#[tokio::test]
+async fn broker_is_removed_when_its_connection_closes() {
+    let ns = Namesrv::start(|_| {}).await;
+    let admin = RemotingClient::new(ClientConfig::default());
+    call(&admin, &ns.addr, registration("c1", "broker-a", 0, "127.0.0.1:20911", &[topic("Stays", 1)], false)).await;
+    let broker_b = RemotingClient::new(ClientConfig::default());
+    call(&broker_b, &ns.addr, registration("c1", "broker-b", 0, "127.0.0.1:30911", &[topic("Goes", 1)], false)).await;
+    assert_eq!(call(&admin, &ns.addr, route_request("Goes", version::CURRENT)).await.code, response_code::SUCCESS);
+    broker_b.shutdown().await;
+    eventually("broker-b's topic disappears", || async {
+        call(&admin, &ns.addr, route_request("Goes", version::CURRENT)).await.code == response_code::TOPIC_NOT_EXIST
+    })
+    .await;
+    assert_eq!(call(&admin, &ns.addr, route_request("Stays", version::CURRENT)).await.code, response_code::SUCCESS);
+    let r = call(&admin, &ns.addr, RemotingCommand::request(request_code::GET_BROKER_CLUSTER_INFO)).await;
+    let info: ClusterInfo = json::parse_lenient(&r.body).unwrap();
+    assert!(!info.broker_addr_table.contains_key("broker-b"));
+    admin.shutdown().await;
+    ns.stop().await;
+}
+
+#[tokio::test]
+async fn silent_broker_expires_after_its_heartbeat_timeout() {
+    let ns = Namesrv::start(|c| c.scan_not_active_broker_interval_ms = 100).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let mut reg = registration("c1", "broker-a", 0, "127.0.0.1:40911", &[topic("Short", 1)], false);
+    reg.ext_fields.insert("heartbeatTimeoutMillis".into(), "300".into());
+    assert_eq!(call(&client, &ns.addr, reg).await.code, response_code::SUCCESS);
+    // A BROKER_HEARTBEAT keeps it alive for a while...
+    let hb = BrokerHeartbeatRequestHeader {
+        cluster_name: "c1".into(),
+        broker_addr: "127.0.0.1:40911".into(),
+        broker_name: "broker-a".into(),
+        ..Default::default()
+    };
+    assert_eq!(call(&client, &ns.addr, RemotingCommand::request(request_code::BROKER_HEARTBEAT).with_header(&hb)).await.code, response_code::SUCCESS);
+    // ...but without more, the scan drops it although its connection is still open.
+    eventually("the silent broker expires", || async {
+        call(&client, &ns.addr, route_request("Short", version::CURRENT)).await.code == response_code::TOPIC_NOT_EXIST
+    })
+    .await;
+    client.shutdown().await;
+    ns.stop().await;
+}
+
+#[tokio::test]
+async fn kv_config_round_trips_and_feeds_order_topic_routes() {
+    let ns = Namesrv::start(|c| c.order_message_enable = true).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let put = |ns: &str, k: &str, v: &str| {
+        RemotingCommand::request(request_code::PUT_KV_CONFIG)
+            .with_header(&PutKvConfigRequestHeader { namespace: ns.into(), key: k.into(), value: v.into() })
+    };
+    assert_eq!(call(&client, &ns.addr, put("ORDER_TOPIC_CONFIG", "Ordered", "broker-a:4")).await.code, response_code::SUCCESS);
+    assert_eq!(call(&client, &ns.addr, put("app", "k1", "v1")).await.code, response_code::SUCCESS);
+    let get = |k: &str| {
+        RemotingCommand::request(request_code::GET_KV_CONFIG)
+            .with_header(&GetKvConfigRequestHeader { namespace: "app".into(), key: k.into() })
+    };
+    let r = call(&client, &ns.addr, get("k1")).await;
+    assert_eq!(r.decode_header::<GetKvConfigResponseHeader>().unwrap().value.as_deref(), Some("v1"));
+    assert_eq!(call(&client, &ns.addr, get("missing")).await.code, response_code::QUERY_NOT_FOUND);
+    let r = call(&client, &ns.addr, RemotingCommand::request(request_code::GET_KVLIST_BY_NAMESPACE)
+        .with_header(&GetKvListByNamespaceRequestHeader { namespace: "app".into() })).await;
+    assert_eq!(KVTable::decode(&r.body).unwrap().table.get("k1").map(String::as_str), Some("v1"));
+    let del = RemotingCommand::request(request_code::DELETE_KV_CONFIG)
+        .with_header(&DeleteKvConfigRequestHeader { namespace: "app".into(), key: "k1".into() });
+    assert_eq!(call(&client, &ns.addr, del).await.code, response_code::SUCCESS);
+    assert_eq!(call(&client, &ns.addr, get("k1")).await.code, response_code::QUERY_NOT_FOUND);
+
+    // A broker registering gets the order-topic table back, and routes carry the entry.
+    let r = call(&client, &ns.addr, registration("c1", "broker-a", 0, "127.0.0.1:10911", &[topic("Ordered", 4)], false)).await;
+    assert_eq!(KVTable::decode(&r.body).unwrap().table.get("Ordered").map(String::as_str), Some("broker-a:4"));
+    let r = call(&client, &ns.addr, route_request("Ordered", version::CURRENT)).await;
+    assert_eq!(TopicRouteData::decode(&r.body).unwrap().order_topic_conf.as_deref(), Some("broker-a:4"));
+    client.shutdown().await;
+    ns.stop().await;
+}
+
+#[tokio::test]
+async fn write_permission_is_wiped_and_restored() {
+    let ns = Namesrv::start(|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    call(&client, &ns.addr, registration("c1", "broker-a", 0, "127.0.0.1:10911", &[topic("T1", 2), topic("T2", 2)], false)).await;
+    let r = call(&client, &ns.addr, RemotingCommand::request(request_code::WIPE_WRITE_PERM_OF_BROKER)
+        .with_header(&WipeWritePermOfBrokerRequestHeader { broker_name: "broker-a".into() })).await;
+    assert_eq!(r.decode_header::<WipeWritePermOfBrokerResponseHeader>().unwrap().wipe_topic_count, 2);
+    let route = TopicRouteData::decode(&call(&client, &ns.addr, route_request("T1", version::CURRENT)).await.body).unwrap();
+    assert_eq!(route.queue_datas[0].perm, 4);
+    let r = call(&client, &ns.addr, RemotingCommand::request(request_code::ADD_WRITE_PERM_OF_BROKER)
+        .with_header(&AddWritePermOfBrokerRequestHeader { broker_name: "broker-a".into() })).await;
+    assert_eq!(r.decode_header::<AddWritePermOfBrokerResponseHeader>().unwrap().add_topic_count, 2);
+    let route = TopicRouteData::decode(&call(&client, &ns.addr, route_request("T1", version::CURRENT)).await.body).unwrap();
+    assert_eq!(route.queue_datas[0].perm, 6);
+
+    let del = RemotingCommand::request(request_code::DELETE_TOPIC_IN_NAMESRV)
+        .with_header(&DeleteTopicFromNamesrvRequestHeader { topic: "T2".into(), cluster_name: None });
+    assert_eq!(call(&client, &ns.addr, del).await.code, response_code::SUCCESS);
+    assert_eq!(call(&client, &ns.addr, route_request("T2", version::CURRENT)).await.code, response_code::TOPIC_NOT_EXIST);
+
+    let unreg = RemotingCommand::request(request_code::UNREGISTER_BROKER).with_header(&UnRegisterBrokerRequestHeader {
+        broker_name: "broker-a".into(),
+        broker_addr: "127.0.0.1:10911".into(),
+        cluster_name: "c1".into(),
+        broker_id: 0,
+    });
+    assert_eq!(call(&client, &ns.addr, unreg).await.code, response_code::SUCCESS);
+    assert_eq!(call(&client, &ns.addr, route_request("T1", version::CURRENT)).await.code, response_code::TOPIC_NOT_EXIST);
+    client.shutdown().await;
+    ns.stop().await;
+}
+
+#[tokio::test]
+async fn data_version_query_reports_changes() {
+    let ns = Namesrv::start(|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let reg = registration("c1", "broker-a", 0, "127.0.0.1:10911", &[topic("T1", 2)], false);
+    let registered = RegisterBrokerBody::decode(&reg.body, false, version::CURRENT).unwrap().topic_config_serialize_wrapper.data_version;
+    call(&client, &ns.addr, reg).await;
+    let query = |v: &DataVersion| {
+        RemotingCommand::request(request_code::QUERY_DATA_VERSION)
+            .with_header(&QueryDataVersionRequestHeader {
+                broker_name: "broker-a".into(),
+                broker_addr: "127.0.0.1:10911".into(),
+                cluster_name: "c1".into(),
+                broker_id: 0,
+            })
+            .with_body(v.encode())
+    };
+    let r = call(&client, &ns.addr, query(&registered)).await;
+    assert!(!r.decode_header::<QueryDataVersionResponseHeader>().unwrap().changed);
+    assert_eq!(DataVersion::decode(&r.body).unwrap(), registered);
+    let mut newer = registered.clone();
+    newer.next_version();
+    let r = call(&client, &ns.addr, query(&newer)).await;
+    assert!(r.decode_header::<QueryDataVersionResponseHeader>().unwrap().changed);
+    client.shutdown().await;
+    ns.stop().await;
+}
+
+#[tokio::test]
+async fn config_can_be_read_and_updated_but_not_its_black_list() {
+    let ns = Namesrv::start(|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let r = call(&client, &ns.addr, RemotingCommand::request(request_code::GET_NAMESRV_CONFIG)).await;
+    let text = String::from_utf8(r.body.to_vec()).unwrap();
+    assert!(text.contains("orderMessageEnable=false"), "{text}");
+    let update = |body: &str| RemotingCommand::request(request_code::UPDATE_NAMESRV_CONFIG).with_body(body.to_owned().into_bytes());
+    assert_eq!(call(&client, &ns.addr, update("orderMessageEnable=true\n")).await.code, response_code::SUCCESS);
+    let r = call(&client, &ns.addr, RemotingCommand::request(request_code::GET_NAMESRV_CONFIG)).await;
+    assert!(String::from_utf8(r.body.to_vec()).unwrap().contains("orderMessageEnable=true"));
+    assert_eq!(call(&client, &ns.addr, update("kvConfigPath=/tmp/evil\n")).await.code, response_code::NO_PERMISSION);
+    assert_eq!(call(&client, &ns.addr, update("listenPort=notanumber\n")).await.code, response_code::SYSTEM_ERROR);
+    client.shutdown().await;
+    ns.stop().await;
+}
+
+#[tokio::test]
+async fn bad_input_gets_clear_errors_and_the_server_keeps_serving() {
+    let ns = Namesrv::start(|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    call(&client, &ns.addr, registration("c1", "broker-a", 0, "127.0.0.1:10911", &[topic("T1", 2)], false)).await;
+
+    // Missing required header field: SYSTEM_ERROR naming it.
+    let r = call(&client, &ns.addr, RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC)).await;
+    assert_eq!(r.code, response_code::SYSTEM_ERROR);
+    assert!(r.remark.unwrap().contains("topic"));
+    // Unknown request code.
+    let r = call(&client, &ns.addr, RemotingCommand::request(99_999)).await;
+    assert_eq!(r.code, response_code::REQUEST_CODE_NOT_SUPPORTED);
+    assert_eq!(r.remark.as_deref(), Some(" request type 99999 not supported"));
+    // A body whose CRC does not match.
+    let mut bad_crc = registration("c1", "broker-x", 0, "127.0.0.1:1", &[topic("X", 1)], false);
+    bad_crc.ext_fields.insert("bodyCrc32".into(), "12345".into());
+    let r = call(&client, &ns.addr, bad_crc).await;
+    assert_eq!((r.code, r.remark.as_deref()), (response_code::SYSTEM_ERROR, Some("crc32 not match")));
+    // A garbage compressed body.
+    let mut garbage = registration("c1", "broker-x", 0, "127.0.0.1:1", &[], true);
+    garbage.body = bytes::Bytes::from_static(b"definitely not zlib");
+    garbage.ext_fields.insert("bodyCrc32".into(), "0".into());
+    assert_eq!(call(&client, &ns.addr, garbage).await.code, response_code::SYSTEM_ERROR);
+
+    let ns_addr: SocketAddr = ns.addr.parse().unwrap();
+    // Garbage bytes: the connection is closed...
+    let mut raw = TcpStream::connect(ns_addr).await.unwrap();
+    raw.write_all(&[0, 0, 0, 12, 9, 9, 9, 9, 1, 2, 3, 4, 5, 6, 7, 8]).await.unwrap();
+    assert_closed(&mut raw).await;
+    // ...and so is one announcing a 17 MiB frame, without the server reading it all.
+    let mut raw = TcpStream::connect(ns_addr).await.unwrap();
+    let mut frame = BytesMut::new();
+    frame.put_i32(17 * 1024 * 1024);
+    frame.put_bytes(0, 4096);
+    raw.write_all(&frame).await.unwrap();
+    assert_closed(&mut raw).await;
+    // A malformed JSON header closes that connection too.
+    let mut raw = TcpStream::connect(ns_addr).await.unwrap();
+    let header = b"{\"code\":105,";
+    let mut frame = BytesMut::new();
+    frame.put_i32(4 + header.len() as i32);
+    frame.put_u32(header.len() as u32);
+    frame.put_slice(header);
+    raw.write_all(&frame).await.unwrap();
+    assert_closed(&mut raw).await;
+
+    // The well-behaved client was never disturbed.
+    assert_eq!(call(&client, &ns.addr, route_request("T1", version::CURRENT)).await.code, response_code::SUCCESS);
+    client.shutdown().await;
+    ns.stop().await;
+}
+
+async fn assert_closed(stream: &mut TcpStream) {
+    let mut buf = [0u8; 1024];
+    let result = tokio::time::timeout(TIMEOUT, async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => continue,
+            }
+        }
+    })
+    .await;
+    assert!(result.is_ok(), "server should close a connection that sent a bad frame");
+}
+
+#[tokio::test]
+async fn binary_header_requests_are_understood() {
+    let ns = Namesrv::start(|_| {}).await;
+    call(&RemotingClient::new(ClientConfig::default()), &ns.addr, registration("c1", "broker-a", 0, "127.0.0.1:10911", &[topic("T1", 2)], false)).await;
+    let mut raw = TcpStream::connect(&ns.addr).await.unwrap();
+    let mut out = BytesMut::new();
+    let req = route_request("T1", version::CURRENT).with_opaque(77);
+    ferromq_protocol::encode_frame(&req, ferromq_protocol::SerializeType::RocketMq, &mut out).unwrap();
+    raw.write_all(&out).await.unwrap();
+    let mut buf = BytesMut::new();
+    let response = loop {
+        if let Some(cmd) = ferromq_protocol::decode_frame(&mut buf, ferromq_protocol::MAX_FRAME_BYTES).unwrap() {
+            break cmd;
+        }
+        assert!(raw.read_buf(&mut buf).await.unwrap() > 0);
+    };
+    assert_eq!((response.opaque, response.code), (77, response_code::SUCCESS));
+    assert!(response.is_response());
+    assert_eq!(TopicRouteData::decode(&response.body).unwrap().queue_datas.len(), 1);
+    ns.stop().await;
+}

@@ -1,0 +1,431 @@
+//! One TCP connection as a full-duplex RPC endpoint.
+//!
+//! The connection task reads frames, runs each request's handler as a task of its own (so a
+//! parked long-polling pull does not stall the requests behind it), completes the pending
+//! calls this side made, and closes on EOF, a bad frame, idleness or shutdown. Writes go
+//! through a bounded queue drained by a writer that coalesces queued frames into one write.
+//! Java: `NettyRemotingAbstract`, `NettyRemotingServer`'s channel pipeline.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use ferromq_protocol::{decode_frame, encode_frame, response_code, RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tracing::{debug, info, trace, warn};
+
+use crate::config::{ServerConfig, WRITE_QUEUE_CAPACITY};
+use crate::error::RemotingError;
+use crate::handler::RequestHandler;
+
+/// Process-unique connection number, for logs and tables keyed by connection.
+pub type ConnectionId = u64;
+
+static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Reads at most this much per socket read.
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+
+/// A cheap, clonable handle to a live (or closed) connection.
+#[derive(Clone)]
+pub struct Connection {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    id: ConnectionId,
+    remote_addr: SocketAddr,
+    outbound: mpsc::Sender<RemotingCommand>,
+    pending: Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>,
+    next_opaque: AtomicI32,
+    closed: AtomicBool,
+    /// Flipped to true to ask the connection task to stop; also observed by waiters.
+    close_tx: watch::Sender<bool>,
+    /// Milliseconds since `epoch` of the last completed write, for the idle check.
+    last_write_ms: AtomicU64,
+    epoch: Instant,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("id", &self.inner.id)
+            .field("remote_addr", &self.inner.remote_addr)
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+impl PartialEq for Connection {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.id == other.inner.id
+    }
+}
+impl Eq for Connection {}
+
+impl Connection {
+    /// Process-unique id of this connection.
+    pub fn id(&self) -> ConnectionId {
+        self.inner.id
+    }
+
+    /// The peer's address.
+    pub fn remote_addr(&self) -> SocketAddr {
+        self.inner.remote_addr
+    }
+
+    /// Whether the connection has closed (or is closing).
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Acquire)
+    }
+
+    /// Asks the connection to close; queued writes are flushed first.
+    pub fn close(&self) {
+        self.inner.close_tx.send_replace(true);
+    }
+
+    /// Waits until the connection has closed.
+    pub async fn closed(&self) {
+        let mut rx = self.inner.close_tx.subscribe();
+        while !*rx.borrow_and_update() && !self.is_closed() {
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    fn addr_string(&self) -> String {
+        self.inner.remote_addr.to_string()
+    }
+
+    fn fresh_opaque(&self) -> i32 {
+        // Wraps after 2^31 requests, as Java's AtomicInteger does; pending ids never collide in
+        // practice because calls time out long before.
+        self.inner.next_opaque.fetch_add(1, Ordering::Relaxed)
+    }
+
+    async fn enqueue(&self, cmd: RemotingCommand) -> Result<(), RemotingError> {
+        if self.is_closed() {
+            return Err(RemotingError::ConnectionClosed { addr: self.addr_string() });
+        }
+        self.inner
+            .outbound
+            .send(cmd)
+            .await
+            .map_err(|_| RemotingError::ConnectionClosed { addr: self.addr_string() })
+    }
+
+    /// Sends `request` and waits for its response. A fresh `opaque` is assigned.
+    ///
+    /// # Errors
+    /// [`RemotingError::Timeout`] when no response arrives within `timeout`,
+    /// [`RemotingError::ConnectionClosed`] when the connection closes first.
+    pub async fn invoke(&self, mut request: RemotingCommand, timeout: Duration) -> Result<RemotingCommand, RemotingError> {
+        let opaque = self.fresh_opaque();
+        request.opaque = opaque;
+        request.flag &= !(FLAG_RESPONSE | FLAG_ONEWAY);
+        let (tx, rx) = oneshot::channel();
+        self.pending().insert(opaque, tx);
+        let outcome = tokio::time::timeout(timeout, async {
+            self.enqueue(request).await?;
+            rx.await.map_err(|_| RemotingError::ConnectionClosed { addr: self.addr_string() })
+        })
+        .await;
+        match outcome {
+            Ok(result) => {
+                if result.is_err() {
+                    self.pending().remove(&opaque);
+                }
+                result
+            }
+            Err(_) => {
+                self.pending().remove(&opaque);
+                Err(RemotingError::Timeout { addr: self.addr_string(), opaque, timeout })
+            }
+        }
+    }
+
+    /// Sends `request` as oneway: no response will come.
+    ///
+    /// # Errors
+    /// [`RemotingError::ConnectionClosed`] when the connection is closed.
+    pub async fn invoke_oneway(&self, request: RemotingCommand) -> Result<(), RemotingError> {
+        let mut request = request.into_oneway();
+        request.opaque = self.fresh_opaque();
+        self.enqueue(request).await
+    }
+
+    /// Sends a response produced outside the handler's return value (a parked request answered
+    /// later). The caller sets the request's `opaque`.
+    ///
+    /// # Errors
+    /// [`RemotingError::ConnectionClosed`] when the connection is closed.
+    pub async fn send_response(&self, mut response: RemotingCommand) -> Result<(), RemotingError> {
+        response.flag |= FLAG_RESPONSE;
+        self.enqueue(response).await
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<i32, oneshot::Sender<RemotingCommand>>> {
+        // A poisoned map only means another task panicked while holding it; the map itself is
+        // still consistent (single inserts and removes).
+        self.inner.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn complete(&self, response: RemotingCommand) {
+        let waiter = self.pending().remove(&response.opaque);
+        match waiter {
+            Some(tx) => {
+                let _ = tx.send(response);
+            }
+            None => debug!(opaque = response.opaque, remote_addr = %self.inner.remote_addr, "response without a pending request"),
+        }
+    }
+
+    fn mark_closed(&self) {
+        self.inner.closed.store(true, Ordering::Release);
+        self.inner.close_tx.send_replace(true);
+        // Dropping the senders fails every pending call with ConnectionClosed.
+        self.pending().clear();
+    }
+
+    fn touch_write(&self) {
+        let ms = self.inner.epoch.elapsed().as_millis() as u64;
+        self.inner.last_write_ms.store(ms, Ordering::Relaxed);
+    }
+
+    fn last_write(&self) -> Instant {
+        self.inner.epoch + Duration::from_millis(self.inner.last_write_ms.load(Ordering::Relaxed))
+    }
+}
+
+/// Sets up the connection over `stream` and returns its handle and the future that runs it.
+/// The caller owns the future (spawns it into a `JoinSet`), so every connection task has an
+/// owner that awaits it on shutdown.
+pub(crate) fn start(
+    stream: TcpStream,
+    config: ServerConfig,
+    handler: Arc<dyn RequestHandler>,
+    shutdown: watch::Receiver<bool>,
+) -> std::io::Result<(Connection, impl std::future::Future<Output = ()> + Send)> {
+    let remote_addr = stream.peer_addr()?;
+    let _ = stream.set_nodelay(true);
+    let (tx, rx) = mpsc::channel(WRITE_QUEUE_CAPACITY);
+    let (close_tx, _) = watch::channel(false);
+    let conn = Connection {
+        inner: Arc::new(Inner {
+            id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
+            remote_addr,
+            outbound: tx,
+            pending: Mutex::new(HashMap::new()),
+            next_opaque: AtomicI32::new(1),
+            closed: AtomicBool::new(false),
+            close_tx,
+            last_write_ms: AtomicU64::new(0),
+            epoch: Instant::now(),
+        }),
+    };
+    let (read_half, write_half) = stream.into_split();
+    let task_conn = conn.clone();
+    let fut = async move {
+        let conn = task_conn;
+        info!(connection_id = conn.id(), remote_addr = %remote_addr, "connection opened");
+        let writer = write_loop(conn.clone(), write_half, rx, config.serialize_type);
+        let reader = read_loop(conn.clone(), read_half, &config, handler.clone(), shutdown);
+        let ((), ()) = tokio::join!(reader, writer);
+        conn.mark_closed();
+        handler.on_connection_closed(&conn);
+        info!(connection_id = conn.id(), remote_addr = %remote_addr, "connection closed");
+    };
+    Ok((conn, fut))
+}
+
+/// Why the read side stopped.
+enum Stop {
+    Eof,
+    Idle,
+    Shutdown,
+    Closed,
+}
+
+async fn read_loop(
+    conn: Connection,
+    mut read_half: OwnedReadHalf,
+    config: &ServerConfig,
+    handler: Arc<dyn RequestHandler>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
+    let mut in_flight: JoinSet<Option<RemotingCommand>> = JoinSet::new();
+    // Task id -> (opaque, oneway), so a panicking handler still gets its request answered.
+    let mut requests: HashMap<tokio::task::Id, (i32, bool)> = HashMap::new();
+    let mut close_rx = conn.inner.close_tx.subscribe();
+    let mut last_read = Instant::now();
+    let stop = loop {
+        let idle_deadline = last_read.max(conn.last_write()) + config.idle_timeout;
+        let can_read = in_flight.len() < config.max_in_flight_per_connection;
+        if buf.capacity() - buf.len() < READ_CHUNK_BYTES / 4 {
+            buf.reserve(READ_CHUNK_BYTES);
+        }
+        tokio::select! {
+            read = read_half.read_buf(&mut buf), if can_read => {
+                match read {
+                    Ok(0) => break Stop::Eof,
+                    Ok(n) => {
+                        trace!(connection_id = conn.id(), bytes = n, "read");
+                        last_read = Instant::now();
+                    }
+                    Err(e) => {
+                        debug!(connection_id = conn.id(), error = %e, "read failed");
+                        break Stop::Eof;
+                    }
+                }
+                if let Err(reason) = dispatch_frames(&conn, &mut buf, config, &handler, &mut in_flight, &mut requests) {
+                    warn!(connection_id = conn.id(), remote_addr = %conn.remote_addr(), error = %reason, "closing connection on bad frame");
+                    break Stop::Closed;
+                }
+            }
+            Some(done) = in_flight.join_next_with_id(), if !in_flight.is_empty() => {
+                finish_request(&conn, done, &mut requests).await;
+            }
+            _ = tokio::time::sleep_until(idle_deadline) => {
+                if Instant::now() >= last_read.max(conn.last_write()) + config.idle_timeout {
+                    break Stop::Idle;
+                }
+            }
+            _ = shutdown.changed() => break Stop::Shutdown,
+            _ = close_rx.changed() => break Stop::Closed,
+        }
+    };
+    match stop {
+        Stop::Idle => info!(connection_id = conn.id(), remote_addr = %conn.remote_addr(), "closing idle connection"),
+        Stop::Eof | Stop::Shutdown | Stop::Closed => {}
+    }
+    // Drain: requests already accepted get their responses, within the grace period.
+    let drain = async {
+        while let Some(done) = in_flight.join_next_with_id().await {
+            finish_request(&conn, done, &mut requests).await;
+        }
+    };
+    if tokio::time::timeout(config.shutdown_grace, drain).await.is_err() {
+        warn!(connection_id = conn.id(), abandoned = in_flight.len(), "in-flight requests abandoned at close");
+        in_flight.abort_all();
+    }
+    // Stop the writer once everything queued so far is flushed.
+    conn.inner.close_tx.send_replace(true);
+}
+
+fn dispatch_frames(
+    conn: &Connection,
+    buf: &mut BytesMut,
+    config: &ServerConfig,
+    handler: &Arc<dyn RequestHandler>,
+    in_flight: &mut JoinSet<Option<RemotingCommand>>,
+    requests: &mut HashMap<tokio::task::Id, (i32, bool)>,
+) -> Result<(), ferromq_protocol::FrameError> {
+    while let Some(cmd) = decode_frame(buf, config.max_frame_bytes)? {
+        if cmd.is_response() {
+            trace!(connection_id = conn.id(), opaque = cmd.opaque, code = cmd.code, "response");
+            conn.complete(cmd);
+            continue;
+        }
+        debug!(connection_id = conn.id(), request_code = cmd.code, opaque = cmd.opaque, "request");
+        let meta = (cmd.opaque, cmd.is_oneway());
+        let fut = handler.handle(conn.clone(), cmd);
+        let handle = in_flight.spawn(fut);
+        requests.insert(handle.id(), meta);
+    }
+    Ok(())
+}
+
+async fn finish_request(
+    conn: &Connection,
+    done: Result<(tokio::task::Id, Option<RemotingCommand>), tokio::task::JoinError>,
+    requests: &mut HashMap<tokio::task::Id, (i32, bool)>,
+) {
+    let (id, response) = match done {
+        Ok((id, response)) => (id, response),
+        Err(e) => {
+            warn!(connection_id = conn.id(), error = %e, "request handler failed");
+            let response = RemotingCommand::response(response_code::SYSTEM_ERROR, format!("request handler failed: {e}"));
+            (e.id(), Some(response))
+        }
+    };
+    let Some((opaque, oneway)) = requests.remove(&id) else { return };
+    if oneway {
+        return;
+    }
+    if let Some(mut response) = response {
+        response.opaque = opaque;
+        if conn.send_response(response).await.is_err() {
+            debug!(connection_id = conn.id(), opaque, "response dropped: connection closed");
+        }
+    }
+}
+
+async fn write_loop(
+    conn: Connection,
+    mut write_half: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<RemotingCommand>,
+    serialize_type: SerializeType,
+) {
+    let mut close_rx = conn.inner.close_tx.subscribe();
+    let mut out = BytesMut::with_capacity(64 * 1024);
+    loop {
+        let first = tokio::select! {
+            biased;
+            cmd = rx.recv() => cmd,
+            _ = close_rx.wait_for(|closing| *closing) => None,
+        };
+        let Some(first) = first else { break };
+        encode_or_replace(&conn, first, serialize_type, &mut out);
+        // Coalesce whatever else is queued into the same write.
+        while out.len() < 1024 * 1024 {
+            match rx.try_recv() {
+                Ok(cmd) => encode_or_replace(&conn, cmd, serialize_type, &mut out),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = write_half.write_all(&out).await {
+            debug!(connection_id = conn.id(), error = %e, "write failed");
+            conn.inner.closed.store(true, Ordering::Release);
+            conn.inner.close_tx.send_replace(true);
+            return;
+        }
+        out.clear();
+        conn.touch_write();
+    }
+    // Closing: flush what is still queued, then end the stream.
+    while let Ok(cmd) = rx.try_recv() {
+        encode_or_replace(&conn, cmd, serialize_type, &mut out);
+    }
+    if !out.is_empty() {
+        let _ = write_half.write_all(&out).await;
+    }
+    let _ = write_half.shutdown().await;
+}
+
+/// Encodes `cmd`; a response too large to frame is replaced by a SYSTEM_ERROR response so the
+/// peer is not left waiting.
+fn encode_or_replace(conn: &Connection, cmd: RemotingCommand, serialize_type: SerializeType, out: &mut BytesMut) {
+    let err = match encode_frame(&cmd, serialize_type, out) {
+        Ok(()) => return,
+        Err(e) => e,
+    };
+    warn!(connection_id = conn.id(), opaque = cmd.opaque, code = cmd.code, error = %err, "command cannot be framed");
+    if cmd.is_response() {
+        let mut replacement = RemotingCommand::response(response_code::SYSTEM_ERROR, format!("response cannot be framed: {err}"));
+        replacement.opaque = cmd.opaque;
+        let _ = encode_frame(&replacement, serialize_type, out);
+    } else {
+        // A request we cannot send fails its caller now rather than at its timeout.
+        conn.pending().remove(&cmd.opaque);
+    }
+}

@@ -1,0 +1,86 @@
+//! The accept loop.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tracing::{info, warn};
+
+use crate::config::ServerConfig;
+use crate::connection;
+use crate::error::RemotingError;
+use crate::handler::RequestHandler;
+
+/// Serves remoting connections on a listener until shutdown.
+#[derive(Clone)]
+pub struct RemotingServer {
+    config: ServerConfig,
+    handler: Arc<dyn RequestHandler>,
+}
+
+impl std::fmt::Debug for RemotingServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemotingServer").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl RemotingServer {
+    /// A server that hands requests to `handler`.
+    pub fn new(config: ServerConfig, handler: Arc<dyn RequestHandler>) -> Self {
+        RemotingServer { config, handler }
+    }
+
+    /// Accepts connections on `listener` until `shutdown` completes, then stops accepting,
+    /// lets every connection finish its in-flight requests (up to the grace period) and
+    /// returns when all connection tasks have ended.
+    ///
+    /// # Errors
+    /// [`RemotingError::Accept`] if the listener fails for good.
+    pub async fn serve(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<(), RemotingError> {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let mut connections = JoinSet::new();
+        tokio::pin!(shutdown);
+        let result = loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let (stream, peer) = match accepted {
+                        Ok(pair) => pair,
+                        Err(e) if is_transient(&e) => {
+                            warn!(error = %e, "accept failed; continuing");
+                            // Back off briefly so fd exhaustion does not spin the loop.
+                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                            continue;
+                        }
+                        Err(e) => break Err(RemotingError::Accept(e)),
+                    };
+                    if connections.len() >= self.config.max_connections {
+                        warn!(remote_addr = %peer, max = self.config.max_connections, "connection limit reached; refusing");
+                        drop(stream);
+                        continue;
+                    }
+                    match connection::start(stream, self.config.clone(), self.handler.clone(), stop_rx.clone()) {
+                        Ok((_conn, task)) => {
+                            connections.spawn(task);
+                        }
+                        Err(e) => warn!(remote_addr = %peer, error = %e, "connection setup failed"),
+                    }
+                }
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                () = &mut shutdown => break Ok(()),
+            }
+        };
+        drop(listener);
+        info!(connections = connections.len(), "server stopping; draining connections");
+        stop_tx.send_replace(true);
+        while connections.join_next().await.is_some() {}
+        result
+    }
+}
+
+fn is_transient(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(e.kind(), ConnectionAborted | ConnectionReset | Interrupted | WouldBlock)
+        || e.raw_os_error().is_some_and(|code| code == 23 || code == 24) // ENFILE, EMFILE
+}
