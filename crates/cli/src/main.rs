@@ -40,7 +40,8 @@ fn main() -> anyhow::Result<()> {
 }
 
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
 }
 
@@ -62,7 +63,8 @@ fn namesrv(args: NamesrvArgs) -> anyhow::Result<()> {
     }
     let addr = format!("{}:{}", config.bind_address, config.listen_port);
     runtime()?.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+        let listener =
+            tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
         println!("The Name Server boot success. serializeType=JSON, address={addr}");
         ferromq_namesrv::run(config, listener, shutdown_signal()).await?;
         Ok(())

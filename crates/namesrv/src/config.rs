@@ -201,7 +201,8 @@ impl NamesrvConfig {
     /// # Errors
     /// Unreadable file, bad syntax, or a value of the wrong type (every bad value is reported).
     pub fn load_file(&mut self, path: &std::path::Path) -> Result<Vec<String>, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
         self.apply_text(&text).map_err(|reason| ConfigError::Parse { path: path.to_owned(), reason })
     }
 

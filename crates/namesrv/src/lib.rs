@@ -39,7 +39,11 @@ pub enum NamesrvError {
 ///
 /// # Errors
 /// [`NamesrvError`] when the KV table cannot be loaded or the listener fails.
-pub async fn run(config: NamesrvConfig, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<(), NamesrvError> {
+pub async fn run(
+    config: NamesrvConfig,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), NamesrvError> {
     let kv = KvConfig::load(&config.kv_config_path)?;
     let server_config = ServerConfig { idle_timeout: config.idle_timeout(), ..ServerConfig::default() };
     let state = Arc::new(processor::NamesrvState {

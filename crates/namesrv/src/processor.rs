@@ -341,7 +341,9 @@ fn get_kv_list(state: &NamesrvState, req: &RemotingCommand) -> Option<RemotingCo
     let h = header_or_fail!(req, GetKvListByNamespaceRequestHeader);
     match lock(&state.kv).namespace(&h.namespace) {
         Some(table) => Some(success(req).with_body(KVTable { table: table.clone() }.encode())),
-        None => Some(failure(req, response_code::QUERY_NOT_FOUND, format!("No config item, Namespace: {}", h.namespace))),
+        None => {
+            Some(failure(req, response_code::QUERY_NOT_FOUND, format!("No config item, Namespace: {}", h.namespace)))
+        }
     }
 }
 

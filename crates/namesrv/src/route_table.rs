@@ -81,7 +81,9 @@ pub struct RegisterResult {
 #[non_exhaustive]
 pub enum RegisterError {
     /// Another broker with the same id and a newer state version owns the slot.
-    #[error("broker {broker_name}[{broker_id}] at {broker_addr} conflicts with a newer registration at {existing_addr}")]
+    #[error(
+        "broker {broker_name}[{broker_id}] at {broker_addr} conflicts with a newer registration at {existing_addr}"
+    )]
     StaleStateVersion {
         /// Group.
         broker_name: String,
@@ -156,8 +158,10 @@ impl RouteTable {
                     if old.data_version.state_version > reg.data_version.state_version {
                         warn!(broker_name = %reg.broker_name, broker_id = reg.broker_id, broker_addr = %reg.broker_addr,
                             existing_addr = %old_addr, "registration conflicts with a newer one; ignored");
-                        self.broker_live_table
-                            .remove(&BrokerAddrInfo { cluster: reg.cluster_name.clone(), addr: reg.broker_addr.clone() });
+                        self.broker_live_table.remove(&BrokerAddrInfo {
+                            cluster: reg.cluster_name.clone(),
+                            addr: reg.broker_addr.clone(),
+                        });
                         return Err(RegisterError::StaleStateVersion {
                             broker_name: reg.broker_name,
                             broker_id: reg.broker_id,
@@ -176,9 +180,8 @@ impl RouteTable {
         let old_addr = broker_data.broker_addrs.insert(reg.broker_id, reg.broker_addr.clone());
         register_first |= old_addr.as_deref().is_none_or(str::is_empty);
         let is_master = reg.broker_id == MASTER_ID;
-        let is_prime_slave = !old_version_broker
-            && !is_master
-            && broker_data.broker_addrs.keys().next().copied() == Some(reg.broker_id);
+        let is_prime_slave =
+            !old_version_broker && !is_master && broker_data.broker_addrs.keys().next().copied() == Some(reg.broker_id);
         let acting_master = broker_data.enable_acting_master;
 
         let addr_info = BrokerAddrInfo { cluster: reg.cluster_name.clone(), addr: reg.broker_addr.clone() };
@@ -209,7 +212,7 @@ impl RouteTable {
             BrokerLiveInfo {
                 last_update_ms: now_ms,
                 timeout_ms: reg.timeout_ms.unwrap_or(DEFAULT_BROKER_TIMEOUT_MS),
-                data_version: reg.data_version.clone(),
+                data_version: reg.data_version,
                 connection: reg.connection,
                 ha_server_addr: reg.ha_server_addr.clone(),
             },
@@ -226,7 +229,8 @@ impl RouteTable {
 
         let mut result = RegisterResult::default();
         if !is_master {
-            let master_addr = self.broker_addr_table.get(&reg.broker_name).and_then(|b| b.broker_addrs.get(&MASTER_ID)).cloned();
+            let master_addr =
+                self.broker_addr_table.get(&reg.broker_name).and_then(|b| b.broker_addrs.get(&MASTER_ID)).cloned();
             if let Some(master_addr) = master_addr {
                 let key = BrokerAddrInfo { cluster: reg.cluster_name.clone(), addr: master_addr.clone() };
                 if let Some(master) = self.broker_live_table.get(&key) {
@@ -383,8 +387,13 @@ impl RouteTable {
 
     /// Compares a broker's data version with the registered one and refreshes its liveness.
     /// Returns whether it changed and the registered version.
-    pub fn query_data_version(&mut self, broker: &BrokerAddrInfo, version: &DataVersion, now_ms: i64) -> (bool, Option<DataVersion>) {
-        let registered = self.broker_live_table.get(broker).map(|l| l.data_version.clone());
+    pub fn query_data_version(
+        &mut self,
+        broker: &BrokerAddrInfo,
+        version: &DataVersion,
+        now_ms: i64,
+    ) -> (bool, Option<DataVersion>) {
+        let registered = self.broker_live_table.get(broker).map(|l| l.data_version);
         let changed = registered.as_ref() != Some(version);
         if !changed {
             self.touch(broker, now_ms);
@@ -413,8 +422,7 @@ impl RouteTable {
         if route.broker_datas.is_empty() || route.queue_datas.is_empty() {
             return None;
         }
-        route.topic_queue_mapping_by_broker =
-            self.topic_queue_mapping_info.get(topic).cloned();
+        route.topic_queue_mapping_by_broker = self.topic_queue_mapping_info.get(topic).cloned();
         if support_acting_master {
             Self::apply_acting_master(&mut route);
         }
@@ -424,9 +432,11 @@ impl RouteTable {
     /// A broker group without a master, whose queues are read-only, shows its lowest slave as
     /// the master so clients keep reading (5.x acting master).
     fn apply_acting_master(route: &mut TopicRouteData) {
-        let queue_perms: HashMap<String, i32> = route.queue_datas.iter().map(|q| (q.broker_name.clone(), q.perm)).collect();
+        let queue_perms: HashMap<String, i32> =
+            route.queue_datas.iter().map(|q| (q.broker_name.clone(), q.perm)).collect();
         for data in &mut route.broker_datas {
-            if data.broker_addrs.is_empty() || data.broker_addrs.contains_key(&MASTER_ID) || !data.enable_acting_master {
+            if data.broker_addrs.is_empty() || data.broker_addrs.contains_key(&MASTER_ID) || !data.enable_acting_master
+            {
                 continue;
             }
             if queue_perms.get(&data.broker_name).is_some_and(|p| !perm::is_writeable(*p)) {

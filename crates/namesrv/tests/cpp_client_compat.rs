@@ -24,7 +24,8 @@ fn repo_root() -> PathBuf {
 }
 
 fn compat_python() -> PathBuf {
-    let venv = std::env::var_os("FERROMQ_COMPAT_VENV").map_or_else(|| repo_root().join("target/compat-venv"), PathBuf::from);
+    let venv =
+        std::env::var_os("FERROMQ_COMPAT_VENV").map_or_else(|| repo_root().join("target/compat-venv"), PathBuf::from);
     let python = venv.join("bin/python");
     assert!(
         python.exists(),
@@ -48,8 +49,7 @@ async fn cpp_client_resolves_route_from_namesrv_and_sends_to_the_registered_brok
     let dir = tempfile::tempdir().unwrap();
 
     // Name server.
-    let mut config = NamesrvConfig::default();
-    config.kv_config_path = dir.path().join("kvConfig.json");
+    let config = NamesrvConfig { kv_config_path: dir.path().join("kvConfig.json"), ..NamesrvConfig::default() };
     let ns_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let ns_addr = ns_listener.local_addr().unwrap().to_string();
     let (ns_stop, ns_stopped) = tokio::sync::oneshot::channel::<()>();
@@ -61,7 +61,8 @@ async fn cpp_client_resolves_route_from_namesrv_and_sends_to_the_registered_brok
     let (seen_tx, mut seen_rx) = mpsc::unbounded_channel();
     let mut broker = Dispatcher::new();
     broker.register_sync(request_code::SEND_MESSAGE, move |_conn, req| {
-        let header = SendMessageRequestHeader::decode_for(req.code, &req.ext_fields).expect("client sends a valid send header");
+        let header =
+            SendMessageRequestHeader::decode_for(req.code, &req.ext_fields).expect("client sends a valid send header");
         let queue_id = header.queue_id.max(0);
         let _ = seen_tx.send(SeenSend { language: req.language, code: req.code, header, body: req.body.to_vec() });
         Some(RemotingCommand::response_to(req, response_code::SUCCESS, None).with_header(&SendMessageResponseHeader {

@@ -8,8 +8,8 @@ use std::time::Duration;
 use bytes::{BufMut, BytesMut};
 use ferromq_namesrv::NamesrvConfig;
 use ferromq_protocol::body::{
-    ClusterInfo, DataVersion, JsonBody, KVTable, RegisterBrokerBody, TopicConfig, TopicConfigAndMappingSerializeWrapper,
-    TopicList, TopicRouteData,
+    ClusterInfo, DataVersion, JsonBody, KVTable, RegisterBrokerBody, TopicConfig,
+    TopicConfigAndMappingSerializeWrapper, TopicList, TopicRouteData,
 };
 use ferromq_protocol::header::*;
 use ferromq_protocol::message::crc32_masked;
@@ -31,9 +31,11 @@ struct Namesrv {
 impl Namesrv {
     async fn start(tweak: impl FnOnce(&mut NamesrvConfig)) -> Namesrv {
         let dir = tempfile::tempdir().unwrap();
-        let mut config = NamesrvConfig::default();
-        config.kv_config_path = dir.path().join("kvConfig.json");
-        config.config_store_path = dir.path().join("namesrv.properties");
+        let mut config = NamesrvConfig {
+            kv_config_path: dir.path().join("kvConfig.json"),
+            config_store_path: dir.path().join("namesrv.properties"),
+            ..NamesrvConfig::default()
+        };
         tweak(&mut config);
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
@@ -58,7 +60,14 @@ fn topic(name: &str, queues: i32) -> TopicConfig {
     TopicConfig::new(name, queues, queues)
 }
 
-fn registration(cluster: &str, name: &str, id: i64, addr: &str, topics: &[TopicConfig], compressed: bool) -> RemotingCommand {
+fn registration(
+    cluster: &str,
+    name: &str,
+    id: i64,
+    addr: &str,
+    topics: &[TopicConfig],
+    compressed: bool,
+) -> RemotingCommand {
     let mut table = BTreeMap::new();
     for t in topics {
         table.insert(t.topic_name.clone(), t.clone());
@@ -119,14 +128,29 @@ async fn two_broker_groups_with_slaves_merge_into_routes_and_cluster_info() {
     let client = RemotingClient::new(ClientConfig::default());
     let shared = topic("SharedTopic", 4);
     // broker-a: master and slave, plain bodies; broker-b: master only, compressed body.
-    let r = call(&client, &ns.addr, registration("DefaultCluster", "broker-a", 0, "127.0.0.1:10911", &[shared.clone(), topic("OnlyA", 2)], false)).await;
+    let r = call(
+        &client,
+        &ns.addr,
+        registration("DefaultCluster", "broker-a", 0, "127.0.0.1:10911", &[shared.clone(), topic("OnlyA", 2)], false),
+    )
+    .await;
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
-    let slave = call(&client, &ns.addr, registration("DefaultCluster", "broker-a", 1, "127.0.0.2:10911", &[shared.clone()], false)).await;
+    let slave = call(
+        &client,
+        &ns.addr,
+        registration("DefaultCluster", "broker-a", 1, "127.0.0.2:10911", std::slice::from_ref(&shared), false),
+    )
+    .await;
     assert_eq!(slave.code, response_code::SUCCESS);
     let slave_header: RegisterBrokerResponseHeader = slave.decode_header().unwrap();
     assert_eq!(slave_header.master_addr.as_deref(), Some("127.0.0.1:10911"));
     assert_eq!(slave_header.ha_server_addr.as_deref(), Some("127.0.0.1:10911-ha"));
-    let r = call(&client, &ns.addr, registration("DefaultCluster", "broker-b", 0, "127.0.0.3:10911", &[shared.clone()], true)).await;
+    let r = call(
+        &client,
+        &ns.addr,
+        registration("DefaultCluster", "broker-b", 0, "127.0.0.3:10911", std::slice::from_ref(&shared), true),
+    )
+    .await;
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
 
     let r = call(&client, &ns.addr, route_request("SharedTopic", version::CURRENT)).await;
@@ -155,8 +179,13 @@ async fn two_broker_groups_with_slaves_merge_into_routes_and_cluster_info() {
     let r = call(&client, &ns.addr, RemotingCommand::request(request_code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER)).await;
     let topics = TopicList::decode(&r.body).unwrap();
     assert!(topics.topic_list.contains("SharedTopic") && topics.topic_list.contains("OnlyA"));
-    let r = call(&client, &ns.addr, RemotingCommand::request(request_code::GET_TOPICS_BY_CLUSTER)
-        .with_header(&GetTopicsByClusterRequestHeader { cluster: "DefaultCluster".into() })).await;
+    let r = call(
+        &client,
+        &ns.addr,
+        RemotingCommand::request(request_code::GET_TOPICS_BY_CLUSTER)
+            .with_header(&GetTopicsByClusterRequestHeader { cluster: "DefaultCluster".into() }),
+    )
+    .await;
     assert_eq!(TopicList::decode(&r.body).unwrap().topic_list.len(), 2);
     let r = call(&client, &ns.addr, RemotingCommand::request(request_code::GET_SYSTEM_TOPIC_LIST_FROM_NS)).await;
     let sys = TopicList::decode(&r.body).unwrap();
@@ -204,7 +233,10 @@ async fn silent_broker_expires_after_its_heartbeat_timeout() {
         broker_name: "broker-a".into(),
         ..Default::default()
     };
-    assert_eq!(call(&client, &ns.addr, RemotingCommand::request(request_code::BROKER_HEARTBEAT).with_header(&hb)).await.code, response_code::SUCCESS);
+    assert_eq!(
+        call(&client, &ns.addr, RemotingCommand::request(request_code::BROKER_HEARTBEAT).with_header(&hb)).await.code,
+        response_code::SUCCESS
+    );
     // ...but without more, the scan drops it although its connection is still open.
     eventually("the silent broker expires", || async {
         call(&client, &ns.addr, route_request("Short", version::CURRENT)).await.code == response_code::TOPIC_NOT_EXIST
@@ -219,10 +251,16 @@ async fn kv_config_round_trips_and_feeds_order_topic_routes() {
     let ns = Namesrv::start(|c| c.order_message_enable = true).await;
     let client = RemotingClient::new(ClientConfig::default());
     let put = |ns: &str, k: &str, v: &str| {
-        RemotingCommand::request(request_code::PUT_KV_CONFIG)
-            .with_header(&PutKvConfigRequestHeader { namespace: ns.into(), key: k.into(), value: v.into() })
+        RemotingCommand::request(request_code::PUT_KV_CONFIG).with_header(&PutKvConfigRequestHeader {
+            namespace: ns.into(),
+            key: k.into(),
+            value: v.into(),
+        })
     };
-    assert_eq!(call(&client, &ns.addr, put("ORDER_TOPIC_CONFIG", "Ordered", "broker-a:4")).await.code, response_code::SUCCESS);
+    assert_eq!(
+        call(&client, &ns.addr, put("ORDER_TOPIC_CONFIG", "Ordered", "broker-a:4")).await.code,
+        response_code::SUCCESS
+    );
     assert_eq!(call(&client, &ns.addr, put("app", "k1", "v1")).await.code, response_code::SUCCESS);
     let get = |k: &str| {
         RemotingCommand::request(request_code::GET_KV_CONFIG)
@@ -231,8 +269,13 @@ async fn kv_config_round_trips_and_feeds_order_topic_routes() {
     let r = call(&client, &ns.addr, get("k1")).await;
     assert_eq!(r.decode_header::<GetKvConfigResponseHeader>().unwrap().value.as_deref(), Some("v1"));
     assert_eq!(call(&client, &ns.addr, get("missing")).await.code, response_code::QUERY_NOT_FOUND);
-    let r = call(&client, &ns.addr, RemotingCommand::request(request_code::GET_KVLIST_BY_NAMESPACE)
-        .with_header(&GetKvListByNamespaceRequestHeader { namespace: "app".into() })).await;
+    let r = call(
+        &client,
+        &ns.addr,
+        RemotingCommand::request(request_code::GET_KVLIST_BY_NAMESPACE)
+            .with_header(&GetKvListByNamespaceRequestHeader { namespace: "app".into() }),
+    )
+    .await;
     assert_eq!(KVTable::decode(&r.body).unwrap().table.get("k1").map(String::as_str), Some("v1"));
     let del = RemotingCommand::request(request_code::DELETE_KV_CONFIG)
         .with_header(&DeleteKvConfigRequestHeader { namespace: "app".into(), key: "k1".into() });
@@ -240,7 +283,9 @@ async fn kv_config_round_trips_and_feeds_order_topic_routes() {
     assert_eq!(call(&client, &ns.addr, get("k1")).await.code, response_code::QUERY_NOT_FOUND);
 
     // A broker registering gets the order-topic table back, and routes carry the entry.
-    let r = call(&client, &ns.addr, registration("c1", "broker-a", 0, "127.0.0.1:10911", &[topic("Ordered", 4)], false)).await;
+    let r =
+        call(&client, &ns.addr, registration("c1", "broker-a", 0, "127.0.0.1:10911", &[topic("Ordered", 4)], false))
+            .await;
     assert_eq!(KVTable::decode(&r.body).unwrap().table.get("Ordered").map(String::as_str), Some("broker-a:4"));
     let r = call(&client, &ns.addr, route_request("Ordered", version::CURRENT)).await;
     assert_eq!(TopicRouteData::decode(&r.body).unwrap().order_topic_conf.as_deref(), Some("broker-a:4"));
@@ -252,22 +297,42 @@ async fn kv_config_round_trips_and_feeds_order_topic_routes() {
 async fn write_permission_is_wiped_and_restored() {
     let ns = Namesrv::start(|_| {}).await;
     let client = RemotingClient::new(ClientConfig::default());
-    call(&client, &ns.addr, registration("c1", "broker-a", 0, "127.0.0.1:10911", &[topic("T1", 2), topic("T2", 2)], false)).await;
-    let r = call(&client, &ns.addr, RemotingCommand::request(request_code::WIPE_WRITE_PERM_OF_BROKER)
-        .with_header(&WipeWritePermOfBrokerRequestHeader { broker_name: "broker-a".into() })).await;
+    call(
+        &client,
+        &ns.addr,
+        registration("c1", "broker-a", 0, "127.0.0.1:10911", &[topic("T1", 2), topic("T2", 2)], false),
+    )
+    .await;
+    let r = call(
+        &client,
+        &ns.addr,
+        RemotingCommand::request(request_code::WIPE_WRITE_PERM_OF_BROKER)
+            .with_header(&WipeWritePermOfBrokerRequestHeader { broker_name: "broker-a".into() }),
+    )
+    .await;
     assert_eq!(r.decode_header::<WipeWritePermOfBrokerResponseHeader>().unwrap().wipe_topic_count, 2);
-    let route = TopicRouteData::decode(&call(&client, &ns.addr, route_request("T1", version::CURRENT)).await.body).unwrap();
+    let route =
+        TopicRouteData::decode(&call(&client, &ns.addr, route_request("T1", version::CURRENT)).await.body).unwrap();
     assert_eq!(route.queue_datas[0].perm, 4);
-    let r = call(&client, &ns.addr, RemotingCommand::request(request_code::ADD_WRITE_PERM_OF_BROKER)
-        .with_header(&AddWritePermOfBrokerRequestHeader { broker_name: "broker-a".into() })).await;
+    let r = call(
+        &client,
+        &ns.addr,
+        RemotingCommand::request(request_code::ADD_WRITE_PERM_OF_BROKER)
+            .with_header(&AddWritePermOfBrokerRequestHeader { broker_name: "broker-a".into() }),
+    )
+    .await;
     assert_eq!(r.decode_header::<AddWritePermOfBrokerResponseHeader>().unwrap().add_topic_count, 2);
-    let route = TopicRouteData::decode(&call(&client, &ns.addr, route_request("T1", version::CURRENT)).await.body).unwrap();
+    let route =
+        TopicRouteData::decode(&call(&client, &ns.addr, route_request("T1", version::CURRENT)).await.body).unwrap();
     assert_eq!(route.queue_datas[0].perm, 6);
 
     let del = RemotingCommand::request(request_code::DELETE_TOPIC_IN_NAMESRV)
         .with_header(&DeleteTopicFromNamesrvRequestHeader { topic: "T2".into(), cluster_name: None });
     assert_eq!(call(&client, &ns.addr, del).await.code, response_code::SUCCESS);
-    assert_eq!(call(&client, &ns.addr, route_request("T2", version::CURRENT)).await.code, response_code::TOPIC_NOT_EXIST);
+    assert_eq!(
+        call(&client, &ns.addr, route_request("T2", version::CURRENT)).await.code,
+        response_code::TOPIC_NOT_EXIST
+    );
 
     let unreg = RemotingCommand::request(request_code::UNREGISTER_BROKER).with_header(&UnRegisterBrokerRequestHeader {
         broker_name: "broker-a".into(),
@@ -276,7 +341,10 @@ async fn write_permission_is_wiped_and_restored() {
         broker_id: 0,
     });
     assert_eq!(call(&client, &ns.addr, unreg).await.code, response_code::SUCCESS);
-    assert_eq!(call(&client, &ns.addr, route_request("T1", version::CURRENT)).await.code, response_code::TOPIC_NOT_EXIST);
+    assert_eq!(
+        call(&client, &ns.addr, route_request("T1", version::CURRENT)).await.code,
+        response_code::TOPIC_NOT_EXIST
+    );
     client.shutdown().await;
     ns.stop().await;
 }
@@ -286,7 +354,10 @@ async fn data_version_query_reports_changes() {
     let ns = Namesrv::start(|_| {}).await;
     let client = RemotingClient::new(ClientConfig::default());
     let reg = registration("c1", "broker-a", 0, "127.0.0.1:10911", &[topic("T1", 2)], false);
-    let registered = RegisterBrokerBody::decode(&reg.body, false, version::CURRENT).unwrap().topic_config_serialize_wrapper.data_version;
+    let registered = RegisterBrokerBody::decode(&reg.body, false, version::CURRENT)
+        .unwrap()
+        .topic_config_serialize_wrapper
+        .data_version;
     call(&client, &ns.addr, reg).await;
     let query = |v: &DataVersion| {
         RemotingCommand::request(request_code::QUERY_DATA_VERSION)
@@ -301,7 +372,7 @@ async fn data_version_query_reports_changes() {
     let r = call(&client, &ns.addr, query(&registered)).await;
     assert!(!r.decode_header::<QueryDataVersionResponseHeader>().unwrap().changed);
     assert_eq!(DataVersion::decode(&r.body).unwrap(), registered);
-    let mut newer = registered.clone();
+    let mut newer = registered;
     newer.next_version();
     let r = call(&client, &ns.addr, query(&newer)).await;
     assert!(r.decode_header::<QueryDataVersionResponseHeader>().unwrap().changed);
@@ -316,7 +387,9 @@ async fn config_can_be_read_and_updated_but_not_its_black_list() {
     let r = call(&client, &ns.addr, RemotingCommand::request(request_code::GET_NAMESRV_CONFIG)).await;
     let text = String::from_utf8(r.body.to_vec()).unwrap();
     assert!(text.contains("orderMessageEnable=false"), "{text}");
-    let update = |body: &str| RemotingCommand::request(request_code::UPDATE_NAMESRV_CONFIG).with_body(body.to_owned().into_bytes());
+    let update = |body: &str| {
+        RemotingCommand::request(request_code::UPDATE_NAMESRV_CONFIG).with_body(body.to_owned().into_bytes())
+    };
     assert_eq!(call(&client, &ns.addr, update("orderMessageEnable=true\n")).await.code, response_code::SUCCESS);
     let r = call(&client, &ns.addr, RemotingCommand::request(request_code::GET_NAMESRV_CONFIG)).await;
     assert!(String::from_utf8(r.body.to_vec()).unwrap().contains("orderMessageEnable=true"));
@@ -396,7 +469,12 @@ async fn assert_closed(stream: &mut TcpStream) {
 #[tokio::test]
 async fn binary_header_requests_are_understood() {
     let ns = Namesrv::start(|_| {}).await;
-    call(&RemotingClient::new(ClientConfig::default()), &ns.addr, registration("c1", "broker-a", 0, "127.0.0.1:10911", &[topic("T1", 2)], false)).await;
+    call(
+        &RemotingClient::new(ClientConfig::default()),
+        &ns.addr,
+        registration("c1", "broker-a", 0, "127.0.0.1:10911", &[topic("T1", 2)], false),
+    )
+    .await;
     let mut raw = TcpStream::connect(&ns.addr).await.unwrap();
     let mut out = BytesMut::new();
     let req = route_request("T1", version::CURRENT).with_opaque(77);

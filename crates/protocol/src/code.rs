@@ -260,7 +260,6 @@ codes! {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -88,7 +88,11 @@ pub enum FrameError {
 /// # Errors
 /// [`FrameError::HeaderTooLarge`] when the header exceeds 16 MiB - 1, and
 /// [`FrameError::TooLarge`] when the frame exceeds [`MAX_FRAME_BYTES`].
-pub fn encode_frame(cmd: &RemotingCommand, serialize_type: SerializeType, out: &mut BytesMut) -> Result<(), FrameError> {
+pub fn encode_frame(
+    cmd: &RemotingCommand,
+    serialize_type: SerializeType,
+    out: &mut BytesMut,
+) -> Result<(), FrameError> {
     let mut header = Vec::with_capacity(256);
     header_codec::encode_header(cmd, serialize_type, &mut header);
     if header.len() > MAX_HEADER_BYTES {

@@ -141,12 +141,8 @@ struct JsonHeader {
 
 fn decode_json(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
     let h: JsonHeader = serde_json::from_slice(bytes).map_err(FrameError::JsonHeader)?;
-    let ext_fields: ExtFields = h
-        .ext_fields
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|(k, v)| v.0.map(|v| (k, v)))
-        .collect();
+    let ext_fields: ExtFields =
+        h.ext_fields.unwrap_or_default().into_iter().filter_map(|(k, v)| v.0.map(|v| (k, v))).collect();
     Ok(RemotingCommand {
         code: h.code,
         language: h.language.map_or(LanguageCode::Other, |l| l.0),
@@ -194,9 +190,11 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize, field: &'static str) -> Result<&'a [u8], FrameError> {
-        let end = self.pos.checked_add(n).filter(|&end| end <= self.buf.len()).ok_or(
-            FrameError::BinaryHeaderTruncated { field, offset: self.pos, needed: n },
-        )?;
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&end| end <= self.buf.len())
+            .ok_or(FrameError::BinaryHeaderTruncated { field, offset: self.pos, needed: n })?;
         let s = &self.buf[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -209,7 +207,11 @@ impl<'a> Reader<'a> {
     }
 
     fn length(&mut self, raw: i64, field: &'static str) -> Result<usize, FrameError> {
-        usize::try_from(raw).map_err(|_| FrameError::BinaryHeaderNegativeLength { field, offset: self.pos, length: raw })
+        usize::try_from(raw).map_err(|_| FrameError::BinaryHeaderNegativeLength {
+            field,
+            offset: self.pos,
+            length: raw,
+        })
     }
 
     fn string(&mut self, len: usize, field: &'static str) -> Result<String, FrameError> {

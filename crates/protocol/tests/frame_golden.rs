@@ -162,7 +162,9 @@ fn missing_required_header_field_names_the_field() {
     assert!(err.to_string().contains("brokerName"));
 
     let mut cmd = RemotingCommand::request(request_code::REGISTER_BROKER);
-    for (k, v) in [("brokerName", "b"), ("brokerAddr", "a"), ("clusterName", "c"), ("haServerAddr", "h"), ("brokerId", "x1")] {
+    for (k, v) in
+        [("brokerName", "b"), ("brokerAddr", "a"), ("clusterName", "c"), ("haServerAddr", "h"), ("brokerId", "x1")]
+    {
         cmd.ext_fields.insert(k.into(), v.into());
     }
     let err = cmd.decode_header::<RegisterBrokerRequestHeader>().unwrap_err();

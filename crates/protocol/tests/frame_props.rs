@@ -2,7 +2,9 @@
 //! panic.
 
 use bytes::BytesMut;
-use ferromq_protocol::{decode_frame, encode_frame, ExtFields, LanguageCode, RemotingCommand, SerializeType, MAX_FRAME_BYTES};
+use ferromq_protocol::{
+    decode_frame, encode_frame, ExtFields, LanguageCode, RemotingCommand, SerializeType, MAX_FRAME_BYTES,
+};
 use proptest::prelude::*;
 
 fn command() -> impl Strategy<Value = RemotingCommand> {

@@ -66,8 +66,9 @@ impl RemotingClient {
             .await
             .map_err(|_| RemotingError::ConnectTimeout { addr: addr.to_owned(), timeout: self.config.connect_timeout })?
             .map_err(|source| RemotingError::Connect { addr: addr.to_owned(), source })?;
-        let (conn, task) = connection::start(stream, self.config.connection.clone(), self.handler.clone(), self.stop_tx.subscribe())
-            .map_err(|source| RemotingError::Connect { addr: addr.to_owned(), source })?;
+        let (conn, task) =
+            connection::start(stream, self.config.connection.clone(), self.handler.clone(), self.stop_tx.subscribe())
+                .map_err(|source| RemotingError::Connect { addr: addr.to_owned(), source })?;
         {
             let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
             // Reap finished connection tasks so the set does not grow with reconnects.
@@ -83,7 +84,12 @@ impl RemotingClient {
     ///
     /// # Errors
     /// Connect failures, [`RemotingError::Timeout`], [`RemotingError::ConnectionClosed`].
-    pub async fn invoke(&self, addr: &str, request: RemotingCommand, timeout: Duration) -> Result<RemotingCommand, RemotingError> {
+    pub async fn invoke(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, RemotingError> {
         let started = tokio::time::Instant::now();
         let conn = self.connection(addr).await?;
         let left = timeout.saturating_sub(started.elapsed());

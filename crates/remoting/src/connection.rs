@@ -12,8 +12,10 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::BytesMut;
-use ferromq_protocol::{decode_frame, encode_frame, response_code, RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE};
+use bytes::{Bytes, BytesMut};
+use ferromq_protocol::{
+    decode_frame, encode_frame, response_code, RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
@@ -43,7 +45,9 @@ pub struct Connection {
 struct Inner {
     id: ConnectionId,
     remote_addr: SocketAddr,
-    outbound: mpsc::Sender<RemotingCommand>,
+    /// Encoded frames waiting for the writer.
+    outbound: mpsc::Sender<Bytes>,
+    serialize_type: SerializeType,
     pending: Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>,
     next_opaque: AtomicI32,
     closed: AtomicBool,
@@ -112,30 +116,41 @@ impl Connection {
         self.inner.next_opaque.fetch_add(1, Ordering::Relaxed)
     }
 
-    async fn enqueue(&self, cmd: RemotingCommand) -> Result<(), RemotingError> {
+    /// Frames `cmd` in this connection's serialization. Encoding happens in the sending task,
+    /// so the writer only copies bytes.
+    fn encode(&self, cmd: &RemotingCommand) -> Result<Bytes, RemotingError> {
+        let mut out = BytesMut::new();
+        encode_frame(cmd, self.inner.serialize_type, &mut out)
+            .map_err(|source| RemotingError::Encode { addr: self.addr_string(), source })?;
+        Ok(out.freeze())
+    }
+
+    async fn enqueue(&self, frame: Bytes) -> Result<(), RemotingError> {
         if self.is_closed() {
             return Err(RemotingError::ConnectionClosed { addr: self.addr_string() });
         }
-        self.inner
-            .outbound
-            .send(cmd)
-            .await
-            .map_err(|_| RemotingError::ConnectionClosed { addr: self.addr_string() })
+        self.inner.outbound.send(frame).await.map_err(|_| RemotingError::ConnectionClosed { addr: self.addr_string() })
     }
 
     /// Sends `request` and waits for its response. A fresh `opaque` is assigned.
     ///
     /// # Errors
     /// [`RemotingError::Timeout`] when no response arrives within `timeout`,
-    /// [`RemotingError::ConnectionClosed`] when the connection closes first.
-    pub async fn invoke(&self, mut request: RemotingCommand, timeout: Duration) -> Result<RemotingCommand, RemotingError> {
+    /// [`RemotingError::ConnectionClosed`] when the connection closes first,
+    /// [`RemotingError::Encode`] when the request is too large to frame.
+    pub async fn invoke(
+        &self,
+        mut request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, RemotingError> {
         let opaque = self.fresh_opaque();
         request.opaque = opaque;
         request.flag &= !(FLAG_RESPONSE | FLAG_ONEWAY);
+        let frame = self.encode(&request)?;
         let (tx, rx) = oneshot::channel();
         self.pending().insert(opaque, tx);
         let outcome = tokio::time::timeout(timeout, async {
-            self.enqueue(request).await?;
+            self.enqueue(frame).await?;
             rx.await.map_err(|_| RemotingError::ConnectionClosed { addr: self.addr_string() })
         })
         .await;
@@ -156,21 +171,36 @@ impl Connection {
     /// Sends `request` as oneway: no response will come.
     ///
     /// # Errors
-    /// [`RemotingError::ConnectionClosed`] when the connection is closed.
+    /// [`RemotingError::ConnectionClosed`] when the connection is closed,
+    /// [`RemotingError::Encode`] when the request is too large to frame.
     pub async fn invoke_oneway(&self, request: RemotingCommand) -> Result<(), RemotingError> {
         let mut request = request.into_oneway();
         request.opaque = self.fresh_opaque();
-        self.enqueue(request).await
+        let frame = self.encode(&request)?;
+        self.enqueue(frame).await
     }
 
     /// Sends a response produced outside the handler's return value (a parked request answered
     /// later). The caller sets the request's `opaque`.
     ///
+    /// A response too large to frame is replaced by a SYSTEM_ERROR response, so the peer is
+    /// not left waiting for its timeout.
+    ///
     /// # Errors
     /// [`RemotingError::ConnectionClosed`] when the connection is closed.
     pub async fn send_response(&self, mut response: RemotingCommand) -> Result<(), RemotingError> {
         response.flag |= FLAG_RESPONSE;
-        self.enqueue(response).await
+        let frame = match self.encode(&response) {
+            Ok(frame) => frame,
+            Err(e) => {
+                warn!(connection_id = self.id(), opaque = response.opaque, code = response.code, error = %e, "response cannot be framed");
+                let mut replacement =
+                    RemotingCommand::response(response_code::SYSTEM_ERROR, format!("response cannot be framed: {e}"));
+                replacement.opaque = response.opaque;
+                self.encode(&replacement)?
+            }
+        };
+        self.enqueue(frame).await
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<i32, oneshot::Sender<RemotingCommand>>> {
@@ -185,7 +215,9 @@ impl Connection {
             Some(tx) => {
                 let _ = tx.send(response);
             }
-            None => debug!(opaque = response.opaque, remote_addr = %self.inner.remote_addr, "response without a pending request"),
+            None => {
+                debug!(opaque = response.opaque, remote_addr = %self.inner.remote_addr, "response without a pending request")
+            }
         }
     }
 
@@ -224,6 +256,7 @@ pub(crate) fn start(
             id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
             remote_addr,
             outbound: tx,
+            serialize_type: config.serialize_type,
             pending: Mutex::new(HashMap::new()),
             next_opaque: AtomicI32::new(1),
             closed: AtomicBool::new(false),
@@ -237,7 +270,7 @@ pub(crate) fn start(
     let fut = async move {
         let conn = task_conn;
         info!(connection_id = conn.id(), remote_addr = %remote_addr, "connection opened");
-        let writer = write_loop(conn.clone(), write_half, rx, config.serialize_type);
+        let writer = write_loop(conn.clone(), write_half, rx);
         let reader = read_loop(conn.clone(), read_half, &config, handler.clone(), shutdown);
         let ((), ()) = tokio::join!(reader, writer);
         conn.mark_closed();
@@ -354,7 +387,8 @@ async fn finish_request(
         Ok((id, response)) => (id, response),
         Err(e) => {
             warn!(connection_id = conn.id(), error = %e, "request handler failed");
-            let response = RemotingCommand::response(response_code::SYSTEM_ERROR, format!("request handler failed: {e}"));
+            let response =
+                RemotingCommand::response(response_code::SYSTEM_ERROR, format!("request handler failed: {e}"));
             (e.id(), Some(response))
         }
     };
@@ -370,12 +404,7 @@ async fn finish_request(
     }
 }
 
-async fn write_loop(
-    conn: Connection,
-    mut write_half: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<RemotingCommand>,
-    serialize_type: SerializeType,
-) {
+async fn write_loop(conn: Connection, mut write_half: OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>) {
     let mut close_rx = conn.inner.close_tx.subscribe();
     let mut out = BytesMut::with_capacity(64 * 1024);
     loop {
@@ -385,11 +414,11 @@ async fn write_loop(
             _ = close_rx.wait_for(|closing| *closing) => None,
         };
         let Some(first) = first else { break };
-        encode_or_replace(&conn, first, serialize_type, &mut out);
+        out.extend_from_slice(&first);
         // Coalesce whatever else is queued into the same write.
         while out.len() < 1024 * 1024 {
             match rx.try_recv() {
-                Ok(cmd) => encode_or_replace(&conn, cmd, serialize_type, &mut out),
+                Ok(frame) => out.extend_from_slice(&frame),
                 Err(_) => break,
             }
         }
@@ -403,29 +432,11 @@ async fn write_loop(
         conn.touch_write();
     }
     // Closing: flush what is still queued, then end the stream.
-    while let Ok(cmd) = rx.try_recv() {
-        encode_or_replace(&conn, cmd, serialize_type, &mut out);
+    while let Ok(frame) = rx.try_recv() {
+        out.extend_from_slice(&frame);
     }
     if !out.is_empty() {
         let _ = write_half.write_all(&out).await;
     }
     let _ = write_half.shutdown().await;
-}
-
-/// Encodes `cmd`; a response too large to frame is replaced by a SYSTEM_ERROR response so the
-/// peer is not left waiting.
-fn encode_or_replace(conn: &Connection, cmd: RemotingCommand, serialize_type: SerializeType, out: &mut BytesMut) {
-    let err = match encode_frame(&cmd, serialize_type, out) {
-        Ok(()) => return,
-        Err(e) => e,
-    };
-    warn!(connection_id = conn.id(), opaque = cmd.opaque, code = cmd.code, error = %err, "command cannot be framed");
-    if cmd.is_response() {
-        let mut replacement = RemotingCommand::response(response_code::SYSTEM_ERROR, format!("response cannot be framed: {err}"));
-        replacement.opaque = cmd.opaque;
-        let _ = encode_frame(&replacement, serialize_type, out);
-    } else {
-        // A request we cannot send fails its caller now rather than at its timeout.
-        conn.pending().remove(&cmd.opaque);
-    }
 }

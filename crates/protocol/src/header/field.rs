@@ -75,7 +75,12 @@ impl FieldValue for bool {
 }
 
 fn parse_present<T: FieldValue>(text: &str, key: &'static str, header: &'static str) -> Result<T, HeaderError> {
-    T::parse(text).ok_or_else(|| HeaderError::InvalidValue { header, field: key, value: text.to_owned(), expected: T::EXPECTED })
+    T::parse(text).ok_or_else(|| HeaderError::InvalidValue {
+        header,
+        field: key,
+        value: text.to_owned(),
+        expected: T::EXPECTED,
+    })
 }
 
 impl<T: FieldValue> HeaderField for T {

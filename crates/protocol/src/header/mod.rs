@@ -74,7 +74,7 @@ pub trait CommandHeader: Sized {
 
 /// Declares a header struct and its `CommandHeader` impl.
 ///
-/// ```ignore
+/// ```text
 /// command_header! {
 ///     /// Doc.
 ///     pub struct GetRouteInfoRequestHeader {

@@ -1,0 +1,227 @@
+//! The properties string: `name 0x01 value 0x02` repeated, carried both in the `properties`
+//! request header and inside every stored record (fact sheet 3.3).
+//!
+//! Java: `MessageDecoder#messageProperties2String` and `#string2messageProperties`.
+
+use std::collections::HashMap;
+
+/// Separates a property name from its value. Java: `MessageDecoder.NAME_VALUE_SEPARATOR`.
+pub const NAME_VALUE_SEPARATOR: char = '\u{1}';
+/// Ends every property, including the last. Java: `MessageDecoder.PROPERTY_SEPARATOR`.
+pub const PROPERTY_SEPARATOR: char = '\u{2}';
+/// Longest properties string a record can hold: its length prefix is a signed `int16`.
+pub const MAX_PROPERTIES_LEN: usize = i16::MAX as usize;
+
+/// Above this many entries, decoding removes duplicate names through a hash index instead of a
+/// linear scan, so a hostile 32 KiB string cannot make decoding quadratic.
+const LINEAR_DEDUP_MAX: usize = 16;
+
+/// Message properties in insertion order.
+///
+/// Backed by a `Vec` rather than a map so that encoding is deterministic and reproduces the
+/// order a producer chose (Java uses a `HashMap`, whose order is arbitrary but fixed for a given
+/// key set; no peer depends on the order). Messages carry a handful of properties, so the
+/// linear lookups are cheaper than hashing. Names are unique: [`insert`](Self::insert) replaces
+/// an existing value in place.
+///
+/// An entry survives an encode/decode round trip when its name is non-empty and contains neither
+/// separator, and its value is non-empty and contains no [`PROPERTY_SEPARATOR`]. Other entries are
+/// still encoded verbatim, as Java does, and then skipped by the tolerant decoder.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MessageProperties {
+    entries: Vec<(String, String)>,
+}
+
+impl MessageProperties {
+    /// An empty set of properties.
+    pub fn new() -> Self {
+        MessageProperties::default()
+    }
+
+    /// Number of properties.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are no properties.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The value of `name`, if set.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.position(name).map(|i| self.entries[i].1.as_str())
+    }
+
+    /// Whether `name` is set.
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.position(name).is_some()
+    }
+
+    /// Sets `name` to `value`, keeping its position if it was already set; returns the old value.
+    pub fn insert(&mut self, name: impl Into<String>, value: impl Into<String>) -> Option<String> {
+        let name = name.into();
+        let value = value.into();
+        match self.position(&name) {
+            Some(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
+            None => {
+                self.entries.push((name, value));
+                None
+            }
+        }
+    }
+
+    /// Removes `name`, returning its value.
+    pub fn remove(&mut self, name: &str) -> Option<String> {
+        self.position(name).map(|i| self.entries.remove(i).1)
+    }
+
+    /// The properties as `(name, value)` pairs in insertion order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.entries.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// Length in bytes of [`encode`](Self::encode)'s output, without building it.
+    pub fn encoded_len(&self) -> usize {
+        self.entries.iter().map(|(k, v)| k.len() + v.len() + 2).sum()
+    }
+
+    /// The wire string: `name 0x01 value 0x02` per entry, so it ends with 0x02 unless empty.
+    pub fn encode(&self) -> String {
+        let mut out = String::with_capacity(self.encoded_len());
+        self.encode_into(&mut out);
+        out
+    }
+
+    /// Appends the wire string to `out`.
+    pub fn encode_into(&self, out: &mut String) {
+        for (name, value) in &self.entries {
+            out.push_str(name);
+            out.push(NAME_VALUE_SEPARATOR);
+            out.push_str(value);
+            out.push(PROPERTY_SEPARATOR);
+        }
+    }
+
+    /// Parses a wire string tolerantly, as Java does: malformed segments are skipped (see
+    /// [`iter_properties`]) and when a name repeats the later value wins, at the position of
+    /// the first occurrence.
+    pub fn decode(text: &str) -> Self {
+        let mut props = MessageProperties::new();
+        let pairs: Vec<(&str, &str)> = iter_properties(text).collect();
+        if pairs.len() <= LINEAR_DEDUP_MAX {
+            for (name, value) in pairs {
+                props.insert(name, value);
+            }
+            return props;
+        }
+        let mut index: HashMap<&str, usize> = HashMap::with_capacity(pairs.len());
+        for (name, value) in pairs {
+            match index.get(name) {
+                Some(&i) => props.entries[i].1 = value.to_owned(),
+                None => {
+                    index.insert(name, props.entries.len());
+                    props.entries.push((name.to_owned(), value.to_owned()));
+                }
+            }
+        }
+        props
+    }
+
+    fn position(&self, name: &str) -> Option<usize> {
+        self.entries.iter().position(|(k, _)| k == name)
+    }
+}
+
+impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for MessageProperties {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        let mut props = MessageProperties::new();
+        props.extend(iter);
+        props
+    }
+}
+
+impl<K: Into<String>, V: Into<String>> Extend<(K, V)> for MessageProperties {
+    fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
+        for (k, v) in iter {
+            self.insert(k, v);
+        }
+    }
+}
+
+/// Iterates over the well-formed `(name, value)` pairs of a wire string without allocating,
+/// duplicates included, in order.
+///
+/// The string is split on 0x02 (the last segment may lack it). A segment counts only if its
+/// first 0x01 has at least one byte before it and one after it: a non-empty name and a non-empty
+/// value. Java additionally skips segments shorter than 3 characters, which that rule already
+/// implies. Later 0x01 bytes belong to the value.
+pub fn iter_properties(text: &str) -> PropertiesIter<'_> {
+    PropertiesIter { segments: text.split(PROPERTY_SEPARATOR) }
+}
+
+/// The value of `name` in a wire string, without allocating. When the name repeats, the last
+/// value wins, matching [`MessageProperties::decode`] and Java.
+pub fn find_property<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    iter_properties(text).filter(|(k, _)| *k == name).last().map(|(_, v)| v)
+}
+
+/// Iterator returned by [`iter_properties`].
+#[derive(Debug, Clone)]
+pub struct PropertiesIter<'a> {
+    segments: std::str::Split<'a, char>,
+}
+
+impl<'a> Iterator for PropertiesIter<'a> {
+    type Item = (&'a str, &'a str);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        for segment in self.segments.by_ref() {
+            if let Some((name, value)) = segment.split_once(NAME_VALUE_SEPARATOR) {
+                if !name.is_empty() && !value.is_empty() {
+                    return Some((name, value));
+                }
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_replaces_in_place_and_keeps_order() {
+        let mut p = MessageProperties::new();
+        assert_eq!(p.insert("A", "1"), None);
+        p.insert("B", "2");
+        assert_eq!(p.insert("A", "3"), Some("1".to_owned()));
+        assert_eq!(p.iter().collect::<Vec<_>>(), vec![("A", "3"), ("B", "2")]);
+        assert_eq!(p.remove("A"), Some("3".to_owned()));
+        assert_eq!(p.encode(), "B\u{1}2\u{2}");
+        assert!(MessageProperties::new().encode().is_empty());
+    }
+
+    #[test]
+    fn decode_skips_malformed_segments() {
+        assert!(MessageProperties::decode("").is_empty());
+        assert!(MessageProperties::decode("\u{2}\u{1}\u{2}a\u{1}\u{2}\u{1}b").is_empty());
+        let p = MessageProperties::decode("ab\u{1}c");
+        assert_eq!(p.get("ab"), Some("c"), "the last segment needs no trailing separator");
+    }
+
+    #[test]
+    fn decode_handles_many_duplicates_like_a_few() {
+        let mut text = String::new();
+        for i in 0..100 {
+            text.push_str(&format!("k{}\u{1}{}\u{2}", i % 7, i));
+        }
+        let p = MessageProperties::decode(&text);
+        assert_eq!(p.len(), 7);
+        assert_eq!(p.iter().next(), Some(("k0", "98")));
+        assert_eq!(p.get("k6"), Some("97"));
+        assert_eq!(find_property(&text, "k6"), Some("97"));
+        assert_eq!(find_property(&text, "k7"), None);
+    }
+}

@@ -1,0 +1,253 @@
+//! The transport over real loopback TCP: correlation, timeouts, oneway, server-initiated
+//! requests, reconnects, idle close and graceful drain.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ferromq_protocol::{request_code, response_code, RemotingCommand, SerializeType};
+use ferromq_remoting::{
+    ClientConfig, Connection, Dispatcher, RemotingClient, RemotingError, RemotingServer, ServerConfig,
+};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+
+const ECHO: i32 = 9001;
+const SLOW: i32 = 9002;
+const NOTE: i32 = 9003;
+const CALL_BACK: i32 = 9004;
+
+struct Server {
+    addr: String,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<Result<(), RemotingError>>,
+}
+
+impl Server {
+    async fn start(config: ServerConfig, dispatcher: Dispatcher) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let server = RemotingServer::new(config, Arc::new(dispatcher));
+        let task = tokio::spawn(async move {
+            server
+                .serve(listener, async {
+                    let _ = stopped.await;
+                })
+                .await
+        });
+        Server { addr, stop: Some(stop), task }
+    }
+
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        tokio::time::timeout(Duration::from_secs(15), &mut self.task).await.expect("server drains").unwrap().unwrap();
+    }
+}
+
+fn echo_dispatcher() -> Dispatcher {
+    let mut d = Dispatcher::new();
+    d.register_sync(ECHO, |_c, req| {
+        Some(RemotingCommand::response_to(req, response_code::SUCCESS, req.remark.clone()).with_body(req.body.clone()))
+    });
+    d.register(SLOW, |_c, req| async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        Some(RemotingCommand::response_to(&req, response_code::SUCCESS, Some("slow".to_owned())))
+    });
+    d
+}
+
+fn echo(text: &str) -> RemotingCommand {
+    let mut cmd = RemotingCommand::request(ECHO).with_body(text.to_owned().into_bytes());
+    cmd.remark = Some(text.to_owned());
+    cmd
+}
+
+#[tokio::test]
+async fn concurrent_requests_are_correlated_by_opaque_in_both_serializations() {
+    for serialize_type in [SerializeType::Json, SerializeType::RocketMq] {
+        let config = ServerConfig { serialize_type, ..ServerConfig::default() };
+        let server = Server::start(config.clone(), echo_dispatcher()).await;
+        let client = Arc::new(RemotingClient::new(ClientConfig { connection: config, ..ClientConfig::default() }));
+        let mut calls = tokio::task::JoinSet::new();
+        for i in 0..200 {
+            let client = client.clone();
+            let addr = server.addr.clone();
+            calls.spawn(async move {
+                let r = client.invoke(&addr, echo(&format!("m{i}")), Duration::from_secs(5)).await.unwrap();
+                assert_eq!(r.body, format!("m{i}").into_bytes());
+                assert_eq!(r.remark.as_deref(), Some(format!("m{i}").as_str()));
+            });
+        }
+        while let Some(done) = calls.join_next().await {
+            done.unwrap();
+        }
+        client.shutdown().await;
+        server.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_slow_request_does_not_block_the_next_one_on_the_same_connection() {
+    let server = Server::start(ServerConfig::default(), echo_dispatcher()).await;
+    let client = Arc::new(RemotingClient::new(ClientConfig::default()));
+    let slow = {
+        let (client, addr) = (client.clone(), server.addr.clone());
+        tokio::spawn(async move { client.invoke(&addr, RemotingCommand::request(SLOW), Duration::from_secs(5)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let fast = client.invoke(&server.addr, echo("fast"), Duration::from_secs(5)).await.unwrap();
+    assert_eq!(fast.body, &b"fast"[..]);
+    assert!(!slow.is_finished(), "the fast answer overtook the slow one");
+    assert_eq!(slow.await.unwrap().unwrap().remark.as_deref(), Some("slow"));
+    client.shutdown().await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn unanswered_request_times_out_and_unknown_code_is_not_supported() {
+    let server = Server::start(ServerConfig::default(), echo_dispatcher()).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let err = client.invoke(&server.addr, RemotingCommand::request(SLOW), Duration::from_millis(50)).await.unwrap_err();
+    assert!(matches!(err, RemotingError::Timeout { .. }), "{err}");
+    let r = client.invoke(&server.addr, RemotingCommand::request(4242), Duration::from_secs(5)).await.unwrap();
+    assert_eq!(r.code, response_code::REQUEST_CODE_NOT_SUPPORTED);
+    // The connection is still good after both.
+    assert_eq!(client.invoke(&server.addr, echo("x"), Duration::from_secs(5)).await.unwrap().body, &b"x"[..]);
+    client.shutdown().await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn oneway_requests_are_handled_and_never_answered() {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut d = echo_dispatcher();
+    d.register_sync(NOTE, move |_c, req| {
+        let _ = tx.send(req.body.clone());
+        // Even if a handler returns a response, a oneway request gets none.
+        Some(RemotingCommand::response_to(req, response_code::SUCCESS, None))
+    });
+    let server = Server::start(ServerConfig::default(), d).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    client.invoke_oneway(&server.addr, RemotingCommand::request(NOTE).with_body(&b"n1"[..])).await.unwrap();
+    assert_eq!(tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap(), &b"n1"[..]);
+    // The next request's answer is its own, not a stray answer to the oneway.
+    assert_eq!(client.invoke(&server.addr, echo("after"), Duration::from_secs(5)).await.unwrap().body, &b"after"[..]);
+    client.shutdown().await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn server_calls_back_the_client_on_its_connection() {
+    // The server answers CALL_BACK by first asking the client a question, as a broker asks a
+    // consumer for its running info.
+    let mut d = Dispatcher::new();
+    d.register(CALL_BACK, |conn: Connection, req| async move {
+        let answer = conn
+            .invoke(RemotingCommand::request(request_code::GET_CONSUMER_RUNNING_INFO), Duration::from_secs(5))
+            .await;
+        let remark = match answer {
+            Ok(a) => String::from_utf8_lossy(&a.body).into_owned(),
+            Err(e) => e.to_string(),
+        };
+        Some(RemotingCommand::response_to(&req, response_code::SUCCESS, Some(remark)))
+    });
+    let server = Server::start(ServerConfig::default(), d).await;
+    let mut client_side = Dispatcher::new();
+    client_side.register_sync(request_code::GET_CONSUMER_RUNNING_INFO, |_c, req| {
+        Some(RemotingCommand::response_to(req, response_code::SUCCESS, None).with_body(&b"running"[..]))
+    });
+    let client = RemotingClient::with_handler(ClientConfig::default(), Arc::new(client_side));
+    let r = client.invoke(&server.addr, RemotingCommand::request(CALL_BACK), Duration::from_secs(5)).await.unwrap();
+    assert_eq!(r.remark.as_deref(), Some("running"));
+    client.shutdown().await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn client_reconnects_after_the_server_closes_its_connection() {
+    let closes = Arc::new(AtomicUsize::new(0));
+    let seen: Arc<Mutex<Vec<Connection>>> = Arc::default();
+    let mut d = echo_dispatcher();
+    let seen2 = seen.clone();
+    d.register_sync(NOTE, move |conn, req| {
+        seen2.lock().unwrap().push(conn.clone());
+        Some(RemotingCommand::response_to(req, response_code::SUCCESS, None))
+    });
+    let closes2 = closes.clone();
+    d.on_close(move |_| {
+        closes2.fetch_add(1, Ordering::SeqCst);
+    });
+    let server = Server::start(ServerConfig::default(), d).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    client.invoke(&server.addr, RemotingCommand::request(NOTE), Duration::from_secs(5)).await.unwrap();
+    let conn = seen.lock().unwrap()[0].clone();
+    conn.close();
+    tokio::time::timeout(Duration::from_secs(5), conn.closed()).await.unwrap();
+    // The client notices and connects again on the next call.
+    let mut ok = false;
+    for _ in 0..100 {
+        if client.invoke(&server.addr, echo("again"), Duration::from_secs(5)).await.is_ok() {
+            ok = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(ok, "client reconnected");
+    assert!(closes.load(Ordering::SeqCst) >= 1);
+    client.shutdown().await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn idle_connections_are_closed() {
+    let config = ServerConfig { idle_timeout: Duration::from_millis(200), ..ServerConfig::default() };
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut d = echo_dispatcher();
+    d.on_close(move |c| {
+        let _ = tx.send(c.id());
+    });
+    let server = Server::start(config, d).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    client.invoke(&server.addr, echo("hi"), Duration::from_secs(5)).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.expect("idle connection closed").unwrap();
+    client.shutdown().await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_drains_in_flight_requests() {
+    let server = Server::start(ServerConfig::default(), echo_dispatcher()).await;
+    let client = Arc::new(RemotingClient::new(ClientConfig::default()));
+    let pending = {
+        let (client, addr) = (client.clone(), server.addr.clone());
+        tokio::spawn(async move { client.invoke(&addr, RemotingCommand::request(SLOW), Duration::from_secs(5)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    server.stop().await;
+    let r = pending.await.unwrap().expect("in-flight request answered during shutdown");
+    assert_eq!(r.remark.as_deref(), Some("slow"));
+    client.shutdown().await;
+}
+
+#[tokio::test]
+async fn oversized_requests_fail_fast_on_the_client() {
+    let server = Server::start(ServerConfig::default(), echo_dispatcher()).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let big = RemotingCommand::request(ECHO).with_body(vec![0u8; 17 * 1024 * 1024]);
+    let err = client.invoke(&server.addr, big, Duration::from_secs(5)).await.unwrap_err();
+    assert!(matches!(err, RemotingError::Encode { .. }), "{err}");
+    assert_eq!(client.invoke(&server.addr, echo("small"), Duration::from_secs(5)).await.unwrap().body, &b"small"[..]);
+    client.shutdown().await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn connecting_to_a_closed_port_is_an_error() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    drop(listener);
+    let client = RemotingClient::new(ClientConfig::default());
+    let err = client.invoke(&addr, echo("x"), Duration::from_secs(5)).await.unwrap_err();
+    assert!(matches!(err, RemotingError::Connect { .. }), "{err}");
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs every test of the workspace on a fresh machine: prepares the third-party client the
+# compatibility tests drive (compat/setup.sh: a Python venv with the official RocketMQ C++
+# client), then the whole cargo test suite.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+bash compat/setup.sh
+cargo test -j2 --workspace --all-targets
+# Doc tests are not covered by --all-targets.
+cargo test -j2 --workspace --doc
