@@ -4,7 +4,7 @@
 //! configured one. The body is not handled here (see `frame`). Java: `RemotingSerializable`,
 //! `RocketMQSerializable`.
 
-use std::fmt::Write as _;
+use std::io::Write as _;
 
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
@@ -32,34 +32,57 @@ pub(crate) fn decode_header(serialize_type: SerializeType, bytes: &[u8]) -> Resu
     }
 }
 
-fn json_string(out: &mut String, s: &str) {
-    // serde_json's string escaping cannot fail when writing into a String.
-    out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| String::from("\"\"")));
+/// Appends `s` as a JSON string literal. Escapes what JSON requires (quote, backslash, control
+/// characters) and nothing else, as fastjson does; non-ASCII stays UTF-8.
+fn json_string(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let short: &[u8] = match b {
+            b'"' => br#"\""#,
+            b'\\' => br"\\",
+            b'\n' => br"\n",
+            b'\r' => br"\r",
+            b'\t' => br"\t",
+            0x00..=0x1F => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        if short.is_empty() {
+            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xF)]]);
+        } else {
+            out.extend_from_slice(short);
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
 }
 
 /// Writes keys in alphabetical order, nulls omitted, as fastjson does for `RemotingCommand`.
 fn encode_json(cmd: &RemotingCommand, out: &mut Vec<u8>) {
-    let mut s = String::with_capacity(128 + cmd.ext_fields.len() * 32);
-    let _ = write!(s, "{{\"code\":{}", cmd.code);
+    out.reserve(128 + cmd.ext_fields.len() * 32);
+    let _ = write!(out, "{{\"code\":{}", cmd.code);
     if !cmd.ext_fields.is_empty() {
-        s.push_str(",\"extFields\":{");
+        out.extend_from_slice(b",\"extFields\":{");
         for (i, (k, v)) in cmd.ext_fields.iter().enumerate() {
             if i > 0 {
-                s.push(',');
+                out.push(b',');
             }
-            json_string(&mut s, k);
-            s.push(':');
-            json_string(&mut s, v);
+            json_string(out, k);
+            out.push(b':');
+            json_string(out, v);
         }
-        s.push('}');
+        out.push(b'}');
     }
-    let _ = write!(s, ",\"flag\":{},\"language\":\"{}\",\"opaque\":{}", cmd.flag, cmd.language.name(), cmd.opaque);
+    let _ = write!(out, ",\"flag\":{},\"language\":\"{}\",\"opaque\":{}", cmd.flag, cmd.language.name(), cmd.opaque);
     if let Some(remark) = &cmd.remark {
-        s.push_str(",\"remark\":");
-        json_string(&mut s, remark);
+        out.extend_from_slice(b",\"remark\":");
+        json_string(out, remark);
     }
-    let _ = write!(s, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":{}}}", cmd.version);
-    out.extend_from_slice(s.as_bytes());
+    let _ = write!(out, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":{}}}", cmd.version);
 }
 
 /// A string-valued JSON field that also accepts numbers and booleans, because not every

@@ -198,3 +198,16 @@ fn send_header_v2_uses_one_letter_keys() {
     // A V2 request read with long keys is missing producerGroup.
     assert!(SendMessageRequestHeader::decode_for(request_code::SEND_MESSAGE, &ext).is_err());
 }
+
+#[test]
+fn json_header_escapes_control_characters_and_round_trips() {
+    let mut cmd = RemotingCommand::response(1, Some("line1\n\"quoted\"\\ tab\t é".to_owned()));
+    cmd.ext_fields.insert("i".into(), "TAGS\u{1}a\u{2}KEYS\u{1}k\u{2}".into());
+    let mut out = BytesMut::new();
+    encode_frame(&cmd, SerializeType::Json, &mut out).unwrap();
+    let header = String::from_utf8(out[8..].to_vec()).unwrap();
+    assert!(header.contains(r#""i":"TAGS\u0001a\u0002KEYS\u0001k\u0002""#), "{header}");
+    assert!(header.contains(r#""remark":"line1\n\"quoted\"\\ tab\t é""#), "{header}");
+    let decoded = decode_frame(&mut out, MAX_FRAME_BYTES).unwrap().unwrap();
+    assert_eq!(decoded, cmd);
+}
