@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use ferromq_namesrv::NamesrvConfig;
+use ferromq_namesrv::{NamesrvConfig, RocketMqConfig};
 use tracing::warn;
 
 /// FerroMQ: Apache RocketMQ, rebuilt in Rust.

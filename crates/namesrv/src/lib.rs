@@ -19,7 +19,8 @@ use ferromq_remoting::{RemotingServer, ServerConfig};
 use tokio::net::TcpListener;
 use tracing::info;
 
-pub use config::{ConfigError, NamesrvConfig};
+pub use config::NamesrvConfig;
+pub use ferromq_config::{ConfigError, RocketMqConfig};
 pub use kv_config::{KvConfig, KvConfigError, NAMESPACE_ORDER_TOPIC_CONFIG};
 pub use route_table::{BrokerAddrInfo, BrokerRegistration, RegisterError, RegisterResult, RouteTable};
 

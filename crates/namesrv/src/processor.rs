@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use ferromq_config::RocketMqConfig;
 use ferromq_protocol::body::{DataVersion, JsonBody, KVTable, RegisterBrokerBody, TopicRouteData};
 use ferromq_protocol::header::*;
 use ferromq_protocol::message::crc32_masked;
