@@ -1,0 +1,153 @@
+//! `StoreConfig`: the message store's settings under RocketMQ's `broker.conf` keys, with
+//! Java's defaults (Java: `MessageStoreConfig`). Paths are derived from `storePathRootDir`
+//! unless set (Java: `StorePathConfigHelper`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ferromq_config::rocketmq_config;
+
+fn default_store_root() -> PathBuf {
+    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(".")).join("store")
+}
+
+/// When the CommitLog is forced to disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushDiskType {
+    /// A put waits until its bytes are flushed (group commit).
+    SyncFlush,
+    /// A background service flushes periodically.
+    AsyncFlush,
+}
+
+impl ferromq_config::ConfigValue for FlushDiskType {
+    const EXPECTED: &'static str = "SYNC_FLUSH or ASYNC_FLUSH";
+    fn parse_value(text: &str) -> Option<Self> {
+        match text {
+            "SYNC_FLUSH" => Some(FlushDiskType::SyncFlush),
+            "ASYNC_FLUSH" => Some(FlushDiskType::AsyncFlush),
+            _ => None,
+        }
+    }
+    fn render(&self) -> String {
+        match self {
+            FlushDiskType::SyncFlush => "SYNC_FLUSH",
+            FlushDiskType::AsyncFlush => "ASYNC_FLUSH",
+        }
+        .to_owned()
+    }
+}
+
+rocketmq_config! {
+    /// The store's settings. Field docs name the RocketMQ key.
+    pub struct StoreConfig {
+        /// `storePathRootDir`.
+        store_path_root_dir: PathBuf = "storePathRootDir", default default_store_root();
+        /// `storePathCommitLog`; empty means `<root>/commitlog`.
+        store_path_commit_log: String = "storePathCommitLog", default String::new();
+        /// `mappedFileSizeCommitLog` (bytes per CommitLog segment; old spelling accepted).
+        mapped_file_size_commit_log: u64 = "mappedFileSizeCommitLog" | "mapedFileSizeCommitLog", default 1024 * 1024 * 1024;
+        /// `mappedFileSizeConsumeQueue` (bytes per ConsumeQueue segment, a multiple of 20).
+        mapped_file_size_consume_queue: u64 = "mappedFileSizeConsumeQueue" | "mapedFileSizeConsumeQueue", default 300_000 * 20;
+        /// `flushDiskType`.
+        flush_disk_type: FlushDiskType = "flushDiskType", default FlushDiskType::AsyncFlush;
+        /// `flushIntervalCommitLog` (ms).
+        flush_interval_commit_log_ms: u64 = "flushIntervalCommitLog", default 500;
+        /// `flushCommitLogLeastPages`.
+        flush_commit_log_least_pages: u64 = "flushCommitLogLeastPages", default 4;
+        /// `flushCommitLogThoroughInterval` (ms).
+        flush_commit_log_thorough_interval_ms: u64 = "flushCommitLogThoroughInterval", default 10_000;
+        /// `flushIntervalConsumeQueue` (ms).
+        flush_interval_consume_queue_ms: u64 = "flushIntervalConsumeQueue", default 1_000;
+        /// `syncFlushTimeout` (ms): how long a SYNC_FLUSH put waits before FLUSH_DISK_TIMEOUT.
+        sync_flush_timeout_ms: u64 = "syncFlushTimeout", default 5_000;
+        /// `maxMessageSize` (bytes of body).
+        max_message_size: u64 = "maxMessageSize", default 4 * 1024 * 1024;
+        /// `checkCRCOnRecover`.
+        check_crc_on_recover: bool = "checkCRCOnRecover", default true;
+        /// `maxTransferBytesOnMessageInMemory`.
+        max_transfer_bytes_on_message_in_memory: u64 = "maxTransferBytesOnMessageInMemory", default 256 * 1024;
+        /// `maxTransferCountOnMessageInMemory`.
+        max_transfer_count_on_message_in_memory: u64 = "maxTransferCountOnMessageInMemory", default 32;
+        /// `maxTransferBytesOnMessageInDisk`.
+        max_transfer_bytes_on_message_in_disk: u64 = "maxTransferBytesOnMessageInDisk", default 64 * 1024;
+        /// `maxTransferCountOnMessageInDisk`.
+        max_transfer_count_on_message_in_disk: u64 = "maxTransferCountOnMessageInDisk", default 8;
+        /// `accessMessageInMemoryMaxRatio` (% of RAM beyond which reads count as cold).
+        access_message_in_memory_max_ratio: u64 = "accessMessageInMemoryMaxRatio", default 40;
+        /// `messageIndexEnable`.
+        message_index_enable: bool = "messageIndexEnable", default true;
+        /// `maxHashSlotNum`.
+        max_hash_slot_num: u32 = "maxHashSlotNum", default 5_000_000;
+        /// `maxIndexNum`.
+        max_index_num: u32 = "maxIndexNum", default 20_000_000;
+        /// `maxMsgsNumBatch`: cap of a key query.
+        max_msgs_num_batch: u32 = "maxMsgsNumBatch", default 64;
+        /// `fileReservedTime` (hours).
+        file_reserved_time_hours: u64 = "fileReservedTime", default 72;
+        /// `deleteWhen`: hours of the day (`;`-separated) when expired files are deleted.
+        delete_when: String = "deleteWhen", default "04".to_owned();
+        /// `diskMaxUsedSpaceRatio` (%).
+        disk_max_used_space_ratio: u64 = "diskMaxUsedSpaceRatio", default 75;
+        /// `transientStorePoolEnable`.
+        transient_store_pool_enable: bool = "transientStorePoolEnable", default false;
+        /// `transientStorePoolSize`.
+        transient_store_pool_size: u32 = "transientStorePoolSize", default 5;
+        /// `commitIntervalCommitLog` (ms).
+        commit_interval_commit_log_ms: u64 = "commitIntervalCommitLog", default 200;
+        /// `warmMapedFileEnable`: pre-touch new segments (FerroMQ always pre-touches in the
+        /// background; kept for config compatibility).
+        warm_mapped_file_enable: bool = "warmMapedFileEnable", default false;
+    }
+}
+
+impl StoreConfig {
+    /// A config rooted at `root` with Java's defaults otherwise.
+    pub fn with_root(root: impl Into<PathBuf>) -> Self {
+        StoreConfig { store_path_root_dir: root.into(), ..StoreConfig::default() }
+    }
+
+    /// Directory of CommitLog segments.
+    pub fn commit_log_dir(&self) -> PathBuf {
+        if self.store_path_commit_log.is_empty() {
+            self.store_path_root_dir.join("commitlog")
+        } else {
+            PathBuf::from(&self.store_path_commit_log)
+        }
+    }
+
+    /// Directory of ConsumeQueues.
+    pub fn consume_queue_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("consumequeue")
+    }
+
+    /// Directory of IndexFiles.
+    pub fn index_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("index")
+    }
+
+    /// The checkpoint file.
+    pub fn checkpoint_path(&self) -> PathBuf {
+        self.store_path_root_dir.join("checkpoint")
+    }
+
+    /// The abort marker.
+    pub fn abort_path(&self) -> PathBuf {
+        self.store_path_root_dir.join("abort")
+    }
+
+    /// The lock file.
+    pub fn lock_path(&self) -> PathBuf {
+        self.store_path_root_dir.join("lock")
+    }
+
+    /// ConsumeQueue segment size rounded down to whole 20-byte units.
+    pub fn consume_queue_file_size(&self) -> u64 {
+        (self.mapped_file_size_consume_queue / 20).max(1) * 20
+    }
+
+    /// `syncFlushTimeout` as a duration.
+    pub fn sync_flush_timeout(&self) -> Duration {
+        Duration::from_millis(self.sync_flush_timeout_ms)
+    }
+}

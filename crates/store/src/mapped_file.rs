@@ -1,0 +1,292 @@
+//! One memory-mapped segment file with its write and flush positions.
+//!
+//! The file is named by its start offset in the queue (20 digits) and has a fixed size. One
+//! writer appends (callers serialize appends); readers take zero-copy [`Bytes`] slices of the
+//! bytes already written, which keep the mapping alive after the file is dropped from its
+//! queue. Java: `DefaultMappedFile`.
+
+#![allow(unsafe_code)] // The mapping is shared between one writer and many readers; see `Inner`.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use memmap2::MmapRaw;
+
+/// Page size used for "least pages" flush accounting and pre-touching.
+pub const OS_PAGE_SIZE: usize = 4096;
+
+/// A segment's 20-digit file name for `offset` (Java: `UtilAll.offset2FileName`).
+pub fn offset_to_file_name(offset: i64) -> String {
+    format!("{offset:020}")
+}
+
+/// The mapping shared by the file and every slice handed out.
+///
+/// Soundness: bytes below the file's write position are never written again while the file is
+/// in service (the store only appends), so shared slices of `[0, wrote)` never alias a write.
+/// Writes go through the raw pointer to `[wrote, size)`, by one writer at a time (the owner of
+/// the queue's append lock). Recovery truncation and zeroing happen before any reader exists.
+struct Inner {
+    map: MmapRaw,
+}
+
+/// A read-only window of the mapping; the owner behind a zero-copy [`Bytes`].
+struct Window {
+    inner: Arc<Inner>,
+    start: usize,
+    len: usize,
+}
+
+impl AsRef<[u8]> for Window {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: `start + len` is within the mapping and below the write position when the
+        // window was made (checked in `MappedFile::slice`); that region is immutable (see Inner).
+        unsafe { std::slice::from_raw_parts(self.inner.map.as_ptr().add(self.start), self.len) }
+    }
+}
+
+/// One segment.
+pub struct MappedFile {
+    path: PathBuf,
+    file_from_offset: i64,
+    file_size: usize,
+    _file: File,
+    inner: Arc<Inner>,
+    wrote_position: AtomicUsize,
+    flushed_position: AtomicUsize,
+    /// Set once the file is full (a blank marker written or exactly filled).
+    full: AtomicBool,
+}
+
+impl std::fmt::Debug for MappedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedFile")
+            .field("path", &self.path)
+            .field("wrote", &self.wrote_position())
+            .field("flushed", &self.flushed_position())
+            .finish()
+    }
+}
+
+impl MappedFile {
+    /// Creates (or reuses, extending it to `file_size`) the segment starting at `from` in `dir`.
+    ///
+    /// # Errors
+    /// I/O errors creating, sizing or mapping the file; a file larger than `file_size`.
+    pub fn open(dir: &Path, from: i64, file_size: usize) -> io::Result<MappedFile> {
+        let path = dir.join(offset_to_file_name(from));
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)?;
+        let len = file.metadata()?.len();
+        if len > file_size as u64 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} is {len} bytes, larger than the configured segment size {file_size}", path.display()),
+            ));
+        }
+        if len < file_size as u64 {
+            // A new file, or one cut short by a crash: the missing tail reads as zeros, which
+            // recovery treats as the end of data.
+            file.set_len(file_size as u64)?;
+        }
+        let map = MmapRaw::map_raw(&file)?;
+        Ok(MappedFile {
+            path,
+            file_from_offset: from,
+            file_size,
+            _file: file,
+            inner: Arc::new(Inner { map }),
+            wrote_position: AtomicUsize::new(0),
+            flushed_position: AtomicUsize::new(0),
+            full: AtomicBool::new(false),
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Queue offset of the first byte.
+    pub fn file_from_offset(&self) -> i64 {
+        self.file_from_offset
+    }
+
+    /// Segment size in bytes.
+    pub fn file_size(&self) -> usize {
+        self.file_size
+    }
+
+    /// Bytes appended so far.
+    pub fn wrote_position(&self) -> usize {
+        self.wrote_position.load(Ordering::Acquire)
+    }
+
+    /// Bytes known to be on disk.
+    pub fn flushed_position(&self) -> usize {
+        self.flushed_position.load(Ordering::Acquire)
+    }
+
+    /// Free bytes after the write position.
+    pub fn remaining(&self) -> usize {
+        self.file_size - self.wrote_position()
+    }
+
+    /// Whether nothing more may be appended.
+    pub fn is_full(&self) -> bool {
+        self.full.load(Ordering::Acquire) || self.wrote_position() == self.file_size
+    }
+
+    /// Marks the file full (after its end-of-file blank).
+    pub fn mark_full(&self) {
+        self.full.store(true, Ordering::Release);
+    }
+
+    /// Appends `bytes` at the write position and publishes them to readers.
+    ///
+    /// Callers serialize appends (one writer per queue).
+    ///
+    /// # Panics
+    /// If `bytes` does not fit; callers check [`remaining`](Self::remaining) first, so this is
+    /// a broken invariant, not an operating condition.
+    pub fn append(&self, bytes: &[u8]) {
+        let pos = self.wrote_position.load(Ordering::Acquire);
+        assert!(pos + bytes.len() <= self.file_size, "append past the end of {}", self.path.display());
+        // SAFETY: [pos, pos + len) is inside the mapping (asserted) and at or above the write
+        // position, so no reader holds a slice of it; appends are serialized by the caller.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.inner.map.as_mut_ptr().add(pos), bytes.len());
+        }
+        self.wrote_position.store(pos + bytes.len(), Ordering::Release);
+    }
+
+    /// A zero-copy slice of written bytes, or `None` if the range is not fully written.
+    pub fn slice(&self, pos: usize, len: usize) -> Option<Bytes> {
+        let end = pos.checked_add(len)?;
+        if end > self.wrote_position() {
+            return None;
+        }
+        Some(Bytes::from_owner(Window { inner: self.inner.clone(), start: pos, len }))
+    }
+
+    /// Reads written bytes into a borrowed view for the duration of `f` (no allocation).
+    pub fn with_bytes<R>(&self, pos: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let end = pos.checked_add(len)?;
+        if end > self.wrote_position() {
+            return None;
+        }
+        let window = Window { inner: self.inner.clone(), start: pos, len };
+        Some(f(window.as_ref()))
+    }
+
+    /// Reads any bytes of the file, written or not: used by recovery before the write position
+    /// is known, when no writer exists.
+    pub fn with_raw<R>(&self, pos: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let end = pos.checked_add(len)?;
+        if end > self.file_size {
+            return None;
+        }
+        let window = Window { inner: self.inner.clone(), start: pos, len };
+        Some(f(window.as_ref()))
+    }
+
+    /// Forces written-but-unflushed bytes to disk. Returns the new flushed position.
+    ///
+    /// # Errors
+    /// The `msync` failure; the flushed position is then unchanged.
+    pub fn flush(&self) -> io::Result<usize> {
+        let wrote = self.wrote_position();
+        let flushed = self.flushed_position();
+        if wrote > flushed {
+            self.inner.map.flush_range(flushed, wrote - flushed)?;
+            self.flushed_position.store(wrote, Ordering::Release);
+        }
+        Ok(wrote)
+    }
+
+    /// Pages written but not yet flushed.
+    pub fn dirty_pages(&self) -> usize {
+        (self.wrote_position() / OS_PAGE_SIZE).saturating_sub(self.flushed_position() / OS_PAGE_SIZE)
+    }
+
+    /// Sets the write and flush positions (recovery). `full` is derived by the caller.
+    pub fn set_positions(&self, pos: usize) {
+        let pos = pos.min(self.file_size);
+        self.wrote_position.store(pos, Ordering::Release);
+        self.flushed_position.store(pos, Ordering::Release);
+        self.full.store(false, Ordering::Release);
+    }
+
+    /// Zeros `[pos, end of file)` so stale bytes past a truncation point can never be read as
+    /// records again. Recovery only: no reader or writer may be active.
+    pub fn zero_from(&self, pos: usize) -> io::Result<()> {
+        if pos >= self.file_size {
+            return Ok(());
+        }
+        // SAFETY: recovery runs before the file is served, so nothing reads or writes it now.
+        unsafe {
+            std::ptr::write_bytes(self.inner.map.as_mut_ptr().add(pos), 0, self.file_size - pos);
+        }
+        self.inner.map.flush_range(pos, self.file_size - pos)
+    }
+
+    /// Touches every page of a fresh file so the first appends do not pay page faults. Only
+    /// for a file not yet in service.
+    pub fn pretouch(&self) {
+        let mut pos = 0;
+        while pos < self.file_size {
+            // SAFETY: the file is not in service yet (it is being prepared for a later roll),
+            // so no reader or writer touches it; writing a zero leaves its content unchanged.
+            unsafe {
+                std::ptr::write_volatile(self.inner.map.as_mut_ptr().add(pos), 0);
+            }
+            pos += OS_PAGE_SIZE;
+        }
+    }
+
+    /// Deletes the file from disk; slices already handed out stay readable until dropped.
+    ///
+    /// # Errors
+    /// The unlink failure.
+    pub fn destroy(&self) -> io::Result<()> {
+        std::fs::remove_file(&self.path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn appends_are_readable_as_slices_that_outlive_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = MappedFile::open(dir.path(), 4096, 8192).unwrap();
+        assert_eq!(f.path().file_name().unwrap(), "00000000000000004096");
+        f.append(b"hello");
+        f.append(b" world");
+        assert_eq!(f.wrote_position(), 11);
+        assert!(f.slice(0, 12).is_none(), "unwritten bytes are not readable");
+        let s = f.slice(6, 5).unwrap();
+        assert_eq!(&s[..], b"world");
+        assert_eq!(f.dirty_pages(), 0);
+        f.flush().unwrap();
+        assert_eq!(f.flushed_position(), 11);
+        f.destroy().unwrap();
+        drop(f);
+        assert_eq!(&s[..], b"world");
+    }
+
+    #[test]
+    fn short_file_is_extended_and_larger_file_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(offset_to_file_name(0)), b"abc").unwrap();
+        let f = MappedFile::open(dir.path(), 0, 1024).unwrap();
+        assert_eq!(std::fs::metadata(f.path()).unwrap().len(), 1024);
+        assert_eq!(f.with_raw(0, 4, <[u8]>::to_vec).unwrap(), b"abc\0");
+        drop(f);
+        assert!(MappedFile::open(dir.path(), 0, 512).is_err());
+    }
+}

@@ -1,0 +1,364 @@
+//! A queue of contiguous segments: the CommitLog's or one ConsumeQueue's files.
+//!
+//! Segments are named by start offset and laid end to end. The queue finds the segment for an
+//! offset, rolls to a new one when the last is full, flushes dirty segments, and truncates or
+//! deletes segments. The next CommitLog segment is created and pre-touched by a background
+//! thread so a roll never waits for file creation. Java: `MappedFileQueue`,
+//! `AllocateMappedFileService`.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::thread::JoinHandle;
+
+use tracing::{debug, info, warn};
+
+use crate::mapped_file::MappedFile;
+
+/// The segments of one queue.
+#[derive(Debug)]
+pub struct MappedFileQueue {
+    dir: PathBuf,
+    file_size: usize,
+    files: RwLock<Vec<Arc<MappedFile>>>,
+    preallocator: Option<Preallocator>,
+}
+
+impl MappedFileQueue {
+    /// Opens the queue in `dir`, loading existing segments. Every loaded segment starts with
+    /// its write position at its end; recovery sets the real positions.
+    ///
+    /// # Errors
+    /// I/O errors, a file whose name is not an offset, or segments that are not contiguous.
+    pub fn load(dir: &Path, file_size: usize, preallocate: bool) -> io::Result<MappedFileQueue> {
+        std::fs::create_dir_all(dir)?;
+        let mut names: Vec<(i64, PathBuf)> = Vec::new();
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name.len() != 20 || !name.bytes().all(|b| b.is_ascii_digit()) {
+                debug!(dir = %dir.display(), file = name, "ignoring non-segment file");
+                continue;
+            }
+            let offset: i64 = name
+                .parse()
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, format!("bad segment name {name}")))?;
+            names.push((offset, entry.path()));
+        }
+        names.sort();
+        let mut files = Vec::with_capacity(names.len());
+        for (i, (offset, path)) in names.iter().enumerate() {
+            if *offset % file_size as i64 != 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{} does not start on a {file_size}-byte segment boundary", path.display()),
+                ));
+            }
+            if i > 0 && *offset != names[i - 1].0 + file_size as i64 {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("segment {} does not follow {} (missing file?)", path.display(), names[i - 1].1.display()),
+                ));
+            }
+            let f = MappedFile::open(dir, *offset, file_size)?;
+            f.set_positions(file_size);
+            files.push(Arc::new(f));
+        }
+        if !files.is_empty() {
+            info!(dir = %dir.display(), segments = files.len(), "segments loaded");
+        }
+        let preallocator = preallocate.then(|| Preallocator::start(dir.to_owned(), file_size));
+        Ok(MappedFileQueue { dir: dir.to_owned(), file_size, files: RwLock::new(files), preallocator })
+    }
+
+    fn files(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<MappedFile>>> {
+        // The vector is only ever pushed to, truncated or drained whole; a panic elsewhere
+        // cannot leave it half-updated.
+        self.files.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn files_mut(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Arc<MappedFile>>> {
+        self.files.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Segment size.
+    pub fn file_size(&self) -> usize {
+        self.file_size
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A snapshot of the segments, oldest first.
+    pub fn segments(&self) -> Vec<Arc<MappedFile>> {
+        self.files().clone()
+    }
+
+    /// The newest segment.
+    pub fn last(&self) -> Option<Arc<MappedFile>> {
+        self.files().last().cloned()
+    }
+
+    /// The oldest segment.
+    pub fn first(&self) -> Option<Arc<MappedFile>> {
+        self.files().first().cloned()
+    }
+
+    /// The segment to append to: the last one unless it is full, else a new one after it
+    /// (or at `start_offset` rounded down to a segment boundary when the queue is empty).
+    ///
+    /// # Errors
+    /// Creating the segment failed.
+    pub fn last_or_create(&self, start_offset: i64) -> io::Result<Arc<MappedFile>> {
+        if let Some(last) = self.last() {
+            if !last.is_full() {
+                return Ok(last);
+            }
+        }
+        let mut files = self.files_mut();
+        if let Some(last) = files.last() {
+            if !last.is_full() {
+                return Ok(last.clone());
+            }
+        }
+        let from = match files.last() {
+            Some(last) => last.file_from_offset() + self.file_size as i64,
+            None => start_offset - start_offset.rem_euclid(self.file_size as i64),
+        };
+        let file = match self.preallocator.as_ref().and_then(|p| p.take(from)) {
+            Some(prepared) => prepared?,
+            None => Arc::new(MappedFile::open(&self.dir, from, self.file_size)?),
+        };
+        if let Some(p) = &self.preallocator {
+            p.request(from + self.file_size as i64);
+        }
+        debug!(file = %file.path().display(), "new segment");
+        files.push(file.clone());
+        Ok(file)
+    }
+
+    /// The segment holding `offset`, if any.
+    pub fn find(&self, offset: i64) -> Option<Arc<MappedFile>> {
+        let files = self.files();
+        let first = files.first()?.file_from_offset();
+        if offset < first {
+            return None;
+        }
+        let index = ((offset - first) / self.file_size as i64) as usize;
+        files.get(index).cloned()
+    }
+
+    /// Offset of the first byte still stored.
+    pub fn min_offset(&self) -> i64 {
+        self.first().map_or(0, |f| f.file_from_offset())
+    }
+
+    /// Offset just past the last written byte.
+    pub fn max_offset(&self) -> i64 {
+        self.last().map_or(0, |f| f.file_from_offset() + f.wrote_position() as i64)
+    }
+
+    /// Offset up to which bytes are on disk.
+    pub fn flushed_where(&self) -> i64 {
+        let files = self.files();
+        // The first segment with unflushed bytes bounds the flushed prefix.
+        for f in files.iter() {
+            if f.flushed_position() < f.wrote_position() || f.flushed_position() < f.file_size() {
+                return f.file_from_offset() + f.flushed_position() as i64;
+            }
+        }
+        files.last().map_or(0, |f| f.file_from_offset() + f.file_size() as i64)
+    }
+
+    /// Flushes every segment with dirty bytes. Returns the flushed offset.
+    ///
+    /// # Errors
+    /// The first `msync` failure.
+    pub fn flush(&self) -> io::Result<i64> {
+        let files = self.segments();
+        let mut flushed = self.min_offset();
+        for f in files.iter() {
+            if f.flushed_position() < f.wrote_position() {
+                f.flush()?;
+            }
+            flushed = f.file_from_offset() + f.flushed_position() as i64;
+        }
+        Ok(flushed)
+    }
+
+    /// Dirty pages across segments.
+    pub fn dirty_pages(&self) -> usize {
+        self.files().iter().map(|f| f.dirty_pages()).sum()
+    }
+
+    /// Drops everything at or after `offset`: later segments are deleted, the segment holding
+    /// `offset` gets its positions set there (and, when `zero`, its tail zeroed).
+    ///
+    /// # Errors
+    /// Deleting or zeroing failed.
+    pub fn truncate(&self, offset: i64, zero: bool) -> io::Result<()> {
+        let mut files = self.files_mut();
+        let mut keep = files.len();
+        for (i, f) in files.iter().enumerate() {
+            let from = f.file_from_offset();
+            if from + self.file_size as i64 <= offset {
+                continue;
+            }
+            if from >= offset && !(from == offset && i == 0) {
+                keep = keep.min(i);
+                continue;
+            }
+            let pos = (offset - from) as usize;
+            f.set_positions(pos);
+            if zero {
+                f.zero_from(pos)?;
+            }
+        }
+        for f in files.drain(keep..) {
+            warn!(file = %f.path().display(), "deleting segment past the recovered end");
+            f.destroy()?;
+        }
+        Ok(())
+    }
+
+    /// Deletes segments whose every byte is below `offset` (retention, or a consume queue whose
+    /// data was deleted). The newest segment is always kept. Returns how many were deleted.
+    ///
+    /// # Errors
+    /// Deleting failed.
+    pub fn delete_before(&self, offset: i64) -> io::Result<usize> {
+        let mut files = self.files_mut();
+        let mut n = 0;
+        while files.len() > 1 && files[0].file_from_offset() + self.file_size as i64 <= offset {
+            let f = files.remove(0);
+            f.destroy()?;
+            info!(file = %f.path().display(), "segment deleted");
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Deletes the oldest segment (retention); the newest is never deleted.
+    ///
+    /// # Errors
+    /// Deleting failed.
+    pub fn delete_first(&self) -> io::Result<Option<Arc<MappedFile>>> {
+        let mut files = self.files_mut();
+        if files.len() <= 1 {
+            return Ok(None);
+        }
+        let f = files.remove(0);
+        f.destroy()?;
+        info!(file = %f.path().display(), "segment deleted");
+        Ok(Some(f))
+    }
+
+    /// Deletes every segment and the directory's segment files.
+    ///
+    /// # Errors
+    /// Deleting failed.
+    pub fn destroy(&self) -> io::Result<()> {
+        let mut files = self.files_mut();
+        for f in files.drain(..) {
+            f.destroy()?;
+        }
+        Ok(())
+    }
+}
+
+/// Creates and pre-touches the next segment on its own thread.
+#[derive(Debug)]
+struct Preallocator {
+    shared: Arc<(Mutex<PreState>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+#[derive(Debug, Default)]
+struct PreState {
+    requested: Option<i64>,
+    in_progress: Option<i64>,
+    ready: Option<(i64, io::Result<Arc<MappedFile>>)>,
+    stop: bool,
+}
+
+impl Preallocator {
+    fn start(dir: PathBuf, file_size: usize) -> Preallocator {
+        let shared: Arc<(Mutex<PreState>, Condvar)> = Arc::default();
+        let worker = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("segment-prealloc".into())
+            .spawn(move || {
+                let (lock, cv) = &*worker;
+                loop {
+                    let from = {
+                        let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
+                        loop {
+                            if st.stop {
+                                return;
+                            }
+                            if let Some(from) = st.requested.take() {
+                                st.in_progress = Some(from);
+                                break from;
+                            }
+                            st = cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                        }
+                    };
+                    let result = MappedFile::open(&dir, from, file_size).map(|f| {
+                        f.pretouch();
+                        Arc::new(f)
+                    });
+                    let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
+                    st.in_progress = None;
+                    st.ready = Some((from, result));
+                    cv.notify_all();
+                }
+            })
+            .ok();
+        Preallocator { shared, thread }
+    }
+
+    fn request(&self, from: i64) {
+        let (lock, cv) = &*self.shared;
+        let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
+        if st.ready.as_ref().is_some_and(|(f, _)| *f == from) || st.in_progress == Some(from) {
+            return;
+        }
+        st.requested = Some(from);
+        cv.notify_all();
+    }
+
+    /// The pre-created segment at `from`, waiting for it if it is being made; `None` when it
+    /// was not asked for (the caller creates it inline).
+    fn take(&self, from: i64) -> Option<io::Result<Arc<MappedFile>>> {
+        self.thread.as_ref()?;
+        let (lock, cv) = &*self.shared;
+        let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if st.ready.as_ref().is_some_and(|(f, _)| *f == from) {
+                return st.ready.take().map(|(_, result)| result);
+            }
+            if st.in_progress == Some(from) || st.requested == Some(from) {
+                st = cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            return None;
+        }
+    }
+}
+
+impl Drop for Preallocator {
+    fn drop(&mut self) {
+        {
+            let (lock, cv) = &*self.shared;
+            let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
+            st.stop = true;
+            cv.notify_all();
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
