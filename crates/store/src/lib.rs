@@ -8,12 +8,32 @@
 //!
 //! This crate uses files only: no sockets, no request codes.
 
+mod checkpoint;
+mod commit_log;
 mod config;
+mod consume_queue;
+mod dispatch;
 mod dispatch_request;
+mod flush;
+mod get_result;
+mod index_file;
+mod index_service;
 mod mapped_file;
 mod mapped_file_queue;
+mod message_store;
+mod put_result;
+mod read;
+mod recovery;
 
+pub use checkpoint::Checkpoint;
+pub use commit_log::{AppendError, CommitLog};
 pub use config::{FlushDiskType, StoreConfig};
+pub use consume_queue::{ConsumeQueue, ConsumeQueueStore, CqUnit, CQ_STORE_UNIT_SIZE};
 pub use dispatch_request::DispatchRequest;
+pub use get_result::{GetMessageResult, GetMessageStatus, QueryMessageResult};
+pub use index_file::{index_file_size, index_key_hash, IndexFile, HASH_SLOT_SIZE, INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE};
+pub use index_service::{IndexService, QueryOffsetResult};
 pub use mapped_file::{offset_to_file_name, MappedFile, OS_PAGE_SIZE};
 pub use mapped_file_queue::MappedFileQueue;
+pub use message_store::{ArrivalListener, MessageStore, StoreError};
+pub use put_result::{AppendResult, PutMessageResult, PutMessageStatus};

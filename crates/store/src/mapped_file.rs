@@ -60,6 +60,9 @@ pub struct MappedFile {
     flushed_position: AtomicUsize,
     /// Set once the file is full (a blank marker written or exactly filled).
     full: AtomicBool,
+    /// The file's length on disk when opened, before it was extended: bytes past it were
+    /// never written (a file cut short), so recovery must not trust a record reaching there.
+    loaded_len: usize,
 }
 
 impl std::fmt::Debug for MappedFile {
@@ -102,7 +105,13 @@ impl MappedFile {
             wrote_position: AtomicUsize::new(0),
             flushed_position: AtomicUsize::new(0),
             full: AtomicBool::new(false),
+            loaded_len: len as usize,
         })
+    }
+
+    /// The file's length on disk when it was opened (before any extension).
+    pub fn loaded_len(&self) -> usize {
+        self.loaded_len
     }
 
     /// The file's path.
@@ -159,6 +168,29 @@ impl MappedFile {
         // position, so no reader holds a slice of it; appends are serialized by the caller.
         unsafe {
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.inner.map.as_mut_ptr().add(pos), bytes.len());
+        }
+        self.wrote_position.store(pos + bytes.len(), Ordering::Release);
+    }
+
+    /// Appends one or more records so that the first record's leading 4 bytes (its TOTALSIZE)
+    /// land last. The file beyond the write position is zero, so if the process dies in the
+    /// middle of the copy, recovery finds a zero size where the record starts and treats it as
+    /// the end of the data: a torn record can never pass for a whole one.
+    ///
+    /// # Panics
+    /// As [`append`](Self::append); also if `bytes` is shorter than 4.
+    pub fn append_size_last(&self, bytes: &[u8]) {
+        let pos = self.wrote_position.load(Ordering::Acquire);
+        assert!(bytes.len() >= 4, "a record is at least 4 bytes");
+        assert!(pos + bytes.len() <= self.file_size, "append past the end of {}", self.path.display());
+        // SAFETY: as in `append`: the range is inside the mapping, at or above the write
+        // position, and appends are serialized by the caller.
+        unsafe {
+            let dst = self.inner.map.as_mut_ptr().add(pos);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr().add(4), dst.add(4), bytes.len() - 4);
+            // Keep the size store after the body stores (compiler and CPU order).
+            std::sync::atomic::fence(Ordering::Release);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, 4);
         }
         self.wrote_position.store(pos + bytes.len(), Ordering::Release);
     }

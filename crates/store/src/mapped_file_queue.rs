@@ -49,7 +49,7 @@ impl MappedFileQueue {
         names.sort();
         let mut files = Vec::with_capacity(names.len());
         for (i, (offset, path)) in names.iter().enumerate() {
-            if *offset % file_size as i64 != 0 {
+            if offset % file_size as i64 != 0 {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!("{} does not start on a {file_size}-byte segment boundary", path.display()),

@@ -15,7 +15,7 @@ pub(crate) fn push_upper_hex(out: &mut String, bytes: &[u8]) {
 /// digit, where Java would silently produce garbage.
 pub(crate) fn decode_hex(text: &str) -> Option<Vec<u8>> {
     let raw = text.as_bytes();
-    if raw.len() % 2 != 0 {
+    if !raw.len().is_multiple_of(2) {
         return None;
     }
     raw.chunks_exact(2).map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?)).collect()

@@ -1,0 +1,397 @@
+//! The CommitLog: every message of every topic, appended to one queue of segments.
+//!
+//! An append encodes the record outside the lock (into a per-thread buffer), then, inside one
+//! short critical section, assigns the queue offset, physical offset and store time by patching
+//! fixed positions, writes the end-of-file blank and rolls when the record does not fit, and
+//! copies the bytes into the mapping. A batch is encoded as consecutive records and written
+//! contiguously into one segment. Java: `CommitLog`, `DefaultAppendMessageCallback`.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::{Bytes, BytesMut};
+use ferromq_protocol::message::{
+    blank_marker, create_offset_msg_id, patch_physical_offset, patch_queue_offset, patch_store_timestamp, sysflag,
+    MessageError, StoredMessage, BLANK_MARKER_LEN,
+};
+use tracing::{error, warn};
+
+use crate::mapped_file_queue::MappedFileQueue;
+use crate::put_result::{AppendResult, PutMessageStatus};
+
+/// Now, in ms since the epoch.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+thread_local! {
+    /// Encoding buffer reused by every append on this thread, so the hot path does not
+    /// allocate per message.
+    static ENCODE_BUF: RefCell<BytesMut> = RefCell::new(BytesMut::with_capacity(64 * 1024));
+}
+
+/// Why an append failed.
+#[derive(Debug)]
+pub struct AppendError {
+    /// Status to report.
+    pub status: PutMessageStatus,
+    /// What happened.
+    pub reason: String,
+}
+
+impl AppendError {
+    fn new(status: PutMessageStatus, reason: impl Into<String>) -> Self {
+        AppendError { status, reason: reason.into() }
+    }
+}
+
+fn illegal(e: MessageError) -> AppendError {
+    match e {
+        MessageError::TooLong { field: "properties", .. } => {
+            AppendError::new(PutMessageStatus::PropertiesSizeExceeded, e.to_string())
+        }
+        _ => AppendError::new(PutMessageStatus::MessageIllegal, e.to_string()),
+    }
+}
+
+/// State guarded by the append lock.
+#[derive(Debug, Default)]
+struct WriterState {
+    /// Next queue offset per topic and queue id (Java: `topicQueueTable`).
+    topic_queue_table: HashMap<String, HashMap<i32, i64>>,
+}
+
+impl WriterState {
+    fn next_offset(&self, topic: &str, queue_id: i32) -> i64 {
+        self.topic_queue_table.get(topic).and_then(|q| q.get(&queue_id)).copied().unwrap_or(0)
+    }
+
+    fn advance(&mut self, topic: &str, queue_id: i32, to: i64) {
+        match self.topic_queue_table.get_mut(topic) {
+            Some(queues) => {
+                queues.insert(queue_id, to);
+            }
+            None => {
+                self.topic_queue_table.insert(topic.to_owned(), HashMap::from([(queue_id, to)]));
+            }
+        }
+    }
+}
+
+/// The CommitLog.
+#[derive(Debug)]
+pub struct CommitLog {
+    queue: MappedFileQueue,
+    writer: Mutex<WriterState>,
+    max_message_size: usize,
+    store_host: SocketAddr,
+    /// Store time of the newest appended record (for the checkpoint after a flush).
+    last_store_timestamp: AtomicI64,
+    /// Set after a failed write or flush: the page-cache state is unknown, so nothing more is
+    /// accepted.
+    poisoned: AtomicBool,
+    /// Fault injection: the next flushes fail as if `msync` had (tests of the poison path).
+    inject_flush_failure: AtomicBool,
+}
+
+/// Queue offsets are not consumed by half (prepared) and rolled-back transaction records.
+fn takes_queue_offset(sys_flag: i32) -> bool {
+    matches!(sysflag::transaction_value(sys_flag), sysflag::TRANSACTION_NOT_TYPE | sysflag::TRANSACTION_COMMIT_TYPE)
+}
+
+impl CommitLog {
+    /// Opens the CommitLog over `queue`.
+    pub fn new(queue: MappedFileQueue, max_message_size: usize, store_host: SocketAddr) -> Self {
+        CommitLog {
+            queue,
+            writer: Mutex::new(WriterState::default()),
+            max_message_size,
+            store_host,
+            last_store_timestamp: AtomicI64::new(0),
+            poisoned: AtomicBool::new(false),
+            inject_flush_failure: AtomicBool::new(false),
+        }
+    }
+
+    /// Makes every later flush fail as a failing `msync` would. Only the system call is
+    /// replaced: the poison handling that follows is the real one.
+    pub fn inject_flush_failure(&self, fail: bool) {
+        self.inject_flush_failure.store(fail, Ordering::Release);
+    }
+
+    /// The segment queue.
+    pub fn queue(&self) -> &MappedFileQueue {
+        &self.queue
+    }
+
+    /// The broker address written as STOREHOST.
+    pub fn store_host(&self) -> SocketAddr {
+        self.store_host
+    }
+
+    fn writer(&self) -> std::sync::MutexGuard<'_, WriterState> {
+        // The state is a map of counters updated after a successful copy; a panic between the
+        // two cannot leave a half-written entry.
+        self.writer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether a failed flush poisoned the store.
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.load(Ordering::Acquire)
+    }
+
+    /// Poisons the store; logged once.
+    pub fn poison(&self, reason: &str) {
+        if !self.poisoned.swap(true, Ordering::AcqRel) {
+            error!(reason, "commit log poisoned: refusing further writes");
+        }
+    }
+
+    /// Store time of the newest appended record.
+    pub fn last_store_timestamp(&self) -> i64 {
+        self.last_store_timestamp.load(Ordering::Acquire)
+    }
+
+    /// Appends one message. `msg`'s queue offset, physical offset and store time are assigned
+    /// here; its STOREHOST is this CommitLog's.
+    ///
+    /// # Errors
+    /// [`AppendError`] with MESSAGE_ILLEGAL for oversized or invalid records,
+    /// SERVICE_NOT_AVAILABLE when poisoned, CREATE_MAPPED_FILE_FAILED when rolling fails.
+    pub fn append(&self, msg: &StoredMessage) -> Result<AppendResult, AppendError> {
+        self.append_batch(std::slice::from_ref(msg))
+    }
+
+    /// Appends messages of one topic queue contiguously into one segment, with consecutive
+    /// queue offsets.
+    ///
+    /// # Errors
+    /// As [`append`](Self::append); an empty batch is MESSAGE_ILLEGAL.
+    pub fn append_batch(&self, msgs: &[StoredMessage]) -> Result<AppendResult, AppendError> {
+        let Some(first) = msgs.first() else {
+            return Err(AppendError::new(PutMessageStatus::MessageIllegal, "empty batch"));
+        };
+        if self.is_poisoned() {
+            return Err(AppendError::new(PutMessageStatus::ServiceNotAvailable, "store poisoned after a failed flush"));
+        }
+        for m in msgs {
+            if m.body.len() > self.max_message_size {
+                return Err(AppendError::new(
+                    PutMessageStatus::MessageIllegal,
+                    format!("message body of {} bytes exceeds maxMessageSize {}", m.body.len(), self.max_message_size),
+                ));
+            }
+            if m.topic != first.topic || m.queue_id != first.queue_id {
+                return Err(AppendError::new(PutMessageStatus::MessageIllegal, "a batch must target one topic queue"));
+            }
+        }
+        ENCODE_BUF.with(|cell| {
+            let mut buf = cell.borrow_mut();
+            buf.clear();
+            let mut sizes: smallvec_lite::Sizes = smallvec_lite::Sizes::default();
+            for m in msgs {
+                let before = buf.len();
+                if m.store_host == self.store_host {
+                    m.encode_into(&mut buf).map_err(illegal)?;
+                } else {
+                    // Callers normally set STOREHOST already; a clone keeps the record right
+                    // when they did not.
+                    let mut owned = m.clone();
+                    owned.store_host = self.store_host;
+                    owned.encode_into(&mut buf).map_err(illegal)?;
+                }
+                sizes.push(buf.len() - before);
+            }
+            let total = buf.len();
+            if total + BLANK_MARKER_LEN > self.queue.file_size() {
+                return Err(AppendError::new(
+                    PutMessageStatus::MessageIllegal,
+                    format!("{total} bytes do not fit a {}-byte segment", self.queue.file_size()),
+                ));
+            }
+            self.write_locked(&mut buf, &sizes, first)
+        })
+    }
+
+    fn write_locked(
+        &self,
+        buf: &mut BytesMut,
+        sizes: &smallvec_lite::Sizes,
+        first: &StoredMessage,
+    ) -> Result<AppendResult, AppendError> {
+        let total = buf.len();
+        let mut state = self.writer();
+        let mut file = self.segment_for_append()?;
+        if file.remaining() < total + BLANK_MARKER_LEN {
+            let remaining = file.remaining();
+            let blank = blank_marker(remaining as u32).map_err(illegal)?;
+            file.append(&blank);
+            file.mark_full();
+            file = self.segment_for_append()?;
+        }
+        let store_timestamp = now_ms();
+        let wrote_offset = file.file_from_offset() + file.wrote_position() as i64;
+        let takes_offset = takes_queue_offset(first.sys_flag);
+        let queue_offset = if takes_offset { state.next_offset(&first.topic, first.queue_id) } else { 0 };
+        let mut msg_id = String::with_capacity(sizes.len() * 33);
+        let mut pos = 0;
+        for (i, &size) in sizes.iter().enumerate() {
+            let record = &mut buf[pos..pos + size];
+            let physical = wrote_offset + pos as i64;
+            let this_queue_offset = if takes_offset { queue_offset + i as i64 } else { 0 };
+            patch_queue_offset(record, this_queue_offset).map_err(illegal)?;
+            patch_physical_offset(record, physical).map_err(illegal)?;
+            patch_store_timestamp(record, store_timestamp).map_err(illegal)?;
+            if i > 0 {
+                msg_id.push(',');
+            }
+            msg_id.push_str(&create_offset_msg_id(self.store_host, physical));
+            pos += size;
+        }
+        file.append_size_last(&buf[..total]);
+        if takes_offset {
+            state.advance(&first.topic, first.queue_id, queue_offset + sizes.len() as i64);
+        }
+        self.last_store_timestamp.store(store_timestamp, Ordering::Release);
+        drop(state);
+        Ok(AppendResult {
+            wrote_offset,
+            wrote_bytes: total,
+            msg_id,
+            store_timestamp,
+            logics_offset: queue_offset,
+            msg_num: sizes.len(),
+        })
+    }
+
+    fn segment_for_append(&self) -> Result<Arc<crate::MappedFile>, AppendError> {
+        self.queue.last_or_create(0).map_err(|e| {
+            warn!(error = %e, "cannot create the next commit log segment");
+            AppendError::new(
+                PutMessageStatus::CreateMappedFileFailed,
+                format!("cannot create a commit log segment: {e}"),
+            )
+        })
+    }
+
+    /// The `size` bytes at `offset`, zero-copy.
+    pub fn get_message(&self, offset: i64, size: usize) -> Option<Bytes> {
+        let file = self.queue.find(offset)?;
+        file.slice((offset - file.file_from_offset()) as usize, size)
+    }
+
+    /// The record at `offset`, its size read from its TOTALSIZE.
+    pub fn get_message_at(&self, offset: i64) -> Option<Bytes> {
+        let file = self.queue.find(offset)?;
+        let pos = (offset - file.file_from_offset()) as usize;
+        let size = file.with_bytes(pos, 4, |b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))?;
+        if size <= 0 {
+            return None;
+        }
+        file.slice(pos, size as usize)
+    }
+
+    /// Every written byte from `offset` to the end of its segment (for dispatch).
+    pub fn data_from(&self, offset: i64) -> Option<Bytes> {
+        let file = self.queue.find(offset)?;
+        let pos = (offset - file.file_from_offset()) as usize;
+        let wrote = file.wrote_position();
+        if pos > wrote {
+            return None;
+        }
+        file.slice(pos, wrote - pos)
+    }
+
+    /// Store time of the record at `offset` of `size` bytes.
+    pub fn store_timestamp_at(&self, offset: i64, size: i32) -> Option<i64> {
+        let file = self.queue.find(offset)?;
+        let pos = (offset - file.file_from_offset()) as usize;
+        file.with_bytes(pos, size.max(0) as usize, |b| {
+            let sys_flag = i32::from_be_bytes([b[36], b[37], b[38], b[39]]);
+            let at = ferromq_protocol::message::store_timestamp_pos(sys_flag);
+            b.get(at..at + 8).map(|t| i64::from_be_bytes([t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]]))
+        })
+        .flatten()
+    }
+
+    /// First offset still stored.
+    pub fn min_offset(&self) -> i64 {
+        self.queue.min_offset()
+    }
+
+    /// Offset after the last written byte.
+    pub fn max_offset(&self) -> i64 {
+        self.queue.max_offset()
+    }
+
+    /// Start of the segment after the one holding `offset`.
+    pub fn roll_next_file(&self, offset: i64) -> i64 {
+        let size = self.queue.file_size() as i64;
+        offset + size - offset.rem_euclid(size)
+    }
+
+    /// Replaces the queue-offset table (after recovery, from the consume queues).
+    pub fn set_topic_queue_table(&self, table: impl IntoIterator<Item = ((String, i32), i64)>) {
+        let mut state = self.writer();
+        state.topic_queue_table.clear();
+        for ((topic, queue_id), next) in table {
+            state.advance(&topic, queue_id, next);
+        }
+    }
+
+    /// Next queue offset of a topic queue.
+    pub fn next_queue_offset(&self, topic: &str, queue_id: i32) -> i64 {
+        self.writer().next_offset(topic, queue_id)
+    }
+
+    /// Forgets a deleted topic's queue offsets.
+    pub fn remove_topic(&self, topic: &str) {
+        self.writer().topic_queue_table.remove(topic);
+    }
+
+    /// Flushes everything written; poisons the store and returns the error on failure.
+    ///
+    /// # Errors
+    /// The `msync` failure.
+    pub fn flush(&self) -> io::Result<i64> {
+        let result = if self.inject_flush_failure.load(Ordering::Acquire) {
+            Err(io::Error::other("injected flush failure"))
+        } else {
+            self.queue.flush()
+        };
+        result.inspect_err(|e| self.poison(&format!("flush failed: {e}")))
+    }
+}
+
+/// A tiny inline list of record sizes: one element for single messages, so the common path
+/// does not allocate.
+mod smallvec_lite {
+    #[derive(Debug, Default)]
+    pub struct Sizes {
+        first: Option<usize>,
+        rest: Vec<usize>,
+    }
+
+    impl Sizes {
+        pub fn push(&mut self, size: usize) {
+            if self.first.is_none() {
+                self.first = Some(size);
+            } else {
+                self.rest.push(size);
+            }
+        }
+
+        pub fn len(&self) -> usize {
+            usize::from(self.first.is_some()) + self.rest.len()
+        }
+
+        pub fn iter(&self) -> impl Iterator<Item = &usize> {
+            self.first.iter().chain(self.rest.iter())
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! CommitLog flushing: group commit for SYNC_FLUSH, a periodic flusher for ASYNC_FLUSH.
+//!
+//! Group commit: a put registers the offset its bytes end at; the flush thread takes every
+//! waiting request, forces everything written so far with one `msync`, and releases all the
+//! requests it covered together, so concurrent writers share each flush. A failed flush
+//! poisons the CommitLog and fails its waiters; nothing is acknowledged that is not durable.
+//! Java: `GroupCommitService`, `FlushRealTimeService`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+use tracing::{debug, warn};
+
+use crate::checkpoint::Checkpoint;
+use crate::commit_log::CommitLog;
+use crate::config::{FlushDiskType, StoreConfig};
+
+/// How long the group-commit thread waits for requests before looking again.
+const GROUP_COMMIT_WAIT: Duration = Duration::from_millis(10);
+
+/// Outcome delivered to a waiting put.
+pub(crate) type FlushOutcome = bool;
+
+struct Shared {
+    requests: Mutex<Vec<(i64, oneshot::Sender<FlushOutcome>)>>,
+    wake: Condvar,
+    stop: AtomicBool,
+    /// Flushes performed, for the fsyncs-per-ack figure.
+    flush_count: std::sync::atomic::AtomicU64,
+}
+
+/// The flush thread and its request queue.
+pub(crate) struct FlushService {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+    sync: bool,
+}
+
+impl std::fmt::Debug for FlushService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlushService").field("sync", &self.sync).finish()
+    }
+}
+
+impl FlushService {
+    pub(crate) fn start(
+        config: &StoreConfig,
+        commit_log: Arc<CommitLog>,
+        checkpoint: Arc<Checkpoint>,
+    ) -> std::io::Result<Self> {
+        let shared = Arc::new(Shared {
+            requests: Mutex::new(Vec::new()),
+            wake: Condvar::new(),
+            stop: AtomicBool::new(false),
+            flush_count: std::sync::atomic::AtomicU64::new(0),
+        });
+        let sync = config.flush_disk_type == FlushDiskType::SyncFlush;
+        let worker = shared.clone();
+        let interval = Duration::from_millis(config.flush_interval_commit_log_ms.max(1));
+        let least_pages = config.flush_commit_log_least_pages as usize;
+        let thorough = Duration::from_millis(config.flush_commit_log_thorough_interval_ms);
+        let thread = std::thread::Builder::new().name("commitlog-flush".into()).spawn(move || {
+            if sync {
+                group_commit_loop(&worker, &commit_log, &checkpoint);
+            } else {
+                periodic_flush_loop(&worker, &commit_log, &checkpoint, interval, least_pages, thorough);
+            }
+            // Final flush at shutdown.
+            let ts = commit_log.last_store_timestamp();
+            if commit_log.flush().is_ok() {
+                checkpoint.set_physic_msg_timestamp(ts);
+            }
+            fail_all(&worker, false);
+        })?;
+        Ok(FlushService { shared, thread: Some(thread), sync })
+    }
+
+    /// Whether puts wait for flushes.
+    pub(crate) fn is_sync(&self) -> bool {
+        self.sync
+    }
+
+    /// Registers a put whose bytes end at `next_offset`; the receiver says whether they were
+    /// flushed.
+    pub(crate) fn request(&self, next_offset: i64) -> oneshot::Receiver<FlushOutcome> {
+        let (tx, rx) = oneshot::channel();
+        let mut requests = self.shared.requests.lock().unwrap_or_else(|e| e.into_inner());
+        requests.push((next_offset, tx));
+        self.shared.wake.notify_one();
+        rx
+    }
+
+    /// Wakes the flusher without waiting (a WAIT=false put under SYNC_FLUSH).
+    pub(crate) fn wake(&self) {
+        self.shared.wake.notify_one();
+    }
+
+    /// Number of flushes so far.
+    pub(crate) fn flush_count(&self) -> u64 {
+        self.shared.flush_count.load(Ordering::Relaxed)
+    }
+
+    /// Stops the thread after a final flush.
+    pub(crate) fn shutdown(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.wake.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for FlushService {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn fail_all(shared: &Shared, outcome: FlushOutcome) {
+    let requests = std::mem::take(&mut *shared.requests.lock().unwrap_or_else(|e| e.into_inner()));
+    for (_, tx) in requests {
+        let _ = tx.send(outcome);
+    }
+}
+
+fn group_commit_loop(shared: &Shared, commit_log: &CommitLog, checkpoint: &Checkpoint) {
+    while !shared.stop.load(Ordering::Acquire) {
+        let requests = {
+            let mut requests = shared.requests.lock().unwrap_or_else(|e| e.into_inner());
+            if requests.is_empty() {
+                requests = shared
+                    .wake
+                    .wait_timeout(requests, GROUP_COMMIT_WAIT)
+                    .map(|(g, _)| g)
+                    .unwrap_or_else(|e| e.into_inner().0);
+            }
+            std::mem::take(&mut *requests)
+        };
+        if requests.is_empty() && commit_log.queue().dirty_pages() == 0 {
+            continue;
+        }
+        let ts = commit_log.last_store_timestamp();
+        let flushed = if commit_log.is_poisoned() { None } else { commit_log.flush().ok() };
+        shared.flush_count.fetch_add(1, Ordering::Relaxed);
+        match flushed {
+            Some(flushed) => {
+                checkpoint.set_physic_msg_timestamp(ts);
+                debug!(flushed, waiters = requests.len(), "group commit");
+                for (next, tx) in requests {
+                    let _ = tx.send(next <= flushed);
+                }
+            }
+            None => {
+                warn!(waiters = requests.len(), "flush failed: failing waiting puts");
+                for (_, tx) in requests {
+                    let _ = tx.send(false);
+                }
+            }
+        }
+    }
+}
+
+fn periodic_flush_loop(
+    shared: &Shared,
+    commit_log: &CommitLog,
+    checkpoint: &Checkpoint,
+    interval: Duration,
+    least_pages: usize,
+    thorough: Duration,
+) {
+    let mut last_thorough = Instant::now();
+    while !shared.stop.load(Ordering::Acquire) {
+        {
+            let guard = shared.requests.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = shared.wake.wait_timeout(guard, interval);
+        }
+        let now = Instant::now();
+        let dirty = commit_log.queue().dirty_pages();
+        let thorough_due = now.duration_since(last_thorough) >= thorough;
+        if dirty < least_pages.max(1) && !(thorough_due && commit_log.queue().flushed_where() < commit_log.max_offset())
+        {
+            continue;
+        }
+        if thorough_due {
+            last_thorough = now;
+        }
+        let ts = commit_log.last_store_timestamp();
+        if commit_log.is_poisoned() {
+            continue;
+        }
+        if commit_log.flush().is_ok() {
+            shared.flush_count.fetch_add(1, Ordering::Relaxed);
+            checkpoint.set_physic_msg_timestamp(ts);
+        }
+    }
+}

@@ -1,0 +1,525 @@
+//! `MessageStore`: the store as the broker sees it. Opens and recovers the files, appends
+//! messages (waiting for the flush under SYNC_FLUSH), runs the dispatch (reput) and
+//! consume-queue flush threads, and answers reads and queries. Java: `DefaultMessageStore`.
+
+use std::fs::File;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bytes::Bytes;
+use ferromq_protocol::message::{keys, StoredMessage};
+use tracing::{error, info, warn};
+
+use crate::checkpoint::Checkpoint;
+use crate::commit_log::CommitLog;
+use crate::config::StoreConfig;
+use crate::consume_queue::ConsumeQueueStore;
+use crate::dispatch::{goes_to_consume_queue, scan, Scanned};
+use crate::dispatch_request::DispatchRequest;
+use crate::flush::FlushService;
+use crate::get_result::{GetMessageResult, QueryMessageResult};
+use crate::index_service::IndexService;
+use crate::mapped_file_queue::MappedFileQueue;
+use crate::put_result::{PutMessageResult, PutMessageStatus};
+use crate::recovery;
+
+/// Why the store could not open.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Another process holds the store's lock file.
+    #[error("Lock failed, MQ already started: {path} is locked by another process")]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// A file could not be read, written or mapped.
+    #[error("store file {path}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> StoreError {
+    let path = path.into();
+    move |source| StoreError::Io { path, source }
+}
+
+/// Called with every dispatched message (long polling wakes parked pulls from here).
+pub type ArrivalListener = Arc<dyn Fn(&DispatchRequest) + Send + Sync>;
+
+/// State shared by the store's threads.
+struct Shared {
+    config: StoreConfig,
+    commit_log: Arc<CommitLog>,
+    consume_queues: ConsumeQueueStore,
+    index: IndexService,
+    checkpoint: Arc<Checkpoint>,
+    /// CommitLog offset up to which records are dispatched.
+    reput_from: AtomicI64,
+    /// Store time of the newest dispatched record.
+    last_dispatched_timestamp: AtomicI64,
+    listeners: RwLock<Vec<ArrivalListener>>,
+    wake_reput: (Mutex<()>, Condvar),
+    /// Wakes the consume-queue flusher early at shutdown.
+    wake_flusher: (Mutex<()>, Condvar),
+    stop: AtomicBool,
+    /// Bytes of RAM beyond which a read counts as cold (suggest reading from a slave).
+    memory_budget_bytes: i64,
+}
+
+impl Shared {
+    fn dispatch(&self, req: &DispatchRequest) {
+        if goes_to_consume_queue(req) {
+            match self.consume_queues.find_or_create(&req.topic, req.queue_id) {
+                Ok(cq) => {
+                    if let Err(e) = cq.put(req) {
+                        error!(topic = %req.topic, queue_id = req.queue_id, physical_offset = req.commit_log_offset,
+                            error = %e, "consume queue write failed");
+                    }
+                }
+                Err(e) => error!(topic = %req.topic, queue_id = req.queue_id, error = %e, "cannot open consume queue"),
+            }
+        }
+        if let Err(e) = self.index.build_index(req) {
+            error!(topic = %req.topic, physical_offset = req.commit_log_offset, error = %e, "index write failed");
+        }
+        self.last_dispatched_timestamp.store(req.store_timestamp, Ordering::Release);
+        if goes_to_consume_queue(req) {
+            for listener in self.listeners.read().unwrap_or_else(|e| e.into_inner()).iter() {
+                listener(req);
+            }
+        }
+    }
+
+    fn notify_reput(&self) {
+        let _guard = self.wake_reput.0.lock();
+        self.wake_reput.1.notify_one();
+    }
+}
+
+/// The message store.
+pub struct MessageStore {
+    shared: Arc<Shared>,
+    flush: Mutex<FlushService>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    _lock_file: File,
+    shut_down: AtomicBool,
+}
+
+impl std::fmt::Debug for MessageStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessageStore").field("root", &self.shared.config.store_path_root_dir).finish_non_exhaustive()
+    }
+}
+
+fn total_memory_bytes() -> i64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        })
+        .unwrap_or(8 << 30)
+}
+
+impl MessageStore {
+    /// Opens the store under `config.store_path_root_dir`, recovering from the files, and
+    /// starts its threads. `store_host` is written into every record as STOREHOST.
+    ///
+    /// # Errors
+    /// [`StoreError::Locked`] when another process uses the directory; I/O errors.
+    pub fn open(config: StoreConfig, store_host: SocketAddr) -> Result<MessageStore, StoreError> {
+        let root = config.store_path_root_dir.clone();
+        std::fs::create_dir_all(&root).map_err(io_err(&root))?;
+        let lock_path = config.lock_path();
+        let mut lock_file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .map_err(io_err(&lock_path))?;
+        match lock_file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(StoreError::Locked { path: lock_path }),
+            Err(std::fs::TryLockError::Error(e)) => return Err(StoreError::Io { path: lock_path, source: e }),
+        }
+        let _ = lock_file.write_all(b"lock");
+
+        let abort_path = config.abort_path();
+        let last_exit_ok = !abort_path.exists();
+        std::fs::write(&abort_path, std::process::id().to_string()).map_err(io_err(&abort_path))?;
+
+        let checkpoint =
+            Arc::new(Checkpoint::open(&config.checkpoint_path()).map_err(io_err(config.checkpoint_path()))?);
+        let commit_dir = config.commit_log_dir();
+        let queue = MappedFileQueue::load(&commit_dir, config.mapped_file_size_commit_log as usize, true)
+            .map_err(io_err(&commit_dir))?;
+        let commit_log = Arc::new(CommitLog::new(queue, config.max_message_size as usize, store_host));
+        let cq_dir = config.consume_queue_dir();
+        let consume_queues =
+            ConsumeQueueStore::load(&cq_dir, config.consume_queue_file_size() as usize).map_err(io_err(&cq_dir))?;
+        let index = IndexService::load(&config.index_dir(), &config, last_exit_ok, checkpoint.index_msg_timestamp())
+            .map_err(io_err(config.index_dir()))?;
+
+        let memory_budget_bytes = total_memory_bytes() * config.access_message_in_memory_max_ratio as i64 / 100;
+        let shared = Arc::new(Shared {
+            config: config.clone(),
+            commit_log: commit_log.clone(),
+            consume_queues,
+            index,
+            checkpoint: checkpoint.clone(),
+            reput_from: AtomicI64::new(0),
+            last_dispatched_timestamp: AtomicI64::new(0),
+            listeners: RwLock::new(Vec::new()),
+            wake_reput: (Mutex::new(()), Condvar::new()),
+            wake_flusher: (Mutex::new(()), Condvar::new()),
+            stop: AtomicBool::new(false),
+            memory_budget_bytes,
+        });
+
+        shared.consume_queues.recover_all().map_err(io_err(&cq_dir))?;
+        let summary =
+            recovery::recover(&shared.config, &commit_log, &checkpoint, &shared.consume_queues, last_exit_ok, |req| {
+                shared.dispatch(req)
+            })
+            .map_err(io_err(&commit_dir))?;
+        shared.consume_queues.truncate_dirty_all(summary.max_phy_offset).map_err(io_err(&cq_dir))?;
+        commit_log.set_topic_queue_table(shared.consume_queues.queue_max_offsets());
+        shared.reput_from.store(summary.max_phy_offset, Ordering::Release);
+        info!(
+            normal = last_exit_ok,
+            files_scanned = summary.files_scanned,
+            bytes_truncated = summary.bytes_truncated,
+            redispatched = summary.redispatched,
+            physical_offset = summary.max_phy_offset,
+            min_physical_offset = commit_log.min_offset(),
+            queues = shared.consume_queues.all().len(),
+            "store recovered"
+        );
+
+        let flush = FlushService::start(&config, commit_log.clone(), checkpoint.clone()).map_err(io_err(&root))?;
+        let store = MessageStore {
+            shared: shared.clone(),
+            flush: Mutex::new(flush),
+            threads: Mutex::new(Vec::new()),
+            _lock_file: lock_file,
+            shut_down: AtomicBool::new(false),
+        };
+        store.spawn("store-reput", reput_loop).map_err(io_err(&root))?;
+        store.spawn("store-cq-flush", cq_flush_loop).map_err(io_err(&root))?;
+        Ok(store)
+    }
+
+    fn spawn(&self, name: &str, body: fn(&Shared)) -> std::io::Result<()> {
+        let shared = self.shared.clone();
+        let handle = std::thread::Builder::new().name(name.into()).spawn(move || body(&shared))?;
+        self.threads.lock().unwrap_or_else(|e| e.into_inner()).push(handle);
+        Ok(())
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &StoreConfig {
+        &self.shared.config
+    }
+
+    /// Registers a listener for dispatched (consumable) messages.
+    pub fn on_message_arrival(&self, listener: ArrivalListener) {
+        self.shared.listeners.write().unwrap_or_else(|e| e.into_inner()).push(listener);
+    }
+
+    /// Appends one message and, under SYNC_FLUSH unless its WAIT property is "false", waits
+    /// until it is on disk.
+    pub async fn put_message(&self, msg: StoredMessage) -> PutMessageResult {
+        let wait = msg.property(keys::WAIT) != Some("false");
+        let result = self.shared.commit_log.append(&msg);
+        self.after_append(result, wait).await
+    }
+
+    /// Appends a batch of one topic queue contiguously (SEND_BATCH_MESSAGE).
+    pub async fn put_messages(&self, msgs: Vec<StoredMessage>) -> PutMessageResult {
+        let wait = msgs.first().is_none_or(|m| m.property(keys::WAIT) != Some("false"));
+        let result = self.shared.commit_log.append_batch(&msgs);
+        self.after_append(result, wait).await
+    }
+
+    async fn after_append(
+        &self,
+        result: Result<crate::AppendResult, crate::commit_log::AppendError>,
+        wait: bool,
+    ) -> PutMessageResult {
+        if self.shut_down.load(Ordering::Acquire) {
+            return PutMessageResult::failed(PutMessageStatus::ServiceNotAvailable, "message store is shut down");
+        }
+        let append = match result {
+            Ok(a) => a,
+            Err(e) => return PutMessageResult::failed(e.status, e.reason),
+        };
+        self.shared.notify_reput();
+        let rx = {
+            let flush = self.flush.lock().unwrap_or_else(|e| e.into_inner());
+            if !flush.is_sync() {
+                return PutMessageResult::ok(append);
+            }
+            if !wait {
+                flush.wake();
+                return PutMessageResult::ok(append);
+            }
+            flush.request(append.wrote_offset + append.wrote_bytes as i64)
+        };
+        match tokio::time::timeout(self.shared.config.sync_flush_timeout(), rx).await {
+            Ok(Ok(true)) => PutMessageResult::ok(append),
+            Ok(Ok(false)) | Ok(Err(_)) => PutMessageResult {
+                status: PutMessageStatus::FlushFailed,
+                append: None,
+                remark: Some("flush failed; the store is poisoned and refuses writes".into()),
+            },
+            Err(_) => PutMessageResult {
+                status: PutMessageStatus::FlushDiskTimeout,
+                append: Some(append),
+                remark: Some("flush did not complete within syncFlushTimeout".into()),
+            },
+        }
+    }
+
+    /// Reads up to `max_msg_nums` messages (and about `max_total_bytes`) of a queue from
+    /// `offset`, keeping those whose tag hash passes `filter`. Java:
+    /// `DefaultMessageStore#getMessage`.
+    pub fn get_message(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_msg_nums: usize,
+        max_total_bytes: usize,
+        filter: Option<&dyn Fn(i64) -> bool>,
+    ) -> GetMessageResult {
+        crate::read::get_message(&self.shared_view(), topic, queue_id, offset, max_msg_nums, max_total_bytes, filter)
+    }
+
+    pub(crate) fn shared_view(&self) -> crate::read::StoreView<'_> {
+        crate::read::StoreView {
+            config: &self.shared.config,
+            commit_log: &self.shared.commit_log,
+            consume_queues: &self.shared.consume_queues,
+            memory_budget_bytes: self.shared.memory_budget_bytes,
+        }
+    }
+
+    /// Offset after the last entry of a queue (0 for an unknown queue).
+    pub fn max_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
+        self.shared.consume_queues.find(topic, queue_id).map_or(0, |cq| cq.max_offset_in_queue())
+    }
+
+    /// First offset of a queue.
+    pub fn min_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
+        self.shared.consume_queues.find(topic, queue_id).map_or(0, |cq| cq.min_offset_in_queue())
+    }
+
+    /// Store time of a queue's first message.
+    pub fn earliest_message_time(&self, topic: &str, queue_id: i32) -> Option<i64> {
+        let cq = self.shared.consume_queues.find(topic, queue_id)?;
+        let unit = cq.get(cq.min_offset_in_queue())?;
+        self.shared.commit_log.store_timestamp_at(unit.commit_log_offset, unit.size)
+    }
+
+    /// Store time of the message at a queue offset.
+    pub fn message_store_time(&self, topic: &str, queue_id: i32, queue_offset: i64) -> Option<i64> {
+        let unit = self.shared.consume_queues.find(topic, queue_id)?.get(queue_offset)?;
+        self.shared.commit_log.store_timestamp_at(unit.commit_log_offset, unit.size)
+    }
+
+    /// Queue offset for a time: `lower` = first message stored at or after it, otherwise the
+    /// last message stored at or before it.
+    pub fn offset_in_queue_by_time(&self, topic: &str, queue_id: i32, timestamp_ms: i64, lower: bool) -> i64 {
+        let Some(cq) = self.shared.consume_queues.find(topic, queue_id) else { return 0 };
+        let commit_log = &self.shared.commit_log;
+        cq.offset_of_time(timestamp_ms, lower, |phy, size| commit_log.store_timestamp_at(phy, size))
+    }
+
+    /// Messages whose key (or UNIQ_KEY) hashes like `key`, stored within `[begin, end]`.
+    pub fn query_message(
+        &self,
+        topic: &str,
+        key: &str,
+        max_num: usize,
+        begin_ms: i64,
+        end_ms: i64,
+    ) -> QueryMessageResult {
+        let found = self.shared.index.query_offsets(topic, key, max_num, begin_ms, end_ms);
+        let messages = found.phy_offsets.iter().filter_map(|&phy| self.shared.commit_log.get_message_at(phy)).collect();
+        QueryMessageResult {
+            messages,
+            index_last_update_timestamp: found.index_last_update_timestamp,
+            index_last_update_phyoffset: found.index_last_update_phyoffset,
+        }
+    }
+
+    /// The record at a CommitLog offset (VIEW_MESSAGE_BY_ID).
+    pub fn look_message_by_offset(&self, commit_log_offset: i64) -> Option<Bytes> {
+        self.shared.commit_log.get_message_at(commit_log_offset)
+    }
+
+    /// First CommitLog offset still stored.
+    pub fn min_phy_offset(&self) -> i64 {
+        self.shared.commit_log.min_offset()
+    }
+
+    /// CommitLog offset after the last record.
+    pub fn max_phy_offset(&self) -> i64 {
+        self.shared.commit_log.max_offset()
+    }
+
+    /// CommitLog bytes not yet dispatched to the consume queues.
+    pub fn dispatch_behind_bytes(&self) -> i64 {
+        self.max_phy_offset() - self.shared.reput_from.load(Ordering::Acquire)
+    }
+
+    /// Flushes performed by the CommitLog flush service.
+    pub fn flush_count(&self) -> u64 {
+        self.flush.lock().unwrap_or_else(|e| e.into_inner()).flush_count()
+    }
+
+    /// Whether a failed flush poisoned the store.
+    pub fn is_poisoned(&self) -> bool {
+        self.shared.commit_log.is_poisoned()
+    }
+
+    /// Test hook: make CommitLog flushes fail as a failing `msync` would.
+    pub fn inject_flush_failure(&self, fail: bool) {
+        self.shared.commit_log.inject_flush_failure(fail);
+    }
+
+    /// Waits (up to `timeout`) until every appended record is dispatched.
+    pub fn wait_dispatched(&self, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        while self.dispatch_behind_bytes() > 0 {
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
+    /// Stops the threads after dispatching and flushing everything, writes the checkpoint and
+    /// removes the abort marker: the next open takes the normal recovery path.
+    pub fn shutdown(&self) {
+        if self.shut_down.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if !self.wait_dispatched(Duration::from_secs(5)) {
+            warn!(behind = self.dispatch_behind_bytes(), "shutting down before dispatch caught up");
+        }
+        self.shared.stop.store(true, Ordering::Release);
+        self.shared.notify_reput();
+        {
+            let _guard = self.shared.wake_flusher.0.lock();
+            self.shared.wake_flusher.1.notify_all();
+        }
+        for t in self.threads.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            let _ = t.join();
+        }
+        self.flush.lock().unwrap_or_else(|e| e.into_inner()).shutdown();
+        let clean = flush_logics(&self.shared).is_ok() && !self.shared.commit_log.is_poisoned();
+        if clean {
+            if let Err(e) = std::fs::remove_file(self.shared.config.abort_path()) {
+                warn!(error = %e, "cannot remove the abort file");
+            }
+        }
+        info!(physical_offset = self.max_phy_offset(), clean, "store shut down");
+    }
+}
+
+impl Drop for MessageStore {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Flushes consume queues, the index and the checkpoint; records how far they reach.
+fn flush_logics(shared: &Shared) -> std::io::Result<()> {
+    let logics_ts = shared.last_dispatched_timestamp.load(Ordering::Acquire);
+    shared.consume_queues.flush_all()?;
+    shared.checkpoint.set_logics_msg_timestamp(logics_ts);
+    if let Some(ts) = shared.index.flush()? {
+        shared.checkpoint.set_index_msg_timestamp(ts);
+    }
+    shared.checkpoint.flush()
+}
+
+fn cq_flush_loop(shared: &Shared) {
+    let interval = Duration::from_millis(shared.config.flush_interval_consume_queue_ms.max(1));
+    while !shared.stop.load(Ordering::Acquire) {
+        {
+            let guard = shared.wake_flusher.0.lock().unwrap_or_else(|e| e.into_inner());
+            if !shared.stop.load(Ordering::Acquire) {
+                let _ = shared.wake_flusher.1.wait_timeout(guard, interval);
+            }
+        }
+        if let Err(e) = flush_logics(shared) {
+            error!(error = %e, "consume queue / checkpoint flush failed");
+        }
+    }
+}
+
+/// Follows the CommitLog and dispatches each record. Java: `ReputMessageService`.
+fn reput_loop(shared: &Shared) {
+    while !shared.stop.load(Ordering::Acquire) {
+        let from = shared.reput_from.load(Ordering::Acquire);
+        let max = shared.commit_log.max_offset();
+        if from >= max {
+            let guard = shared.wake_reput.0.lock().unwrap_or_else(|e| e.into_inner());
+            if shared.commit_log.max_offset() <= from && !shared.stop.load(Ordering::Acquire) {
+                let _ = shared.wake_reput.1.wait_timeout(guard, Duration::from_millis(10));
+            }
+            continue;
+        }
+        if from < shared.commit_log.min_offset() {
+            warn!(
+                physical_offset = from,
+                min = shared.commit_log.min_offset(),
+                "dispatch behind deleted data; skipping ahead"
+            );
+            shared.reput_from.store(shared.commit_log.min_offset(), Ordering::Release);
+            continue;
+        }
+        let Some(data) = shared.commit_log.data_from(from) else {
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        };
+        let mut pos = 0usize;
+        let mut next = from;
+        while pos < data.len() {
+            match scan(&data[pos..], from + pos as i64, false) {
+                Scanned::Record(req) => {
+                    pos += req.msg_size as usize;
+                    shared.dispatch(&req);
+                    next = from + pos as i64;
+                }
+                Scanned::Blank => {
+                    next = shared.commit_log.roll_next_file(from + pos as i64);
+                    break;
+                }
+                Scanned::End(e) => {
+                    // Written bytes are whole records: this is corruption, not a torn write.
+                    error!(physical_offset = from + pos as i64, error = ?e, "undispatchable record; dispatch paused");
+                    std::thread::sleep(Duration::from_millis(100));
+                    break;
+                }
+            }
+        }
+        shared.reput_from.store(next, Ordering::Release);
+    }
+}

@@ -1,0 +1,119 @@
+//! CommitLog recovery at open.
+//!
+//! Normal (clean shutdown): walk from the third-to-last segment to the end of valid records,
+//! truncate after it, and dispatch records the consume queues do not have yet. Abnormal (the
+//! abort marker was left): start from the newest segment whose first record is older than the
+//! checkpoint, verify every record (CRC when `checkCRCOnRecover`), re-dispatch them all
+//! (consume queues ignore what they already hold), cut the torn tail and zero it. Java:
+//! `CommitLog#recoverNormally`, `CommitLog#recoverAbnormally`.
+
+use std::io;
+
+use tracing::warn;
+
+use crate::checkpoint::Checkpoint;
+use crate::commit_log::CommitLog;
+use crate::config::StoreConfig;
+use crate::consume_queue::ConsumeQueueStore;
+use crate::dispatch::{scan, Scanned};
+use crate::dispatch_request::DispatchRequest;
+
+/// What recovery did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct RecoverySummary {
+    pub files_scanned: usize,
+    pub bytes_truncated: u64,
+    pub redispatched: u64,
+    pub max_phy_offset: i64,
+}
+
+/// Recovers the CommitLog and re-dispatches records past what the consume queues hold.
+pub(crate) fn recover(
+    config: &StoreConfig,
+    commit_log: &CommitLog,
+    checkpoint: &Checkpoint,
+    consume_queues: &ConsumeQueueStore,
+    last_exit_ok: bool,
+    mut dispatch: impl FnMut(&DispatchRequest),
+) -> io::Result<RecoverySummary> {
+    let files = commit_log.queue().segments();
+    let mut summary = RecoverySummary::default();
+    let Some(last) = files.last() else {
+        // Nothing stored: consume queues pointing anywhere are stale.
+        return Ok(summary);
+    };
+    let file_size = commit_log.queue().file_size();
+    let dispatched_to = consume_queues.max_physic_offset();
+    let mut start = if last_exit_ok {
+        files.len().saturating_sub(3)
+    } else {
+        start_by_checkpoint(&files, checkpoint.min_timestamp())
+    };
+    // Never start after the first record the consume queues are missing.
+    if let Some(i) = files.iter().position(|f| f.file_from_offset() + file_size as i64 > dispatched_to) {
+        start = start.min(i);
+    }
+    let check_crc = config.check_crc_on_recover;
+    let mut end = files[start].file_from_offset();
+    let mut torn = false;
+    'files: for file in &files[start..] {
+        summary.files_scanned += 1;
+        let from = file.file_from_offset();
+        // A file cut short on disk holds nothing valid past its original length, even if the
+        // zeros that replace the missing bytes happen to complete a record's layout.
+        let valid_len = file.loaded_len().min(file_size);
+        let mut pos = 0usize;
+        loop {
+            let scanned =
+                file.with_raw(pos, valid_len.saturating_sub(pos), |bytes| scan(bytes, from + pos as i64, check_crc));
+            match scanned {
+                Some(Scanned::Record(req)) => {
+                    pos += req.msg_size as usize;
+                    end = from + pos as i64;
+                    if !last_exit_ok || req.commit_log_offset >= dispatched_to {
+                        dispatch(&req);
+                        summary.redispatched += 1;
+                    }
+                }
+                Some(Scanned::Blank) => {
+                    end = from + file_size as i64;
+                    continue 'files;
+                }
+                Some(Scanned::End(reason)) => {
+                    if let Some(e) = reason {
+                        torn = true;
+                        warn!(physical_offset = from + pos as i64, error = %e, "invalid record: recovery ends here");
+                    }
+                    break 'files;
+                }
+                None => break 'files,
+            }
+        }
+    }
+    let max_offset = last.file_from_offset() + file_size as i64;
+    summary.bytes_truncated = (max_offset - end).max(0) as u64;
+    // After an unclean stop, zero the cut tail so stale bytes can never pass for records.
+    commit_log.queue().truncate(end, !last_exit_ok || torn)?;
+    summary.max_phy_offset = end;
+    if summary.bytes_truncated > 0 && torn {
+        warn!(physical_offset = end, "commit log tail truncated");
+    }
+    Ok(summary)
+}
+
+/// Index of the newest segment whose first record was stored before `min_timestamp` (all
+/// later data may be missing from consume queues and index), or the first segment.
+fn start_by_checkpoint(files: &[std::sync::Arc<crate::MappedFile>], min_timestamp: i64) -> usize {
+    for (i, file) in files.iter().enumerate().rev() {
+        let first_ts = file.with_raw(0, file.file_size(), |bytes| match scan(bytes, file.file_from_offset(), false) {
+            Scanned::Record(req) => Some(req.store_timestamp),
+            _ => None,
+        });
+        if let Some(Some(ts)) = first_ts {
+            if ts <= min_timestamp {
+                return i;
+            }
+        }
+    }
+    0
+}

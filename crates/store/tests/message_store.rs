@@ -1,0 +1,302 @@
+//! The whole store on real files: put and get through the consume queues, restarts, crash
+//! recovery over cut and corrupted tails, queries, the lock file and the poisoned state.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use ferromq_protocol::message::{tags_code, StoredMessage};
+use ferromq_store::{FlushDiskType, GetMessageStatus, MessageStore, PutMessageStatus, StoreConfig, StoreError};
+
+fn host() -> SocketAddr {
+    "127.0.0.1:10911".parse().unwrap()
+}
+
+fn config(root: &Path, flush: FlushDiskType) -> StoreConfig {
+    StoreConfig {
+        mapped_file_size_commit_log: 4096,
+        mapped_file_size_consume_queue: 20 * 16,
+        flush_disk_type: flush,
+        flush_interval_consume_queue_ms: 50,
+        flush_interval_commit_log_ms: 20,
+        max_hash_slot_num: 64,
+        max_index_num: 32,
+        ..StoreConfig::with_root(root)
+    }
+}
+
+fn msg(topic: &str, queue_id: i32, body: &str, tag: &str, key: &str) -> StoredMessage {
+    StoredMessage {
+        topic: topic.into(),
+        queue_id,
+        body: Bytes::copy_from_slice(body.as_bytes()),
+        born_host: "127.0.0.1:5555".parse().unwrap(),
+        store_host: host(),
+        born_timestamp_ms: 1_700_000_000_000,
+        properties: format!("TAGS\u{1}{tag}\u{2}KEYS\u{1}{key}\u{2}UNIQ_KEY\u{1}U-{body}\u{2}"),
+        ..StoredMessage::default()
+    }
+}
+
+fn bodies(store: &MessageStore, topic: &str, queue_id: i32) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut offset = store.min_offset_in_queue(topic, queue_id);
+    loop {
+        let r = store.get_message(topic, queue_id, offset, 32, 1 << 20, None);
+        if r.status != GetMessageStatus::Found {
+            break;
+        }
+        for m in &r.messages {
+            let decoded = StoredMessage::decode(m).unwrap().0;
+            out.push(String::from_utf8(decoded.body.to_vec()).unwrap());
+        }
+        offset = r.next_begin_offset;
+    }
+    out
+}
+
+async fn put_all(store: &MessageStore, topic: &str, queue_id: i32, n: usize) {
+    for i in 0..n {
+        let r = store
+            .put_message(msg(
+                topic,
+                queue_id,
+                &format!("m{i}"),
+                if i.is_multiple_of(2) { "even" } else { "odd" },
+                &format!("k{i}"),
+            ))
+            .await;
+        assert_eq!(r.status, PutMessageStatus::PutOk, "{r:?}");
+    }
+}
+
+#[tokio::test]
+async fn put_then_get_in_order_with_rocketmq_statuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path(), FlushDiskType::SyncFlush), host()).unwrap();
+    let arrivals = Arc::new(AtomicUsize::new(0));
+    let seen = arrivals.clone();
+    store.on_message_arrival(Arc::new(move |_| {
+        seen.fetch_add(1, Ordering::SeqCst);
+    }));
+    put_all(&store, "T", 0, 40).await;
+    put_all(&store, "T", 1, 3).await;
+    assert!(store.wait_dispatched(Duration::from_secs(10)));
+    assert_eq!(arrivals.load(Ordering::SeqCst), 43);
+    assert_eq!(store.max_offset_in_queue("T", 0), 40);
+    assert_eq!(bodies(&store, "T", 0), (0..40).map(|i| format!("m{i}")).collect::<Vec<_>>());
+    assert_eq!(bodies(&store, "T", 1), vec!["m0", "m1", "m2"]);
+
+    let r = store.get_message("T", 0, 5, 3, 1 << 20, None);
+    assert_eq!((r.status, r.messages.len(), r.next_begin_offset), (GetMessageStatus::Found, 3, 8));
+    assert_eq!(r.queue_offsets, vec![5, 6, 7]);
+    assert_eq!(store.get_message("T", 0, 40, 32, 1 << 20, None).status, GetMessageStatus::OffsetOverflowOne);
+    let bad = store.get_message("T", 0, 99, 32, 1 << 20, None);
+    assert_eq!((bad.status, bad.next_begin_offset), (GetMessageStatus::OffsetOverflowBadly, 40));
+    assert_eq!(store.get_message("Nope", 0, 0, 32, 1 << 20, None).status, GetMessageStatus::NoMatchedLogicQueue);
+
+    let odd = tags_code(Some("odd"));
+    let filter = move |code: i64| code == odd;
+    let r = store.get_message("T", 0, 0, 4, 1 << 20, Some(&filter));
+    assert_eq!(r.messages.len(), 4);
+    assert_eq!(r.queue_offsets, vec![1, 3, 5, 7]);
+    let none = move |_: i64| false;
+    let r = store.get_message("T", 0, 0, 4, 1 << 20, Some(&none));
+    assert_eq!(r.status, GetMessageStatus::NoMatchedMessage);
+    assert!(r.next_begin_offset > 0, "the scan advances past rejected entries");
+
+    // Byte limit: one message at least, then no more than asked.
+    let r = store.get_message("T", 0, 0, 32, 100, None);
+    assert_eq!(r.messages.len(), 1);
+}
+
+#[tokio::test]
+async fn queries_by_key_offset_and_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path(), FlushDiskType::AsyncFlush), host()).unwrap();
+    let before = ferromq_now();
+    put_all(&store, "Q", 0, 10).await;
+    assert!(store.wait_dispatched(Duration::from_secs(10)));
+    let after = ferromq_now();
+    let found = store.query_message("Q", "k7", 32, before - 1000, after + 1000);
+    let keys: Vec<String> = found
+        .messages
+        .iter()
+        .map(|m| StoredMessage::decode(m).unwrap().0.property("KEYS").unwrap().to_owned())
+        .collect();
+    assert!(keys.contains(&"k7".to_owned()), "{keys:?}");
+    let by_uniq = store.query_message("Q", "U-m3", 32, before - 1000, after + 1000);
+    assert!(!by_uniq.messages.is_empty());
+    assert!(store.query_message("Q", "k7", 32, after + 10_000, after + 20_000).messages.is_empty());
+
+    let r = store.get_message("Q", 0, 4, 1, 1 << 20, None);
+    let phy = StoredMessage::decode(&r.messages[0]).unwrap().0.physical_offset;
+    let viewed = store.look_message_by_offset(phy).unwrap();
+    assert_eq!(StoredMessage::decode(&viewed).unwrap().0.body, &b"m4"[..]);
+
+    let earliest = store.earliest_message_time("Q", 0).unwrap();
+    assert!(earliest >= before && earliest <= after);
+    assert_eq!(store.offset_in_queue_by_time("Q", 0, before - 1000, true), 0);
+}
+
+fn ferromq_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+#[tokio::test]
+async fn clean_restart_keeps_everything_and_continues_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = MessageStore::open(config(dir.path(), FlushDiskType::AsyncFlush), host()).unwrap();
+        put_all(&store, "R", 0, 50).await;
+        store.shutdown();
+        assert!(!dir.path().join("abort").exists());
+    }
+    let store = MessageStore::open(config(dir.path(), FlushDiskType::AsyncFlush), host()).unwrap();
+    assert_eq!(store.max_offset_in_queue("R", 0), 50);
+    let r = store.put_message(msg("R", 0, "m50", "even", "k50")).await;
+    assert_eq!(r.append.unwrap().logics_offset, 50);
+    assert!(store.wait_dispatched(Duration::from_secs(10)));
+    assert_eq!(bodies(&store, "R", 0).len(), 51);
+}
+
+#[tokio::test]
+async fn a_second_process_cannot_open_a_locked_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let _store = MessageStore::open(config(dir.path(), FlushDiskType::AsyncFlush), host()).unwrap();
+    match MessageStore::open(config(dir.path(), FlushDiskType::AsyncFlush), host()) {
+        Err(StoreError::Locked { .. }) => {}
+        other => panic!("expected a lock failure, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn failed_flush_fails_the_waiting_put_and_poisons_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path(), FlushDiskType::SyncFlush), host()).unwrap();
+    put_all(&store, "P", 0, 2).await;
+    store.inject_flush_failure(true);
+    let r = store.put_message(msg("P", 0, "doomed", "t", "k")).await;
+    assert_eq!(r.status, PutMessageStatus::FlushFailed);
+    assert!(r.append.is_none(), "nothing is reported stored");
+    assert!(store.is_poisoned());
+    let r = store.put_message(msg("P", 0, "after", "t", "k")).await;
+    assert_eq!(r.status, PutMessageStatus::ServiceNotAvailable);
+    // Reads still work.
+    assert!(store.wait_dispatched(Duration::from_secs(10)));
+    assert!(bodies(&store, "P", 0).starts_with(&["m0".to_owned(), "m1".to_owned()]));
+}
+
+/// Writes `n` messages (sizes vary) with a clean shutdown, and returns the CommitLog end of
+/// each record.
+async fn write_fixture(root: &Path, n: usize) -> Vec<i64> {
+    let store = MessageStore::open(config(root, FlushDiskType::AsyncFlush), host()).unwrap();
+    let mut ends = Vec::new();
+    for i in 0..n {
+        let body = "x".repeat(10 + (i * 37) % 200);
+        let r = store.put_message(msg("S", (i % 2) as i32, &format!("{i}-{body}"), "t", &format!("k{i}"))).await;
+        let a = r.append.unwrap();
+        ends.push(a.wrote_offset + a.wrote_bytes as i64);
+    }
+    store.shutdown();
+    ends
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn segment_path(root: &Path, offset: i64) -> std::path::PathBuf {
+    root.join("commitlog").join(format!("{:020}", offset - offset % 4096))
+}
+
+fn all_bodies(store: &MessageStore) -> usize {
+    bodies(store, "S", 0).len() + bodies(store, "S", 1).len()
+}
+
+#[tokio::test]
+async fn truncation_sweep_recovers_exactly_the_complete_prefix() {
+    let fixture = tempfile::tempdir().unwrap();
+    let ends = write_fixture(fixture.path(), 40).await;
+    let last_end = *ends.last().unwrap();
+    let last_file_start = last_end - last_end % 4096;
+    let mut cuts: Vec<i64> = (last_file_start..last_end).step_by(37).collect();
+    cuts.extend(ends.iter().copied().filter(|e| *e > last_file_start));
+    cuts.push(last_file_start);
+    for cut in cuts {
+        let work = tempfile::tempdir().unwrap();
+        copy_dir(fixture.path(), work.path());
+        let path = segment_path(work.path(), last_file_start);
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.set_len((cut - last_file_start) as u64).unwrap();
+        drop(file);
+        std::fs::write(work.path().join("abort"), b"1").unwrap();
+        let store = MessageStore::open(config(work.path(), FlushDiskType::AsyncFlush), host()).unwrap();
+        let complete = ends.iter().filter(|e| **e <= cut).count();
+        // The previous segment ended with a blank marker, so recovery reaches at least the
+        // start of the cut segment.
+        let expected = ends[complete - 1].max(last_file_start);
+        assert_eq!(store.max_phy_offset(), expected, "cut at {cut}");
+        assert!(store.wait_dispatched(Duration::from_secs(10)));
+        assert_eq!(all_bodies(&store), complete, "cut at {cut}: the consume queues agree with the commit log");
+        // The store keeps working after recovery.
+        let r = store.put_message(msg("S", 0, "after", "t", "k")).await;
+        assert!(r.is_ok(), "{r:?}");
+    }
+}
+
+#[tokio::test]
+async fn garbage_tail_and_flipped_body_byte_are_cut() {
+    let fixture = tempfile::tempdir().unwrap();
+    let ends = write_fixture(fixture.path(), 30).await;
+    let last_end = *ends.last().unwrap();
+
+    // Garbage after the last record.
+    let work = tempfile::tempdir().unwrap();
+    copy_dir(fixture.path(), work.path());
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = std::fs::OpenOptions::new().write(true).open(segment_path(work.path(), last_end)).unwrap();
+        f.seek(SeekFrom::Start((last_end % 4096) as u64)).unwrap();
+        f.write_all(&[0xAB; 77]).unwrap();
+    }
+    std::fs::write(work.path().join("abort"), b"1").unwrap();
+    let store = MessageStore::open(config(work.path(), FlushDiskType::AsyncFlush), host()).unwrap();
+    assert_eq!(store.max_phy_offset(), last_end);
+    assert!(store.wait_dispatched(Duration::from_secs(10)));
+    assert_eq!(all_bodies(&store), 30);
+    drop(store);
+
+    // A flipped byte in the body of record 25: records 25.. are dropped (CRC).
+    let work = tempfile::tempdir().unwrap();
+    copy_dir(fixture.path(), work.path());
+    let start_25 = ends[24];
+    {
+        use std::io::{Read, Seek, SeekFrom, Write};
+        let path = segment_path(work.path(), start_25);
+        let mut f = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+        let body_byte = (start_25 % 4096) as u64 + 90; // inside the body (fixed part is 84 bytes + body length)
+        f.seek(SeekFrom::Start(body_byte)).unwrap();
+        let mut b = [0u8; 1];
+        f.read_exact(&mut b).unwrap();
+        f.seek(SeekFrom::Start(body_byte)).unwrap();
+        f.write_all(&[b[0] ^ 0xFF]).unwrap();
+    }
+    std::fs::write(work.path().join("abort"), b"1").unwrap();
+    let store = MessageStore::open(config(work.path(), FlushDiskType::AsyncFlush), host()).unwrap();
+    assert_eq!(store.max_phy_offset(), start_25);
+    assert!(store.wait_dispatched(Duration::from_secs(10)));
+    assert_eq!(all_bodies(&store), 25);
+}
