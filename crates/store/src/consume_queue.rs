@@ -183,7 +183,7 @@ impl ConsumeQueue {
     /// `InvalidInput` for a segment size that is not a positive multiple of 20 or a topic that
     /// is not a safe directory name; I/O errors and inconsistent segment files from loading.
     pub fn open(root: &Path, topic: &str, queue_id: i32, file_size: usize) -> io::Result<ConsumeQueue> {
-        if file_size == 0 || file_size % CQ_STORE_UNIT_SIZE != 0 {
+        if file_size == 0 || !file_size.is_multiple_of(CQ_STORE_UNIT_SIZE) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("consume queue {topic}/{queue_id}: segment size {file_size} is not a multiple of 20"),
@@ -232,7 +232,7 @@ impl ConsumeQueue {
 
     /// Appends the unit for `req` at queue offset `req.consume_queue_offset`. Returns `Ok(false)`
     /// for a duplicate (its record ends at or below [`max_physic_offset`](Self::max_physic_offset),
-    /// as when recovery re-dispatches), `Ok(true)` when written.
+    /// as when recovery re-dispatches), `Ok(true)` when written. Java: `putMessagePositionInfo`.
     ///
     /// A first unit at a non-zero offset creates the segment holding it and fills the units
     /// before it with blanks (Java: `fillPreBlank`); it becomes the min offset. An offset past
@@ -365,7 +365,7 @@ impl ConsumeQueue {
     }
 
     /// The unit at `queue_offset`, if it is at or above the min offset and written. A blank unit
-    /// inside the queue (a filled gap) is returned as is; see [`CqUnit::is_blank`].
+    /// inside the queue (a filled gap) is returned as is; see [`CqUnit::is_blank`]. Java: `get`.
     pub fn get(&self, queue_offset: i64) -> Option<CqUnit> {
         if queue_offset < self.min_offset_in_queue() {
             return None;
@@ -387,8 +387,7 @@ impl ConsumeQueue {
         let n = available.min(max);
         seg.with_bytes(pos, n * CQ_STORE_UNIT_SIZE, |bytes| {
             let mut units = Vec::with_capacity(n);
-            let offsets = queue_offset..;
-            for (chunk, q) in bytes.chunks_exact(CQ_STORE_UNIT_SIZE).zip(offsets) {
+            for (chunk, q) in bytes.chunks_exact(CQ_STORE_UNIT_SIZE).zip(queue_offset..) {
                 units.push(CqUnit::decode(q, chunk));
             }
             units
@@ -617,7 +616,7 @@ impl ConsumeQueue {
         Ok(deleted)
     }
 
-    /// Forces written units to disk.
+    /// Forces written units to disk (Java: `flush(0)`).
     ///
     /// # Errors
     /// The `msync` failure.
@@ -630,7 +629,8 @@ impl ConsumeQueue {
         self.files.dirty_pages()
     }
 
-    /// Deletes every segment and the queue's directory; the queue is then empty.
+    /// Deletes every segment and the queue's directory (Java: `destroy`). The queue then reads
+    /// as empty; it is meant to be dropped, since appending would need the directory again.
     ///
     /// # Errors
     /// Deleting a file failed.
@@ -748,7 +748,7 @@ impl ConsumeQueueStore {
     /// The highest CommitLog end any queue points to; 0 with no units. After a clean restart,
     /// dispatch resumes here (Java: `getMaxPhyOffsetInConsumeQueue`).
     pub fn max_physic_offset(&self) -> i64 {
-        self.all().iter().map(|(_, _, q)| q.max_physic_offset()).max().unwrap_or(0).max(0)
+        self.all().iter().map(|(_, _, q)| q.max_physic_offset()).max().unwrap_or(0)
     }
 
     /// Flushes every queue, continuing past failures.

@@ -17,9 +17,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use ferromq_protocol::message::java_string_hash;
 use memmap2::MmapMut;
-use tracing::warn;
+use tracing::debug;
+
+use ferromq_protocol::message::java_string_hash;
 
 /// Header size in bytes. Java: `IndexHeader.INDEX_HEADER_SIZE`.
 pub const INDEX_HEADER_SIZE: usize = 40;
@@ -215,7 +216,7 @@ impl IndexFile {
     pub fn put_key(&mut self, key: &str, phy_offset: i64, store_timestamp: i64) -> bool {
         let index_count = self.header.index_count;
         if index_count >= self.index_num {
-            warn!(file = %self.path.display(), index_count, index_num = self.index_num, "index file is full");
+            debug!(file = %self.path.display(), index_count, index_num = self.index_num, "index file is full");
             return false;
         }
         let key_hash = index_key_hash(key);

@@ -17,9 +17,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use tracing::{debug, info, warn};
+
 use ferromq_protocol::message::keys::KEY_SEPARATOR;
 use ferromq_protocol::message::sysflag::{transaction_value, TRANSACTION_ROLLBACK_TYPE};
-use tracing::{debug, info, warn};
 
 use crate::config::StoreConfig;
 use crate::dispatch_request::DispatchRequest;
@@ -293,9 +294,9 @@ impl IndexService {
         }
         let (end_phy_offset, end_timestamp) = {
             let full = read_file(&file);
+            info!(file = %full.path().display(), "index file is full, creating another");
             (full.end_phy_offset(), full.end_timestamp())
         };
-        info!(file = %read_file(&file).path().display(), "index file is full, creating another");
         let next = self.create_file(end_phy_offset, end_timestamp)?;
         if write_file(&next).put_key(key, phy_offset, store_timestamp) {
             Ok(next)

@@ -196,6 +196,10 @@ impl MessageStore {
             })
             .map_err(io_err(&commit_dir))?;
         shared.consume_queues.truncate_dirty_all(summary.max_phy_offset).map_err(io_err(&cq_dir))?;
+        let commit_log_min = commit_log.min_offset();
+        for (_, _, cq) in shared.consume_queues.all() {
+            cq.correct_min_offset(commit_log_min);
+        }
         commit_log.set_topic_queue_table(shared.consume_queues.queue_max_offsets());
         shared.reput_from.store(summary.max_phy_offset, Ordering::Release);
         info!(

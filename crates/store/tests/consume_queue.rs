@@ -82,6 +82,27 @@ fn iter_from_stops_at_the_segment_end_and_at_max() {
 }
 
 #[test]
+fn reads_during_appends_see_only_complete_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = std::sync::Arc::new(open(dir.path()));
+    let reader = {
+        let q = q.clone();
+        std::thread::spawn(move || {
+            let mut seen = 0;
+            while seen < 200 {
+                for u in q.iter_from(seen, 16) {
+                    assert_eq!(u, unit(seen, seen * 100, 100));
+                    seen += 1;
+                }
+                std::thread::yield_now();
+            }
+        })
+    };
+    put_range(&q, 0, 200);
+    reader.join().unwrap();
+}
+
+#[test]
 fn duplicate_puts_are_ignored() {
     let dir = tempfile::tempdir().unwrap();
     let q = open(dir.path());
@@ -413,6 +434,8 @@ fn empty_store_has_nothing_dispatched() {
 enum Op {
     /// `count` new records, each `gap` bytes after the previous one ends.
     Put { count: usize, gap: i64, size: i32 },
+    /// Records of other queues: the CommitLog grows by `bytes`.
+    OtherQueues { bytes: i64 },
     /// Re-dispatch of an existing unit (`back` from the newest).
     Duplicate { back: usize },
     /// Restart: reopen, recover, cut to the CommitLog end.
@@ -424,6 +447,7 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (1usize..15, 0i64..50, 1i32..200).prop_map(|(count, gap, size)| Op::Put { count, gap, size }),
+        1 => (1i64..3000).prop_map(|bytes| Op::OtherQueues { bytes }),
         1 => (0usize..40).prop_map(|back| Op::Duplicate { back }),
         2 => Just(Op::Reopen),
         1 => (0usize..120, any::<bool>()).prop_map(|(keep, torn)| Op::TruncateDirty { keep, torn }),
@@ -502,6 +526,7 @@ proptest! {
                         model.started = true;
                     }
                 }
+                Op::OtherQueues { bytes } => model.commit_log_end += bytes,
                 Op::Duplicate { back } => {
                     if let Some(u) = model.units.iter().rev().nth(back % model.units.len().max(1)) {
                         let r = DispatchRequest {
