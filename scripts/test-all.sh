@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace on a fresh machine: prepares the third-party client the
 # compatibility tests drive (compat/setup.sh: a Python venv with the official RocketMQ C++
-# client), then the whole cargo test suite.
+# client), then the whole cargo test suite (unit, property, loopback, crash tests), then a
+# short fuzz pass.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -9,3 +10,5 @@ bash compat/setup.sh
 cargo test -j2 --workspace --all-targets
 # Doc tests are not covered by --all-targets.
 cargo test -j2 --workspace --doc
+# A short fuzzing pass over every decoder (installs cargo-fuzz on first use).
+FUZZ_SECONDS="${FUZZ_SECONDS:-10}" bash scripts/fuzz-smoke.sh

@@ -40,7 +40,8 @@ fn reencode(cmd: &RemotingCommand, st: SerializeType) -> Option<RemotingCommand>
     let mut out = BytesMut::new();
     match encode_frame(cmd, st, &mut out) {
         Ok(()) => {}
-        Err(FrameError::TooLarge { .. } | FrameError::HeaderTooLarge(_)) => return None,
+        // Refusing what the layout cannot hold is correct; silently wrapping a length is not.
+        Err(FrameError::TooLarge { .. } | FrameError::HeaderTooLarge(_) | FrameError::FieldTooLong { .. }) => return None,
         Err(e) => panic!("encoding a decoded command in {st:?} failed: {e}"),
     }
     match decode_frame(&mut out, MAX_FRAME_BYTES) {
@@ -54,9 +55,7 @@ fn reencode(cmd: &RemotingCommand, st: SerializeType) -> Option<RemotingCommand>
 }
 
 fn fits_binary(cmd: &RemotingCommand) -> bool {
-    i16::try_from(cmd.code).is_ok()
-        && i16::try_from(cmd.version).is_ok()
-        && cmd.remark.as_deref() != Some("")
+    i16::try_from(cmd.code).is_ok() && i16::try_from(cmd.version).is_ok() && cmd.remark.as_deref() != Some("")
 }
 
 fuzz_target!(|data: &[u8]| {

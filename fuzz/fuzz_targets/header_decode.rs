@@ -17,8 +17,7 @@
 use bytes::{BufMut, BytesMut};
 use ferromq_protocol::header::*;
 use ferromq_protocol::{
-    decode_frame, encode_frame, request_code, CommandHeader, ExtFields, RemotingCommand, SerializeType,
-    MAX_FRAME_BYTES,
+    decode_frame, encode_frame, request_code, CommandHeader, ExtFields, RemotingCommand, SerializeType, MAX_FRAME_BYTES,
 };
 use libfuzzer_sys::fuzz_target;
 

@@ -17,8 +17,7 @@
 use std::fmt::Debug;
 
 use ferromq_protocol::body::{
-    ClusterInfo, HeartbeatData, JsonBody, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper,
-    TopicRouteData,
+    ClusterInfo, HeartbeatData, JsonBody, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper, TopicRouteData,
 };
 use ferromq_protocol::json::parse_lenient;
 use ferromq_protocol::version::{V4_0_0, V5_0_0};
@@ -28,12 +27,10 @@ fn body_round_trip<T: JsonBody + PartialEq + Debug>(data: &[u8]) -> Option<T> {
     let value: T = parse_lenient(data).ok()?;
     let name = std::any::type_name::<T>();
     let standard = value.encode();
-    let again = T::decode(&standard)
-        .unwrap_or_else(|e| panic!("{name}: standard JSON output does not decode: {e:?}"));
+    let again = T::decode(&standard).unwrap_or_else(|e| panic!("{name}: standard JSON output does not decode: {e:?}"));
     assert_eq!(again, value, "{name}: encode -> decode changed the value");
     let fastjson = value.encode_fastjson();
-    let again = T::decode(&fastjson)
-        .unwrap_or_else(|e| panic!("{name}: fastjson-style output does not decode: {e:?}"));
+    let again = T::decode(&fastjson).unwrap_or_else(|e| panic!("{name}: fastjson-style output does not decode: {e:?}"));
     assert_eq!(again, value, "{name}: encode_fastjson -> decode changed the value");
     Some(value)
 }
@@ -49,7 +46,10 @@ fn register_body(data: &[u8], compressed: bool, version: i32) {
     // The compressed stream carries topics in the text form; see topic_config_text.
     let configs = body.topic_config_serialize_wrapper.topic_config_table.values();
     if !(compressed && configs.into_iter().any(attributes_have_space)) {
-        assert_eq!(again, body, "RegisterBrokerBody (compressed={compressed}, version={version}) round trip changed it");
+        assert_eq!(
+            again, body,
+            "RegisterBrokerBody (compressed={compressed}, version={version}) round trip changed it"
+        );
     }
 }
 

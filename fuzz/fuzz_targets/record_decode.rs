@@ -72,10 +72,7 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(&encoded[..], &buf[..*len], "re-encoding changed the record bytes");
         }
         (Ok(RecordOrBlank::Record(view)), Err(e)) => {
-            assert!(
-                matches!(e, MessageError::InvalidUtf8 { .. }),
-                "view parsed but decode failed with {e:?}"
-            );
+            assert!(matches!(e, MessageError::InvalidUtf8 { .. }), "view parsed but decode failed with {e:?}");
             assert!(view.topic_str().is_err() || view.properties_str().is_err());
         }
         (Ok(RecordOrBlank::Blank { .. }), Err(MessageError::UnexpectedBlank { offset: 0, .. })) => {}

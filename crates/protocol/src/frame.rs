@@ -77,6 +77,16 @@ pub enum FrameError {
         /// Position in the header.
         offset: usize,
     },
+    /// A header field is longer than its length field can express.
+    #[error("{field} of {length} bytes exceeds the {max}-byte limit of the binary header")]
+    FieldTooLong {
+        /// Which field.
+        field: &'static str,
+        /// Its length.
+        length: usize,
+        /// The limit.
+        max: usize,
+    },
     /// The header is too large for the 24-bit length field.
     #[error("header of {0} bytes does not fit the 24-bit header length")]
     HeaderTooLarge(usize),
@@ -86,15 +96,16 @@ pub enum FrameError {
 /// `serialize_type`.
 ///
 /// # Errors
-/// [`FrameError::HeaderTooLarge`] when the header exceeds 16 MiB - 1, and
-/// [`FrameError::TooLarge`] when the frame exceeds [`MAX_FRAME_BYTES`].
+/// [`FrameError::HeaderTooLarge`] when the header exceeds 16 MiB - 1,
+/// [`FrameError::TooLarge`] when the frame exceeds [`MAX_FRAME_BYTES`], and
+/// [`FrameError::FieldTooLong`] for an extFields key over 32767 bytes in the binary layout.
 pub fn encode_frame(
     cmd: &RemotingCommand,
     serialize_type: SerializeType,
     out: &mut BytesMut,
 ) -> Result<(), FrameError> {
     let mut header = Vec::with_capacity(256);
-    header_codec::encode_header(cmd, serialize_type, &mut header);
+    header_codec::encode_header(cmd, serialize_type, &mut header)?;
     if header.len() > MAX_HEADER_BYTES {
         return Err(FrameError::HeaderTooLarge(header.len()));
     }

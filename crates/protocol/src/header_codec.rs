@@ -17,9 +17,20 @@ use crate::frame::FrameError;
 const BINARY_FIXED_BYTES: usize = 2 + 1 + 2 + 4 + 4 + 4 + 4;
 
 /// Encodes the header of `cmd` in `serialize_type` and appends it to `out`.
-pub(crate) fn encode_header(cmd: &RemotingCommand, serialize_type: SerializeType, out: &mut Vec<u8>) {
+///
+/// # Errors
+/// [`FrameError::FieldTooLong`] when an extFields key does not fit the binary layout's int16
+/// length (Java would silently wrap the length and corrupt the frame).
+pub(crate) fn encode_header(
+    cmd: &RemotingCommand,
+    serialize_type: SerializeType,
+    out: &mut Vec<u8>,
+) -> Result<(), FrameError> {
     match serialize_type {
-        SerializeType::Json => encode_json(cmd, out),
+        SerializeType::Json => {
+            encode_json(cmd, out);
+            Ok(())
+        }
         SerializeType::RocketMq => encode_binary(cmd, out),
     }
 }
@@ -178,7 +189,10 @@ fn decode_json(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
     })
 }
 
-fn encode_binary(cmd: &RemotingCommand, out: &mut Vec<u8>) {
+fn encode_binary(cmd: &RemotingCommand, out: &mut Vec<u8>) -> Result<(), FrameError> {
+    if let Some(key) = cmd.ext_fields.keys().find(|k| k.len() > i16::MAX as usize) {
+        return Err(FrameError::FieldTooLong { field: "extFields key", length: key.len(), max: i16::MAX as usize });
+    }
     // Codes and versions are int16 in this layout; Java truncates the same way, so codes
     // above 32767 (the 5.x pop codes) cannot travel in a binary header.
     out.extend_from_slice(&(cmd.code as i16).to_be_bytes());
@@ -203,6 +217,7 @@ fn encode_binary(cmd: &RemotingCommand, out: &mut Vec<u8>) {
     }
     let ext_len = (out.len() - len_at - 4) as i32;
     out[len_at..len_at + 4].copy_from_slice(&ext_len.to_be_bytes());
+    Ok(())
 }
 
 /// A bounds-checked big-endian reader over the binary header.

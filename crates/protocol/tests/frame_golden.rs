@@ -211,3 +211,20 @@ fn json_header_escapes_control_characters_and_round_trips() {
     let decoded = decode_frame(&mut out, MAX_FRAME_BYTES).unwrap().unwrap();
     assert_eq!(decoded, cmd);
 }
+
+#[test]
+fn binary_header_refuses_keys_its_int16_length_cannot_hold() {
+    // Found by the frame_decode fuzz target: Java writes `(short) key.length`, so a 65541-byte
+    // key would wrap to 5 and the rest of the key would be read as made-up fields.
+    let mut cmd = RemotingCommand::request(105);
+    cmd.ext_fields.insert("k".repeat(65_541), "v".into());
+    let mut out = BytesMut::new();
+    assert!(matches!(
+        encode_frame(&cmd, SerializeType::RocketMq, &mut out),
+        Err(FrameError::FieldTooLong { length: 65_541, .. })
+    ));
+    assert!(out.is_empty(), "nothing is written on error");
+    // JSON has no such limit.
+    encode_frame(&cmd, SerializeType::Json, &mut out).unwrap();
+    assert!(decode_frame(&mut out, MAX_FRAME_BYTES).unwrap().is_some());
+}

@@ -51,6 +51,9 @@ fn main() {
                     assert_eq!(r.status, PutMessageStatus::PutOk);
                     latencies.push(t.elapsed().as_micros() as u64);
                     acked.fetch_add(1, Ordering::Relaxed);
+                    // An ASYNC_FLUSH put completes without suspending; yield so the writers
+                    // share the runtime like independent clients' requests would.
+                    tokio::task::yield_now().await;
                 }
                 latencies
             });

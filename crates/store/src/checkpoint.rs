@@ -96,6 +96,13 @@ impl Checkpoint {
         (self.physic_msg_timestamp().min(self.logics_msg_timestamp()) - 3000).max(0)
     }
 
+    /// Like [`min_timestamp`](Self::min_timestamp) but also no later than the index time, so
+    /// a recovery starting there re-indexes everything the index may have lost (Java:
+    /// `getMinTimestampIndex`).
+    pub fn min_timestamp_index(&self) -> i64 {
+        self.min_timestamp().min(self.index_msg_timestamp())
+    }
+
     /// Writes the values and syncs the file.
     ///
     /// # Errors

@@ -97,6 +97,9 @@ pub struct CommitLog {
     poisoned: AtomicBool,
     /// Fault injection: the next flushes fail as if `msync` had (tests of the poison path).
     inject_flush_failure: AtomicBool,
+    /// Set (under the append lock) at shutdown: later appends are refused, so the final
+    /// flush covers every append that was accepted.
+    closed: AtomicBool,
 }
 
 /// Queue offsets are not consumed by half (prepared) and rolled-back transaction records.
@@ -115,7 +118,14 @@ impl CommitLog {
             last_store_timestamp: AtomicI64::new(0),
             poisoned: AtomicBool::new(false),
             inject_flush_failure: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
         }
+    }
+
+    /// Refuses every later append; appends already inside the lock complete first.
+    pub fn close(&self) {
+        let _state = self.writer();
+        self.closed.store(true, Ordering::Release);
     }
 
     /// Makes every later flush fail as a failing `msync` would. Only the system call is
@@ -226,6 +236,9 @@ impl CommitLog {
     ) -> Result<AppendResult, AppendError> {
         let total = buf.len();
         let mut state = self.writer();
+        if self.closed.load(Ordering::Acquire) {
+            return Err(AppendError::new(PutMessageStatus::ServiceNotAvailable, "message store is shut down"));
+        }
         let mut file = self.segment_for_append()?;
         if file.remaining() < total + BLANK_MARKER_LEN {
             let remaining = file.remaining();

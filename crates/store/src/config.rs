@@ -77,6 +77,9 @@ rocketmq_config! {
         access_message_in_memory_max_ratio: u64 = "accessMessageInMemoryMaxRatio", default 40;
         /// `messageIndexEnable`.
         message_index_enable: bool = "messageIndexEnable", default true;
+        /// `messageIndexSafe`: after a crash, recover from early enough to rebuild every index
+        /// entry (slower restarts); otherwise the unfinished index file's keys may be lost.
+        message_index_safe: bool = "messageIndexSafe", default false;
         /// `maxHashSlotNum`.
         max_hash_slot_num: u32 = "maxHashSlotNum", default 5_000_000;
         /// `maxIndexNum`.

@@ -24,6 +24,8 @@ mod message_store;
 mod put_result;
 mod read;
 mod recovery;
+mod retention;
+mod stats;
 
 pub use checkpoint::Checkpoint;
 pub use commit_log::{AppendError, CommitLog};
@@ -37,3 +39,8 @@ pub use mapped_file::{offset_to_file_name, MappedFile, OS_PAGE_SIZE};
 pub use mapped_file_queue::MappedFileQueue;
 pub use message_store::{ArrivalListener, MessageStore, StoreError};
 pub use put_result::{AppendResult, PutMessageResult, PutMessageStatus};
+pub use retention::{
+    disk_used_percent, DiskUsageProbe, RetentionReport, DELETE_FILES_BATCH_MAX, MANUAL_DELETE_RUNS,
+    RETENTION_INITIAL_DELAY, RETENTION_INTERVAL,
+};
+pub use stats::{StatsRecorder, StoreStats, Tps, PUT_LATENCY_BUCKET_NAMES, SAMPLES_MAX, SAMPLE_INTERVAL};

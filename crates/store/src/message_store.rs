@@ -27,6 +27,8 @@ use crate::index_service::IndexService;
 use crate::mapped_file_queue::MappedFileQueue;
 use crate::put_result::{PutMessageResult, PutMessageStatus};
 use crate::recovery;
+use crate::retention::{DiskUsageProbe, RetentionReport, RetentionService, RetentionTargets};
+use crate::stats::{StatsRecorder, StoreStats};
 
 /// Why the store could not open.
 #[derive(Debug, thiserror::Error)]
@@ -70,11 +72,14 @@ struct Shared {
     last_dispatched_timestamp: AtomicI64,
     listeners: RwLock<Vec<ArrivalListener>>,
     wake_reput: (Mutex<()>, Condvar),
-    /// Wakes the consume-queue flusher early at shutdown.
+    /// Wakes the consume-queue flusher early at shutdown (and the retention and stats threads,
+    /// which park on it too).
     wake_flusher: (Mutex<()>, Condvar),
     stop: AtomicBool,
     /// Bytes of RAM beyond which a read counts as cold (suggest reading from a slave).
     memory_budget_bytes: i64,
+    retention: RetentionService,
+    stats: StatsRecorder,
 }
 
 impl Shared {
@@ -104,6 +109,16 @@ impl Shared {
     fn notify_reput(&self) {
         let _guard = self.wake_reput.0.lock();
         self.wake_reput.1.notify_one();
+    }
+
+    fn run_retention(&self, now_utc_ms: i64) -> RetentionReport {
+        let targets = RetentionTargets {
+            commit_log: &self.commit_log,
+            consume_queues: &self.consume_queues,
+            index: &self.index,
+            dispatched_offset: self.reput_from.load(Ordering::Acquire),
+        };
+        self.retention.run_once(&targets, now_utc_ms)
     }
 }
 
@@ -187,6 +202,8 @@ impl MessageStore {
             wake_flusher: (Mutex::new(()), Condvar::new()),
             stop: AtomicBool::new(false),
             memory_budget_bytes,
+            retention: RetentionService::new(&config),
+            stats: StatsRecorder::new(crate::commit_log::now_ms()),
         });
 
         shared.consume_queues.recover_all().map_err(io_err(&cq_dir))?;
@@ -223,6 +240,8 @@ impl MessageStore {
         };
         store.spawn("store-reput", reput_loop).map_err(io_err(&root))?;
         store.spawn("store-cq-flush", cq_flush_loop).map_err(io_err(&root))?;
+        store.spawn("store-retention", retention_loop).map_err(io_err(&root))?;
+        store.spawn("store-stats", stats_loop).map_err(io_err(&root))?;
         Ok(store)
     }
 
@@ -246,16 +265,22 @@ impl MessageStore {
     /// Appends one message and, under SYNC_FLUSH unless its WAIT property is "false", waits
     /// until it is on disk.
     pub async fn put_message(&self, msg: StoredMessage) -> PutMessageResult {
+        let began = std::time::Instant::now();
         let wait = msg.property(keys::WAIT) != Some("false");
         let result = self.shared.commit_log.append(&msg);
-        self.after_append(result, wait).await
+        let result = self.after_append(result, wait).await;
+        self.shared.stats.record_put(&result, began.elapsed());
+        result
     }
 
     /// Appends a batch of one topic queue contiguously (SEND_BATCH_MESSAGE).
     pub async fn put_messages(&self, msgs: Vec<StoredMessage>) -> PutMessageResult {
+        let began = std::time::Instant::now();
         let wait = msgs.first().is_none_or(|m| m.property(keys::WAIT) != Some("false"));
         let result = self.shared.commit_log.append_batch(&msgs);
-        self.after_append(result, wait).await
+        let result = self.after_append(result, wait).await;
+        self.shared.stats.record_put(&result, began.elapsed());
+        result
     }
 
     async fn after_append(
@@ -263,9 +288,6 @@ impl MessageStore {
         result: Result<crate::AppendResult, crate::commit_log::AppendError>,
         wait: bool,
     ) -> PutMessageResult {
-        if self.shut_down.load(Ordering::Acquire) {
-            return PutMessageResult::failed(PutMessageStatus::ServiceNotAvailable, "message store is shut down");
-        }
         let append = match result {
             Ok(a) => a,
             Err(e) => return PutMessageResult::failed(e.status, e.reason),
@@ -309,7 +331,33 @@ impl MessageStore {
         max_total_bytes: usize,
         filter: Option<&dyn Fn(i64) -> bool>,
     ) -> GetMessageResult {
-        crate::read::get_message(&self.shared_view(), topic, queue_id, offset, max_msg_nums, max_total_bytes, filter)
+        let began = std::time::Instant::now();
+        let view = self.shared_view();
+        let result = crate::read::get_message(&view, topic, queue_id, offset, max_msg_nums, max_total_bytes, filter);
+        self.shared.stats.record_get(&result, began.elapsed());
+        result
+    }
+
+    /// Makes the next retention runs delete expired CommitLog segments whatever the hour
+    /// (TRIGGER_DELETE_FILES). Java: `DefaultMessageStore#executeDeleteFilesManually`.
+    pub fn trigger_delete_files(&self) {
+        self.shared.retention.trigger_delete();
+    }
+
+    /// Runs retention once as if the time were `now_utc_ms` (ms since the epoch); the store's
+    /// thread does this every [`RETENTION_INTERVAL`](crate::RETENTION_INTERVAL).
+    pub fn run_retention_once(&self, now_utc_ms: i64) -> RetentionReport {
+        self.shared.run_retention(now_utc_ms)
+    }
+
+    /// Replaces how retention measures disk usage (default: `statvfs`).
+    pub fn set_disk_usage_probe(&self, probe: DiskUsageProbe) {
+        self.shared.retention.set_disk_usage_probe(probe);
+    }
+
+    /// Put and get counts, TPS and put latency. Java: `StoreStatsService#getRuntimeInfo`.
+    pub fn stats(&self) -> StoreStats {
+        self.shared.stats.snapshot(crate::commit_log::now_ms())
     }
 
     pub(crate) fn shared_view(&self) -> crate::read::StoreView<'_> {
@@ -423,6 +471,8 @@ impl MessageStore {
         if self.shut_down.swap(true, Ordering::AcqRel) {
             return;
         }
+        // Appends end here; the final flush below covers every accepted one.
+        self.shared.commit_log.close();
         if !self.wait_dispatched(Duration::from_secs(5)) {
             warn!(behind = self.dispatch_behind_bytes(), "shutting down before dispatch caught up");
         }
@@ -476,6 +526,19 @@ fn cq_flush_loop(shared: &Shared) {
             error!(error = %e, "consume queue / checkpoint flush failed");
         }
     }
+}
+
+/// Deletes expired files periodically. Java: `DefaultMessageStore#cleanFilesPeriodically`.
+fn retention_loop(shared: &Shared) {
+    let (delay, interval) = (crate::RETENTION_INITIAL_DELAY, crate::RETENTION_INTERVAL);
+    crate::retention::run_periodically(&shared.stop, &shared.wake_flusher, delay, interval, || {
+        shared.run_retention(crate::commit_log::now_ms());
+    });
+}
+
+/// Samples the statistics every second. Java: `StoreStatsService#run`.
+fn stats_loop(shared: &Shared) {
+    crate::stats::run_sampler(&shared.stats, &shared.stop, &shared.wake_flusher);
 }
 
 /// Follows the CommitLog and dispatches each record. Java: `ReputMessageService`.

@@ -47,7 +47,8 @@ pub(crate) fn recover(
     let mut start = if last_exit_ok {
         files.len().saturating_sub(3)
     } else {
-        start_by_checkpoint(&files, checkpoint.min_timestamp())
+        let min = if config.message_index_safe { checkpoint.min_timestamp_index() } else { checkpoint.min_timestamp() };
+        start_by_checkpoint(&files, min)
     };
     // Never start after the first record the consume queues are missing.
     if let Some(i) = files.iter().position(|f| f.file_from_offset() + file_size as i64 > dispatched_to) {

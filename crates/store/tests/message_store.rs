@@ -300,3 +300,15 @@ async fn garbage_tail_and_flipped_body_byte_are_cut() {
     assert!(store.wait_dispatched(Duration::from_secs(10)));
     assert_eq!(all_bodies(&store), 25);
 }
+
+#[tokio::test]
+async fn puts_after_shutdown_are_refused_and_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path(), FlushDiskType::SyncFlush), host()).unwrap();
+    put_all(&store, "Z", 0, 3).await;
+    store.shutdown();
+    let end = store.max_phy_offset();
+    let r = store.put_message(msg("Z", 0, "late", "t", "k")).await;
+    assert_eq!(r.status, PutMessageStatus::ServiceNotAvailable);
+    assert_eq!(store.max_phy_offset(), end, "nothing written after shutdown");
+}
