@@ -265,6 +265,7 @@ mod tests {
         let unknown = c.apply_text("listenPort = 1234\nmapedFileSizeCommitLog=2048\nother=x\n").unwrap();
         assert_eq!((c.port, c.size), (1234, 2048));
         assert_eq!(unknown, vec!["other".to_owned()]);
+        assert_eq!(TestConfig::KEYS, ["listenPort", "mappedFileSizeCommitLog", "someFlag"]);
         let text = c.to_text();
         assert!(text.contains("mappedFileSizeCommitLog=2048") && text.contains("other=x"), "{text}");
     }
