@@ -23,6 +23,7 @@ use tracing::{error, warn};
 
 use crate::mapped_file_queue::MappedFileQueue;
 use crate::put_result::{AppendResult, PutMessageStatus};
+use crate::transient_pool::TransientStorePool;
 
 /// Now, in ms since the epoch.
 pub(crate) fn now_ms() -> i64 {
@@ -100,6 +101,10 @@ pub struct CommitLog {
     /// Set (under the append lock) at shutdown: later appends are refused, so the final
     /// flush covers every append that was accepted.
     closed: AtomicBool,
+    /// With `transientStorePoolEnable`: buffers that take appends until committed.
+    pool: Option<TransientStorePool>,
+    /// Segments holding a pool buffer, oldest first: what `commit` must visit.
+    buffered_segments: Mutex<Vec<Arc<crate::MappedFile>>>,
 }
 
 /// Queue offsets are not consumed by half (prepared) and rolled-back transaction records.
@@ -119,7 +124,40 @@ impl CommitLog {
             poisoned: AtomicBool::new(false),
             inject_flush_failure: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            pool: None,
+            buffered_segments: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Routes appends through `pool`'s buffers; readers then see only committed bytes (call
+    /// [`commit`](Self::commit) regularly).
+    pub fn with_transient_pool(mut self, pool: TransientStorePool) -> Self {
+        self.pool = Some(pool);
+        self
+    }
+
+    /// Whether appends go through the transient pool.
+    pub fn uses_transient_pool(&self) -> bool {
+        self.pool.is_some()
+    }
+
+    /// Copies buffered appends into the file mappings and returns the buffers of full
+    /// segments to the pool. Returns whether anything was committed.
+    pub fn commit(&self) -> bool {
+        let Some(pool) = &self.pool else { return false };
+        let mut any = false;
+        let mut holders = self.buffered_segments.lock().unwrap_or_else(|e| e.into_inner());
+        holders.retain(|file| {
+            any |= file.has_uncommitted();
+            match file.commit() {
+                Some(buffer) => {
+                    pool.return_buffer(buffer);
+                    false
+                }
+                None => true,
+            }
+        });
+        any
     }
 
     /// Refuses every later append; appends already inside the lock complete first.
@@ -283,13 +321,26 @@ impl CommitLog {
     }
 
     fn segment_for_append(&self) -> Result<Arc<crate::MappedFile>, AppendError> {
-        self.queue.last_or_create(0).map_err(|e| {
+        let file = self.queue.last_or_create(0).map_err(|e| {
             warn!(error = %e, "cannot create the next commit log segment");
             AppendError::new(
                 PutMessageStatus::CreateMappedFileFailed,
                 format!("cannot create a commit log segment: {e}"),
             )
-        })
+        })?;
+        if let Some(pool) = &self.pool {
+            // A fresh segment takes a pool buffer if one is free; otherwise it is written
+            // directly, so an append never waits for a buffer.
+            if file.wrote_position() == 0 && !file.holds_buffer() {
+                if let Some(buffer) = pool.borrow_buffer() {
+                    match file.attach_buffer(buffer) {
+                        Ok(()) => self.buffered_segments.lock().unwrap_or_else(|e| e.into_inner()).push(file.clone()),
+                        Err(buffer) => pool.return_buffer(buffer),
+                    }
+                }
+            }
+        }
+        Ok(file)
     }
 
     /// The `size` bytes at `offset`, zero-copy.
@@ -313,11 +364,11 @@ impl CommitLog {
     pub fn data_from(&self, offset: i64) -> Option<Bytes> {
         let file = self.queue.find(offset)?;
         let pos = (offset - file.file_from_offset()) as usize;
-        let wrote = file.wrote_position();
-        if pos > wrote {
+        let committed = file.committed_position();
+        if pos > committed {
             return None;
         }
-        file.slice(pos, wrote - pos)
+        file.slice(pos, committed - pos)
     }
 
     /// Store time of the record at `offset` of `size` bytes.
@@ -337,9 +388,9 @@ impl CommitLog {
         self.queue.min_offset()
     }
 
-    /// Offset after the last written byte.
+    /// Offset after the last byte readers can see (committed).
     pub fn max_offset(&self) -> i64 {
-        self.queue.max_offset()
+        self.queue.max_committed_offset()
     }
 
     /// Start of the segment after the one holding `offset`.

@@ -69,6 +69,7 @@ impl FlushService {
                 periodic_flush_loop(&worker, &commit_log, &checkpoint, interval, least_pages, thorough);
             }
             // Final flush at shutdown.
+            commit_log.commit();
             let ts = commit_log.last_store_timestamp();
             if commit_log.flush().is_ok() {
                 checkpoint.set_physic_msg_timestamp(ts);
@@ -177,6 +178,7 @@ fn periodic_flush_loop(
             let guard = shared.requests.lock().unwrap_or_else(|e| e.into_inner());
             let _ = shared.wake.wait_timeout(guard, interval);
         }
+        commit_log.commit();
         let now = Instant::now();
         let dirty = commit_log.queue().dirty_pages();
         let thorough_due = now.duration_since(last_thorough) >= thorough;

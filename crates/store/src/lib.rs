@@ -26,6 +26,7 @@ mod read;
 mod recovery;
 mod retention;
 mod stats;
+mod transient_pool;
 
 pub use checkpoint::Checkpoint;
 pub use commit_log::{AppendError, CommitLog};
@@ -35,7 +36,7 @@ pub use dispatch_request::DispatchRequest;
 pub use get_result::{GetMessageResult, GetMessageStatus, QueryMessageResult};
 pub use index_file::{index_file_size, index_key_hash, IndexFile, HASH_SLOT_SIZE, INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE};
 pub use index_service::{IndexService, QueryOffsetResult};
-pub use mapped_file::{offset_to_file_name, MappedFile, OS_PAGE_SIZE};
+pub use mapped_file::{offset_to_file_name, MappedFile, TransientBuffer, OS_PAGE_SIZE};
 pub use mapped_file_queue::MappedFileQueue;
 pub use message_store::{ArrivalListener, MessageStore, StoreError};
 pub use put_result::{AppendResult, PutMessageResult, PutMessageStatus};
@@ -44,3 +45,4 @@ pub use retention::{
     RETENTION_INITIAL_DELAY, RETENTION_INTERVAL,
 };
 pub use stats::{StatsRecorder, StoreStats, Tps, PUT_LATENCY_BUCKET_NAMES, SAMPLES_MAX, SAMPLE_INTERVAL};
+pub use transient_pool::TransientStorePool;

@@ -11,7 +11,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use memmap2::MmapRaw;
@@ -32,6 +32,45 @@ pub fn offset_to_file_name(offset: i64) -> String {
 /// the queue's append lock). Recovery truncation and zeroing happen before any reader exists.
 struct Inner {
     map: MmapRaw,
+}
+
+/// A segment-sized anonymous buffer of the transient store pool. The same soundness rule as
+/// `Inner` holds: the writer writes above the write position, `commit` reads below it.
+pub struct TransientBuffer {
+    map: MmapRaw,
+}
+
+impl std::fmt::Debug for TransientBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TransientBuffer").field("len", &self.map.len()).finish()
+    }
+}
+
+impl TransientBuffer {
+    /// A zeroed buffer of `len` bytes (anonymous memory: pages are taken when first written).
+    ///
+    /// # Errors
+    /// The mapping failed.
+    pub fn new(len: usize) -> io::Result<TransientBuffer> {
+        let map = memmap2::MmapOptions::new().len(len).map_anon()?;
+        Ok(TransientBuffer { map: map.into() })
+    }
+}
+
+/// Copies `len` bytes from `src` to `dst` with the first 4 bytes written last (see
+/// [`MappedFile::append_size_last`]).
+///
+/// # Safety
+/// Both ranges must be valid for `len` bytes, not overlap, and not be accessed concurrently.
+unsafe fn copy_size_last(src: *const u8, dst: *mut u8, len: usize) {
+    if len <= 4 {
+        std::ptr::copy_nonoverlapping(src, dst, len);
+        return;
+    }
+    std::ptr::copy_nonoverlapping(src.add(4), dst.add(4), len - 4);
+    // Keep the size store after the other stores (compiler and CPU order).
+    std::sync::atomic::fence(Ordering::Release);
+    std::ptr::copy_nonoverlapping(src, dst, 4);
 }
 
 /// A read-only window of the mapping; the owner behind a zero-copy [`Bytes`].
@@ -57,7 +96,13 @@ pub struct MappedFile {
     _file: File,
     inner: Arc<Inner>,
     wrote_position: AtomicUsize,
+    /// Bytes in the file mapping and visible to readers. Equal to the write position unless a
+    /// transient-pool buffer takes the appends first.
+    committed_position: AtomicUsize,
     flushed_position: AtomicUsize,
+    /// With `transientStorePoolEnable`: appends go here, and `commit` copies them into the
+    /// file mapping. Returned to the pool once the file is full and committed.
+    write_buffer: Mutex<Option<Arc<TransientBuffer>>>,
     /// Set once the file is full (a blank marker written or exactly filled).
     full: AtomicBool,
     /// The file's length on disk when opened, before it was extended: bytes past it were
@@ -103,7 +148,9 @@ impl MappedFile {
             _file: file,
             inner: Arc::new(Inner { map }),
             wrote_position: AtomicUsize::new(0),
+            committed_position: AtomicUsize::new(0),
             flushed_position: AtomicUsize::new(0),
+            write_buffer: Mutex::new(None),
             full: AtomicBool::new(false),
             loaded_len: len as usize,
         })
@@ -129,9 +176,14 @@ impl MappedFile {
         self.file_size
     }
 
-    /// Bytes appended so far.
+    /// Bytes appended so far (possibly not yet committed to the mapping).
     pub fn wrote_position(&self) -> usize {
         self.wrote_position.load(Ordering::Acquire)
+    }
+
+    /// Bytes in the file mapping, visible to readers.
+    pub fn committed_position(&self) -> usize {
+        self.committed_position.load(Ordering::Acquire)
     }
 
     /// Bytes known to be on disk.
@@ -154,7 +206,8 @@ impl MappedFile {
         self.full.store(true, Ordering::Release);
     }
 
-    /// Appends `bytes` at the write position and publishes them to readers.
+    /// Appends `bytes` at the write position and publishes them to readers (or, with a
+    /// transient buffer, to the next `commit`).
     ///
     /// Callers serialize appends (one writer per queue).
     ///
@@ -162,14 +215,7 @@ impl MappedFile {
     /// If `bytes` does not fit; callers check [`remaining`](Self::remaining) first, so this is
     /// a broken invariant, not an operating condition.
     pub fn append(&self, bytes: &[u8]) {
-        let pos = self.wrote_position.load(Ordering::Acquire);
-        assert!(pos + bytes.len() <= self.file_size, "append past the end of {}", self.path.display());
-        // SAFETY: [pos, pos + len) is inside the mapping (asserted) and at or above the write
-        // position, so no reader holds a slice of it; appends are serialized by the caller.
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.inner.map.as_mut_ptr().add(pos), bytes.len());
-        }
-        self.wrote_position.store(pos + bytes.len(), Ordering::Release);
+        self.append_inner(bytes, false);
     }
 
     /// Appends one or more records so that the first record's leading 4 bytes (its TOTALSIZE)
@@ -178,27 +224,87 @@ impl MappedFile {
     /// the end of the data: a torn record can never pass for a whole one.
     ///
     /// # Panics
-    /// As [`append`](Self::append); also if `bytes` is shorter than 4.
+    /// As [`append`](Self::append).
     pub fn append_size_last(&self, bytes: &[u8]) {
+        self.append_inner(bytes, true);
+    }
+
+    fn append_inner(&self, bytes: &[u8], size_last: bool) {
         let pos = self.wrote_position.load(Ordering::Acquire);
-        assert!(bytes.len() >= 4, "a record is at least 4 bytes");
         assert!(pos + bytes.len() <= self.file_size, "append past the end of {}", self.path.display());
-        // SAFETY: as in `append`: the range is inside the mapping, at or above the write
-        // position, and appends are serialized by the caller.
+        let buffer = self.write_buffer.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let dst = match &buffer {
+            Some(b) => b.map.as_mut_ptr(),
+            None => self.inner.map.as_mut_ptr(),
+        };
+        // SAFETY: [pos, pos + len) is inside the mapping or buffer (both file_size long;
+        // asserted above) and at or above the write position, so no reader or commit touches
+        // it; appends are serialized by the caller.
         unsafe {
-            let dst = self.inner.map.as_mut_ptr().add(pos);
-            std::ptr::copy_nonoverlapping(bytes.as_ptr().add(4), dst.add(4), bytes.len() - 4);
-            // Keep the size store after the body stores (compiler and CPU order).
-            std::sync::atomic::fence(Ordering::Release);
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, 4);
+            if size_last {
+                copy_size_last(bytes.as_ptr(), dst.add(pos), bytes.len());
+            } else {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.add(pos), bytes.len());
+            }
         }
         self.wrote_position.store(pos + bytes.len(), Ordering::Release);
+        if buffer.is_none() {
+            self.committed_position.store(pos + bytes.len(), Ordering::Release);
+        }
+    }
+
+    /// Gives the file a transient-pool buffer to take its appends. Only for a file nothing has
+    /// been appended to yet; returns the buffer back otherwise.
+    pub fn attach_buffer(&self, buffer: Arc<TransientBuffer>) -> Result<(), Arc<TransientBuffer>> {
+        if self.wrote_position() != 0 || buffer.map.len() < self.file_size {
+            return Err(buffer);
+        }
+        *self.write_buffer.lock().unwrap_or_else(|e| e.into_inner()) = Some(buffer);
+        Ok(())
+    }
+
+    /// Copies appended bytes from the transient buffer into the file mapping, making them
+    /// visible to readers. Returns the buffer once the file is full and fully committed, for
+    /// the pool to reuse. Java: `DefaultMappedFile#commit`.
+    pub fn commit(&self) -> Option<Arc<TransientBuffer>> {
+        let mut slot = self.write_buffer.lock().unwrap_or_else(|e| e.into_inner());
+        let buffer = slot.as_ref()?.clone();
+        let wrote = self.wrote_position();
+        let committed = self.committed_position();
+        if wrote > committed {
+            // SAFETY: [committed, wrote) of the buffer is below the write position (the writer
+            // does not touch it again) and [committed, wrote) of the mapping is above the
+            // committed position (no reader sees it yet); only this call copies it, under the
+            // buffer lock.
+            unsafe {
+                copy_size_last(
+                    buffer.map.as_ptr().add(committed),
+                    self.inner.map.as_mut_ptr().add(committed),
+                    wrote - committed,
+                );
+            }
+            self.committed_position.store(wrote, Ordering::Release);
+        }
+        if self.is_full() && self.committed_position() == self.wrote_position() {
+            return slot.take();
+        }
+        None
+    }
+
+    /// Whether a transient buffer is attached (appends may be uncommitted).
+    pub fn holds_buffer(&self) -> bool {
+        self.write_buffer.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
+    /// Whether a transient buffer holds uncommitted appends.
+    pub fn has_uncommitted(&self) -> bool {
+        self.committed_position() < self.wrote_position()
     }
 
     /// A zero-copy slice of written bytes, or `None` if the range is not fully written.
     pub fn slice(&self, pos: usize, len: usize) -> Option<Bytes> {
         let end = pos.checked_add(len)?;
-        if end > self.wrote_position() {
+        if end > self.committed_position() {
             return None;
         }
         Some(Bytes::from_owner(Window { inner: self.inner.clone(), start: pos, len }))
@@ -207,7 +313,7 @@ impl MappedFile {
     /// Reads written bytes into a borrowed view for the duration of `f` (no allocation).
     pub fn with_bytes<R>(&self, pos: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         let end = pos.checked_add(len)?;
-        if end > self.wrote_position() {
+        if end > self.committed_position() {
             return None;
         }
         let window = Window { inner: self.inner.clone(), start: pos, len };
@@ -230,7 +336,7 @@ impl MappedFile {
     /// # Errors
     /// The `msync` failure; the flushed position is then unchanged.
     pub fn flush(&self) -> io::Result<usize> {
-        let wrote = self.wrote_position();
+        let wrote = self.committed_position();
         let flushed = self.flushed_position();
         if wrote > flushed {
             self.inner.map.flush_range(flushed, wrote - flushed)?;
@@ -241,13 +347,14 @@ impl MappedFile {
 
     /// Pages written but not yet flushed.
     pub fn dirty_pages(&self) -> usize {
-        (self.wrote_position() / OS_PAGE_SIZE).saturating_sub(self.flushed_position() / OS_PAGE_SIZE)
+        (self.committed_position() / OS_PAGE_SIZE).saturating_sub(self.flushed_position() / OS_PAGE_SIZE)
     }
 
     /// Sets the write and flush positions (recovery). `full` is derived by the caller.
     pub fn set_positions(&self, pos: usize) {
         let pos = pos.min(self.file_size);
         self.wrote_position.store(pos, Ordering::Release);
+        self.committed_position.store(pos, Ordering::Release);
         self.flushed_position.store(pos, Ordering::Release);
         self.full.store(false, Ordering::Release);
     }

@@ -161,6 +161,11 @@ impl MappedFileQueue {
         self.last().map_or(0, |f| f.file_from_offset() + f.wrote_position() as i64)
     }
 
+    /// Offset just past the last byte readers can see (see [`MappedFile::committed_position`]).
+    pub fn max_committed_offset(&self) -> i64 {
+        self.last().map_or(0, |f| f.file_from_offset() + f.committed_position() as i64)
+    }
+
     /// Offset up to which bytes are on disk.
     pub fn flushed_where(&self) -> i64 {
         let files = self.files();

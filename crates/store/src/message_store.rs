@@ -181,7 +181,19 @@ impl MessageStore {
         let commit_dir = config.commit_log_dir();
         let queue = MappedFileQueue::load(&commit_dir, config.mapped_file_size_commit_log as usize, true)
             .map_err(io_err(&commit_dir))?;
-        let commit_log = Arc::new(CommitLog::new(queue, config.max_message_size as usize, store_host));
+        let mut commit_log = CommitLog::new(queue, config.max_message_size as usize, store_host);
+        // Java 4.x enables the pool only under ASYNC_FLUSH: under SYNC_FLUSH every put waits for
+        // its bytes on disk anyway, so a staging buffer only adds a copy.
+        if config.transient_store_pool_enable && config.flush_disk_type == crate::FlushDiskType::AsyncFlush {
+            let pool = crate::TransientStorePool::new(
+                config.transient_store_pool_size as usize,
+                config.mapped_file_size_commit_log as usize,
+            )
+            .map_err(io_err(&commit_dir))?;
+            info!(buffers = config.transient_store_pool_size, "transient store pool enabled");
+            commit_log = commit_log.with_transient_pool(pool);
+        }
+        let commit_log = Arc::new(commit_log);
         let cq_dir = config.consume_queue_dir();
         let consume_queues =
             ConsumeQueueStore::load(&cq_dir, config.consume_queue_file_size() as usize).map_err(io_err(&cq_dir))?;
@@ -471,8 +483,9 @@ impl MessageStore {
         if self.shut_down.swap(true, Ordering::AcqRel) {
             return;
         }
-        // Appends end here; the final flush below covers every accepted one.
+        // Appends end here; the final commit and flush below cover every accepted one.
         self.shared.commit_log.close();
+        self.shared.commit_log.commit();
         if !self.wait_dispatched(Duration::from_secs(5)) {
             warn!(behind = self.dispatch_behind_bytes(), "shutting down before dispatch caught up");
         }
@@ -544,6 +557,10 @@ fn stats_loop(shared: &Shared) {
 /// Follows the CommitLog and dispatches each record. Java: `ReputMessageService`.
 fn reput_loop(shared: &Shared) {
     while !shared.stop.load(Ordering::Acquire) {
+        // With the transient pool, appends become readable when committed; this thread is
+        // woken by every put, so committing here publishes them at once (Java's commit service
+        // with `wakeCommitWhenPutMessage`).
+        shared.commit_log.commit();
         let from = shared.reput_from.load(Ordering::Acquire);
         let max = shared.commit_log.max_offset();
         if from >= max {

@@ -141,3 +141,35 @@ fn a_failed_flush_poisons_the_log() {
     assert_eq!(err.status, PutMessageStatus::ServiceNotAvailable);
     assert!(err.reason.contains("poisoned"), "{}", err.reason);
 }
+
+#[test]
+fn transient_pool_appends_are_visible_only_after_commit_and_buffers_return() {
+    use ferromq_store::TransientStorePool;
+    let dir = tempfile::tempdir().unwrap();
+    let log = CommitLog::new(MappedFileQueue::load(dir.path(), 1024, false).unwrap(), 4096, host())
+        .with_transient_pool(TransientStorePool::new(1, 1024).unwrap());
+    let a = log.append(&msg("T", 0, &[1u8; 300])).unwrap();
+    assert!(log.get_message(a.wrote_offset, a.wrote_bytes).is_none(), "not readable before commit");
+    assert_eq!(log.max_offset(), 0);
+    assert!(log.commit());
+    assert_eq!(log.get_message(a.wrote_offset, a.wrote_bytes).unwrap().len(), a.wrote_bytes);
+    assert_eq!(log.max_offset(), a.wrote_bytes as i64);
+    // Fill the first segment (its buffer comes back once committed); the second segment is
+    // written directly while the buffer is out, then the third gets the buffer again.
+    let b = log.append(&msg("T", 0, &[2u8; 300])).unwrap();
+    let c = log.append(&msg("T", 0, &[3u8; 300])).unwrap();
+    assert_eq!(c.wrote_offset, 1024, "rolled");
+    assert!(log.get_message(c.wrote_offset, c.wrote_bytes).is_some(), "direct write: no buffer was free");
+    assert!(log.get_message(b.wrote_offset, b.wrote_bytes).is_none());
+    log.commit();
+    assert!(log.get_message(b.wrote_offset, b.wrote_bytes).is_some());
+    let d = log.append(&msg("T", 0, &[4u8; 300])).unwrap();
+    let e = log.append(&msg("T", 0, &[5u8; 300])).unwrap();
+    assert_eq!(e.wrote_offset, 2048);
+    assert!(log.get_message(e.wrote_offset, e.wrote_bytes).is_none(), "the returned buffer is reused");
+    log.commit();
+    let read = log.get_message(e.wrote_offset, e.wrote_bytes).unwrap();
+    let decoded = StoredMessage::decode(&read).unwrap().0;
+    assert_eq!(&decoded.body[..], &[5u8; 300][..]);
+    assert!(log.get_message(d.wrote_offset, d.wrote_bytes).is_some());
+}

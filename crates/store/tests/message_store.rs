@@ -312,3 +312,22 @@ async fn puts_after_shutdown_are_refused_and_not_written() {
     assert_eq!(r.status, PutMessageStatus::ServiceNotAvailable);
     assert_eq!(store.max_phy_offset(), end, "nothing written after shutdown");
 }
+
+#[tokio::test]
+async fn transient_pool_store_serves_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let pooled = |root: &Path| StoreConfig {
+        transient_store_pool_enable: true,
+        transient_store_pool_size: 2,
+        ..config(root, FlushDiskType::AsyncFlush)
+    };
+    {
+        let store = MessageStore::open(pooled(dir.path()), host()).unwrap();
+        put_all(&store, "TP", 0, 60).await;
+        assert!(store.wait_dispatched(Duration::from_secs(10)));
+        assert_eq!(bodies(&store, "TP", 0).len(), 60);
+        store.shutdown();
+    }
+    let store = MessageStore::open(pooled(dir.path()), host()).unwrap();
+    assert_eq!(bodies(&store, "TP", 0), (0..60).map(|i| format!("m{i}")).collect::<Vec<_>>());
+}
