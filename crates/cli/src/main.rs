@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use ferromq_broker::BrokerSettings;
 use ferromq_namesrv::{NamesrvConfig, RocketMqConfig};
 use tracing::warn;
 
@@ -19,6 +20,42 @@ struct Cli {
 enum Command {
     /// Run a NameServer (like `mqnamesrv`).
     Namesrv(NamesrvArgs),
+    /// Run a broker (like `mqbroker`).
+    Broker(BrokerArgs),
+    /// Run a NameServer and a broker in one process with working defaults.
+    Standalone(StandaloneArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct BrokerArgs {
+    /// Broker config file (Java properties, RocketMQ's `broker.conf` keys).
+    #[arg(short = 'c', long = "configFile")]
+    config_file: Option<PathBuf>,
+    /// Name server address list, `;`-separated (overrides `namesrvAddr`).
+    #[arg(short = 'n', long = "namesrvAddr")]
+    namesrv_addr: Option<String>,
+    /// Print the effective configuration and exit.
+    #[arg(short = 'p', long = "printConfigItem")]
+    print_config: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct StandaloneArgs {
+    /// Where the store and metadata live.
+    #[arg(long, default_value = "./ferromq-data")]
+    data_dir: PathBuf,
+    /// NameServer port.
+    #[arg(long, default_value_t = 9876)]
+    namesrv_port: u16,
+    /// Broker port.
+    #[arg(long, default_value_t = 10911)]
+    broker_port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    bind: String,
+    /// Extra broker config file applied over the standalone defaults.
+    #[arg(short = 'c', long = "configFile")]
+    config_file: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -36,6 +73,8 @@ fn main() -> anyhow::Result<()> {
     init_logging();
     match cli.command {
         Command::Namesrv(args) => namesrv(args),
+        Command::Broker(args) => broker(args),
+        Command::Standalone(args) => standalone(args),
     }
 }
 
@@ -93,4 +132,85 @@ async fn shutdown_signal() {
         () = ctrl_c => {}
         () = term => {}
     }
+}
+
+fn broker_settings(config_file: Option<&PathBuf>) -> anyhow::Result<BrokerSettings> {
+    let mut settings = BrokerSettings::default();
+    if let Some(path) = config_file {
+        for key in settings.load_file(path)? {
+            warn!(key = %key, "unknown broker config key ignored");
+        }
+    }
+    Ok(settings)
+}
+
+fn broker(args: BrokerArgs) -> anyhow::Result<()> {
+    let mut settings = broker_settings(args.config_file.as_ref())?;
+    if let Some(addr) = args.namesrv_addr {
+        settings.broker.namesrv_addr = addr;
+    }
+    if args.print_config {
+        print!("{}", settings.to_text());
+        return Ok(());
+    }
+    let addr = format!("0.0.0.0:{}", settings.broker.listen_port);
+    runtime()?.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+        println!(
+            "The broker[{}, {}] boot success. serializeType=JSON and name server is {}",
+            settings.broker.broker_name,
+            settings.broker.broker_addr(),
+            settings.broker.namesrv_addr
+        );
+        ferromq_broker::run(settings, listener, shutdown_signal()).await?;
+        Ok(())
+    })
+}
+
+fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
+    let data = args.data_dir;
+    std::fs::create_dir_all(&data).with_context(|| format!("cannot create {}", data.display()))?;
+    let namesrv_config = NamesrvConfig {
+        listen_port: args.namesrv_port,
+        bind_address: args.bind.clone(),
+        kv_config_path: data.join("namesrv").join("kvConfig.json"),
+        config_store_path: data.join("namesrv").join("namesrv.properties"),
+        ..NamesrvConfig::default()
+    };
+    let mut settings = BrokerSettings::default();
+    settings.broker.listen_port = args.broker_port;
+    settings.broker.namesrv_addr = format!("127.0.0.1:{}", args.namesrv_port);
+    settings.store.store_path_root_dir = data.join("store");
+    if let Some(path) = &args.config_file {
+        for key in settings.load_file(path)? {
+            warn!(key = %key, "unknown broker config key ignored");
+        }
+    }
+    let namesrv_addr = format!("{}:{}", args.bind, args.namesrv_port);
+    let broker_addr = format!("{}:{}", args.bind, args.broker_port);
+    runtime()?.block_on(async move {
+        let ns_listener =
+            tokio::net::TcpListener::bind(&namesrv_addr).await.with_context(|| format!("cannot listen on {namesrv_addr}"))?;
+        let broker_listener =
+            tokio::net::TcpListener::bind(&broker_addr).await.with_context(|| format!("cannot listen on {broker_addr}"))?;
+        let (stop_ns_tx, stop_ns_rx) = tokio::sync::watch::channel(false);
+        let (stop_broker_tx, stop_broker_rx) = tokio::sync::watch::channel(false);
+        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|s| *s).await;
+        };
+        println!("FerroMQ standalone: name server on {namesrv_addr}, broker on {broker_addr}, data in {}", data.display());
+        println!(
+            "Send a first message with any RocketMQ client: namesrvAddr=127.0.0.1:{} topic=TopicTest (auto-created)",
+            args.namesrv_port
+        );
+        let namesrv = tokio::spawn(ferromq_namesrv::run(namesrv_config, ns_listener, stopped(stop_ns_rx)));
+        let broker = tokio::spawn(ferromq_broker::run(settings, broker_listener, stopped(stop_broker_rx)));
+        shutdown_signal().await;
+        // The broker stops first so it can still unregister from the name server.
+        let _ = stop_broker_tx.send(true);
+        broker.await.context("broker task")??;
+        let _ = stop_ns_tx.send(true);
+        namesrv.await.context("name server task")??;
+        Ok(())
+    })
 }

@@ -1,0 +1,364 @@
+//! The broker core: its state, the request dispatcher, and `run`, which serves a listener and
+//! drives the background work (name-server registration, parked pulls, client expiry,
+//! metadata persistence) until shutdown. Java: `BrokerController`.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ferromq_protocol::body::{RegisterBrokerBody, TopicConfig, TopicConfigAndMappingSerializeWrapper};
+use ferromq_protocol::header::{RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, UnRegisterBrokerRequestHeader};
+use ferromq_protocol::message::{crc32_masked, UniqIdGenerator};
+use ferromq_protocol::{request_code, response_code, version, RemotingCommand};
+use ferromq_remoting::{ClientConfig, Connection, Dispatcher, RemotingClient, RemotingServer, ServerConfig};
+use ferromq_store::{MessageStore, StoreError};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tracing::{info, warn};
+
+use crate::client::{ConsumerManager, ProducerManager, RebalanceLockManager};
+use crate::config::{BrokerConfig, BrokerRole, BrokerSettings};
+use crate::long_polling::{HeldPull, PullHold};
+use crate::metadata::{MetadataError, MetadataOptions, MetadataStore, TopicConfigOptions};
+use crate::processor::pull::PullOutcome;
+
+/// How often parked pulls are checked for expiry.
+const PULL_EXPIRY_TICK: Duration = Duration::from_millis(100);
+/// How often silent clients are looked for (Java: every 10 s).
+const CLIENT_SCAN_INTERVAL: Duration = Duration::from_secs(10);
+/// Time allowed for one name-server registration call.
+const NAMESRV_TIMEOUT: Duration = Duration::from_secs(6);
+
+/// Now, in ms since the epoch.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Why the broker could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BrokerError {
+    /// The store failed to open.
+    #[error("message store")]
+    Store(#[from] StoreError),
+    /// Metadata files failed to load.
+    #[error("broker metadata")]
+    Metadata(#[from] MetadataError),
+    /// The transport failed.
+    #[error("remoting server")]
+    Remoting(#[from] ferromq_remoting::RemotingError),
+}
+
+/// The broker's state, shared by every processor.
+pub struct Broker {
+    pub(crate) settings: RwLock<BrokerSettings>,
+    /// The broker settings as started (UPDATE_BROKER_CONFIG changes `settings`, effective at the
+    /// next start, as for most Java keys).
+    pub(crate) config: BrokerConfig,
+    pub(crate) store: Arc<MessageStore>,
+    pub(crate) metadata: MetadataStore,
+    pub(crate) producers: ProducerManager,
+    pub(crate) consumers: ConsumerManager,
+    pub(crate) locks: RebalanceLockManager,
+    pub(crate) pull_hold: PullHold,
+    pub(crate) store_host: SocketAddr,
+    pub(crate) send_permits: Semaphore,
+    pub(crate) uniq_ids: UniqIdGenerator,
+    namesrv: RemotingClient,
+    /// Wakes the registration loop when a topic is created.
+    register_now: tokio::sync::Notify,
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker").field("broker_name", &self.config.broker_name).finish_non_exhaustive()
+    }
+}
+
+impl std::ops::Deref for Broker {
+    type Target = MetadataStore;
+    fn deref(&self) -> &MetadataStore {
+        &self.metadata
+    }
+}
+
+impl Broker {
+    pub(crate) fn is_slave(&self) -> bool {
+        self.config.broker_role == BrokerRole::Slave
+    }
+
+    /// A topic the broker created by itself: tell the name servers soon.
+    pub(crate) fn on_topic_created(&self, _config: &TopicConfig) {
+        self.register_now.notify_one();
+    }
+
+    /// The store.
+    pub fn store(&self) -> &MessageStore {
+        &self.store
+    }
+
+    fn dispatcher(self: &Arc<Self>) -> Dispatcher {
+        let mut d = Dispatcher::new();
+        for code in [request_code::SEND_MESSAGE, request_code::SEND_MESSAGE_V2, request_code::SEND_BATCH_MESSAGE] {
+            let b = self.clone();
+            d.register(code, move |conn, req| {
+                let b = b.clone();
+                async move { Some(b.send(conn, req).await) }
+            });
+        }
+        for code in [request_code::PULL_MESSAGE, request_code::LITE_PULL_MESSAGE] {
+            let b = self.clone();
+            d.register(code, move |conn, req| {
+                let b = b.clone();
+                async move { b.pull(conn, req).await }
+            });
+        }
+        macro_rules! sync {
+            ($code:expr, |$b:ident, $conn:ident, $req:ident| $body:expr) => {{
+                let b = self.clone();
+                d.register_sync($code, move |$conn: &Connection, $req: &RemotingCommand| {
+                    let $b = &b;
+                    let _ = $conn;
+                    Some($body)
+                });
+            }};
+        }
+        sync!(request_code::QUERY_CONSUMER_OFFSET, |b, conn, req| b.query_consumer_offset(req));
+        sync!(request_code::UPDATE_CONSUMER_OFFSET, |b, conn, req| b.update_consumer_offset(conn, req));
+        sync!(request_code::GET_MAX_OFFSET, |b, conn, req| b.get_max_offset(req));
+        sync!(request_code::GET_MIN_OFFSET, |b, conn, req| b.get_min_offset(req));
+        sync!(request_code::GET_EARLIEST_MSG_STORETIME, |b, conn, req| b.get_earliest_msg_storetime(req));
+        sync!(request_code::SEARCH_OFFSET_BY_TIMESTAMP, |b, conn, req| b.search_offset_by_timestamp(req));
+        sync!(request_code::HEART_BEAT, |b, conn, req| b.heart_beat(conn, req));
+        sync!(request_code::UNREGISTER_CLIENT, |b, conn, req| b.unregister_client(conn, req));
+        sync!(request_code::GET_CONSUMER_LIST_BY_GROUP, |b, conn, req| b.get_consumer_list_by_group(req));
+        sync!(request_code::LOCK_BATCH_MQ, |b, conn, req| b.lock_batch_mq(req));
+        sync!(request_code::UNLOCK_BATCH_MQ, |b, conn, req| b.unlock_batch_mq(req));
+        sync!(request_code::QUERY_MESSAGE, |b, conn, req| b.query_message(req));
+        sync!(request_code::VIEW_MESSAGE_BY_ID, |b, conn, req| b.view_message_by_id(req));
+        sync!(request_code::UPDATE_AND_CREATE_TOPIC, |b, conn, req| b.update_and_create_topic(req));
+        sync!(request_code::DELETE_TOPIC_IN_BROKER, |b, conn, req| b.delete_topic(req));
+        sync!(request_code::GET_ALL_TOPIC_CONFIG, |b, conn, req| b.get_all_topic_config(req));
+        sync!(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, |b, conn, req| b.update_and_create_subscription_group(req));
+        sync!(request_code::DELETE_SUBSCRIPTIONGROUP, |b, conn, req| b.delete_subscription_group(req));
+        sync!(request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG, |b, conn, req| b.get_all_subscription_group(req));
+        sync!(request_code::GET_ALL_CONSUMER_OFFSET, |b, conn, req| b.get_all_consumer_offset(req));
+        sync!(request_code::GET_BROKER_CONFIG, |b, conn, req| b.get_broker_config(req));
+        sync!(request_code::GET_BROKER_RUNTIME_INFO, |b, conn, req| b.get_broker_runtime_info(req));
+        let b = self.clone();
+        d.on_close(move |conn| {
+            b.producers.on_connection_closed(conn.id());
+            b.consumers.on_connection_closed(conn.id());
+        });
+        d
+    }
+
+    /// Answers a released parked pull.
+    async fn answer_parked(&self, held: HeldPull) {
+        if held.conn.is_closed() {
+            return;
+        }
+        let response = match self.process_pull(&held.conn, &held.request, false) {
+            PullOutcome::Respond(r) => r,
+            PullOutcome::Park { .. } => return, // cannot happen with suspension disallowed
+        };
+        let _ = held.conn.send_response(response).await;
+    }
+
+    fn registration(&self, compressed: bool) -> RemotingCommand {
+        let wrapper = self.topics().all();
+        let body = RegisterBrokerBody {
+            filter_server_list: Vec::new(),
+            topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
+                data_version: wrapper.data_version,
+                topic_config_table: wrapper.topic_config_table,
+                ..Default::default()
+            },
+        }
+        .encode(compressed, version::CURRENT);
+        RemotingCommand::request(request_code::REGISTER_BROKER)
+            .with_header(&RegisterBrokerRequestHeader {
+                broker_name: self.config.broker_name.clone(),
+                broker_addr: self.config.broker_addr(),
+                cluster_name: self.config.broker_cluster_name.clone(),
+                ha_server_addr: self.config.ha_server_addr(),
+                broker_id: self.config.broker_id,
+                heartbeat_timeout_millis: None,
+                enable_acting_master: Some(false),
+                compressed: Some(compressed),
+                body_crc32: Some(crc32_masked(&body) as i32),
+            })
+            .with_body(body)
+    }
+
+    /// Registers with every name server once. Java: `BrokerController#registerBrokerAll`.
+    pub(crate) async fn register_all(&self) {
+        let addrs = self.config.namesrv_addrs();
+        for addr in &addrs {
+            let request = self.registration(self.config.compressed_register);
+            match self.namesrv.invoke(addr, request, NAMESRV_TIMEOUT).await {
+                Ok(r) if r.code == response_code::SUCCESS => {
+                    if let Ok(h) = r.decode_header::<RegisterBrokerResponseHeader>() {
+                        if let Some(master) = h.master_addr.filter(|m| !m.is_empty()) {
+                            info!(namesrv = %addr, master_addr = %master, "registered; master known");
+                        }
+                    }
+                }
+                Ok(r) => warn!(namesrv = %addr, code = r.code, remark = ?r.remark, "broker registration refused"),
+                Err(e) => warn!(namesrv = %addr, error = %e, "broker registration failed"),
+            }
+        }
+    }
+
+    async fn unregister_all(&self) {
+        for addr in self.config.namesrv_addrs() {
+            let request = RemotingCommand::request(request_code::UNREGISTER_BROKER).with_header(&UnRegisterBrokerRequestHeader {
+                broker_name: self.config.broker_name.clone(),
+                broker_addr: self.config.broker_addr(),
+                cluster_name: self.config.broker_cluster_name.clone(),
+                broker_id: self.config.broker_id,
+            });
+            if let Err(e) = self.namesrv.invoke(&addr, request, NAMESRV_TIMEOUT).await {
+                warn!(namesrv = %addr, error = %e, "unregister failed");
+            }
+        }
+    }
+}
+
+/// Opens the store and metadata and serves `listener` until `shutdown` completes; then stops
+/// accepting, answers in-flight requests, unregisters from the name servers, persists metadata
+/// and shuts the store down cleanly.
+///
+/// # Errors
+/// [`BrokerError`] when the store or metadata cannot be opened, or the listener fails.
+pub async fn run(mut settings: BrokerSettings, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<(), BrokerError> {
+    // The registered address uses the port actually bound (tests bind port 0).
+    if let Ok(local) = listener.local_addr() {
+        settings.broker.listen_port = local.port();
+    }
+    let config = settings.broker.clone();
+    let store_host: SocketAddr = config.broker_addr().parse().unwrap_or_else(|_| {
+        warn!(broker_ip1 = %config.broker_ip1, "brokerIP1 is not an IP address; STOREHOST falls back to 127.0.0.1");
+        SocketAddr::from(([127, 0, 0, 1], config.listen_port))
+    });
+    let store_config = settings.store.clone();
+    let store = tokio::task::spawn_blocking(move || MessageStore::open(store_config, store_host))
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
+    let store = Arc::new(store);
+    let metadata = MetadataStore::load(
+        &crate::metadata::config_dir(&settings.store.store_path_root_dir),
+        MetadataOptions {
+            broker_name: config.broker_name.clone(),
+            cluster_name: config.broker_cluster_name.clone(),
+            topics: TopicConfigOptions {
+                default_topic_queue_nums: config.default_topic_queue_nums,
+                auto_create_topic_enable: config.auto_create_topic_enable,
+                cluster_topic_enable: config.cluster_topic_enable,
+                broker_topic_enable: config.broker_topic_enable,
+                ..TopicConfigOptions::default()
+            },
+            ..MetadataOptions::default()
+        },
+    )?;
+    let (pull_hold, mut woken) = PullHold::new(config.pull_thread_pool_queue_capacity);
+    let broker = Arc::new(Broker {
+        settings: RwLock::new(settings.clone()),
+        config: config.clone(),
+        store: store.clone(),
+        metadata,
+        producers: ProducerManager::new(),
+        consumers: ConsumerManager::new(),
+        locks: RebalanceLockManager::new(),
+        pull_hold,
+        store_host,
+        send_permits: Semaphore::new(config.send_thread_pool_queue_capacity),
+        uniq_ids: UniqIdGenerator::new(store_host.ip()),
+        namesrv: RemotingClient::new(ClientConfig::default()),
+        register_now: tokio::sync::Notify::new(),
+    });
+    {
+        let b = Arc::downgrade(&broker);
+        store.on_message_arrival(Arc::new(move |req| {
+            if let Some(b) = b.upgrade() {
+                b.pull_hold.notify_arrival(&req.topic, req.queue_id, req.consume_queue_offset, req.tags_code);
+            }
+        }));
+    }
+    let server = RemotingServer::new(
+        ServerConfig { idle_timeout: Duration::from_secs(config.server_channel_max_idle_time_seconds), ..ServerConfig::default() },
+        Arc::new(broker.dispatcher()),
+    );
+    info!(addr = ?listener.local_addr().ok(), broker_name = %config.broker_name, cluster = %config.broker_cluster_name,
+        namesrv = %config.namesrv_addr, "broker listening");
+
+    let mut tasks = JoinSet::new();
+    // Parked pulls: answer the released ones; expire the rest.
+    {
+        let b = broker.clone();
+        tasks.spawn(async move {
+            let mut tick = tokio::time::interval(PULL_EXPIRY_TICK);
+            loop {
+                tokio::select! {
+                    released = woken.recv() => match released {
+                        Some((held, _why)) => b.answer_parked(held).await,
+                        None => return,
+                    },
+                    _ = tick.tick() => b.pull_hold.expire(Instant::now()),
+                }
+            }
+        });
+    }
+    // Registration with the name servers: at start, every registerNameServerPeriod, and soon
+    // after a topic is created.
+    {
+        let b = broker.clone();
+        let period = Duration::from_millis(config.register_name_server_period.clamp(10_000, 60_000));
+        tasks.spawn(async move {
+            loop {
+                b.register_all().await;
+                tokio::select! {
+                    _ = tokio::time::sleep(period) => {}
+                    _ = b.register_now.notified() => {}
+                }
+            }
+        });
+    }
+    // Silent clients and metadata persistence.
+    {
+        let b = broker.clone();
+        let persist_every = Duration::from_millis(config.flush_consumer_offset_interval.max(100));
+        tasks.spawn(async move {
+            let mut scan = tokio::time::interval(CLIENT_SCAN_INTERVAL);
+            let mut persist = tokio::time::interval(persist_every);
+            loop {
+                tokio::select! {
+                    _ = scan.tick() => {
+                        let now = now_ms();
+                        b.producers.scan_not_active(now);
+                        b.consumers.scan_not_active(now);
+                    }
+                    _ = persist.tick() => {
+                        if let Err(e) = b.metadata.persist_all() {
+                            warn!(error = %e, "metadata persistence failed");
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    let served = server.serve(listener, shutdown).await;
+    tasks.shutdown().await;
+    broker.unregister_all().await;
+    broker.namesrv.shutdown().await;
+    if let Err(e) = broker.metadata.persist_all() {
+        warn!(error = %e, "metadata not persisted at shutdown");
+    }
+    let store_for_shutdown = store.clone();
+    let _ = tokio::task::spawn_blocking(move || store_for_shutdown.shutdown()).await;
+    info!("broker stopped");
+    served.map_err(BrokerError::from)
+}

@@ -1,0 +1,226 @@
+//! `BrokerConfig`: the broker's own settings under RocketMQ's `broker.conf` keys (Java:
+//! `BrokerConfig`, `NettyServerConfig`), and [`BrokerSettings`], which reads one `broker.conf`
+//! into the broker's and the store's settings together, as the Java broker does.
+
+use std::path::Path;
+
+use ferromq_config::{rocketmq_config, ConfigError, RocketMqConfig};
+use ferromq_store::StoreConfig;
+
+/// A broker's replication role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokerRole {
+    /// Master; replicas follow asynchronously.
+    AsyncMaster,
+    /// Master; a put waits for a replica.
+    SyncMaster,
+    /// Replica; refuses writes.
+    Slave,
+}
+
+impl ferromq_config::ConfigValue for BrokerRole {
+    const EXPECTED: &'static str = "ASYNC_MASTER, SYNC_MASTER or SLAVE";
+    fn parse_value(text: &str) -> Option<Self> {
+        match text {
+            "ASYNC_MASTER" => Some(BrokerRole::AsyncMaster),
+            "SYNC_MASTER" => Some(BrokerRole::SyncMaster),
+            "SLAVE" => Some(BrokerRole::Slave),
+            _ => None,
+        }
+    }
+    fn render(&self) -> String {
+        match self {
+            BrokerRole::AsyncMaster => "ASYNC_MASTER",
+            BrokerRole::SyncMaster => "SYNC_MASTER",
+            BrokerRole::Slave => "SLAVE",
+        }
+        .to_owned()
+    }
+}
+
+/// The first non-loopback IPv4 address would be Java's default `brokerIP1`; without a network
+/// query dependency FerroMQ defaults to loopback, and operators set `brokerIP1` as with Java.
+fn default_broker_ip() -> String {
+    "127.0.0.1".to_owned()
+}
+
+rocketmq_config! {
+    /// The broker's settings. Field docs name the RocketMQ key.
+    pub struct BrokerConfig {
+        /// `brokerClusterName`.
+        broker_cluster_name: String = "brokerClusterName", default "DefaultCluster".to_owned();
+        /// `brokerName`.
+        broker_name: String = "brokerName", default "broker-a".to_owned();
+        /// `brokerId`: 0 for the master.
+        broker_id: i64 = "brokerId", default 0;
+        /// `namesrvAddr`: `;`-separated name servers (also `NAMESRV_ADDR` in the environment).
+        namesrv_addr: String = "namesrvAddr", default std::env::var("NAMESRV_ADDR").unwrap_or_default();
+        /// `listenPort`.
+        listen_port: u16 = "listenPort", default 10911;
+        /// `brokerIP1`: the address registered with name servers.
+        broker_ip1: String = "brokerIP1", default default_broker_ip();
+        /// `brokerIP2`: the HA address host.
+        broker_ip2: String = "brokerIP2", default default_broker_ip();
+        /// `brokerRole`.
+        broker_role: BrokerRole = "brokerRole", default BrokerRole::AsyncMaster;
+        /// `brokerPermission` (PermName bits).
+        broker_permission: i32 = "brokerPermission", default 6;
+        /// `autoCreateTopicEnable`.
+        auto_create_topic_enable: bool = "autoCreateTopicEnable", default true;
+        /// `autoCreateSubscriptionGroup`.
+        auto_create_subscription_group: bool = "autoCreateSubscriptionGroup", default true;
+        /// `defaultTopicQueueNums`.
+        default_topic_queue_nums: i32 = "defaultTopicQueueNums", default 8;
+        /// `clusterTopicEnable`.
+        cluster_topic_enable: bool = "clusterTopicEnable", default true;
+        /// `brokerTopicEnable`.
+        broker_topic_enable: bool = "brokerTopicEnable", default true;
+        /// `longPollingEnable`.
+        long_polling_enable: bool = "longPollingEnable", default true;
+        /// `shortPollingTimeMills`.
+        short_polling_time_mills: u64 = "shortPollingTimeMills", default 1000;
+        /// `registerNameServerPeriod` (ms).
+        register_name_server_period: u64 = "registerNameServerPeriod", default 30_000;
+        /// `compressedRegister`.
+        compressed_register: bool = "compressedRegister", default false;
+        /// `registerBrokerTimeoutMills`.
+        register_broker_timeout_mills: u64 = "registerBrokerTimeoutMills", default 24_000;
+        /// `brokerNotActiveTimeoutMillis`: heartbeat timeout announced to name servers.
+        broker_not_active_timeout_millis: i64 = "brokerNotActiveTimeoutMillis", default 10_000;
+        /// `regionId`.
+        region_id: String = "regionId", default "DefaultRegion".to_owned();
+        /// `traceOn`.
+        trace_on: bool = "traceOn", default true;
+        /// `slaveReadEnable`.
+        slave_read_enable: bool = "slaveReadEnable", default false;
+        /// `messageDelayLevel`.
+        message_delay_level: String = "messageDelayLevel", default "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h".to_owned();
+        /// `maxReconsumeTimes` default for groups without their own.
+        max_reconsume_times: i32 = "maxReconsumeTimes", default 16;
+        /// `sendThreadPoolQueueCapacity`: sends waiting for the store before SYSTEM_BUSY.
+        send_thread_pool_queue_capacity: usize = "sendThreadPoolQueueCapacity", default 10_000;
+        /// `pullThreadPoolQueueCapacity`: parked pulls before SYSTEM_BUSY.
+        pull_thread_pool_queue_capacity: usize = "pullThreadPoolQueueCapacity", default 100_000;
+        /// `flushConsumerOffsetInterval` (ms).
+        flush_consumer_offset_interval: u64 = "flushConsumerOffsetInterval", default 5_000;
+        /// `serverChannelMaxIdleTimeSeconds`.
+        server_channel_max_idle_time_seconds: u64 = "serverChannelMaxIdleTimeSeconds", default 120;
+    }
+}
+
+impl BrokerConfig {
+    /// `ip:port` registered with name servers.
+    pub fn broker_addr(&self) -> String {
+        format!("{}:{}", self.broker_ip1, self.listen_port)
+    }
+
+    /// `ip:port` of the HA service (listen port + 1).
+    pub fn ha_server_addr(&self) -> String {
+        format!("{}:{}", self.broker_ip2, u32::from(self.listen_port) + 1)
+    }
+
+    /// Name server addresses.
+    pub fn namesrv_addrs(&self) -> Vec<String> {
+        self.namesrv_addr.split(';').map(str::trim).filter(|a| !a.is_empty()).map(str::to_owned).collect()
+    }
+}
+
+/// A `broker.conf` read into the broker's and the store's settings.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BrokerSettings {
+    /// Broker settings.
+    pub broker: BrokerConfig,
+    /// Store settings.
+    pub store: StoreConfig,
+}
+
+impl BrokerSettings {
+    /// Applies one key to whichever settings own it. Returns `Ok(false)` for a key neither uses.
+    ///
+    /// # Errors
+    /// A value of the wrong type.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<bool, ConfigError> {
+        if self.broker.set(key, value)? {
+            return Ok(true);
+        }
+        self.broker.unknown.remove(key);
+        if self.store.set(key, value)? {
+            return Ok(true);
+        }
+        // Keep unknown keys once, on the broker side, for echoing back.
+        self.store.unknown.remove(key);
+        self.broker.unknown.insert(key.to_owned(), value.to_owned());
+        Ok(false)
+    }
+
+    /// Applies properties text; returns unknown keys. Nothing is applied if any value is bad.
+    ///
+    /// # Errors
+    /// Every problem found.
+    pub fn apply_text(&mut self, text: &str) -> Result<Vec<String>, ConfigError> {
+        let entries = ferromq_config::properties_text::parse(text)
+            .map_err(|e| ConfigError::Invalid { path: None, reason: e.to_string() })?;
+        let mut updated = self.clone();
+        let mut unknown = Vec::new();
+        let mut problems = Vec::new();
+        for (k, v) in entries {
+            match updated.set(&k, &v) {
+                Ok(true) => {}
+                Ok(false) => unknown.push(k),
+                Err(e) => problems.push(e.to_string()),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(ConfigError::Invalid { path: None, reason: problems.join("; ") });
+        }
+        *self = updated;
+        Ok(unknown)
+    }
+
+    /// Loads a `broker.conf` file over the current values; returns unknown keys.
+    ///
+    /// # Errors
+    /// Unreadable file or bad values.
+    pub fn load_file(&mut self, path: &Path) -> Result<Vec<String>, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+        self.apply_text(&text).map_err(|e| match e {
+            ConfigError::Invalid { reason, .. } => ConfigError::Invalid { path: Some(path.to_owned()), reason },
+            other => other,
+        })
+    }
+
+    /// Every setting as properties text (broker keys, then store keys).
+    pub fn to_text(&self) -> String {
+        let mut all = self.broker.to_properties();
+        all.extend(self.store.to_properties());
+        ferromq_config::properties_text::to_text(all)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_file_feeds_broker_and_store_settings() {
+        let mut s = BrokerSettings::default();
+        let unknown = s
+            .apply_text("brokerName=broker-x\nlistenPort=20911\nflushDiskType=SYNC_FLUSH\nmapedFileSizeCommitLog=1048576\nnoSuchKey=1\n")
+            .unwrap();
+        assert_eq!(s.broker.broker_name, "broker-x");
+        assert_eq!(s.broker.listen_port, 20911);
+        assert_eq!(s.store.flush_disk_type, ferromq_store::FlushDiskType::SyncFlush);
+        assert_eq!(s.store.mapped_file_size_commit_log, 1_048_576);
+        assert_eq!(unknown, vec!["noSuchKey".to_owned()]);
+        assert!(s.store.unknown.is_empty());
+        let text = s.to_text();
+        assert!(text.contains("brokerName=broker-x") && text.contains("flushDiskType=SYNC_FLUSH"), "{text}");
+        assert_eq!(s.broker.ha_server_addr(), "127.0.0.1:20912");
+    }
+
+    #[test]
+    fn name_server_list_is_semicolon_separated() {
+        let c = BrokerConfig { namesrv_addr: "a:1; b:2;".into(), ..BrokerConfig::default() };
+        assert_eq!(c.namesrv_addrs(), vec!["a:1".to_owned(), "b:2".to_owned()]);
+    }
+}

@@ -1,0 +1,13 @@
+//! The RocketMQ broker: serves producers and consumers over the remoting protocol on top of the
+//! message store, keeps topic, subscription-group and consumer-offset metadata, parks pulls
+//! (long polling), and registers itself with the name servers.
+
+mod broker;
+pub mod client;
+mod config;
+mod long_polling;
+pub mod metadata;
+mod processor;
+
+pub use broker::{run, Broker, BrokerError};
+pub use config::{BrokerConfig, BrokerRole, BrokerSettings};

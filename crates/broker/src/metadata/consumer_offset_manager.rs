@@ -1,0 +1,323 @@
+//! Committed consumer offsets per `topic@group` and queue, persisted as
+//! `<storePathRootDir>/config/consumerOffset.json`
+//! (`{"offsetTable":{"<topic>@<group>":{0:12,1:7}},"dataVersion":{..}}`).
+//! Java: `org.apache.rocketmq.broker.offset.ConsumerOffsetManager`.
+//!
+//! Commits only change memory and set the dirty flag; the broker persists the table every
+//! [`crate::metadata::PERSIST_INTERVAL`] and at shutdown. Java's files are read with their
+//! unquoted integer keys and extra getter-derived keys (`groupTopicMap`); standard JSON is
+//! written. Also holds the server-side reset offsets (`resetOffsetTable`), which are not
+//! persisted, as in Java. Java's pull-offset table (`commitPullOffset`) is not kept.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use tracing::{debug, info, warn};
+
+use ferromq_protocol::body::{ConsumerOffsetSerializeWrapper, DataVersion, TOPIC_GROUP_SEPARATOR};
+
+use crate::metadata::config_file::ConfigFile;
+use crate::metadata::MetadataError;
+
+/// Commits between two data-version bumps (`consumerOffsetUpdateVersionStep`).
+pub const OFFSET_UPDATE_VERSION_STEP: u64 = 500;
+
+type QueueOffsets = HashMap<i32, i64>;
+
+/// The offset table. All methods take `&self`; a `RwLock` inside guards the table and is never
+/// held while the file is written.
+pub struct ConsumerOffsetManager {
+    file: ConfigFile,
+    state: RwLock<OffsetTable>,
+}
+
+#[derive(Debug)]
+struct OffsetTable {
+    /// `topic@group` -> queue id -> next offset to consume.
+    offsets: HashMap<String, QueueOffsets>,
+    /// `topic@group` -> queue id -> offset an admin reset the queue to, until a pull takes it.
+    resets: HashMap<String, QueueOffsets>,
+    data_version: DataVersion,
+    commits: u64,
+}
+
+impl fmt::Debug for ConsumerOffsetManager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConsumerOffsetManager")
+            .field("path", &self.file.path())
+            .field("keys", &self.read().offsets.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// `topic@group`.
+fn key(topic: &str, group: &str) -> String {
+    format!("{topic}{TOPIC_GROUP_SEPARATOR}{group}")
+}
+
+/// Splits `topic@group`; keys without exactly one separator are skipped (Java: `split("@")`
+/// must give two parts).
+fn split_key(key: &str) -> Option<(&str, &str)> {
+    let (topic, group) = key.split_once(TOPIC_GROUP_SEPARATOR)?;
+    (!group.contains(TOPIC_GROUP_SEPARATOR)).then_some((topic, group))
+}
+
+impl ConsumerOffsetManager {
+    /// Reads `path` (or its `.bak`); a missing file is an empty table.
+    ///
+    /// # Errors
+    ///
+    /// As [`ConfigFile::load`].
+    pub fn load(path: impl Into<PathBuf>) -> Result<Self, MetadataError> {
+        let file = ConfigFile::new(path);
+        let loaded = file.load::<ConsumerOffsetSerializeWrapper>()?;
+        if loaded.needs_rewrite() {
+            file.mark_dirty();
+        }
+        let (offsets, data_version) = match loaded.into_value() {
+            Some(wrapper) => {
+                let offsets: HashMap<String, QueueOffsets> =
+                    wrapper.offset_table.into_iter().map(|(k, v)| (k, v.into_iter().collect())).collect();
+                info!(keys = offsets.len(), "consumer offsets loaded");
+                (offsets, wrapper.data_version.unwrap_or_else(DataVersion::now))
+            }
+            None => (HashMap::new(), DataVersion::now()),
+        };
+        let table = OffsetTable { offsets, resets: HashMap::new(), data_version, commits: 0 };
+        Ok(Self { file, state: RwLock::new(table) })
+    }
+
+    /// Records `offset` as the next offset `group` consumes from `topic` queue `queue_id`, as
+    /// given: a smaller offset than the stored one is accepted (a reset or rewind) and logged at
+    /// debug. Bumps the data version every [`OFFSET_UPDATE_VERSION_STEP`] commits.
+    /// Java: `commitOffset`.
+    pub fn commit_offset(&self, client_host: &str, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        let previous = {
+            let mut state = self.write();
+            let previous = state.offsets.entry(key(topic, group)).or_default().insert(queue_id, offset);
+            state.commits += 1;
+            if state.commits.is_multiple_of(OFFSET_UPDATE_VERSION_STEP) {
+                state.data_version.next_version();
+            }
+            self.file.mark_dirty();
+            previous
+        };
+        if let Some(stored) = previous.filter(|stored| offset < *stored) {
+            debug!(client_host, group, topic, queue_id, offset, stored, "consumer offset moved backwards");
+        }
+    }
+
+    /// The offset to continue from: a pending server-side reset if there is one, else the
+    /// committed offset, else `None` (Java returns -1). Java: `queryOffset(group, topic,
+    /// queueId)` with `useServerSideResetOffset` (default true).
+    pub fn query_offset(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
+        let key = key(topic, group);
+        let state = self.read();
+        let lookup = |table: &HashMap<String, QueueOffsets>| table.get(&key).and_then(|q| q.get(&queue_id)).copied();
+        lookup(&state.resets).or_else(|| lookup(&state.offsets))
+    }
+
+    /// Every committed queue offset of `group` on `topic` (empty if none).
+    /// Java: `queryOffset(group, topic)`.
+    pub fn query_group_offsets(&self, group: &str, topic: &str) -> BTreeMap<i32, i64> {
+        let state = self.read();
+        state.offsets.get(&key(topic, group)).map(|q| q.iter().map(|(k, v)| (*k, *v)).collect()).unwrap_or_default()
+    }
+
+    /// Topics `group` has offsets on. Java: `whichTopicByConsumer`.
+    pub fn which_topic_by_consumer(&self, group: &str) -> BTreeSet<String> {
+        self.read()
+            .offsets
+            .keys()
+            .filter_map(|k| split_key(k))
+            .filter(|(_, g)| *g == group)
+            .map(|(t, _)| t.to_owned())
+            .collect()
+    }
+
+    /// Groups with offsets on `topic`. Java: `whichGroupByTopic`.
+    pub fn which_group_by_topic(&self, topic: &str) -> BTreeSet<String> {
+        self.read()
+            .offsets
+            .keys()
+            .filter_map(|k| split_key(k))
+            .filter(|(t, _)| *t == topic)
+            .map(|(_, g)| g.to_owned())
+            .collect()
+    }
+
+    /// Copies `src_group`'s offsets on `topic` to `dest_group`, replacing `dest_group`'s. Nothing
+    /// happens if `src_group` has none. Java: `cloneOffset`.
+    pub fn clone_offset(&self, src_group: &str, dest_group: &str, topic: &str) {
+        let mut state = self.write();
+        let Some(offsets) = state.offsets.get(&key(topic, src_group)).cloned() else { return };
+        state.offsets.insert(key(topic, dest_group), offsets);
+        drop(state);
+        info!(topic, src_group, dest_group, "consumer offsets cloned");
+    }
+
+    /// Drops every offset (and pending reset) of `group`, on all topics. Returns whether any
+    /// offset was removed. Java: `removeOffset`.
+    pub fn remove_offset(&self, group: &str) -> bool {
+        let removed = self.remove_keys(|_, g| g == group);
+        if removed {
+            warn!(group, "consumer group offsets removed");
+        }
+        removed
+    }
+
+    /// Drops every group's offsets (and pending resets) on `topic`. Returns whether any offset
+    /// was removed. Java: `cleanOffsetByTopic`.
+    pub fn remove_topic(&self, topic: &str) -> bool {
+        let removed = self.remove_keys(|t, _| t == topic);
+        if removed {
+            warn!(topic, "topic offsets removed");
+        }
+        removed
+    }
+
+    /// Resets `group`'s offset on `topic` queue `queue_id`: the committed offset is overwritten,
+    /// and the reset is also kept until [`ConsumerOffsetManager::take_reset_offset`] so that a
+    /// client committing its old position right after cannot undo it. Returns false (and does
+    /// nothing) for an empty topic or group or a negative queue id or offset.
+    /// Java: `assignResetOffset`.
+    pub fn reset_offset(&self, group: &str, topic: &str, queue_id: i32, offset: i64) -> bool {
+        if topic.is_empty() || group.is_empty() || queue_id < 0 || offset < 0 {
+            warn!(topic, group, queue_id, offset, "reset offset refused: illegal arguments");
+            return false;
+        }
+        let key = key(topic, group);
+        let mut state = self.write();
+        state.resets.entry(key.clone()).or_default().insert(queue_id, offset);
+        state.offsets.entry(key).or_default().insert(queue_id, offset);
+        self.file.mark_dirty();
+        drop(state);
+        debug!(topic, group, queue_id, offset, "consumer offset reset");
+        true
+    }
+
+    /// True if a server-side reset is pending for the queue. Java: `hasOffsetReset`.
+    pub fn has_offset_reset(&self, group: &str, topic: &str, queue_id: i32) -> bool {
+        self.read().resets.get(&key(topic, group)).is_some_and(|q| q.contains_key(&queue_id))
+    }
+
+    /// Removes and returns the pending server-side reset of the queue.
+    /// Java: `queryThenEraseResetOffset`.
+    pub fn take_reset_offset(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
+        let key = key(topic, group);
+        let mut state = self.write();
+        let queues = state.resets.get_mut(&key)?;
+        let offset = queues.remove(&queue_id);
+        if queues.is_empty() {
+            state.resets.remove(&key);
+        }
+        offset
+    }
+
+    /// A copy of the committed offsets with the version: consumerOffset.json's content and the
+    /// GET_ALL_CONSUMER_OFFSET body.
+    pub fn snapshot(&self) -> ConsumerOffsetSerializeWrapper {
+        let state = self.read();
+        ConsumerOffsetSerializeWrapper {
+            data_version: Some(state.data_version),
+            offset_table: state
+                .offsets
+                .iter()
+                .map(|(k, queues)| (k.clone(), queues.iter().map(|(q, o)| (*q, *o)).collect()))
+                .collect(),
+        }
+    }
+
+    /// The table's current version.
+    pub fn data_version(&self) -> DataVersion {
+        self.read().data_version
+    }
+
+    /// True if offsets changed since the last write.
+    pub fn is_dirty(&self) -> bool {
+        self.file.is_dirty()
+    }
+
+    /// Writes consumerOffset.json now.
+    ///
+    /// # Errors
+    ///
+    /// As [`ConfigFile::persist`].
+    pub fn persist(&self) -> Result<(), MetadataError> {
+        self.file.persist(|| self.snapshot())
+    }
+
+    /// Writes consumerOffset.json if offsets changed since the last write; returns whether it
+    /// wrote.
+    ///
+    /// # Errors
+    ///
+    /// As [`ConfigFile::persist`].
+    pub fn persist_if_dirty(&self) -> Result<bool, MetadataError> {
+        self.file.persist_if_dirty(|| self.snapshot())
+    }
+
+    fn remove_keys(&self, matches: impl Fn(&str, &str) -> bool) -> bool {
+        let keep = |k: &String| split_key(k).is_none_or(|(t, g)| !matches(t, g));
+        let mut state = self.write();
+        let before = state.offsets.len();
+        state.offsets.retain(|k, _| keep(k));
+        state.resets.retain(|k, _| keep(k));
+        let removed = state.offsets.len() != before;
+        if removed {
+            self.file.mark_dirty();
+        }
+        removed
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, OffsetTable> {
+        // Writers do single map operations; a panic cannot leave the table inconsistent.
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, OffsetTable> {
+        self.state.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_with_extra_separators_are_ignored() {
+        assert_eq!(split_key("T@g"), Some(("T", "g")));
+        assert_eq!(split_key("T@g@x"), None);
+        assert_eq!(split_key("Tg"), None);
+    }
+
+    #[test]
+    fn data_version_bumps_every_step_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let offsets = ConsumerOffsetManager::load(dir.path().join("o.json")).unwrap();
+        let start = offsets.data_version().counter;
+        for i in 0..OFFSET_UPDATE_VERSION_STEP - 1 {
+            offsets.commit_offset("h", "g", "T", 0, i64::try_from(i).unwrap());
+        }
+        assert_eq!(offsets.data_version().counter, start);
+        offsets.commit_offset("h", "g", "T", 0, 0);
+        assert_eq!(offsets.data_version().counter, start + 1);
+    }
+
+    #[test]
+    fn server_side_reset_wins_until_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let offsets = ConsumerOffsetManager::load(dir.path().join("o.json")).unwrap();
+        offsets.commit_offset("h", "g", "T", 0, 50);
+        assert!(offsets.reset_offset("g", "T", 0, 10));
+        offsets.commit_offset("h", "g", "T", 0, 51);
+        assert!(offsets.has_offset_reset("g", "T", 0));
+        assert_eq!(offsets.query_offset("g", "T", 0), Some(10));
+        assert_eq!(offsets.take_reset_offset("g", "T", 0), Some(10));
+        assert_eq!(offsets.query_offset("g", "T", 0), Some(51));
+        assert!(!offsets.reset_offset("g", "T", -1, 0));
+        assert!(!offsets.reset_offset("", "T", 0, 0));
+    }
+}

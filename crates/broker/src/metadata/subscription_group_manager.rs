@@ -1,0 +1,382 @@
+//! The broker's consumer-group table, persisted as `<storePathRootDir>/config/subscriptionGroup.json`
+//! (`subscriptionGroupTable`, `forbiddenTable`, `dataVersion`).
+//! Java: `org.apache.rocketmq.broker.subscription.SubscriptionGroupManager`.
+//!
+//! At load Java's predefined groups are created in memory and the file's groups laid over them.
+//! Unknown groups are created with defaults on first use when the broker allows it
+//! (`autoCreateSubscriptionGroup`, or a `CID_RMQ_SYS_*` group with `enableCreateSysGroup`).
+//! Changes bump the data version and are persisted before the call returns; persisting blocks
+//! on fsync, so call these from a blocking context.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use tracing::{debug, error, info, warn};
+
+use ferromq_protocol::body::DataVersion;
+
+use crate::metadata::config_file::ConfigFile;
+use crate::metadata::subscription_group_config::{SubscriptionGroupConfig, SubscriptionGroupWrapper};
+use crate::metadata::topic_validator::validate_group;
+use crate::metadata::MetadataError;
+
+/// The admin tools' consumer group.
+pub const TOOLS_CONSUMER_GROUP: &str = "TOOLS_CONSUMER";
+/// The filter server's consumer group.
+pub const FILTERSRV_CONSUMER_GROUP: &str = "FILTERSRV_CONSUMER";
+/// The self-test consumer group.
+pub const SELF_TEST_CONSUMER_GROUP: &str = "SELF_TEST_C_GROUP";
+/// The ONS HTTP proxy's group.
+pub const ONS_HTTP_PROXY_GROUP: &str = "CID_ONS-HTTP-PROXY";
+/// ONS API pull group.
+pub const CID_ONSAPI_PULL_GROUP: &str = "CID_ONSAPI_PULL";
+/// ONS API permission group.
+pub const CID_ONSAPI_PERMISSION_GROUP: &str = "CID_ONSAPI_PERMISSION";
+/// ONS API owner group.
+pub const CID_ONSAPI_OWNER_GROUP: &str = "CID_ONSAPI_OWNER";
+/// Groups starting with this are system groups.
+pub const CID_RMQ_SYS_PREFIX: &str = "CID_RMQ_SYS_";
+/// The transaction-check consumer group.
+pub const CID_SYS_RMQ_TRANS: &str = "CID_RMQ_SYS_TRANS";
+
+/// Groups a broker creates in memory at start. Java: `SubscriptionGroupManager#init`.
+const PREDEFINED_GROUPS: [&str; 8] = [
+    TOOLS_CONSUMER_GROUP,
+    FILTERSRV_CONSUMER_GROUP,
+    SELF_TEST_CONSUMER_GROUP,
+    ONS_HTTP_PROXY_GROUP,
+    CID_ONSAPI_PULL_GROUP,
+    CID_ONSAPI_PERMISSION_GROUP,
+    CID_ONSAPI_OWNER_GROUP,
+    CID_SYS_RMQ_TRANS,
+];
+
+/// True for `CID_RMQ_SYS_*` groups. Java: `MixAll#isSysConsumerGroup`.
+pub fn is_sys_consumer_group(group: &str) -> bool {
+    group.starts_with(CID_RMQ_SYS_PREFIX)
+}
+
+/// The broker settings the group table depends on, with Java's defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriptionGroupOptions {
+    /// `CID_RMQ_SYS_*` groups are created on first use even when auto-creation is off
+    /// (`enableCreateSysGroup`, true).
+    pub enable_create_sys_group: bool,
+}
+
+impl Default for SubscriptionGroupOptions {
+    fn default() -> Self {
+        Self { enable_create_sys_group: true }
+    }
+}
+
+/// The consumer-group table. All methods take `&self`; a `RwLock` inside guards the table and
+/// is never held while a file is written.
+pub struct SubscriptionGroupManager {
+    file: ConfigFile,
+    state: RwLock<GroupTable>,
+    options: SubscriptionGroupOptions,
+}
+
+#[derive(Debug)]
+struct GroupTable {
+    groups: HashMap<String, SubscriptionGroupConfig>,
+    forbidden: BTreeMap<String, BTreeMap<String, i32>>,
+    data_version: DataVersion,
+}
+
+impl fmt::Debug for SubscriptionGroupManager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SubscriptionGroupManager")
+            .field("path", &self.file.path())
+            .field("groups", &self.read().groups.len())
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SubscriptionGroupManager {
+    /// Creates the predefined groups in memory, then lays the groups and forbidden table of
+    /// `path` (or its `.bak`) over them and takes the file's data version. Java: constructor
+    /// `init()` followed by `load()`.
+    ///
+    /// # Errors
+    ///
+    /// As [`ConfigFile::load`].
+    pub fn load(path: impl Into<PathBuf>, options: SubscriptionGroupOptions) -> Result<Self, MetadataError> {
+        let file = ConfigFile::new(path);
+        let mut groups: HashMap<String, SubscriptionGroupConfig> =
+            PREDEFINED_GROUPS.iter().map(|name| ((*name).to_owned(), SubscriptionGroupConfig::new(*name))).collect();
+        let loaded = file.load::<SubscriptionGroupWrapper>()?;
+        if loaded.needs_rewrite() {
+            file.mark_dirty();
+        }
+        let (forbidden, data_version) = match loaded.into_value() {
+            Some(wrapper) => {
+                info!(groups = wrapper.subscription_group_table.len(), "subscription groups loaded");
+                groups.extend(wrapper.subscription_group_table);
+                (wrapper.forbidden_table, wrapper.data_version)
+            }
+            None => (BTreeMap::new(), DataVersion::now()),
+        };
+        Ok(Self { file, state: RwLock::new(GroupTable { groups, forbidden, data_version }), options })
+    }
+
+    /// The config of `group`. An unknown group is created with Java's defaults (and persisted)
+    /// when `auto_create` (the broker's `autoCreateSubscriptionGroup`) is set, or when it is a
+    /// `CID_RMQ_SYS_*` group and `enable_create_sys_group` is set; never for a name that fails
+    /// [`validate_group`]. Java: `findSubscriptionGroupConfig`.
+    ///
+    /// A failed persist is logged and the group kept in memory (the table stays dirty, so the
+    /// periodic persist retries): a consumer should not fail because of it.
+    pub fn find(&self, group: &str, auto_create: bool) -> Option<SubscriptionGroupConfig> {
+        if let Some(config) = self.read().groups.get(group) {
+            return Some(config.clone());
+        }
+        let creatable = auto_create || (self.options.enable_create_sys_group && is_sys_consumer_group(group));
+        if !creatable {
+            return None;
+        }
+        if let Err(reason) = validate_group(group) {
+            debug!(group, reason = %reason, "subscription group not auto-created: invalid name");
+            return None;
+        }
+        let (config, created) = {
+            let mut state = self.write();
+            match state.groups.get(group) {
+                Some(existing) => (existing.clone(), false),
+                None => {
+                    let config = SubscriptionGroupConfig::new(group);
+                    state.groups.insert(group.to_owned(), config.clone());
+                    state.data_version.next_version();
+                    self.file.mark_dirty();
+                    (config, true)
+                }
+            }
+        };
+        if created {
+            info!(group, "subscription group auto-created");
+            if let Err(e) = self.persist() {
+                error!(group, error = %e, "persisting auto-created subscription group failed; will retry");
+            }
+        }
+        Some(config)
+    }
+
+    /// True if `group` exists.
+    pub fn contains(&self, group: &str) -> bool {
+        self.read().groups.contains_key(group)
+    }
+
+    /// Adds or replaces a group config as given, bumps the data version and persists.
+    /// Java: `updateSubscriptionGroupConfig` (attributes are stored as given, not merged).
+    ///
+    /// # Errors
+    ///
+    /// [`MetadataError::InvalidGroup`] for an empty name; persist failures (the change stays in
+    /// memory and the table stays dirty).
+    pub fn update(&self, config: SubscriptionGroupConfig) -> Result<(), MetadataError> {
+        if config.group_name.is_empty() {
+            return Err(MetadataError::InvalidGroup { group: String::new(), reason: "empty group name".to_owned() });
+        }
+        let group = config.group_name.clone();
+        let old = {
+            let mut state = self.write();
+            let old = state.groups.insert(group.clone(), config);
+            state.data_version.next_version();
+            self.file.mark_dirty();
+            old
+        };
+        info!(group = %group, created = old.is_none(), "subscription group updated");
+        self.persist()
+    }
+
+    /// Removes a group and its forbidden entries; returns whether the group existed. Persists
+    /// only if it did. Java: `deleteSubscriptionGroupConfig`.
+    ///
+    /// # Errors
+    ///
+    /// Persist failures (the group stays deleted in memory).
+    pub fn delete(&self, group: &str) -> Result<bool, MetadataError> {
+        let removed = {
+            let mut state = self.write();
+            state.forbidden.remove(group);
+            let removed = state.groups.remove(group).is_some();
+            if removed {
+                state.data_version.next_version();
+                self.file.mark_dirty();
+            }
+            removed
+        };
+        if !removed {
+            warn!(group, "delete subscription group: group does not exist");
+            return Ok(false);
+        }
+        info!(group, "subscription group deleted");
+        self.persist().map(|()| true)
+    }
+
+    /// Turns consumption of `group` off in memory (persisted with the next periodic persist);
+    /// returns whether the group exists. Java: `disableConsume`.
+    pub fn disable_consume(&self, group: &str) -> bool {
+        let mut state = self.write();
+        let Some(config) = state.groups.get_mut(group) else { return false };
+        config.consume_enable = false;
+        state.data_version.next_version();
+        self.file.mark_dirty();
+        true
+    }
+
+    /// The forbidden bits of `group` on `topic` (0 if none). Java: `getForbidden(group, topic)`.
+    pub fn forbidden(&self, group: &str, topic: &str) -> i32 {
+        let state = self.read();
+        state.forbidden.get(group).and_then(|topics| topics.get(topic)).copied().unwrap_or(0).max(0)
+    }
+
+    /// True if bit `index` of `group`'s forbidden bits on `topic` is set.
+    /// Java: `getForbidden(group, topic, index)`.
+    pub fn is_forbidden(&self, group: &str, topic: &str, index: u32) -> bool {
+        forbidden_bit(index).is_some_and(|bit| self.forbidden(group, topic) & bit == bit)
+    }
+
+    /// Sets or clears bit `index` (0..=30) of `group`'s forbidden bits on `topic`, bumps the
+    /// data version and persists; returns the new bits. A cleared entry is removed, and an
+    /// index outside 0..=30 changes nothing. Java: `updateForbidden` (which, unlike this,
+    /// drops the group's entries for every topic when one topic's bits become 0).
+    ///
+    /// # Errors
+    ///
+    /// Persist failures.
+    pub fn update_forbidden(&self, group: &str, topic: &str, index: u32, forbidden: bool) -> Result<i32, MetadataError> {
+        let Some(bit) = forbidden_bit(index) else {
+            warn!(group, topic, index, "forbidden bit index out of range");
+            return Ok(self.forbidden(group, topic));
+        };
+        let value = {
+            let mut state = self.write();
+            let topics = state.forbidden.entry(group.to_owned()).or_default();
+            let old = topics.get(topic).copied().unwrap_or(0).max(0);
+            let value = if forbidden { old | bit } else { old & !bit };
+            if value == 0 {
+                topics.remove(topic);
+                if topics.is_empty() {
+                    state.forbidden.remove(group);
+                }
+            } else {
+                topics.insert(topic.to_owned(), value);
+            }
+            state.data_version.next_version();
+            self.file.mark_dirty();
+            value
+        };
+        info!(group, topic, forbidden = value, "group forbidden bits updated");
+        self.persist().map(|()| value)
+    }
+
+    /// A copy of the whole table: subscriptionGroup.json's content and the
+    /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG body.
+    pub fn all(&self) -> SubscriptionGroupWrapper {
+        let state = self.read();
+        SubscriptionGroupWrapper {
+            data_version: state.data_version,
+            forbidden_table: state.forbidden.clone(),
+            subscription_group_table: state.groups.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        }
+    }
+
+    /// The table's current version.
+    pub fn data_version(&self) -> DataVersion {
+        self.read().data_version
+    }
+
+    /// Writes subscriptionGroup.json now.
+    ///
+    /// # Errors
+    ///
+    /// As [`ConfigFile::persist`].
+    pub fn persist(&self) -> Result<(), MetadataError> {
+        self.file.persist(|| self.all())
+    }
+
+    /// Writes subscriptionGroup.json if the table changed since the last write; returns whether
+    /// it wrote.
+    ///
+    /// # Errors
+    ///
+    /// As [`ConfigFile::persist`].
+    pub fn persist_if_dirty(&self) -> Result<bool, MetadataError> {
+        self.file.persist_if_dirty(|| self.all())
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, GroupTable> {
+        // Every write is a few map operations that cannot panic halfway in a harmful way.
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, GroupTable> {
+        self.state.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// `1 << index` for indexes that give a positive `i32` bit.
+fn forbidden_bit(index: u32) -> Option<i32> {
+    (index <= 30).then(|| 1 << index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(dir: &tempfile::TempDir) -> SubscriptionGroupManager {
+        SubscriptionGroupManager::load(dir.path().join("subscriptionGroup.json"), SubscriptionGroupOptions::default())
+            .unwrap()
+    }
+
+    #[test]
+    fn predefined_groups_exist_with_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let groups = load(&dir);
+        for name in PREDEFINED_GROUPS {
+            assert_eq!(groups.find(name, false), Some(SubscriptionGroupConfig::new(name)));
+        }
+    }
+
+    #[test]
+    fn sys_groups_are_created_even_without_auto_create() {
+        let dir = tempfile::tempdir().unwrap();
+        let groups = load(&dir);
+        assert!(groups.find("CID_RMQ_SYS_REVIVE_GROUP", false).is_some());
+        let groups = SubscriptionGroupManager::load(
+            dir.path().join("other.json"),
+            SubscriptionGroupOptions { enable_create_sys_group: false },
+        )
+        .unwrap();
+        assert!(groups.find("CID_RMQ_SYS_X", false).is_none());
+    }
+
+    #[test]
+    fn forbidden_bits_set_and_clear_per_topic() {
+        let dir = tempfile::tempdir().unwrap();
+        let groups = load(&dir);
+        assert_eq!(groups.update_forbidden("g", "A", 1, true).unwrap(), 2);
+        assert_eq!(groups.update_forbidden("g", "B", 0, true).unwrap(), 1);
+        assert!(groups.is_forbidden("g", "A", 1) && !groups.is_forbidden("g", "A", 0));
+        assert_eq!(groups.update_forbidden("g", "A", 1, false).unwrap(), 0);
+        assert_eq!(groups.forbidden("g", "B"), 1, "clearing one topic keeps the others");
+        assert_eq!(groups.update_forbidden("g", "B", 31, true).unwrap(), 1);
+        assert_eq!(groups.all().forbidden_table, BTreeMap::from([("g".into(), BTreeMap::from([("B".into(), 1)]))]));
+    }
+
+    #[test]
+    fn disable_consume_marks_dirty() {
+        let dir = tempfile::tempdir().unwrap();
+        let groups = load(&dir);
+        groups.persist().unwrap();
+        assert!(groups.disable_consume(TOOLS_CONSUMER_GROUP));
+        assert!(!groups.disable_consume("nope"));
+        assert!(groups.persist_if_dirty().unwrap());
+        assert!(!load(&dir).find(TOOLS_CONSUMER_GROUP, false).unwrap().consume_enable);
+    }
+}

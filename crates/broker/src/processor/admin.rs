@@ -1,0 +1,120 @@
+//! Administrative requests: topics, subscription groups, offsets snapshot, broker config and
+//! runtime info. Java: `AdminBrokerProcessor`.
+
+use std::collections::BTreeMap;
+
+use ferromq_protocol::body::{JsonBody, KVTable, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType};
+use ferromq_protocol::header::{CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader};
+use ferromq_protocol::{response_code, version, RemotingCommand};
+use tracing::info;
+
+use crate::broker::Broker;
+use crate::metadata::{validate_topic, SubscriptionGroupConfig};
+use crate::processor::{failure, header_or_fail, success};
+
+impl Broker {
+    pub(crate) fn update_and_create_topic(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, CreateTopicRequestHeader);
+        if let Err(remark) = validate_topic(&h.topic) {
+            return failure(req, response_code::INVALID_PARAMETER, remark);
+        }
+        if h.topic == h.default_topic || self.topics().is_system_topic(&h.topic) && self.topics().select(&h.topic).is_none() {
+            return failure(req, response_code::INVALID_PARAMETER, format!("The topic[{}] is conflict with system topic.", h.topic));
+        }
+        let mut config = TopicConfig::new(h.topic.clone(), h.read_queue_nums, h.write_queue_nums);
+        config.perm = h.perm;
+        config.topic_filter_type =
+            if h.topic_filter_type == "MULTI_TAG" { TopicFilterType::MultiTag } else { TopicFilterType::SingleTag };
+        config.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
+        config.order = h.order;
+        if let Some(attrs) = h.attributes.as_deref() {
+            for item in attrs.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                if let Some(kv) = item.strip_prefix('+') {
+                    if let Some((k, v)) = kv.split_once('=') {
+                        config.attributes.insert(k.to_owned(), v.to_owned());
+                    }
+                }
+            }
+        }
+        if let Err(e) = self.topics().update(config.clone()) {
+            return failure(req, response_code::SYSTEM_ERROR, format!("cannot save topic {}: {e}", h.topic));
+        }
+        info!(topic = %h.topic, read = h.read_queue_nums, write = h.write_queue_nums, perm = h.perm, "topic updated");
+        self.on_topic_created(&config);
+        success(req)
+    }
+
+    pub(crate) fn delete_topic(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, DeleteTopicRequestHeader);
+        if let Err(remark) = validate_topic(&h.topic) {
+            return failure(req, response_code::INVALID_PARAMETER, remark);
+        }
+        if let Err(e) = self.topics().delete(&h.topic) {
+            return failure(req, response_code::SYSTEM_ERROR, format!("cannot delete topic {}: {e}", h.topic));
+        }
+        self.offsets().remove_topic(&h.topic);
+        info!(topic = %h.topic, "topic deleted");
+        success(req)
+    }
+
+    pub(crate) fn get_all_topic_config(&self, req: &RemotingCommand) -> RemotingCommand {
+        let all: TopicConfigSerializeWrapper = self.topics().all();
+        success(req).with_body(all.encode())
+    }
+
+    pub(crate) fn update_and_create_subscription_group(&self, req: &RemotingCommand) -> RemotingCommand {
+        let config = match ferromq_protocol::json::parse_lenient::<SubscriptionGroupConfig>(&req.body) {
+            Ok(c) => c,
+            Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("malformed subscription group: {e}")),
+        };
+        let name = config.group_name.clone();
+        if let Err(e) = self.groups().update(config) {
+            return failure(req, response_code::SYSTEM_ERROR, format!("cannot save group {name}: {e}"));
+        }
+        success(req)
+    }
+
+    pub(crate) fn delete_subscription_group(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, DeleteSubscriptionGroupRequestHeader);
+        if let Err(e) = self.groups().delete(&h.group_name) {
+            return failure(req, response_code::SYSTEM_ERROR, format!("cannot delete group {}: {e}", h.group_name));
+        }
+        if h.clean_offset == Some(true) {
+            self.offsets().remove_offset(&h.group_name);
+        }
+        success(req)
+    }
+
+    pub(crate) fn get_all_subscription_group(&self, req: &RemotingCommand) -> RemotingCommand {
+        match serde_json::to_vec(&self.groups().all()) {
+            Ok(body) => success(req).with_body(body),
+            Err(e) => failure(req, response_code::SYSTEM_ERROR, e.to_string()),
+        }
+    }
+
+    pub(crate) fn get_all_consumer_offset(&self, req: &RemotingCommand) -> RemotingCommand {
+        success(req).with_body(self.offsets().snapshot().encode())
+    }
+
+    pub(crate) fn get_broker_config(&self, req: &RemotingCommand) -> RemotingCommand {
+        let text = self.settings.read().unwrap_or_else(|e| e.into_inner()).to_text();
+        success(req).with_body(text.into_bytes())
+    }
+
+    pub(crate) fn get_broker_runtime_info(&self, req: &RemotingCommand) -> RemotingCommand {
+        let mut table: BTreeMap<String, String> = self.store.stats().to_kv().into_iter().collect();
+        table.insert("brokerVersion".into(), version::CURRENT.to_string());
+        table.insert("brokerVersionDesc".into(), "V5_3_3".into());
+        table.insert("commitLogMinOffset".into(), self.store.min_phy_offset().to_string());
+        table.insert("commitLogMaxOffset".into(), self.store.max_phy_offset().to_string());
+        table.insert("dispatchBehindBytes".into(), self.store.dispatch_behind_bytes().to_string());
+        table.insert("pullThreadPoolQueueSize".into(), self.pull_hold.len().to_string());
+        table.insert("pullThreadPoolQueueCapacity".into(), self.config.pull_thread_pool_queue_capacity.to_string());
+        table.insert("sendThreadPoolQueueCapacity".into(), self.config.send_thread_pool_queue_capacity.to_string());
+        table.insert(
+            "sendThreadPoolQueueSize".into(),
+            (self.config.send_thread_pool_queue_capacity - self.send_permits.available_permits()).to_string(),
+        );
+        success(req).with_body(KVTable { table }.encode())
+    }
+}

@@ -1,0 +1,94 @@
+//! Client management: HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38),
+//! LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42). Java: `ClientManageProcessor`,
+//! `ConsumerManageProcessor`, `AdminBrokerProcessor#lockBatchMQ`.
+
+use ferromq_protocol::body::{
+    perm, ConsumerListByGroupResponseBody, HeartbeatData, JsonBody, LockBatchRequestBody, LockBatchResponseBody,
+};
+use ferromq_protocol::header::{GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader};
+use ferromq_protocol::{response_code, RemotingCommand};
+use ferromq_remoting::Connection;
+use tracing::info;
+
+use crate::broker::{now_ms, Broker};
+use crate::client::ClientChannelInfo;
+use crate::metadata::retry_topic;
+use crate::processor::{failure, header_or_fail, success};
+
+impl Broker {
+    pub(crate) fn heart_beat(&self, conn: &Connection, req: &RemotingCommand) -> RemotingCommand {
+        let hb = match HeartbeatData::decode(&req.body) {
+            Ok(hb) => hb,
+            Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("malformed heartbeat: {e}")),
+        };
+        let info = ClientChannelInfo::new(conn.clone(), hb.client_id.clone(), req.language, req.version, now_ms());
+        for consumer in &hb.consumer_data_set {
+            let group = self.groups().find(&consumer.group_name, self.config.auto_create_subscription_group);
+            let notify = group.as_ref().is_none_or(|g| g.notify_consumer_ids_changed_enable);
+            if let Some(group) = &group {
+                // Every consumer group gets its retry topic on its first heartbeat.
+                let retry = retry_topic(&consumer.group_name);
+                if self.topics().select(&retry).is_none() {
+                    match self.topics().create_topic_in_send_back(&retry, group.retry_queue_nums, perm::PERM_WRITE | perm::PERM_READ, 0) {
+                        Ok(created) => self.on_topic_created(&created),
+                        Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("cannot create {retry}: {e}")),
+                    }
+                }
+            }
+            let changed = self.consumers.register_consumer(
+                &consumer.group_name,
+                info.clone(),
+                consumer.consume_type,
+                consumer.message_model,
+                consumer.consume_from_where,
+                &consumer.subscription_data_set,
+                notify,
+            );
+            if changed {
+                info!(group = %consumer.group_name, client_id = %hb.client_id, "consumer group changed");
+            }
+        }
+        for producer in &hb.producer_data_set {
+            self.producers.register(&producer.group_name, info.clone());
+        }
+        success(req)
+    }
+
+    pub(crate) fn unregister_client(&self, conn: &Connection, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, UnregisterClientRequestHeader);
+        if let Some(group) = h.producer_group.as_deref().filter(|g| !g.is_empty()) {
+            self.producers.unregister(group, conn.id());
+        }
+        if let Some(group) = h.consumer_group.as_deref().filter(|g| !g.is_empty()) {
+            self.consumers.unregister_consumer(group, conn.id());
+        }
+        success(req)
+    }
+
+    pub(crate) fn get_consumer_list_by_group(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, GetConsumerListByGroupRequestHeader);
+        let ids = self.consumers.client_ids(&h.consumer_group);
+        if ids.is_empty() {
+            return failure(req, response_code::SYSTEM_ERROR, format!("no consumer for this group, {}", h.consumer_group));
+        }
+        success(req).with_body(ConsumerListByGroupResponseBody { consumer_id_list: ids }.encode())
+    }
+
+    pub(crate) fn lock_batch_mq(&self, req: &RemotingCommand) -> RemotingCommand {
+        let body = match LockBatchRequestBody::decode(&req.body) {
+            Ok(b) => b,
+            Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("malformed lock request: {e}")),
+        };
+        let locked = self.locks.try_lock_batch(&body.consumer_group, body.mq_set.iter(), &body.client_id, now_ms());
+        success(req).with_body(LockBatchResponseBody { lock_ok_mq_set: locked }.encode())
+    }
+
+    pub(crate) fn unlock_batch_mq(&self, req: &RemotingCommand) -> RemotingCommand {
+        let body = match LockBatchRequestBody::decode(&req.body) {
+            Ok(b) => b,
+            Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("malformed unlock request: {e}")),
+        };
+        self.locks.unlock_batch(&body.consumer_group, body.mq_set.iter(), &body.client_id);
+        success(req)
+    }
+}

@@ -1,0 +1,36 @@
+//! Request processors: one file per family of request codes. Each turns a request into a
+//! response using the broker's state; the dispatcher built in `dispatcher` routes codes here.
+//! Java: `broker/processor/*`.
+
+pub(crate) mod admin;
+pub(crate) mod client;
+pub(crate) mod offset;
+pub(crate) mod pull;
+pub(crate) mod query;
+pub(crate) mod send;
+
+use ferromq_protocol::{response_code, RemotingCommand};
+
+/// A success response to `req`.
+pub(crate) fn success(req: &RemotingCommand) -> RemotingCommand {
+    RemotingCommand::response_to(req, response_code::SUCCESS, None)
+}
+
+/// A failure response to `req`.
+pub(crate) fn failure(req: &RemotingCommand, code: i32, remark: impl Into<String>) -> RemotingCommand {
+    RemotingCommand::response_to(req, code, Some(remark.into()))
+}
+
+/// Decodes the typed header or returns SYSTEM_ERROR naming the bad field, as Java does when
+/// header decoding throws.
+macro_rules! header_or_fail {
+    ($req:expr, $ty:ty) => {
+        match $req.decode_header::<$ty>() {
+            Ok(h) => h,
+            Err(e) => {
+                return $crate::processor::failure($req, ferromq_protocol::response_code::SYSTEM_ERROR, e.to_string())
+            }
+        }
+    };
+}
+pub(crate) use header_or_fail;

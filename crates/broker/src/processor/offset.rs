@@ -1,0 +1,63 @@
+//! Offsets: QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15), SEARCH_OFFSET_BY_TIMESTAMP
+//! (29), GET_MAX_OFFSET (30), GET_MIN_OFFSET (31), GET_EARLIEST_MSG_STORETIME (32). Java:
+//! `ConsumerManageProcessor`, `AdminBrokerProcessor`.
+
+use ferromq_protocol::header::{
+    GetEarliestMsgStoretimeResponseHeader, GetMaxOffsetRequestHeader, OffsetResponseHeader,
+    QueryConsumerOffsetRequestHeader, QueueRequestHeader, SearchOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
+};
+use ferromq_protocol::{response_code, RemotingCommand};
+use ferromq_remoting::Connection;
+
+use crate::broker::Broker;
+use crate::processor::{failure, header_or_fail, success};
+
+impl Broker {
+    pub(crate) fn query_consumer_offset(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, QueryConsumerOffsetRequestHeader);
+        if let Some(offset) = self.offsets().query_offset(&h.consumer_group, &h.topic, h.queue_id) {
+            return success(req).with_header(&OffsetResponseHeader { offset });
+        }
+        // No committed offset: a queue that still starts at 0 is consumed from 0, unless the
+        // client asked not to (5.x `setZeroIfNotFound=false`).
+        let min = self.store.min_offset_in_queue(&h.topic, h.queue_id);
+        if min <= 0 && h.set_zero_if_not_found != Some(false) {
+            return success(req).with_header(&OffsetResponseHeader { offset: 0 });
+        }
+        failure(req, response_code::QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
+    }
+
+    pub(crate) fn update_consumer_offset(&self, conn: &Connection, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, UpdateConsumerOffsetRequestHeader);
+        if self.topics().select(&h.topic).is_none() {
+            return failure(req, response_code::TOPIC_NOT_EXIST, format!("Topic {} not exist!", h.topic));
+        }
+        self.offsets().commit_offset(&conn.remote_addr().to_string(), &h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
+        success(req)
+    }
+
+    pub(crate) fn get_max_offset(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, GetMaxOffsetRequestHeader);
+        let offset = self.store.max_offset_in_queue(&h.topic, h.queue_id);
+        success(req).with_header(&OffsetResponseHeader { offset })
+    }
+
+    pub(crate) fn get_min_offset(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, QueueRequestHeader);
+        let offset = self.store.min_offset_in_queue(&h.topic, h.queue_id);
+        success(req).with_header(&OffsetResponseHeader { offset })
+    }
+
+    pub(crate) fn get_earliest_msg_storetime(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, QueueRequestHeader);
+        let timestamp = self.store.earliest_message_time(&h.topic, h.queue_id).unwrap_or(-1);
+        success(req).with_header(&GetEarliestMsgStoretimeResponseHeader { timestamp })
+    }
+
+    pub(crate) fn search_offset_by_timestamp(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, SearchOffsetRequestHeader);
+        let lower = !h.boundary_type.as_deref().is_some_and(|b| b.eq_ignore_ascii_case("upper"));
+        let offset = self.store.offset_in_queue_by_time(&h.topic, h.queue_id, h.timestamp, lower);
+        success(req).with_header(&OffsetResponseHeader { offset })
+    }
+}

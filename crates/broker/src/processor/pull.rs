@@ -1,0 +1,165 @@
+//! PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361), with long polling. Java:
+//! `PullMessageProcessor`.
+
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use ferromq_protocol::body::{perm, SubscriptionData};
+use ferromq_protocol::header::{pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader};
+use ferromq_protocol::message::java_string_hash;
+use ferromq_protocol::{response_code, RemotingCommand};
+use ferromq_remoting::Connection;
+use ferromq_store::GetMessageStatus;
+use tracing::debug;
+
+use crate::broker::Broker;
+use crate::long_polling::HeldPull;
+use crate::processor::{failure, send::BUSY_REMARK};
+
+/// Largest number of messages one pull returns, whatever the client asks.
+const MAX_PULL_MSG_NUMS: i32 = 1000;
+/// Byte budget of one pull when the client does not say (the store applies its own limits).
+const DEFAULT_MAX_PULL_BYTES: usize = 8 * 1024 * 1024;
+
+/// What a pull filters on: the subscription's tag hash codes, or everything.
+pub(crate) fn tag_filter(sub_string: &str) -> Option<Vec<i64>> {
+    let s = sub_string.trim();
+    if s.is_empty() || s == "*" {
+        return None;
+    }
+    Some(s.split("||").map(str::trim).filter(|t| !t.is_empty()).map(|t| i64::from(java_string_hash(t))).collect())
+}
+
+/// Outcome of processing a pull once.
+pub(crate) enum PullOutcome {
+    /// Answer now.
+    Respond(RemotingCommand),
+    /// Nothing yet: park until a message arrives or the suspend time runs out.
+    Park { topic: String, queue_id: i32, pull_from: i64, suspend: Duration, tag_codes: Option<Vec<i64>> },
+}
+
+impl Broker {
+    /// Serves a pull: answers at once, or parks it and answers later on `conn`.
+    pub(crate) async fn pull(&self, conn: Connection, req: RemotingCommand) -> Option<RemotingCommand> {
+        match self.process_pull(&conn, &req, true) {
+            PullOutcome::Respond(r) => Some(r),
+            PullOutcome::Park { topic, queue_id, pull_from, suspend, tag_codes } => {
+                let held = HeldPull { conn: conn.clone(), request: req.clone(), pull_from, deadline: Instant::now() + suspend, tag_codes };
+                if let Err(held) = self.pull_hold.park(&topic, queue_id, held) {
+                    return Some(failure(&held.request, response_code::SYSTEM_BUSY, BUSY_REMARK));
+                }
+                // A message may have arrived between the read and the park.
+                self.pull_hold.recheck(&topic, queue_id, self.store.max_offset_in_queue(&topic, queue_id));
+                None
+            }
+        }
+    }
+
+    /// Processes a pull once; `allow_suspend` is false when a parked pull is re-run.
+    pub(crate) fn process_pull(&self, conn: &Connection, req: &RemotingCommand, allow_suspend: bool) -> PullOutcome {
+        let respond = |code, remark: String| PullOutcome::Respond(failure(req, code, remark));
+        let h: PullMessageRequestHeader = match req.decode_header() {
+            Ok(h) => h,
+            Err(e) => return respond(response_code::SYSTEM_ERROR, e.to_string()),
+        };
+        if !perm::is_readable(self.config.broker_permission) {
+            return respond(response_code::NO_PERMISSION, format!("the broker[{}] pulling message is forbidden", self.config.broker_ip1));
+        }
+        let Some(group) = self.groups().find(&h.consumer_group, self.config.auto_create_subscription_group) else {
+            return respond(response_code::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group [{}] does not exist", h.consumer_group));
+        };
+        if !group.consume_enable {
+            return respond(response_code::NO_PERMISSION, format!("subscription group no permission, {}", h.consumer_group));
+        }
+        let Some(topic) = self.topics().select(&h.topic) else {
+            return respond(response_code::TOPIC_NOT_EXIST, format!("topic[{}] not exist, apply first please!", h.topic));
+        };
+        if !perm::is_readable(topic.perm) {
+            return respond(response_code::NO_PERMISSION, format!("the topic[{}] pulling message is forbidden", h.topic));
+        }
+        if h.queue_id < 0 || h.queue_id >= topic.read_queue_nums {
+            return respond(response_code::SYSTEM_ERROR, format!(
+                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+                h.queue_id, h.topic, topic.read_queue_nums, conn.remote_addr()
+            ));
+        }
+        let has_subscription = h.sys_flag & pull_sys_flag::SUBSCRIPTION != 0;
+        let sub_string = if has_subscription {
+            let expression_type = h.expression_type.as_deref().unwrap_or("TAG");
+            if !expression_type.eq_ignore_ascii_case("TAG") {
+                return respond(response_code::SUBSCRIPTION_PARSE_FAILED, format!(
+                    "parse the consumer's subscription[{}] failed, group: {}: expression type {expression_type} is not supported yet",
+                    h.subscription.as_deref().unwrap_or(""), h.consumer_group
+                ));
+            }
+            h.subscription.clone().unwrap_or_else(|| "*".to_owned())
+        } else {
+            if self.consumers.group(&h.consumer_group).is_none() {
+                return respond(response_code::SUBSCRIPTION_NOT_EXIST, format!("the consumer's group info not exist, group: {}", h.consumer_group));
+            }
+            let Some(sub): Option<SubscriptionData> = self.consumers.find_subscription(&h.consumer_group, &h.topic) else {
+                return respond(response_code::SUBSCRIPTION_NOT_EXIST, format!("the consumer's subscription not exist, group: {}", h.consumer_group));
+            };
+            if sub.sub_version < h.sub_version {
+                return respond(response_code::SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest".into());
+            }
+            sub.sub_string
+        };
+        let tag_codes = tag_filter(&sub_string);
+        let filter_codes = tag_codes.clone();
+        let filter = move |code: i64| filter_codes.as_ref().is_none_or(|c| c.contains(&code));
+        let max_nums = h.max_msg_nums.clamp(1, MAX_PULL_MSG_NUMS) as usize;
+        let max_bytes = h.max_msg_bytes.filter(|b| *b > 0).map_or(DEFAULT_MAX_PULL_BYTES, |b| b as usize);
+        let result = self.store.get_message(&h.topic, h.queue_id, h.queue_offset, max_nums, max_bytes, Some(&filter));
+
+        let (code, mut suggest) = match result.status {
+            GetMessageStatus::Found => (response_code::SUCCESS, 0),
+            GetMessageStatus::NoMatchedMessage | GetMessageStatus::MessageWasRemoving => (response_code::PULL_RETRY_IMMEDIATELY, 0),
+            GetMessageStatus::NoMessageInQueue | GetMessageStatus::NoMatchedLogicQueue => {
+                if h.queue_offset != 0 {
+                    (response_code::PULL_OFFSET_MOVED, 0)
+                } else {
+                    (response_code::PULL_NOT_FOUND, 0)
+                }
+            }
+            GetMessageStatus::OffsetFoundNull | GetMessageStatus::OffsetOverflowOne => (response_code::PULL_NOT_FOUND, 0),
+            GetMessageStatus::OffsetOverflowBadly | GetMessageStatus::OffsetTooSmall => (response_code::PULL_OFFSET_MOVED, 0),
+        };
+        if result.suggest_pulling_from_slave && self.config.slave_read_enable {
+            suggest = group.which_broker_when_consume_slowly;
+        }
+        // The consumer's committed offset rides along on pulls.
+        if h.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0 && h.commit_offset >= 0 && !self.is_slave() {
+            self.offsets().commit_offset(&conn.remote_addr().to_string(), &h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
+        }
+        if code == response_code::PULL_NOT_FOUND && allow_suspend && h.sys_flag & pull_sys_flag::SUSPEND != 0 {
+            let suspend = if self.config.long_polling_enable {
+                Duration::from_millis(h.suspend_timeout_millis.max(0) as u64)
+            } else {
+                Duration::from_millis(self.config.short_polling_time_mills)
+            };
+            debug!(topic = %h.topic, queue_id = h.queue_id, queue_offset = h.queue_offset, "pull parked");
+            return PullOutcome::Park { topic: h.topic, queue_id: h.queue_id, pull_from: h.queue_offset, suspend, tag_codes };
+        }
+        let mut response = RemotingCommand::response_to(req, code, Some(result.status.name().to_owned())).with_header(
+            &PullMessageResponseHeader {
+                suggest_which_broker_id: suggest,
+                next_begin_offset: result.next_begin_offset,
+                min_offset: result.min_offset,
+                max_offset: result.max_offset,
+                offset_delta: None,
+                topic_sys_flag: Some(topic.topic_sys_flag),
+                group_sys_flag: Some(group.group_sys_flag),
+                forbidden_type: None,
+            },
+        );
+        if code == response_code::SUCCESS {
+            let mut body = BytesMut::with_capacity(result.total_bytes());
+            for m in &result.messages {
+                body.extend_from_slice(m);
+            }
+            response.body = body.freeze();
+        }
+        PullOutcome::Respond(response)
+    }
+}

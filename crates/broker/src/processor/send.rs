@@ -1,0 +1,251 @@
+//! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320). Java:
+//! `SendMessageProcessor`, `AbstractSendMessageProcessor#msgCheck`.
+
+use bytes::Bytes;
+use ferromq_protocol::body::{perm, TopicConfig, TopicFilterType};
+use ferromq_protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
+use ferromq_protocol::message::{decode_batch, keys, sysflag, MessageProperties, StoredMessage};
+use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use ferromq_remoting::Connection;
+use ferromq_store::{PutMessageResult, PutMessageStatus};
+use tracing::{debug, warn};
+
+use crate::broker::Broker;
+use crate::metadata::{is_not_allowed_send_topic, validate_topic, RETRY_GROUP_TOPIC_PREFIX};
+use crate::processor::failure;
+
+/// Remark of a send refused because too many sends are already waiting for the store.
+pub(crate) const BUSY_REMARK: &str = "[REJECTREQUEST]system busy, start flow control for a while";
+
+impl Broker {
+    /// Serves the three send codes.
+    pub(crate) async fn send(&self, conn: Connection, req: RemotingCommand) -> RemotingCommand {
+        let header = match SendMessageRequestHeader::decode_for(req.code, &req.ext_fields) {
+            Ok(h) => h,
+            Err(e) => return failure(&req, response_code::SYSTEM_ERROR, e.to_string()),
+        };
+        // Bounded work: past the limit a send is refused at once rather than queued.
+        let Ok(_permit) = self.send_permits.try_acquire() else {
+            return failure(&req, response_code::SYSTEM_BUSY, BUSY_REMARK);
+        };
+        let topic_config = match self.check_send(&conn, &req, &header) {
+            Ok(c) => c,
+            Err(response) => return *response,
+        };
+        let queue_id = if header.queue_id < 0 {
+            pick_queue(topic_config.write_queue_nums)
+        } else {
+            header.queue_id
+        };
+        let mut sys_flag = header.sys_flag;
+        if topic_config.topic_filter_type == TopicFilterType::MultiTag {
+            sys_flag |= sysflag::MULTI_TAGS_FLAG;
+        }
+        let batch = req.code == request_code::SEND_BATCH_MESSAGE;
+        if sysflag::transaction_value(sys_flag) == sysflag::TRANSACTION_PREPARED_TYPE {
+            // Half messages need the transaction service (half/op topics and check-back); until
+            // it exists they are refused rather than stored where no one would commit them.
+            return failure(&req, response_code::NO_PERMISSION, format!(
+                "the broker[{}] sending transaction message is forbidden: transactional messages are not supported yet",
+                self.config.broker_ip1
+            ));
+        }
+        let mut transaction_id = None;
+        let result = if batch {
+            match self.build_batch(&conn, &req, &header, queue_id, sys_flag) {
+                Ok(msgs) => self.store.put_messages(msgs).await,
+                Err(response) => return *response,
+            }
+        } else {
+            if req.body.len() as u64 > self.store.config().max_message_size {
+                return failure(&req, response_code::MESSAGE_ILLEGAL, format!(
+                    "the message body size over max value, MAX: {}",
+                    self.store.config().max_message_size
+                ));
+            }
+            let (msg, uniq) = self.build_message(
+                &conn,
+                &header,
+                queue_id,
+                sys_flag,
+                header.properties.as_deref().unwrap_or(""),
+                req.body.clone(),
+                header.flag,
+            );
+            // The UNIQ_KEY travels back as the transaction id (5.x).
+            transaction_id = Some(uniq);
+            self.store.put_message(msg).await
+        };
+        self.send_response(&req, queue_id, result, transaction_id)
+    }
+
+    /// Java `msgCheck`: permissions, topic name, topic existence (auto-creating it), queue id.
+    fn check_send(
+        &self,
+        conn: &Connection,
+        req: &RemotingCommand,
+        header: &SendMessageRequestHeader,
+    ) -> Result<TopicConfig, Box<RemotingCommand>> {
+        let fail = |code, remark: String| Err(Box::new(failure(req, code, remark)));
+        if self.is_slave() {
+            return fail(response_code::SERVICE_NOT_AVAILABLE, "the broker is a slave and does not accept messages".into());
+        }
+        if !perm::is_writeable(self.config.broker_permission) {
+            return fail(response_code::NO_PERMISSION, format!("the broker[{}] sending message is forbidden", self.config.broker_ip1));
+        }
+        if let Err(remark) = validate_topic(&header.topic) {
+            return fail(response_code::INVALID_PARAMETER, remark);
+        }
+        if is_not_allowed_send_topic(&header.topic) {
+            return fail(response_code::NO_PERMISSION, format!("Sending message to topic[{}] is forbidden.", header.topic));
+        }
+        let mut config = self.topics().select(&header.topic);
+        if config.is_none() {
+            warn!(topic = %header.topic, remote_addr = %conn.remote_addr(), "the topic does not exist");
+            let remote = conn.remote_addr().to_string();
+            config = match self.topics().create_topic_in_send_message(&header.topic, &header.default_topic, &remote, header.default_topic_queue_nums, 0) {
+                Ok(c) => c,
+                Err(e) => return fail(response_code::SYSTEM_ERROR, format!("topic creation failed: {e}")),
+            };
+            if config.is_none() && header.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
+                config = self
+                    .topics()
+                    .create_topic_in_send_back(&header.topic, 1, perm::PERM_WRITE | perm::PERM_READ, 0)
+                    .ok();
+            }
+            if let Some(created) = &config {
+                self.on_topic_created(created);
+            }
+        }
+        let Some(config) = config else {
+            return fail(response_code::TOPIC_NOT_EXIST, format!("topic[{}] not exist, apply first please!", header.topic));
+        };
+        if !perm::is_writeable(config.perm) {
+            return fail(response_code::NO_PERMISSION, format!("the topic[{}] sending message is forbidden", header.topic));
+        }
+        let valid = config.write_queue_nums.max(config.read_queue_nums);
+        if header.queue_id >= valid {
+            return fail(response_code::INVALID_PARAMETER, format!(
+                "request queueId[{}] is illegal, topic {} has {} queues, Producer: {}",
+                header.queue_id, header.topic, valid, conn.remote_addr()
+            ));
+        }
+        Ok(config)
+    }
+
+    /// One stored message from a send: the broker adds CLUSTER and, if the producer did not
+    /// set one, UNIQ_KEY. Returns the message and its UNIQ_KEY.
+    #[allow(clippy::too_many_arguments)]
+    fn build_message(
+        &self,
+        conn: &Connection,
+        header: &SendMessageRequestHeader,
+        queue_id: i32,
+        sys_flag: i32,
+        properties: &str,
+        body: Bytes,
+        flag: i32,
+    ) -> (StoredMessage, String) {
+        let mut props = MessageProperties::decode(properties);
+        props.insert(keys::CLUSTER, self.config.broker_cluster_name.as_str());
+        let uniq = match props.get(keys::UNIQ_KEY) {
+            Some(u) => u.to_owned(),
+            None => {
+                let u = self.uniq_ids.next_id();
+                props.insert(keys::UNIQ_KEY, u.as_str());
+                u
+            }
+        };
+        let msg = StoredMessage {
+            topic: header.topic.clone(),
+            queue_id,
+            flag,
+            body,
+            properties: props.encode(),
+            sys_flag,
+            born_timestamp_ms: header.born_timestamp,
+            born_host: conn.remote_addr(),
+            store_host: self.store_host,
+            reconsume_times: header.reconsume_times.unwrap_or(0),
+            ..StoredMessage::default()
+        };
+        (msg, uniq)
+    }
+
+    fn build_batch(
+        &self,
+        conn: &Connection,
+        req: &RemotingCommand,
+        header: &SendMessageRequestHeader,
+        queue_id: i32,
+        sys_flag: i32,
+    ) -> Result<Vec<StoredMessage>, Box<RemotingCommand>> {
+        let fail = |code, remark: String| Err(Box::new(failure(req, code, remark)));
+        if header.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
+            return fail(response_code::MESSAGE_ILLEGAL, format!("batch request does not support retry group {}", header.topic));
+        }
+        let entries = match decode_batch(&req.body) {
+            Ok(e) if !e.is_empty() => e,
+            Ok(_) => return fail(response_code::MESSAGE_ILLEGAL, "the batch is empty".into()),
+            Err(e) => return fail(response_code::MESSAGE_ILLEGAL, format!("malformed batch body: {e}")),
+        };
+        let max = self.store.config().max_message_size;
+        let mut out = Vec::with_capacity(entries.len());
+        for entry in entries {
+            if entry.body.len() as u64 > max {
+                return fail(response_code::MESSAGE_ILLEGAL, format!("the message body size over max value, MAX: {max}"));
+            }
+            let props = MessageProperties::decode(&entry.properties);
+            if props.get(keys::DELAY).is_some_and(|d| d != "0") {
+                return fail(response_code::MESSAGE_ILLEGAL, "batch messages cannot be delayed".into());
+            }
+            let (msg, _) = self.build_message(conn, header, queue_id, sys_flag, &entry.properties, entry.body, entry.flag);
+            out.push(msg);
+        }
+        Ok(out)
+    }
+
+    fn send_response(
+        &self,
+        req: &RemotingCommand,
+        queue_id: i32,
+        result: PutMessageResult,
+        transaction_id: Option<String>,
+    ) -> RemotingCommand {
+        let code = match result.status {
+            PutMessageStatus::PutOk => response_code::SUCCESS,
+            PutMessageStatus::FlushDiskTimeout => response_code::FLUSH_DISK_TIMEOUT,
+            PutMessageStatus::MessageIllegal | PutMessageStatus::PropertiesSizeExceeded => response_code::MESSAGE_ILLEGAL,
+            PutMessageStatus::ServiceNotAvailable => response_code::SERVICE_NOT_AVAILABLE,
+            PutMessageStatus::CreateMappedFileFailed
+            | PutMessageStatus::FlushFailed
+            | PutMessageStatus::UnknownError => response_code::SYSTEM_ERROR,
+        };
+        let Some(append) = result.append else {
+            let remark = result.remark.unwrap_or_else(|| format!("{:?}", result.status));
+            debug!(status = ?result.status, remark = %remark, "send refused by the store");
+            return failure(req, code, remark);
+        };
+        let mut response = RemotingCommand::response_to(req, code, result.remark).with_header(&SendMessageResponseHeader {
+            msg_id: append.msg_id,
+            queue_id,
+            queue_offset: append.logics_offset,
+            transaction_id,
+            batch_uniq_id: None,
+            recall_handle: None,
+        });
+        response.ext_fields.insert("MSG_REGION".into(), self.config.region_id.clone());
+        response.ext_fields.insert("TRACE_ON".into(), self.config.trace_on.to_string());
+        response
+    }
+}
+
+/// A queue for a send that did not choose one.
+fn pick_queue(write_queue_nums: i32) -> i32 {
+    if write_queue_nums <= 0 {
+        return 0;
+    }
+    // Spread sends without a random-number dependency: nanoseconds of the clock.
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    (nanos % write_queue_nums as u32) as i32
+}
