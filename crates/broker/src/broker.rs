@@ -8,7 +8,9 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ferromq_protocol::body::{RegisterBrokerBody, TopicConfig, TopicConfigAndMappingSerializeWrapper};
-use ferromq_protocol::header::{RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, UnRegisterBrokerRequestHeader};
+use ferromq_protocol::header::{
+    RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, UnRegisterBrokerRequestHeader,
+};
 use ferromq_protocol::message::{crc32_masked, UniqIdGenerator};
 use ferromq_protocol::{request_code, response_code, version, RemotingCommand};
 use ferromq_remoting::{ClientConfig, Connection, Dispatcher, RemotingClient, RemotingServer, ServerConfig};
@@ -141,7 +143,8 @@ impl Broker {
         sync!(request_code::UPDATE_AND_CREATE_TOPIC, |b, conn, req| b.update_and_create_topic(req));
         sync!(request_code::DELETE_TOPIC_IN_BROKER, |b, conn, req| b.delete_topic(req));
         sync!(request_code::GET_ALL_TOPIC_CONFIG, |b, conn, req| b.get_all_topic_config(req));
-        sync!(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, |b, conn, req| b.update_and_create_subscription_group(req));
+        sync!(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, |b, conn, req| b
+            .update_and_create_subscription_group(req));
         sync!(request_code::DELETE_SUBSCRIPTIONGROUP, |b, conn, req| b.delete_subscription_group(req));
         sync!(request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG, |b, conn, req| b.get_all_subscription_group(req));
         sync!(request_code::GET_ALL_CONSUMER_OFFSET, |b, conn, req| b.get_all_consumer_offset(req));
@@ -214,12 +217,13 @@ impl Broker {
 
     async fn unregister_all(&self) {
         for addr in self.config.namesrv_addrs() {
-            let request = RemotingCommand::request(request_code::UNREGISTER_BROKER).with_header(&UnRegisterBrokerRequestHeader {
-                broker_name: self.config.broker_name.clone(),
-                broker_addr: self.config.broker_addr(),
-                cluster_name: self.config.broker_cluster_name.clone(),
-                broker_id: self.config.broker_id,
-            });
+            let request =
+                RemotingCommand::request(request_code::UNREGISTER_BROKER).with_header(&UnRegisterBrokerRequestHeader {
+                    broker_name: self.config.broker_name.clone(),
+                    broker_addr: self.config.broker_addr(),
+                    cluster_name: self.config.broker_cluster_name.clone(),
+                    broker_id: self.config.broker_id,
+                });
             if let Err(e) = self.namesrv.invoke(&addr, request, NAMESRV_TIMEOUT).await {
                 warn!(namesrv = %addr, error = %e, "unregister failed");
             }
@@ -233,7 +237,11 @@ impl Broker {
 ///
 /// # Errors
 /// [`BrokerError`] when the store or metadata cannot be opened, or the listener fails.
-pub async fn run(mut settings: BrokerSettings, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<(), BrokerError> {
+pub async fn run(
+    mut settings: BrokerSettings,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), BrokerError> {
     // The registered address uses the port actually bound (tests bind port 0).
     if let Ok(local) = listener.local_addr() {
         settings.broker.listen_port = local.port();
@@ -288,7 +296,10 @@ pub async fn run(mut settings: BrokerSettings, listener: TcpListener, shutdown: 
         }));
     }
     let server = RemotingServer::new(
-        ServerConfig { idle_timeout: Duration::from_secs(config.server_channel_max_idle_time_seconds), ..ServerConfig::default() },
+        ServerConfig {
+            idle_timeout: Duration::from_secs(config.server_channel_max_idle_time_seconds),
+            ..ServerConfig::default()
+        },
         Arc::new(broker.dispatcher()),
     );
     info!(addr = ?listener.local_addr().ok(), broker_name = %config.broker_name, cluster = %config.broker_cluster_name,

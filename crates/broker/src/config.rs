@@ -182,7 +182,8 @@ impl BrokerSettings {
     /// # Errors
     /// Unreadable file or bad values.
     pub fn load_file(&mut self, path: &Path) -> Result<Vec<String>, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
         self.apply_text(&text).map_err(|e| match e {
             ConfigError::Invalid { reason, .. } => ConfigError::Invalid { path: Some(path.to_owned()), reason },
             other => other,

@@ -14,10 +14,19 @@ const GROUPS: [&str; 3] = ["g1", "g2", "g12"];
 
 #[derive(Debug, Clone)]
 enum Op {
-    Commit { topic: usize, group: usize, queue_id: i32, offset: i64 },
+    Commit {
+        topic: usize,
+        group: usize,
+        queue_id: i32,
+        offset: i64,
+    },
     RemoveGroup(usize),
     RemoveTopic(usize),
-    Clone { src: usize, dest: usize, topic: usize },
+    Clone {
+        src: usize,
+        dest: usize,
+        topic: usize,
+    },
     /// The periodic task: writes only if something changed.
     PersistIfDirty,
     /// A restart without a final persist: what was not written is lost.

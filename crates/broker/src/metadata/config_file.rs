@@ -230,7 +230,9 @@ impl ConfigFile {
             Err(error) if error.kind() == ErrorKind::NotFound => return Ok(()),
             Err(source) => return Err(MetadataError::Io { path: backup, source }),
         }
-        File::open(&backup).and_then(|file| file.sync_all()).map_err(|source| MetadataError::Io { path: backup, source })
+        File::open(&backup)
+            .and_then(|file| file.sync_all())
+            .map_err(|source| MetadataError::Io { path: backup, source })
     }
 
     fn lock_write_state(&self) -> std::sync::MutexGuard<'_, WriteState> {

@@ -154,6 +154,7 @@ impl ConsumerOffsetManager {
         let mut state = self.write();
         let Some(offsets) = state.offsets.get(&key(topic, src_group)).cloned() else { return };
         state.offsets.insert(key(topic, dest_group), offsets);
+        self.file.mark_dirty();
         drop(state);
         info!(topic, src_group, dest_group, "consumer offsets cloned");
     }

@@ -190,10 +190,19 @@ mod tests {
         let text = String::from_utf8(SubscriptionGroupConfig::new("g").encode()).unwrap();
         assert_eq!(
             text,
-            r#"{"attributes":{},"brokerId":0,"consumeBroadcastEnable":true,"consumeEnable":true,"consumeFromMinEnable":true,"consumeMessageOrderly":false,"consumeTimeoutMinute":15,"groupName":"g","groupRetryPolicy":{"type":"CUSTOMIZED"},"groupSysFlag":0,"notifyConsumerIdsChangedEnable":true,"retryMaxTimes":16,"retryQueueNums":1,"whichBrokerWhenConsumeSlowly":1}"#
+            concat!(
+                r#"{"attributes":{},"brokerId":0,"consumeBroadcastEnable":true,"consumeEnable":true,"#,
+                r#""consumeFromMinEnable":true,"consumeMessageOrderly":false,"consumeTimeoutMinute":15,"#,
+                r#""groupName":"g","groupRetryPolicy":{"type":"CUSTOMIZED"},"groupSysFlag":0,"#,
+                r#""notifyConsumerIdsChangedEnable":true,"retryMaxTimes":16,"retryQueueNums":1,"#,
+                r#""whichBrokerWhenConsumeSlowly":1}"#
+            )
         );
         let wrapper = SubscriptionGroupWrapper::default();
         let text = String::from_utf8(wrapper.encode()).unwrap();
-        assert!(text.starts_with(r#"{"dataVersion":"#) && text.ends_with(r#""forbiddenTable":{},"subscriptionGroupTable":{}}"#));
+        assert!(
+            text.starts_with(r#"{"dataVersion":"#)
+                && text.ends_with(r#""forbiddenTable":{},"subscriptionGroupTable":{}}"#)
+        );
     }
 }

@@ -249,7 +249,13 @@ impl SubscriptionGroupManager {
     /// # Errors
     ///
     /// Persist failures.
-    pub fn update_forbidden(&self, group: &str, topic: &str, index: u32, forbidden: bool) -> Result<i32, MetadataError> {
+    pub fn update_forbidden(
+        &self,
+        group: &str,
+        topic: &str,
+        index: u32,
+        forbidden: bool,
+    ) -> Result<i32, MetadataError> {
         let Some(bit) = forbidden_bit(index) else {
             warn!(group, topic, index, "forbidden bit index out of range");
             return Ok(self.forbidden(group, topic));

@@ -245,8 +245,8 @@ impl TopicConfigManager {
                 warn!(topic, default_topic, remote_addr, "create topic refused: default topic does not exist");
                 return None;
             };
-            let inheritable = perm::is_inherited(default.perm)
-                && (auto_create || default_topic != AUTO_CREATE_TOPIC_KEY_TOPIC);
+            let inheritable =
+                perm::is_inherited(default.perm) && (auto_create || default_topic != AUTO_CREATE_TOPIC_KEY_TOPIC);
             if !inheritable {
                 warn!(
                     topic,
@@ -500,7 +500,11 @@ mod tests {
         let topics = load(&dir, TopicConfigOptions::default());
         let expect = |name: &str, queues: i32, perm: i32| {
             let config = topics.select(name).unwrap_or_else(|| panic!("{name} missing"));
-            assert_eq!((config.read_queue_nums, config.write_queue_nums, config.perm), (queues, queues, perm), "{name}");
+            assert_eq!(
+                (config.read_queue_nums, config.write_queue_nums, config.perm),
+                (queues, queues, perm),
+                "{name}"
+            );
         };
         expect("SELF_TEST_TOPIC", 1, 6);
         expect("TBW102", 8, 7);
@@ -548,7 +552,9 @@ mod tests {
         let topics = load(&dir, TopicConfigOptions::default());
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let sink = seen.clone();
-        assert!(topics.set_created_hook(Box::new(move |c: &TopicConfig| sink.lock().unwrap().push(c.topic_name.clone()))));
+        assert!(
+            topics.set_created_hook(Box::new(move |c: &TopicConfig| sink.lock().unwrap().push(c.topic_name.clone())))
+        );
         topics.create_topic_in_send_message("A", "TBW102", "1.2.3.4:5", 4, 0).unwrap().unwrap();
         topics.create_topic_in_send_message("A", "TBW102", "1.2.3.4:5", 4, 0).unwrap().unwrap();
         topics.create_topic_in_send_back("%RETRY%g", 1, 6, 0).unwrap();

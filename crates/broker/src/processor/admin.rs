@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use ferromq_protocol::body::{JsonBody, KVTable, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType};
-use ferromq_protocol::header::{CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader};
+use ferromq_protocol::header::{
+    CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader,
+};
 use ferromq_protocol::{response_code, version, RemotingCommand};
 use tracing::info;
 
@@ -18,8 +20,14 @@ impl Broker {
         if let Err(remark) = validate_topic(&h.topic) {
             return failure(req, response_code::INVALID_PARAMETER, remark);
         }
-        if h.topic == h.default_topic || self.topics().is_system_topic(&h.topic) && self.topics().select(&h.topic).is_none() {
-            return failure(req, response_code::INVALID_PARAMETER, format!("The topic[{}] is conflict with system topic.", h.topic));
+        if h.topic == h.default_topic
+            || self.topics().is_system_topic(&h.topic) && self.topics().select(&h.topic).is_none()
+        {
+            return failure(
+                req,
+                response_code::INVALID_PARAMETER,
+                format!("The topic[{}] is conflict with system topic.", h.topic),
+            );
         }
         let mut config = TopicConfig::new(h.topic.clone(), h.read_queue_nums, h.write_queue_nums);
         config.perm = h.perm;

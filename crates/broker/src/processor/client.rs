@@ -29,9 +29,16 @@ impl Broker {
                 // Every consumer group gets its retry topic on its first heartbeat.
                 let retry = retry_topic(&consumer.group_name);
                 if self.topics().select(&retry).is_none() {
-                    match self.topics().create_topic_in_send_back(&retry, group.retry_queue_nums, perm::PERM_WRITE | perm::PERM_READ, 0) {
+                    match self.topics().create_topic_in_send_back(
+                        &retry,
+                        group.retry_queue_nums,
+                        perm::PERM_WRITE | perm::PERM_READ,
+                        0,
+                    ) {
                         Ok(created) => self.on_topic_created(&created),
-                        Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("cannot create {retry}: {e}")),
+                        Err(e) => {
+                            return failure(req, response_code::SYSTEM_ERROR, format!("cannot create {retry}: {e}"))
+                        }
                     }
                 }
             }
@@ -69,7 +76,11 @@ impl Broker {
         let h = header_or_fail!(req, GetConsumerListByGroupRequestHeader);
         let ids = self.consumers.client_ids(&h.consumer_group);
         if ids.is_empty() {
-            return failure(req, response_code::SYSTEM_ERROR, format!("no consumer for this group, {}", h.consumer_group));
+            return failure(
+                req,
+                response_code::SYSTEM_ERROR,
+                format!("no consumer for this group, {}", h.consumer_group),
+            );
         }
         success(req).with_body(ConsumerListByGroupResponseBody { consumer_id_list: ids }.encode())
     }

@@ -32,7 +32,13 @@ impl Broker {
         if self.topics().select(&h.topic).is_none() {
             return failure(req, response_code::TOPIC_NOT_EXIST, format!("Topic {} not exist!", h.topic));
         }
-        self.offsets().commit_offset(&conn.remote_addr().to_string(), &h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
+        self.offsets().commit_offset(
+            &conn.remote_addr().to_string(),
+            &h.consumer_group,
+            &h.topic,
+            h.queue_id,
+            h.commit_offset,
+        );
         success(req)
     }
 

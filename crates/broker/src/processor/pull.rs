@@ -44,7 +44,13 @@ impl Broker {
         match self.process_pull(&conn, &req, true) {
             PullOutcome::Respond(r) => Some(r),
             PullOutcome::Park { topic, queue_id, pull_from, suspend, tag_codes } => {
-                let held = HeldPull { conn: conn.clone(), request: req.clone(), pull_from, deadline: Instant::now() + suspend, tag_codes };
+                let held = HeldPull {
+                    conn: conn.clone(),
+                    request: req.clone(),
+                    pull_from,
+                    deadline: Instant::now() + suspend,
+                    tag_codes,
+                };
                 if let Err(held) = self.pull_hold.park(&topic, queue_id, held) {
                     return Some(failure(&held.request, response_code::SYSTEM_BUSY, BUSY_REMARK));
                 }
@@ -63,25 +69,46 @@ impl Broker {
             Err(e) => return respond(response_code::SYSTEM_ERROR, e.to_string()),
         };
         if !perm::is_readable(self.config.broker_permission) {
-            return respond(response_code::NO_PERMISSION, format!("the broker[{}] pulling message is forbidden", self.config.broker_ip1));
+            return respond(
+                response_code::NO_PERMISSION,
+                format!("the broker[{}] pulling message is forbidden", self.config.broker_ip1),
+            );
         }
         let Some(group) = self.groups().find(&h.consumer_group, self.config.auto_create_subscription_group) else {
-            return respond(response_code::SUBSCRIPTION_GROUP_NOT_EXIST, format!("subscription group [{}] does not exist", h.consumer_group));
+            return respond(
+                response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+                format!("subscription group [{}] does not exist", h.consumer_group),
+            );
         };
         if !group.consume_enable {
-            return respond(response_code::NO_PERMISSION, format!("subscription group no permission, {}", h.consumer_group));
+            return respond(
+                response_code::NO_PERMISSION,
+                format!("subscription group no permission, {}", h.consumer_group),
+            );
         }
         let Some(topic) = self.topics().select(&h.topic) else {
-            return respond(response_code::TOPIC_NOT_EXIST, format!("topic[{}] not exist, apply first please!", h.topic));
+            return respond(
+                response_code::TOPIC_NOT_EXIST,
+                format!("topic[{}] not exist, apply first please!", h.topic),
+            );
         };
         if !perm::is_readable(topic.perm) {
-            return respond(response_code::NO_PERMISSION, format!("the topic[{}] pulling message is forbidden", h.topic));
+            return respond(
+                response_code::NO_PERMISSION,
+                format!("the topic[{}] pulling message is forbidden", h.topic),
+            );
         }
         if h.queue_id < 0 || h.queue_id >= topic.read_queue_nums {
-            return respond(response_code::SYSTEM_ERROR, format!(
-                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
-                h.queue_id, h.topic, topic.read_queue_nums, conn.remote_addr()
-            ));
+            return respond(
+                response_code::SYSTEM_ERROR,
+                format!(
+                    "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+                    h.queue_id,
+                    h.topic,
+                    topic.read_queue_nums,
+                    conn.remote_addr()
+                ),
+            );
         }
         let has_subscription = h.sys_flag & pull_sys_flag::SUBSCRIPTION != 0;
         let sub_string = if has_subscription {
@@ -95,13 +122,23 @@ impl Broker {
             h.subscription.clone().unwrap_or_else(|| "*".to_owned())
         } else {
             if self.consumers.group(&h.consumer_group).is_none() {
-                return respond(response_code::SUBSCRIPTION_NOT_EXIST, format!("the consumer's group info not exist, group: {}", h.consumer_group));
+                return respond(
+                    response_code::SUBSCRIPTION_NOT_EXIST,
+                    format!("the consumer's group info not exist, group: {}", h.consumer_group),
+                );
             }
-            let Some(sub): Option<SubscriptionData> = self.consumers.find_subscription(&h.consumer_group, &h.topic) else {
-                return respond(response_code::SUBSCRIPTION_NOT_EXIST, format!("the consumer's subscription not exist, group: {}", h.consumer_group));
+            let Some(sub): Option<SubscriptionData> = self.consumers.find_subscription(&h.consumer_group, &h.topic)
+            else {
+                return respond(
+                    response_code::SUBSCRIPTION_NOT_EXIST,
+                    format!("the consumer's subscription not exist, group: {}", h.consumer_group),
+                );
             };
             if sub.sub_version < h.sub_version {
-                return respond(response_code::SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest".into());
+                return respond(
+                    response_code::SUBSCRIPTION_NOT_LATEST,
+                    "the consumer's subscription not latest".into(),
+                );
             }
             sub.sub_string
         };
@@ -114,7 +151,9 @@ impl Broker {
 
         let (code, mut suggest) = match result.status {
             GetMessageStatus::Found => (response_code::SUCCESS, 0),
-            GetMessageStatus::NoMatchedMessage | GetMessageStatus::MessageWasRemoving => (response_code::PULL_RETRY_IMMEDIATELY, 0),
+            GetMessageStatus::NoMatchedMessage | GetMessageStatus::MessageWasRemoving => {
+                (response_code::PULL_RETRY_IMMEDIATELY, 0)
+            }
             GetMessageStatus::NoMessageInQueue | GetMessageStatus::NoMatchedLogicQueue => {
                 if h.queue_offset != 0 {
                     (response_code::PULL_OFFSET_MOVED, 0)
@@ -122,15 +161,25 @@ impl Broker {
                     (response_code::PULL_NOT_FOUND, 0)
                 }
             }
-            GetMessageStatus::OffsetFoundNull | GetMessageStatus::OffsetOverflowOne => (response_code::PULL_NOT_FOUND, 0),
-            GetMessageStatus::OffsetOverflowBadly | GetMessageStatus::OffsetTooSmall => (response_code::PULL_OFFSET_MOVED, 0),
+            GetMessageStatus::OffsetFoundNull | GetMessageStatus::OffsetOverflowOne => {
+                (response_code::PULL_NOT_FOUND, 0)
+            }
+            GetMessageStatus::OffsetOverflowBadly | GetMessageStatus::OffsetTooSmall => {
+                (response_code::PULL_OFFSET_MOVED, 0)
+            }
         };
         if result.suggest_pulling_from_slave && self.config.slave_read_enable {
             suggest = group.which_broker_when_consume_slowly;
         }
         // The consumer's committed offset rides along on pulls.
         if h.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0 && h.commit_offset >= 0 && !self.is_slave() {
-            self.offsets().commit_offset(&conn.remote_addr().to_string(), &h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
+            self.offsets().commit_offset(
+                &conn.remote_addr().to_string(),
+                &h.consumer_group,
+                &h.topic,
+                h.queue_id,
+                h.commit_offset,
+            );
         }
         if code == response_code::PULL_NOT_FOUND && allow_suspend && h.sys_flag & pull_sys_flag::SUSPEND != 0 {
             let suspend = if self.config.long_polling_enable {
@@ -139,7 +188,13 @@ impl Broker {
                 Duration::from_millis(self.config.short_polling_time_mills)
             };
             debug!(topic = %h.topic, queue_id = h.queue_id, queue_offset = h.queue_offset, "pull parked");
-            return PullOutcome::Park { topic: h.topic, queue_id: h.queue_id, pull_from: h.queue_offset, suspend, tag_codes };
+            return PullOutcome::Park {
+                topic: h.topic,
+                queue_id: h.queue_id,
+                pull_from: h.queue_offset,
+                suspend,
+                tag_codes,
+            };
         }
         let mut response = RemotingCommand::response_to(req, code, Some(result.status.name().to_owned())).with_header(
             &PullMessageResponseHeader {

@@ -1,7 +1,9 @@
 //! QUERY_MESSAGE (12) and VIEW_MESSAGE_BY_ID (33). Java: `QueryMessageProcessor`.
 
 use bytes::BytesMut;
-use ferromq_protocol::header::{QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageRequestHeader, UNIQUE_KEY_QUERY};
+use ferromq_protocol::header::{
+    QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageRequestHeader, UNIQUE_KEY_QUERY,
+};
 use ferromq_protocol::{response_code, RemotingCommand};
 
 use crate::broker::Broker;
@@ -16,7 +18,8 @@ impl Broker {
         if req.ext(UNIQUE_KEY_QUERY) == Some("true") {
             h.max_num = DEFAULT_QUERY_MAX_NUM;
         }
-        let found = self.store.query_message(&h.topic, &h.key, h.max_num.max(0) as usize, h.begin_timestamp, h.end_timestamp);
+        let found =
+            self.store.query_message(&h.topic, &h.key, h.max_num.max(0) as usize, h.begin_timestamp, h.end_timestamp);
         if found.messages.is_empty() {
             return failure(req, response_code::QUERY_NOT_FOUND, "can not find message, maybe time range not correct");
         }
@@ -36,7 +39,9 @@ impl Broker {
         let h = header_or_fail!(req, ViewMessageRequestHeader);
         match self.store.look_message_by_offset(h.offset) {
             Some(msg) => success(req).with_body(msg),
-            None => failure(req, response_code::SYSTEM_ERROR, format!("can not find message by the offset, {}", h.offset)),
+            None => {
+                failure(req, response_code::SYSTEM_ERROR, format!("can not find message by the offset, {}", h.offset))
+            }
         }
     }
 }

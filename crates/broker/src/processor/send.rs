@@ -32,11 +32,7 @@ impl Broker {
             Ok(c) => c,
             Err(response) => return *response,
         };
-        let queue_id = if header.queue_id < 0 {
-            pick_queue(topic_config.write_queue_nums)
-        } else {
-            header.queue_id
-        };
+        let queue_id = if header.queue_id < 0 { pick_queue(topic_config.write_queue_nums) } else { header.queue_id };
         let mut sys_flag = header.sys_flag;
         if topic_config.topic_filter_type == TopicFilterType::MultiTag {
             sys_flag |= sysflag::MULTI_TAGS_FLAG;
@@ -45,10 +41,14 @@ impl Broker {
         if sysflag::transaction_value(sys_flag) == sysflag::TRANSACTION_PREPARED_TYPE {
             // Half messages need the transaction service (half/op topics and check-back); until
             // it exists they are refused rather than stored where no one would commit them.
-            return failure(&req, response_code::NO_PERMISSION, format!(
+            return failure(
+                &req,
+                response_code::NO_PERMISSION,
+                format!(
                 "the broker[{}] sending transaction message is forbidden: transactional messages are not supported yet",
                 self.config.broker_ip1
-            ));
+            ),
+            );
         }
         let mut transaction_id = None;
         let result = if batch {
@@ -58,10 +58,11 @@ impl Broker {
             }
         } else {
             if req.body.len() as u64 > self.store.config().max_message_size {
-                return failure(&req, response_code::MESSAGE_ILLEGAL, format!(
-                    "the message body size over max value, MAX: {}",
-                    self.store.config().max_message_size
-                ));
+                return failure(
+                    &req,
+                    response_code::MESSAGE_ILLEGAL,
+                    format!("the message body size over max value, MAX: {}", self.store.config().max_message_size),
+                );
             }
             let (msg, uniq) = self.build_message(
                 &conn,
@@ -88,22 +89,37 @@ impl Broker {
     ) -> Result<TopicConfig, Box<RemotingCommand>> {
         let fail = |code, remark: String| Err(Box::new(failure(req, code, remark)));
         if self.is_slave() {
-            return fail(response_code::SERVICE_NOT_AVAILABLE, "the broker is a slave and does not accept messages".into());
+            return fail(
+                response_code::SERVICE_NOT_AVAILABLE,
+                "the broker is a slave and does not accept messages".into(),
+            );
         }
         if !perm::is_writeable(self.config.broker_permission) {
-            return fail(response_code::NO_PERMISSION, format!("the broker[{}] sending message is forbidden", self.config.broker_ip1));
+            return fail(
+                response_code::NO_PERMISSION,
+                format!("the broker[{}] sending message is forbidden", self.config.broker_ip1),
+            );
         }
         if let Err(remark) = validate_topic(&header.topic) {
             return fail(response_code::INVALID_PARAMETER, remark);
         }
         if is_not_allowed_send_topic(&header.topic) {
-            return fail(response_code::NO_PERMISSION, format!("Sending message to topic[{}] is forbidden.", header.topic));
+            return fail(
+                response_code::NO_PERMISSION,
+                format!("Sending message to topic[{}] is forbidden.", header.topic),
+            );
         }
         let mut config = self.topics().select(&header.topic);
         if config.is_none() {
             warn!(topic = %header.topic, remote_addr = %conn.remote_addr(), "the topic does not exist");
             let remote = conn.remote_addr().to_string();
-            config = match self.topics().create_topic_in_send_message(&header.topic, &header.default_topic, &remote, header.default_topic_queue_nums, 0) {
+            config = match self.topics().create_topic_in_send_message(
+                &header.topic,
+                &header.default_topic,
+                &remote,
+                header.default_topic_queue_nums,
+                0,
+            ) {
                 Ok(c) => c,
                 Err(e) => return fail(response_code::SYSTEM_ERROR, format!("topic creation failed: {e}")),
             };
@@ -118,17 +134,29 @@ impl Broker {
             }
         }
         let Some(config) = config else {
-            return fail(response_code::TOPIC_NOT_EXIST, format!("topic[{}] not exist, apply first please!", header.topic));
+            return fail(
+                response_code::TOPIC_NOT_EXIST,
+                format!("topic[{}] not exist, apply first please!", header.topic),
+            );
         };
         if !perm::is_writeable(config.perm) {
-            return fail(response_code::NO_PERMISSION, format!("the topic[{}] sending message is forbidden", header.topic));
+            return fail(
+                response_code::NO_PERMISSION,
+                format!("the topic[{}] sending message is forbidden", header.topic),
+            );
         }
         let valid = config.write_queue_nums.max(config.read_queue_nums);
         if header.queue_id >= valid {
-            return fail(response_code::INVALID_PARAMETER, format!(
-                "request queueId[{}] is illegal, topic {} has {} queues, Producer: {}",
-                header.queue_id, header.topic, valid, conn.remote_addr()
-            ));
+            return fail(
+                response_code::INVALID_PARAMETER,
+                format!(
+                    "request queueId[{}] is illegal, topic {} has {} queues, Producer: {}",
+                    header.queue_id,
+                    header.topic,
+                    valid,
+                    conn.remote_addr()
+                ),
+            );
         }
         Ok(config)
     }
@@ -182,7 +210,10 @@ impl Broker {
     ) -> Result<Vec<StoredMessage>, Box<RemotingCommand>> {
         let fail = |code, remark: String| Err(Box::new(failure(req, code, remark)));
         if header.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
-            return fail(response_code::MESSAGE_ILLEGAL, format!("batch request does not support retry group {}", header.topic));
+            return fail(
+                response_code::MESSAGE_ILLEGAL,
+                format!("batch request does not support retry group {}", header.topic),
+            );
         }
         let entries = match decode_batch(&req.body) {
             Ok(e) if !e.is_empty() => e,
@@ -193,13 +224,17 @@ impl Broker {
         let mut out = Vec::with_capacity(entries.len());
         for entry in entries {
             if entry.body.len() as u64 > max {
-                return fail(response_code::MESSAGE_ILLEGAL, format!("the message body size over max value, MAX: {max}"));
+                return fail(
+                    response_code::MESSAGE_ILLEGAL,
+                    format!("the message body size over max value, MAX: {max}"),
+                );
             }
             let props = MessageProperties::decode(&entry.properties);
             if props.get(keys::DELAY).is_some_and(|d| d != "0") {
                 return fail(response_code::MESSAGE_ILLEGAL, "batch messages cannot be delayed".into());
             }
-            let (msg, _) = self.build_message(conn, header, queue_id, sys_flag, &entry.properties, entry.body, entry.flag);
+            let (msg, _) =
+                self.build_message(conn, header, queue_id, sys_flag, &entry.properties, entry.body, entry.flag);
             out.push(msg);
         }
         Ok(out)
@@ -215,7 +250,9 @@ impl Broker {
         let code = match result.status {
             PutMessageStatus::PutOk => response_code::SUCCESS,
             PutMessageStatus::FlushDiskTimeout => response_code::FLUSH_DISK_TIMEOUT,
-            PutMessageStatus::MessageIllegal | PutMessageStatus::PropertiesSizeExceeded => response_code::MESSAGE_ILLEGAL,
+            PutMessageStatus::MessageIllegal | PutMessageStatus::PropertiesSizeExceeded => {
+                response_code::MESSAGE_ILLEGAL
+            }
             PutMessageStatus::ServiceNotAvailable => response_code::SERVICE_NOT_AVAILABLE,
             PutMessageStatus::CreateMappedFileFailed
             | PutMessageStatus::FlushFailed
@@ -226,14 +263,15 @@ impl Broker {
             debug!(status = ?result.status, remark = %remark, "send refused by the store");
             return failure(req, code, remark);
         };
-        let mut response = RemotingCommand::response_to(req, code, result.remark).with_header(&SendMessageResponseHeader {
-            msg_id: append.msg_id,
-            queue_id,
-            queue_offset: append.logics_offset,
-            transaction_id,
-            batch_uniq_id: None,
-            recall_handle: None,
-        });
+        let mut response =
+            RemotingCommand::response_to(req, code, result.remark).with_header(&SendMessageResponseHeader {
+                msg_id: append.msg_id,
+                queue_id,
+                queue_offset: append.logics_offset,
+                transaction_id,
+                batch_uniq_id: None,
+                recall_handle: None,
+            });
         response.ext_fields.insert("MSG_REGION".into(), self.config.region_id.clone());
         response.ext_fields.insert("TRACE_ON".into(), self.config.trace_on.to_string());
         response

@@ -1,0 +1,441 @@
+//! The broker over real loopback TCP, with a real name server: send, pull, long polling,
+//! offsets, heartbeats, queries, admin requests, bad input and a restart.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use ferromq_broker::BrokerSettings;
+use ferromq_namesrv::NamesrvConfig;
+use ferromq_protocol::body::{
+    ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, JsonBody, MessageModel, SubscriptionData,
+    TopicRouteData,
+};
+use ferromq_protocol::header::*;
+use ferromq_protocol::message::{encode_batch, BatchEntry, MessageProperties, StoredMessage};
+use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use ferromq_remoting::{ClientConfig, RemotingClient};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+const T: Duration = Duration::from_secs(10);
+
+struct Cluster {
+    ns_addr: String,
+    broker_addr: String,
+    ns_stop: Option<oneshot::Sender<()>>,
+    broker_stop: Option<oneshot::Sender<()>>,
+    ns_task: tokio::task::JoinHandle<()>,
+    broker_task: Option<tokio::task::JoinHandle<()>>,
+    dir: tempfile::TempDir,
+}
+
+fn settings(dir: &std::path::Path, ns_addr: &str, tweak: &dyn Fn(&mut BrokerSettings)) -> BrokerSettings {
+    let mut s = BrokerSettings::default();
+    s.broker.namesrv_addr = ns_addr.to_owned();
+    s.store.store_path_root_dir = dir.join("store");
+    s.store.mapped_file_size_commit_log = 1 << 20;
+    s.store.mapped_file_size_consume_queue = 20 * 1000;
+    s.store.max_hash_slot_num = 1000;
+    s.store.max_index_num = 4000;
+    tweak(&mut s);
+    s
+}
+
+async fn start_broker(
+    dir: &std::path::Path,
+    ns_addr: &str,
+    tweak: &dyn Fn(&mut BrokerSettings),
+) -> (String, oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let s = settings(dir, ns_addr, tweak);
+    let task = tokio::spawn(async move {
+        ferromq_broker::run(s, listener, async {
+            let _ = stopped.await;
+        })
+        .await
+        .unwrap();
+    });
+    (addr, stop, task)
+}
+
+impl Cluster {
+    async fn start(tweak: &dyn Fn(&mut BrokerSettings)) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let ns_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let ns_addr = ns_listener.local_addr().unwrap().to_string();
+        let config = NamesrvConfig { kv_config_path: dir.path().join("kv.json"), ..NamesrvConfig::default() };
+        let (ns_stop, ns_stopped) = oneshot::channel::<()>();
+        let ns_task = tokio::spawn(async move {
+            ferromq_namesrv::run(config, ns_listener, async {
+                let _ = ns_stopped.await;
+            })
+            .await
+            .unwrap();
+        });
+        let (broker_addr, broker_stop, broker_task) = start_broker(dir.path(), &ns_addr, tweak).await;
+        let c = Cluster {
+            ns_addr,
+            broker_addr,
+            ns_stop: Some(ns_stop),
+            broker_stop: Some(broker_stop),
+            ns_task,
+            broker_task: Some(broker_task),
+            dir,
+        };
+        c.wait_registered("SELF_TEST_TOPIC").await;
+        c
+    }
+
+    async fn wait_registered(&self, topic: &str) -> TopicRouteData {
+        let client = RemotingClient::new(ClientConfig::default());
+        let deadline = Instant::now() + T;
+        loop {
+            let req = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC)
+                .with_header(&GetRouteInfoRequestHeader { topic: topic.into(), accept_standard_json_only: None });
+            if let Ok(r) = client.invoke(&self.ns_addr, req, T).await {
+                if r.code == response_code::SUCCESS {
+                    return TopicRouteData::decode(&r.body).unwrap();
+                }
+            }
+            assert!(Instant::now() < deadline, "broker never registered {topic}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn restart_broker(&mut self, tweak: &dyn Fn(&mut BrokerSettings)) {
+        let _ = self.broker_stop.take().unwrap().send(());
+        tokio::time::timeout(T, self.broker_task.take().unwrap()).await.expect("broker stops").unwrap();
+        let (addr, stop, task) = start_broker(self.dir.path(), &self.ns_addr, tweak).await;
+        self.broker_addr = addr;
+        self.broker_stop = Some(stop);
+        self.broker_task = Some(task);
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.broker_stop.take() {
+            let _ = stop.send(());
+            tokio::time::timeout(T, self.broker_task.take().unwrap()).await.expect("broker stops").unwrap();
+        }
+        let _ = self.ns_stop.take().unwrap().send(());
+        tokio::time::timeout(T, &mut self.ns_task).await.expect("namesrv stops").unwrap();
+    }
+}
+
+fn send_v2(topic: &str, queue_id: i32, body: &str, tag: &str, key: &str) -> RemotingCommand {
+    let mut props = MessageProperties::new();
+    props.insert("TAGS", tag);
+    props.insert("KEYS", key);
+    props.insert("WAIT", "true");
+    let h: SendMessageRequestHeaderV2 = SendMessageRequestHeader {
+        producer_group: "pg".into(),
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id,
+        sys_flag: 0,
+        born_timestamp: 1_700_000_000_000,
+        flag: 0,
+        properties: Some(props.encode()),
+        reconsume_times: Some(0),
+        unit_mode: Some(false),
+        batch: Some(false),
+        max_reconsume_times: None,
+        broker_name: None,
+    }
+    .into();
+    RemotingCommand::request(request_code::SEND_MESSAGE_V2).with_header(&h).with_body(body.to_owned().into_bytes())
+}
+
+fn pull(topic: &str, queue_id: i32, offset: i64, sub: &str, suspend_ms: i64) -> RemotingCommand {
+    RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
+        consumer_group: "cg".into(),
+        topic: topic.into(),
+        queue_id,
+        queue_offset: offset,
+        max_msg_nums: 32,
+        sys_flag: pull_sys_flag::SUBSCRIPTION | if suspend_ms > 0 { pull_sys_flag::SUSPEND } else { 0 },
+        commit_offset: 0,
+        suspend_timeout_millis: suspend_ms,
+        subscription: Some(sub.into()),
+        sub_version: 0,
+        expression_type: Some("TAG".into()),
+        ..Default::default()
+    })
+}
+
+fn bodies(r: &RemotingCommand) -> Vec<String> {
+    StoredMessage::decode_all(&r.body)
+        .unwrap()
+        .into_iter()
+        .map(|m| String::from_utf8(m.body.to_vec()).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_pull_offsets_and_long_polling() {
+    let c = Cluster::start(&|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    // First send auto-creates the topic from TBW102 (4 queues, as the client asked).
+    for i in 0..6 {
+        let r = client
+            .invoke(
+                &c.broker_addr,
+                send_v2("Orders", 1, &format!("m{i}"), if i % 2 == 0 { "A" } else { "B" }, &format!("k{i}")),
+                T,
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let h: SendMessageResponseHeader = r.decode_header().unwrap();
+        assert_eq!((h.queue_id, h.queue_offset), (1, i));
+        assert_eq!(h.msg_id.len(), 32);
+        assert!(r.ext("MSG_REGION").is_some() && r.ext("TRACE_ON").is_some());
+    }
+    let route = c.wait_registered("Orders").await;
+    assert_eq!(route.queue_datas[0].write_queue_nums, 4);
+
+    let r = client.invoke(&c.broker_addr, pull("Orders", 1, 0, "*", 0), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS);
+    assert_eq!(bodies(&r), vec!["m0", "m1", "m2", "m3", "m4", "m5"]);
+    let h: PullMessageResponseHeader = r.decode_header().unwrap();
+    assert_eq!((h.next_begin_offset, h.min_offset, h.max_offset), (6, 0, 6));
+    let stored = StoredMessage::decode_all(&r.body).unwrap();
+    assert_eq!(stored[0].property("CLUSTER"), Some("DefaultCluster"));
+    assert!(stored[0].property("UNIQ_KEY").is_some(), "the broker adds a UNIQ_KEY when the producer did not");
+
+    // Tag filter.
+    let r = client.invoke(&c.broker_addr, pull("Orders", 1, 0, "B", 0), T).await.unwrap();
+    assert_eq!(bodies(&r), vec!["m1", "m3", "m5"]);
+    // At the end: PULL_NOT_FOUND without suspension.
+    let r = client.invoke(&c.broker_addr, pull("Orders", 1, 6, "*", 0), T).await.unwrap();
+    assert_eq!(r.code, response_code::PULL_NOT_FOUND);
+    assert_eq!(r.remark.as_deref(), Some("OFFSET_OVERFLOW_ONE"));
+    // Far past the end: PULL_OFFSET_MOVED.
+    let r = client.invoke(&c.broker_addr, pull("Orders", 1, 60, "*", 0), T).await.unwrap();
+    assert_eq!(r.code, response_code::PULL_OFFSET_MOVED);
+
+    // Long polling: a suspended pull is answered when the message arrives, long before its
+    // 30 s suspension would run out.
+    let parked = {
+        let addr = c.broker_addr.clone();
+        tokio::spawn(async move {
+            let client = RemotingClient::new(ClientConfig::default());
+            client.invoke(&addr, pull("Orders", 1, 6, "*", 30_000), Duration::from_secs(40)).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!parked.is_finished(), "the pull waits");
+    let r = client.invoke(&c.broker_addr, send_v2("Orders", 1, "late", "A", "k6"), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS);
+    let woke = tokio::time::timeout(T, parked).await.expect("the parked pull is answered on arrival").unwrap().unwrap();
+    assert_eq!(woke.code, response_code::SUCCESS);
+    assert_eq!(bodies(&woke), vec!["late"]);
+
+    // A parked pull whose tag does not match stays parked until its suspension ends.
+    let r = client.invoke(&c.broker_addr, pull("Orders", 1, 7, "Z", 300), T).await.unwrap();
+    assert_eq!(r.code, response_code::PULL_NOT_FOUND);
+
+    // Offsets.
+    let update = RemotingCommand::request(request_code::UPDATE_CONSUMER_OFFSET).with_header(
+        &UpdateConsumerOffsetRequestHeader {
+            consumer_group: "cg".into(),
+            topic: "Orders".into(),
+            queue_id: 1,
+            commit_offset: 5,
+            broker_name: None,
+        },
+    );
+    assert_eq!(client.invoke(&c.broker_addr, update, T).await.unwrap().code, response_code::SUCCESS);
+    let query = |group: &str| {
+        RemotingCommand::request(request_code::QUERY_CONSUMER_OFFSET).with_header(&QueryConsumerOffsetRequestHeader {
+            consumer_group: group.into(),
+            topic: "Orders".into(),
+            queue_id: 1,
+            set_zero_if_not_found: None,
+            broker_name: None,
+        })
+    };
+    let r = client.invoke(&c.broker_addr, query("cg"), T).await.unwrap();
+    assert_eq!(r.decode_header::<OffsetResponseHeader>().unwrap().offset, 5);
+    let r = client.invoke(&c.broker_addr, query("new-group"), T).await.unwrap();
+    assert_eq!((r.code, r.decode_header::<OffsetResponseHeader>().unwrap().offset), (response_code::SUCCESS, 0));
+    let max = RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&GetMaxOffsetRequestHeader {
+        topic: "Orders".into(),
+        queue_id: 1,
+        committed: None,
+        broker_name: None,
+    });
+    assert_eq!(
+        client.invoke(&c.broker_addr, max, T).await.unwrap().decode_header::<OffsetResponseHeader>().unwrap().offset,
+        7
+    );
+    let min = RemotingCommand::request(request_code::GET_MIN_OFFSET).with_header(&QueueRequestHeader {
+        topic: "Orders".into(),
+        queue_id: 1,
+        broker_name: None,
+    });
+    assert_eq!(
+        client.invoke(&c.broker_addr, min, T).await.unwrap().decode_header::<OffsetResponseHeader>().unwrap().offset,
+        0
+    );
+
+    // Query by key.
+    let q = RemotingCommand::request(request_code::QUERY_MESSAGE).with_header(&QueryMessageRequestHeader {
+        topic: "Orders".into(),
+        key: "k3".into(),
+        max_num: 32,
+        begin_timestamp: 0,
+        end_timestamp: i64::MAX,
+    });
+    let r = client.invoke(&c.broker_addr, q, T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS);
+    assert!(bodies(&r).contains(&"m3".to_owned()));
+
+    client.shutdown().await;
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_heartbeat_and_consumer_list() {
+    let c = Cluster::start(&|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let entries: Vec<BatchEntry> = (0..3)
+        .map(|i| BatchEntry {
+            flag: 0,
+            body: Bytes::from(format!("b{i}")),
+            properties: format!("TAGS\u{1}T\u{2}KEYS\u{1}bk{i}\u{2}"),
+        })
+        .collect();
+    let mut req = send_v2("Batch", 0, "", "T", "x");
+    req.code = request_code::SEND_BATCH_MESSAGE;
+    req.ext_fields.insert("m".into(), "true".into());
+    req.body = encode_batch(&entries).unwrap().freeze();
+    let r = client.invoke(&c.broker_addr, req, T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let h: SendMessageResponseHeader = r.decode_header().unwrap();
+    assert_eq!(h.msg_id.split(',').count(), 3);
+    let r = client.invoke(&c.broker_addr, pull("Batch", 0, 0, "*", 0), T).await.unwrap();
+    assert_eq!(bodies(&r), vec!["b0", "b1", "b2"]);
+
+    let hb = HeartbeatData {
+        client_id: "127.0.0.1@test".into(),
+        consumer_data_set: vec![ConsumerData {
+            group_name: "cg1".into(),
+            consume_type: ConsumeType::ConsumePassively,
+            message_model: MessageModel::Clustering,
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            subscription_data_set: vec![SubscriptionData {
+                topic: "Batch".into(),
+                sub_string: "*".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let r = client
+        .invoke(&c.broker_addr, RemotingCommand::request(request_code::HEART_BEAT).with_body(hb.encode()), T)
+        .await
+        .unwrap();
+    assert_eq!(r.code, response_code::SUCCESS);
+    let list = RemotingCommand::request(request_code::GET_CONSUMER_LIST_BY_GROUP)
+        .with_header(&GetConsumerListByGroupRequestHeader { consumer_group: "cg1".into() });
+    let r = client.invoke(&c.broker_addr, list, T).await.unwrap();
+    assert!(String::from_utf8_lossy(&r.body).contains("127.0.0.1@test"));
+    // The heartbeat created the group's retry topic, and it reaches the name server.
+    c.wait_registered("%RETRY%cg1").await;
+    // A pull without a subscription in the request uses the heartbeat's.
+    let mut p = pull("Batch", 0, 0, "ignored", 0);
+    p.ext_fields.insert("consumerGroup".into(), "cg1".into());
+    p.ext_fields.insert("sysFlag".into(), "0".into());
+    let r = client.invoke(&c.broker_addr, p, T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS);
+    client.shutdown().await;
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_rocketmq_codes_and_the_broker_keeps_serving() {
+    let c = Cluster::start(&|s| {
+        s.broker.auto_create_topic_enable = false;
+        s.store.max_message_size = 1024;
+    })
+    .await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let r = client.invoke(&c.broker_addr, send_v2("Unknown", 0, "x", "T", "k"), T).await.unwrap();
+    assert_eq!(r.code, response_code::TOPIC_NOT_EXIST, "{:?}", r.remark);
+    let r = client.invoke(&c.broker_addr, send_v2("bad topic!", 0, "x", "T", "k"), T).await.unwrap();
+    assert_eq!(r.code, response_code::INVALID_PARAMETER);
+    let r = client.invoke(&c.broker_addr, send_v2("SCHEDULE_TOPIC_XXXX", 0, "x", "T", "k"), T).await.unwrap();
+    assert_eq!(r.code, response_code::NO_PERMISSION);
+    // Create the topic through the admin request, then an oversized body.
+    let create =
+        RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC).with_header(&CreateTopicRequestHeader {
+            topic: "Small".into(),
+            default_topic: "TBW102".into(),
+            read_queue_nums: 2,
+            write_queue_nums: 2,
+            perm: 6,
+            topic_filter_type: "SINGLE_TAG".into(),
+            topic_sys_flag: None,
+            order: false,
+            attributes: None,
+            force: None,
+        });
+    assert_eq!(client.invoke(&c.broker_addr, create, T).await.unwrap().code, response_code::SUCCESS);
+    let r = client.invoke(&c.broker_addr, send_v2("Small", 0, &"x".repeat(2000), "T", "k"), T).await.unwrap();
+    assert_eq!(r.code, response_code::MESSAGE_ILLEGAL);
+    let r = client.invoke(&c.broker_addr, send_v2("Small", 9, "x", "T", "k"), T).await.unwrap();
+    assert_eq!(r.code, response_code::INVALID_PARAMETER, "queue id out of range");
+    let r = client.invoke(&c.broker_addr, RemotingCommand::request(request_code::SEND_MESSAGE_V2), T).await.unwrap();
+    assert_eq!(r.code, response_code::SYSTEM_ERROR, "missing header fields");
+    let r = client.invoke(&c.broker_addr, RemotingCommand::request(99_999), T).await.unwrap();
+    assert_eq!(r.code, response_code::REQUEST_CODE_NOT_SUPPORTED);
+    let r = client.invoke(&c.broker_addr, send_v2("Small", 1, "fine", "T", "k"), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS);
+    client.shutdown().await;
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_keeps_messages_offsets_and_topics() {
+    let mut c = Cluster::start(&|s| s.store.flush_disk_type = ferromq_store::FlushDiskType::SyncFlush).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    for i in 0..10 {
+        let r = client.invoke(&c.broker_addr, send_v2("Durable", 2, &format!("d{i}"), "T", "k"), T).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS);
+    }
+    let update = RemotingCommand::request(request_code::UPDATE_CONSUMER_OFFSET).with_header(
+        &UpdateConsumerOffsetRequestHeader {
+            consumer_group: "cg".into(),
+            topic: "Durable".into(),
+            queue_id: 2,
+            commit_offset: 4,
+            broker_name: None,
+        },
+    );
+    assert_eq!(client.invoke(&c.broker_addr, update, T).await.unwrap().code, response_code::SUCCESS);
+    client.shutdown().await;
+    c.restart_broker(&|s| s.store.flush_disk_type = ferromq_store::FlushDiskType::SyncFlush).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let r = client.invoke(&c.broker_addr, pull("Durable", 2, 0, "*", 0), T).await.unwrap();
+    assert_eq!(bodies(&r), (0..10).map(|i| format!("d{i}")).collect::<Vec<_>>());
+    let q =
+        RemotingCommand::request(request_code::QUERY_CONSUMER_OFFSET).with_header(&QueryConsumerOffsetRequestHeader {
+            consumer_group: "cg".into(),
+            topic: "Durable".into(),
+            queue_id: 2,
+            set_zero_if_not_found: None,
+            broker_name: None,
+        });
+    assert_eq!(
+        client.invoke(&c.broker_addr, q, T).await.unwrap().decode_header::<OffsetResponseHeader>().unwrap().offset,
+        4
+    );
+    let r = client.invoke(&c.broker_addr, send_v2("Durable", 2, "d10", "T", "k"), T).await.unwrap();
+    assert_eq!(r.decode_header::<SendMessageResponseHeader>().unwrap().queue_offset, 10);
+    client.shutdown().await;
+    c.stop().await;
+}
