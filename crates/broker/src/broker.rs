@@ -110,6 +110,13 @@ impl Broker {
                 async move { Some(b.send(conn, req).await) }
             });
         }
+        {
+            let b = self.clone();
+            d.register(request_code::CONSUMER_SEND_MSG_BACK, move |conn, req| {
+                let b = b.clone();
+                async move { Some(b.consumer_send_msg_back(conn, req).await) }
+            });
+        }
         for code in [request_code::PULL_MESSAGE, request_code::LITE_PULL_MESSAGE] {
             let b = self.clone();
             d.register(code, move |conn, req| {
@@ -352,7 +359,10 @@ pub async fn run(
                         b.consumers.scan_not_active(now);
                     }
                     _ = persist.tick() => {
-                        if let Err(e) = b.metadata.persist_all() {
+                        // File writes and fsyncs stay off the async workers.
+                        let b2 = b.clone();
+                        let result = tokio::task::spawn_blocking(move || b2.metadata.persist_all()).await;
+                        if let Ok(Err(e)) = result {
                             warn!(error = %e, "metadata persistence failed");
                         }
                     }

@@ -439,3 +439,61 @@ async fn restart_keeps_messages_offsets_and_topics() {
     client.shutdown().await;
     c.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_back_goes_to_retry_then_dead_letter_topic() {
+    let c = Cluster::start(&|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let r = client.invoke(&c.broker_addr, send_v2("Work", 0, "job", "T", "k"), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS);
+    let r = client.invoke(&c.broker_addr, pull("Work", 0, 0, "*", 0), T).await.unwrap();
+    let original = StoredMessage::decode_all(&r.body).unwrap().remove(0);
+    let back = |offset: i64, delay_level: i32| {
+        RemotingCommand::request(request_code::CONSUMER_SEND_MSG_BACK).with_header(&ConsumerSendMsgBackRequestHeader {
+            offset,
+            group: "cg".into(),
+            delay_level,
+            origin_msg_id: None,
+            origin_topic: Some("Work".into()),
+            unit_mode: None,
+            max_reconsume_times: Some(2),
+            broker_name: None,
+        })
+    };
+    let r = client.invoke(&c.broker_addr, back(original.physical_offset, 0), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let r = client.invoke(&c.broker_addr, pull("%RETRY%cg", 0, 0, "*", 0), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS);
+    let retried = StoredMessage::decode_all(&r.body).unwrap().remove(0);
+    assert_eq!(retried.body, original.body);
+    assert_eq!(retried.reconsume_times, 1);
+    assert_eq!(retried.property("RETRY_TOPIC"), Some("Work"));
+    assert!(retried.property("ORIGIN_MESSAGE_ID").is_some());
+
+    // Second failure: reconsume times reach maxReconsumeTimes (2) on the next send-back.
+    let r = client.invoke(&c.broker_addr, back(retried.physical_offset, 0), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS);
+    let r = client.invoke(&c.broker_addr, pull("%RETRY%cg", 0, 1, "*", 0), T).await.unwrap();
+    let second = StoredMessage::decode_all(&r.body).unwrap().remove(0);
+    assert_eq!(second.reconsume_times, 2);
+    let r = client.invoke(&c.broker_addr, back(second.physical_offset, 0), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS);
+    // The dead-letter topic is write-only, as in RocketMQ: pulling from it is forbidden...
+    let r = client.invoke(&c.broker_addr, pull("%DLQ%cg", 0, 0, "*", 0), T).await.unwrap();
+    assert_eq!(r.code, response_code::NO_PERMISSION);
+    // ...but the message is there (viewed by key through the index).
+    let q = RemotingCommand::request(request_code::QUERY_MESSAGE).with_header(&QueryMessageRequestHeader {
+        topic: "%DLQ%cg".into(),
+        key: "k".into(),
+        max_num: 32,
+        begin_timestamp: 0,
+        end_timestamp: i64::MAX,
+    });
+    let r = client.invoke(&c.broker_addr, q, T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS);
+    let dead = StoredMessage::decode_all(&r.body).unwrap().remove(0);
+    assert_eq!((dead.topic.as_str(), dead.reconsume_times), ("%DLQ%cg", 3));
+    assert_eq!(dead.property("DLQ_ORIGIN_TOPIC"), Some("%RETRY%cg"));
+    client.shutdown().await;
+    c.stop().await;
+}

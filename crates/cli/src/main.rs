@@ -155,7 +155,8 @@ fn broker(args: BrokerArgs) -> anyhow::Result<()> {
     }
     let addr = format!("0.0.0.0:{}", settings.broker.listen_port);
     runtime()?.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+        let listener =
+            tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
         println!(
             "The broker[{}, {}] boot success. serializeType=JSON and name server is {}",
             settings.broker.broker_name,
@@ -189,16 +190,21 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
     let namesrv_addr = format!("{}:{}", args.bind, args.namesrv_port);
     let broker_addr = format!("{}:{}", args.bind, args.broker_port);
     runtime()?.block_on(async move {
-        let ns_listener =
-            tokio::net::TcpListener::bind(&namesrv_addr).await.with_context(|| format!("cannot listen on {namesrv_addr}"))?;
-        let broker_listener =
-            tokio::net::TcpListener::bind(&broker_addr).await.with_context(|| format!("cannot listen on {broker_addr}"))?;
+        let ns_listener = tokio::net::TcpListener::bind(&namesrv_addr)
+            .await
+            .with_context(|| format!("cannot listen on {namesrv_addr}"))?;
+        let broker_listener = tokio::net::TcpListener::bind(&broker_addr)
+            .await
+            .with_context(|| format!("cannot listen on {broker_addr}"))?;
         let (stop_ns_tx, stop_ns_rx) = tokio::sync::watch::channel(false);
         let (stop_broker_tx, stop_broker_rx) = tokio::sync::watch::channel(false);
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|s| *s).await;
         };
-        println!("FerroMQ standalone: name server on {namesrv_addr}, broker on {broker_addr}, data in {}", data.display());
+        println!(
+            "FerroMQ standalone: name server on {namesrv_addr}, broker on {broker_addr}, data in {}",
+            data.display()
+        );
         println!(
             "Send a first message with any RocketMQ client: namesrvAddr=127.0.0.1:{} topic=TopicTest (auto-created)",
             args.namesrv_port
