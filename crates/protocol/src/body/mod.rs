@@ -9,21 +9,27 @@
 //! This module does not act on the bodies; processors in the server crates do.
 
 mod cluster_info;
+mod connection;
+mod consume_stats;
 mod consumer_list;
 mod consumer_offset;
 mod data_version;
 mod error;
+mod group_list;
 mod heartbeat;
 mod kv_table;
 mod lenient;
 mod lock_batch;
 mod message_queue;
 pub mod perm;
+mod queue_map;
 mod register_broker;
+mod reset_offset;
 mod route;
 mod topic_config;
 mod topic_config_wrapper;
 mod topic_list;
+mod topic_stats;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -31,10 +37,13 @@ use serde::Serialize;
 use crate::json::{parse_lenient, to_fastjson_vec};
 
 pub use cluster_info::ClusterInfo;
+pub use connection::{Connection, ConsumerConnection, ProducerConnection};
+pub use consume_stats::{ConsumeStats, OffsetWrapper};
 pub use consumer_list::ConsumerListByGroupResponseBody;
 pub use consumer_offset::{ConsumerOffsetSerializeWrapper, TOPIC_GROUP_SEPARATOR};
 pub use data_version::DataVersion;
 pub use error::BodyError;
+pub use group_list::GroupList;
 pub use heartbeat::{
     ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, MessageModel, ProducerData, SubscriptionData,
     EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG, SUB_ALL,
@@ -43,10 +52,12 @@ pub use kv_table::KVTable;
 pub use lock_batch::{LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody};
 pub use message_queue::MessageQueue;
 pub use register_broker::{RegisterBrokerBody, MAPPING_IN_COMPRESSED_BODY_SINCE, MAX_INFLATED_REGISTER_BODY_BYTES};
+pub use reset_offset::{MessageQueueForC, ResetOffsetBody, ResetOffsetBodyForC};
 pub use route::{BrokerData, QueueData, TopicRouteData, MASTER_ID};
 pub use topic_config::{TopicConfig, TopicFilterType, DEFAULT_QUEUE_NUMS};
 pub use topic_config_wrapper::{TopicConfigAndMappingSerializeWrapper, TopicConfigSerializeWrapper};
 pub use topic_list::TopicList;
+pub use topic_stats::{TopicOffset, TopicStatsTable};
 
 /// A body carried as JSON. The default methods are all a body type needs.
 pub trait JsonBody: Serialize + DeserializeOwned {

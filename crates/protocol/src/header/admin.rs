@@ -34,3 +34,70 @@ command_header! {
         pub clean_offset: Option<bool> => "cleanOffset",
     }
 }
+
+command_header! {
+    /// GET_TOPIC_STATS_INFO (202).
+    pub struct GetTopicStatsInfoRequestHeader {
+        pub topic: String => "topic",
+    }
+}
+
+command_header! {
+    /// GET_CONSUME_STATS (208).
+    pub struct GetConsumeStatsRequestHeader {
+        pub consumer_group: String => "consumerGroup",
+        /// One topic; blank means every topic the group has offsets on.
+        pub topic: Option<String> => "topic",
+        /// 5.x: `;`-separated topics; when not blank, `topic` is ignored.
+        pub topic_list: Option<String> => "topicList",
+    }
+}
+
+command_header! {
+    /// GET_CONSUMER_CONNECTION_LIST (203).
+    pub struct GetConsumerConnectionListRequestHeader {
+        pub consumer_group: String => "consumerGroup",
+    }
+}
+
+command_header! {
+    /// GET_PRODUCER_CONNECTION_LIST (204).
+    pub struct GetProducerConnectionListRequestHeader {
+        pub producer_group: String => "producerGroup",
+    }
+}
+
+command_header! {
+    /// QUERY_TOPIC_CONSUME_BY_WHO (300).
+    pub struct QueryTopicConsumeByWhoRequestHeader {
+        pub topic: String => "topic",
+    }
+}
+
+command_header! {
+    /// INVOKE_BROKER_TO_RESET_OFFSET (222), and RESET_CONSUMER_CLIENT_OFFSET (220) from the
+    /// broker to consumers.
+    pub struct ResetOffsetRequestHeader {
+        pub topic: String => "topic",
+        pub group: String => "group",
+        /// 5.x: one queue; absent or negative means every queue.
+        pub queue_id: Option<i32> => "queueId",
+        /// 5.x: the offset to reset `queue_id` to, instead of searching by time (-1: none).
+        pub offset: Option<i64> => "offset",
+        /// Reset to the first message stored at or after this time (ms); -1 means the end.
+        pub timestamp: i64 => "timestamp",
+        pub is_force: bool => "isForce",
+    }
+}
+
+command_header! {
+    /// CLONE_GROUP_OFFSET (314).
+    pub struct CloneGroupOffsetRequestHeader {
+        pub src_group: String => "srcGroup",
+        pub dest_group: String => "destGroup",
+        /// Blank means every topic the source group has offsets on.
+        pub topic: Option<String> => "topic",
+        /// Skip the check against the source group's live subscriptions.
+        pub offline: Option<bool> => "offline",
+    }
+}
