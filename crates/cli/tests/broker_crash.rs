@@ -100,7 +100,8 @@ async fn every_acknowledged_message_survives_sigkill_under_sync_flush() {
         });
     }
     // Seeded by the clock; printed so a failure can be correlated with the logs.
-    let kill_after = 300 + (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_millis() % 700);
+    let kill_after =
+        300 + (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_millis() % 700);
     println!("killing the broker after {kill_after} ms of load");
     tokio::time::sleep(Duration::from_millis(u64::from(kill_after))).await;
     process.0.kill().unwrap(); // SIGKILL
@@ -141,7 +142,12 @@ async fn every_acknowledged_message_survives_sigkill_under_sync_flush() {
         }
     }
     let lost: Vec<&String> = acked.difference(&found).collect();
-    assert!(lost.is_empty(), "{} acknowledged messages lost, e.g. {:?}", lost.len(), lost.iter().take(5).collect::<Vec<_>>());
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged messages lost, e.g. {:?}",
+        lost.len(),
+        lost.iter().take(5).collect::<Vec<_>>()
+    );
     println!("{} acknowledged messages all recovered ({} stored)", acked.len(), found.len());
     client.shutdown().await;
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use crate::mapped_file::MappedFile;
 
@@ -223,7 +223,8 @@ impl MappedFileQueue {
             }
         }
         for f in files.drain(keep..) {
-            warn!(file = %f.path().display(), "deleting segment past the recovered end");
+            // Usually the empty, pre-allocated next segment; after a crash, a torn tail.
+            info!(file = %f.path().display(), "removing segment past the recovered end");
             f.destroy()?;
         }
         Ok(())

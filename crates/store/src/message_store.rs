@@ -84,6 +84,10 @@ struct Shared {
 
 impl Shared {
     fn dispatch(&self, req: &DispatchRequest) {
+        // Index first: once a message is consumable it is also findable by key.
+        if let Err(e) = self.index.build_index(req) {
+            error!(topic = %req.topic, physical_offset = req.commit_log_offset, error = %e, "index write failed");
+        }
         if goes_to_consume_queue(req) {
             match self.consume_queues.find_or_create(&req.topic, req.queue_id) {
                 Ok(cq) => {
@@ -94,9 +98,6 @@ impl Shared {
                 }
                 Err(e) => error!(topic = %req.topic, queue_id = req.queue_id, error = %e, "cannot open consume queue"),
             }
-        }
-        if let Err(e) = self.index.build_index(req) {
-            error!(topic = %req.topic, physical_offset = req.commit_log_offset, error = %e, "index write failed");
         }
         self.last_dispatched_timestamp.store(req.store_timestamp, Ordering::Release);
         if goes_to_consume_queue(req) {

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use ferromq_protocol::body::{perm, TopicConfig, TopicFilterType};
 use ferromq_protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
 use ferromq_protocol::message::{decode_batch, keys, sysflag, MessageProperties, StoredMessage};
-use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use ferromq_protocol::{response_code, RemotingCommand};
 use ferromq_remoting::Connection;
 use ferromq_store::{PutMessageResult, PutMessageStatus};
 use tracing::{debug, warn};
@@ -37,7 +37,8 @@ impl Broker {
         if topic_config.topic_filter_type == TopicFilterType::MultiTag {
             sys_flag |= sysflag::MULTI_TAGS_FLAG;
         }
-        let batch = req.code == request_code::SEND_BATCH_MESSAGE;
+        // As Java, the header's batch flag (V2 key `m`) decides, not the request code.
+        let batch = header.batch == Some(true);
         if sysflag::transaction_value(sys_flag) == sysflag::TRANSACTION_PREPARED_TYPE {
             // Half messages need the transaction service (half/op topics and check-back); until
             // it exists they are refused rather than stored where no one would commit them.

@@ -1,0 +1,429 @@
+//! Admin queries and offset operations: UPDATE_BROKER_CONFIG (25), GET_ALL_DELAY_OFFSET (45),
+//! GET_TOPIC_STATS_INFO (202), GET_CONSUMER_CONNECTION_LIST (203), GET_PRODUCER_CONNECTION_LIST
+//! (204), GET_CONSUME_STATS (208), INVOKE_BROKER_TO_RESET_OFFSET (222),
+//! QUERY_TOPIC_CONSUME_BY_WHO (300), CLONE_GROUP_OFFSET (314).
+//! Java: `AdminBrokerProcessor`, `Broker2Client#resetOffset`.
+//!
+//! Not tracked yet, so reported as 0: put TPS per topic and consume TPS per group (Java's
+//! `BrokerStatsManager`). Java's pull-offset table is not kept either, so a queue's pull offset
+//! is reported as its consumer offset.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use ferromq_protocol::body::{
+    Connection as ConnectionBody, ConsumeStats, ConsumerConnection, GroupList, JsonBody, MessageQueue, OffsetWrapper,
+    ProducerConnection, ResetOffsetBody, TopicConfig, TopicOffset, TopicStatsTable,
+};
+use ferromq_protocol::header::{
+    CloneGroupOffsetRequestHeader, GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader,
+    GetProducerConnectionListRequestHeader, GetTopicStatsInfoRequestHeader, QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader,
+};
+use ferromq_protocol::{properties_text, request_code, response_code, LanguageCode, RemotingCommand};
+use ferromq_remoting::Connection;
+use tokio::task::JoinSet;
+use tracing::{debug, info, warn};
+
+use crate::broker::Broker;
+use crate::client::ClientChannelInfo;
+use crate::processor::{failure, header_or_fail, success};
+
+/// Keys UPDATE_BROKER_CONFIG always refuses, whatever `configBlackList` says.
+/// Java: `AdminBrokerProcessor#initConfigBlackList`.
+const ALWAYS_BLACK_LISTED_KEYS: [&str; 3] = ["brokerConfigPath", "rocketmqHome", "configBlackList"];
+/// The `configBlackList` key and its Java default, used when broker.conf does not set it.
+const CONFIG_BLACK_LIST_KEY: &str = "configBlackList";
+const CONFIG_BLACK_LIST_DEFAULT: &str = "configBlackList;brokerConfigPath";
+
+/// How long an offset reset waits for RESET_CONSUMER_CLIENT_OFFSET to be queued on the
+/// consumers' connections before answering; the notices are advisory.
+const RESET_NOTIFY_TIMEOUT: Duration = Duration::from_secs(1);
+/// Clients older than this (`V3_0_7_SNAPSHOT`) do not understand RESET_CONSUMER_CLIENT_OFFSET.
+const RESET_CLIENT_MIN_VERSION: i32 = 28;
+
+/// Blank as Java's `UtilAll.isBlank`: absent, empty or whitespace only.
+fn non_blank(text: Option<&str>) -> Option<&str> {
+    text.filter(|t| !t.trim().is_empty())
+}
+
+/// A registered client as the connection listings show it.
+fn connection_body(info: &ClientChannelInfo) -> ConnectionBody {
+    ConnectionBody {
+        client_addr: info.connection.remote_addr().to_string(),
+        client_id: info.client_id.clone(),
+        language: info.language,
+        version: info.version,
+    }
+}
+
+/// Connections sorted by client id, then address, so listings are stable.
+fn connection_set<'a>(infos: impl Iterator<Item = &'a ClientChannelInfo>) -> Vec<ConnectionBody> {
+    let mut set: Vec<ConnectionBody> = infos.map(connection_body).collect();
+    set.sort_by(|a, b| a.client_id.cmp(&b.client_id).then_with(|| a.client_addr.cmp(&b.client_addr)));
+    set
+}
+
+impl Broker {
+    /// Every queue's offset range and the store time of its last message (0 for an empty
+    /// queue, -1 when that message can no longer be read, as Java's
+    /// `getMessageStoreTimeStamp`). Java: `AdminBrokerProcessor#getTopicStatsInfo`.
+    pub(crate) fn get_topic_stats_info(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, GetTopicStatsInfoRequestHeader);
+        let Some(config) = self.topics().select(&h.topic) else {
+            return failure(req, response_code::TOPIC_NOT_EXIST, format!("topic[{}] not exist", h.topic));
+        };
+        let queue_nums = config.write_queue_nums.max(config.read_queue_nums);
+        let offset_table = (0..queue_nums)
+            .map(|queue_id| {
+                let min_offset = self.store.min_offset_in_queue(&h.topic, queue_id).max(0);
+                let max_offset = self.store.max_offset_in_queue(&h.topic, queue_id).max(0);
+                let last_update_timestamp = if max_offset > 0 {
+                    self.store.message_store_time(&h.topic, queue_id, max_offset - 1).unwrap_or(-1)
+                } else {
+                    0
+                };
+                let offset = TopicOffset { last_update_timestamp, max_offset, min_offset };
+                (self.queue(&h.topic, queue_id), offset)
+            })
+            .collect();
+        // Put TPS per topic is not tracked yet (Java: BrokerStatsManager#tpsTopicPutNums).
+        let table = TopicStatsTable { offset_table, topic_put_tps: 0.0 };
+        success(req).with_body(table.encode())
+    }
+
+    /// The members of a consumer group and how it consumes; CONSUMER_NOT_ONLINE when it has
+    /// none. Java: `AdminBrokerProcessor#getConsumerConnectionList`.
+    pub(crate) fn get_consumer_connection_list(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, GetConsumerConnectionListRequestHeader);
+        let Some(group) = self.consumers.group(&h.consumer_group) else {
+            return failure(
+                req,
+                response_code::CONSUMER_NOT_ONLINE,
+                format!("the consumer group[{}] not online", h.consumer_group),
+            );
+        };
+        let body = ConsumerConnection {
+            connection_set: connection_set(group.channels.values()),
+            consume_from_where: group.consume_from_where,
+            consume_type: group.consume_type,
+            message_model: group.message_model,
+            subscription_table: group.subscriptions.clone(),
+        };
+        success(req).with_body(body.encode())
+    }
+
+    /// The connections of a producer group; SYSTEM_ERROR when it has none.
+    /// Java: `AdminBrokerProcessor#getProducerConnectionList`.
+    pub(crate) fn get_producer_connection_list(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, GetProducerConnectionListRequestHeader);
+        let infos = self.producers.group_connections(&h.producer_group);
+        if infos.is_empty() {
+            return failure(
+                req,
+                response_code::SYSTEM_ERROR,
+                format!("the producer group[{}] not exist", h.producer_group),
+            );
+        }
+        let body = ProducerConnection { connection_set: connection_set(infos.iter()) };
+        success(req).with_body(body.encode())
+    }
+
+    /// A consumer group's progress on every readable queue of the asked topics: the broker's
+    /// max offset, the committed offset (a pending reset counts; 0 if none), and the store
+    /// time of the last consumed message. Java: `AdminBrokerProcessor#getConsumeStats`.
+    pub(crate) fn get_consume_stats(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, GetConsumeStatsRequestHeader);
+        let group = h.consumer_group.as_str();
+        let mut offset_table = BTreeMap::new();
+        for topic in self.consume_stats_topics(&h) {
+            let Some(config) = self.topics().select(&topic) else {
+                warn!(topic = %topic, consumer_group = group, "consume stats: topic does not exist");
+                continue;
+            };
+            for queue_id in 0..config.read_queue_nums {
+                let broker_offset = self.store.max_offset_in_queue(&topic, queue_id).max(0);
+                let consumer_offset = self.offsets().query_offset(group, &topic, queue_id).unwrap_or(0).max(0);
+                let last_timestamp = match consumer_offset - 1 {
+                    last if last >= 0 => {
+                        self.store.message_store_time(&topic, queue_id, last).filter(|t| *t > 0).unwrap_or(0)
+                    }
+                    _ => 0,
+                };
+                let wrapper =
+                    OffsetWrapper { broker_offset, consumer_offset, last_timestamp, pull_offset: consumer_offset };
+                offset_table.insert(self.queue(&topic, queue_id), wrapper);
+            }
+        }
+        // Consume TPS per group is not tracked yet (Java: BrokerStatsManager#tpsGroupGetNums).
+        let stats = ConsumeStats { consume_tps: 0.0, offset_table };
+        success(req).with_body(stats.encode())
+    }
+
+    /// The topics GET_CONSUME_STATS covers: the `topicList` as given; else the topic, or every
+    /// topic the group has offsets on, minus those an online group does not subscribe to.
+    /// Java: `AdminBrokerProcessor#getTopicsForCollectingConsumeStats`.
+    fn consume_stats_topics(&self, h: &GetConsumeStatsRequestHeader) -> BTreeSet<String> {
+        let listed: BTreeSet<String> = h
+            .topic_list
+            .as_deref()
+            .unwrap_or_default()
+            .split(';')
+            .filter(|t| !t.trim().is_empty())
+            .map(str::to_owned)
+            .collect();
+        if !listed.is_empty() {
+            return listed;
+        }
+        let mut topics = match non_blank(h.topic.as_deref()) {
+            Some(topic) => BTreeSet::from([topic.to_owned()]),
+            None => self.offsets().which_topic_by_consumer(&h.consumer_group),
+        };
+        if let Some(online) = self.consumers.group(&h.consumer_group).filter(|g| !g.subscriptions.is_empty()) {
+            topics.retain(|topic| {
+                let subscribed = online.subscriptions.contains_key(topic);
+                if !subscribed {
+                    warn!(topic = %topic, consumer_group = %h.consumer_group,
+                        "consume stats: topic not in the group's subscriptions");
+                }
+                subscribed
+            });
+        }
+        topics
+    }
+
+    /// The consumer groups of a topic: those subscribing to it now and those with committed
+    /// offsets on it. Java: `AdminBrokerProcessor#queryTopicConsumeByWho`.
+    pub(crate) fn query_topic_consume_by_who(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, QueryTopicConsumeByWhoRequestHeader);
+        let mut group_list = self.consumers.query_topic_consume_by_who(&h.topic);
+        group_list.extend(self.offsets().which_group_by_topic(&h.topic));
+        success(req).with_body(GroupList { group_list }.encode())
+    }
+
+    /// Copies `srcGroup`'s committed offsets to `destGroup`, for the topic or, when it is
+    /// blank, every topic `srcGroup` has offsets on. Unknown topics are skipped, and unless
+    /// `offline`, so are topics an online `srcGroup` does not subscribe to.
+    /// Java: `AdminBrokerProcessor#cloneGroupOffset`, which for a blank topic passes the blank
+    /// topic on to `cloneOffset` and so copies nothing; here each topic is copied.
+    pub(crate) fn clone_group_offset(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, CloneGroupOffsetRequestHeader);
+        let topics = match non_blank(h.topic.as_deref()) {
+            Some(topic) => BTreeSet::from([topic.to_owned()]),
+            None => self.offsets().which_topic_by_consumer(&h.src_group),
+        };
+        let online = self.consumers.group(&h.src_group).filter(|g| !g.subscriptions.is_empty());
+        for topic in topics {
+            if !self.topics().contains(&topic) {
+                warn!(topic = %topic, "clone group offset: topic does not exist");
+                continue;
+            }
+            if h.offline != Some(true) && online.as_ref().is_some_and(|g| !g.subscriptions.contains_key(&topic)) {
+                warn!(topic = %topic, src_group = %h.src_group,
+                    "clone group offset: topic not in the group's subscriptions");
+                continue;
+            }
+            self.offsets().clone_offset(&h.src_group, &h.dest_group, &topic);
+        }
+        success(req)
+    }
+
+    /// The delay-level progress table, as Java writes delayOffset.json (unquoted integer keys).
+    /// Java: `AdminBrokerProcessor#getAllDelayOffset`.
+    pub(crate) fn get_all_delay_offset(&self, req: &RemotingCommand) -> RemotingCommand {
+        success(req).with_body(self.delay_offsets().snapshot().encode_fastjson())
+    }
+
+    /// Applies a properties-text body to the broker settings; black-listed keys
+    /// (`brokerConfigPath`, `rocketmqHome`, `configBlackList` and broker.conf's
+    /// `configBlackList`) are refused with NO_PERMISSION and nothing is applied. A bad value
+    /// fails the whole update with SYSTEM_ERROR (Java skips it silently).
+    ///
+    /// The update changes the in-memory settings GET_BROKER_CONFIG reports. The running broker
+    /// works from the settings it started with, so most keys take effect only at the next
+    /// start, and only if broker.conf says so too: unlike Java, the update is not written back
+    /// to the config file, and a changed `brokerPermission` is not re-registered at once.
+    /// Java: `AdminBrokerProcessor#updateBrokerConfig`.
+    pub(crate) fn update_broker_config(&self, conn: &Connection, req: &RemotingCommand) -> RemotingCommand {
+        info!(caller = %conn.remote_addr(), "broker config update requested");
+        if req.body.is_empty() {
+            return success(req);
+        }
+        let text = String::from_utf8_lossy(&req.body);
+        let entries = match properties_text::parse(&text) {
+            Ok(entries) => entries,
+            Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("string2Properties error: {e}")),
+        };
+        let black_list = self.config_black_list();
+        if let Some((key, _)) = entries.iter().find(|(k, _)| black_list.iter().any(|b| b == k)) {
+            warn!(key = %key, caller = %conn.remote_addr(), "refused to update a black-listed broker config key");
+            return failure(req, response_code::NO_PERMISSION, "Can not update config in black list.");
+        }
+        let mut settings = self.settings.write().unwrap_or_else(|e| e.into_inner());
+        match settings.apply_text(&text) {
+            Ok(unknown) => {
+                info!(keys = entries.len(), ?unknown, caller = %conn.remote_addr(), "broker config updated");
+                success(req)
+            }
+            Err(e) => failure(req, response_code::SYSTEM_ERROR, e.to_string()),
+        }
+    }
+
+    /// The keys UPDATE_BROKER_CONFIG refuses: the fixed ones plus broker.conf's
+    /// `configBlackList` as started (Java reads it once, when the processor is built).
+    fn config_black_list(&self) -> Vec<String> {
+        let configured =
+            self.config.unknown.get(CONFIG_BLACK_LIST_KEY).map_or(CONFIG_BLACK_LIST_DEFAULT, String::as_str);
+        ALWAYS_BLACK_LISTED_KEYS
+            .iter()
+            .copied()
+            .chain(configured.split(';').map(str::trim).filter(|k| !k.is_empty()))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Resets a consumer group's offsets on a topic to the offset at `timestamp` (the end for
+    /// -1), or, for one `queueId`, to an explicit `offset`; answers the new offsets and sends
+    /// them to the group's online consumers as RESET_CONSUMER_CLIENT_OFFSET (oneway, waiting
+    /// at most [`RESET_NOTIFY_TIMEOUT`]).
+    ///
+    /// The reset is Java 5.x's server-side one (`useServerSideResetOffset`, the default): the
+    /// committed offsets are overwritten and the reset stays pending until the queue's next
+    /// pull takes it (FIXME: the pull processor does not take it yet, so until it does the
+    /// reset keeps answering QUERY_CONSUMER_OFFSET). `isForce` is ignored, as in 5.x, and
+    /// passed on to the consumers. Java 5.x notifies nobody; the notice is Java 4.x's
+    /// (`Broker2Client#resetOffset`), for clients that do not learn of resets from pulls.
+    /// Unlike 4.x, no consumer being online is not an error. C++ clients get the list form of
+    /// the body (Java picks that form by the admin request's language instead).
+    /// Java: `AdminBrokerProcessor#resetOffset`/`#resetOffsetInner`.
+    pub(crate) async fn invoke_broker_to_reset_offset(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, ResetOffsetRequestHeader);
+        info!(topic = %h.topic, group = %h.group, queue_id = ?h.queue_id, offset = ?h.offset, timestamp = h.timestamp,
+            force = h.is_force, "consumer offset reset requested");
+        let body = match self.reset_offsets(&h) {
+            Ok(body) => body,
+            Err((code, remark)) => {
+                warn!(topic = %h.topic, group = %h.group, remark = %remark, "consumer offset reset refused");
+                return failure(req, code, remark);
+            }
+        };
+        self.notify_reset(&h, &body).await;
+        success(req).with_body(body.encode())
+    }
+
+    /// Validates the request and records the resets. Errors are a response code and remark.
+    fn reset_offsets(&self, h: &ResetOffsetRequestHeader) -> Result<ResetOffsetBody, (i32, String)> {
+        if self.is_slave() {
+            return Err((response_code::SYSTEM_ERROR, "Can not reset offset in slave broker".to_owned()));
+        }
+        let Some(config) = self.topics().select(&h.topic) else {
+            return Err((response_code::TOPIC_NOT_EXIST, format!("Topic {} does not exist", h.topic)));
+        };
+        if !self.groups().contains(&h.group) {
+            return Err((response_code::SUBSCRIPTION_GROUP_NOT_EXIST, format!("Group {} does not exist", h.group)));
+        }
+        let targets = self.reset_targets(h, &config)?;
+        if targets.is_empty() {
+            return Err((response_code::SYSTEM_ERROR, "No queues to reset.".to_owned()));
+        }
+        let mut body = ResetOffsetBody::default();
+        for (queue_id, offset) in targets {
+            self.offsets().reset_offset(&h.group, &h.topic, queue_id, offset);
+            body.offset_table.insert(self.queue(&h.topic, queue_id), offset);
+        }
+        info!(topic = %h.topic, group = %h.group, queues = body.offset_table.len(), "consumer offsets reset");
+        Ok(body)
+    }
+
+    /// Queue id -> the offset to reset it to.
+    fn reset_targets(
+        &self,
+        h: &ResetOffsetRequestHeader,
+        config: &TopicConfig,
+    ) -> Result<BTreeMap<i32, i64>, (i32, String)> {
+        let by_time = |queue_id: i32| {
+            if h.timestamp < 0 {
+                self.store.max_offset_in_queue(&h.topic, queue_id)
+            } else {
+                self.store.offset_in_queue_by_time(&h.topic, queue_id, h.timestamp, true)
+            }
+        };
+        match h.queue_id.filter(|q| *q >= 0) {
+            Some(queue_id) => {
+                let offset = match h.offset.filter(|o| *o != -1) {
+                    Some(offset) => {
+                        let min = self.store.min_offset_in_queue(&h.topic, queue_id);
+                        let max = self.store.max_offset_in_queue(&h.topic, queue_id);
+                        if min >= 0 && offset < min || offset > max + 1 {
+                            let remark = format!("Target offset {offset} not in consume queue range [{min}-{max}]");
+                            return Err((response_code::SYSTEM_ERROR, remark));
+                        }
+                        offset
+                    }
+                    None => by_time(queue_id),
+                };
+                Ok(BTreeMap::from([(queue_id, offset)]))
+            }
+            None => Ok((0..config.read_queue_nums).map(|queue_id| (queue_id, by_time(queue_id))).collect()),
+        }
+    }
+
+    /// Sends RESET_CONSUMER_CLIENT_OFFSET oneway to every online member of the group, all at
+    /// once, giving up on those not queued within [`RESET_NOTIFY_TIMEOUT`]. Failures are
+    /// logged; the reset itself is already recorded.
+    async fn notify_reset(&self, h: &ResetOffsetRequestHeader, body: &ResetOffsetBody) {
+        let members = self.consumers.connections(&h.group);
+        if members.is_empty() {
+            debug!(topic = %h.topic, group = %h.group, "no consumer online to tell of the offset reset");
+            return;
+        }
+        let header = ResetOffsetRequestHeader {
+            topic: h.topic.clone(),
+            group: h.group.clone(),
+            queue_id: Some(h.queue_id.unwrap_or(-1)),
+            offset: None,
+            timestamp: h.timestamp,
+            is_force: h.is_force,
+        };
+        let mut request = RemotingCommand::request(request_code::RESET_CONSUMER_CLIENT_OFFSET).with_header(&header);
+        // The Java broker's requests say JAVA; clients see the same here.
+        request.language = LanguageCode::Java;
+        let java_request = request.clone().with_body(body.encode());
+        let c_request = request.with_body(body.to_c_body().encode());
+        let mut sends = JoinSet::new();
+        for member in members {
+            if member.version < RESET_CLIENT_MIN_VERSION {
+                warn!(group = %h.group, client_id = %member.client_id, version = member.version,
+                    "client too old for RESET_CONSUMER_CLIENT_OFFSET; not told of the reset");
+                continue;
+            }
+            let request = if member.language == LanguageCode::Cpp { c_request.clone() } else { java_request.clone() };
+            sends.spawn(async move {
+                let outcome = member.connection.invoke_oneway(request).await;
+                (member.client_id, outcome)
+            });
+        }
+        let all_sent = tokio::time::timeout(RESET_NOTIFY_TIMEOUT, async {
+            while let Some(joined) = sends.join_next().await {
+                match joined {
+                    Ok((client_id, Ok(()))) => info!(topic = %h.topic, group = %h.group, client_id = %client_id,
+                        "consumer told of the offset reset"),
+                    Ok((client_id, Err(e))) => warn!(topic = %h.topic, group = %h.group, client_id = %client_id,
+                        error = %e, "consumer not told of the offset reset"),
+                    Err(e) => warn!(error = %e, "offset reset notice task failed"),
+                }
+            }
+        })
+        .await;
+        if all_sent.is_err() {
+            warn!(topic = %h.topic, group = %h.group, left = sends.len(), timeout = ?RESET_NOTIFY_TIMEOUT,
+                "offset reset notices not queued in time; given up");
+            sends.abort_all();
+        }
+    }
+
+    /// The queue `queue_id` of `topic` on this broker.
+    fn queue(&self, topic: &str, queue_id: i32) -> MessageQueue {
+        MessageQueue::new(topic, self.config.broker_name.as_str(), queue_id)
+    }
+}

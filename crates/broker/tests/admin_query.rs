@@ -1,0 +1,568 @@
+//! The broker's admin queries and offset operations over real loopback TCP, with a real name
+//! server: topic stats, consume stats, connection lists, who consumes a topic, offset reset
+//! (with the notices consumers receive), offset cloning, delay offsets and config updates.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferromq_broker::metadata::DelayOffsetSerializeWrapper;
+use ferromq_broker::BrokerSettings;
+use ferromq_namesrv::NamesrvConfig;
+use ferromq_protocol::body::{
+    ConsumeFromWhere, ConsumeStats, ConsumeType, ConsumerConnection, ConsumerData, ConsumerOffsetSerializeWrapper,
+    GroupList, HeartbeatData, JsonBody, MessageModel, MessageQueue, ProducerConnection, ProducerData, ResetOffsetBody,
+    ResetOffsetBodyForC, SubscriptionData, TopicRouteData, TopicStatsTable,
+};
+use ferromq_protocol::header::*;
+use ferromq_protocol::message::MessageProperties;
+use ferromq_protocol::{request_code, response_code, LanguageCode, RemotingCommand};
+use ferromq_remoting::{ClientConfig, Dispatcher, RemotingClient};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+
+const T: Duration = Duration::from_secs(10);
+const BROKER: &str = "broker-a";
+
+struct Cluster {
+    ns_addr: String,
+    broker_addr: String,
+    ns_stop: Option<oneshot::Sender<()>>,
+    broker_stop: Option<oneshot::Sender<()>>,
+    ns_task: tokio::task::JoinHandle<()>,
+    broker_task: Option<tokio::task::JoinHandle<()>>,
+    _dir: tempfile::TempDir,
+}
+
+fn settings(dir: &std::path::Path, ns_addr: &str, tweak: &dyn Fn(&mut BrokerSettings)) -> BrokerSettings {
+    let mut s = BrokerSettings::default();
+    s.broker.namesrv_addr = ns_addr.to_owned();
+    s.store.store_path_root_dir = dir.join("store");
+    s.store.mapped_file_size_commit_log = 1 << 20;
+    s.store.mapped_file_size_consume_queue = 20 * 1000;
+    s.store.max_hash_slot_num = 1000;
+    s.store.max_index_num = 4000;
+    tweak(&mut s);
+    s
+}
+
+impl Cluster {
+    async fn start(tweak: &dyn Fn(&mut BrokerSettings)) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let ns_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let ns_addr = ns_listener.local_addr().unwrap().to_string();
+        let config = NamesrvConfig { kv_config_path: dir.path().join("kv.json"), ..NamesrvConfig::default() };
+        let (ns_stop, ns_stopped) = oneshot::channel::<()>();
+        let ns_task = tokio::spawn(async move {
+            ferromq_namesrv::run(config, ns_listener, async {
+                let _ = ns_stopped.await;
+            })
+            .await
+            .unwrap();
+        });
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let broker_addr = listener.local_addr().unwrap().to_string();
+        let (broker_stop, broker_stopped) = oneshot::channel::<()>();
+        let s = settings(dir.path(), &ns_addr, tweak);
+        let broker_task = tokio::spawn(async move {
+            ferromq_broker::run(s, listener, async {
+                let _ = broker_stopped.await;
+            })
+            .await
+            .unwrap();
+        });
+        let c = Cluster {
+            ns_addr,
+            broker_addr,
+            ns_stop: Some(ns_stop),
+            broker_stop: Some(broker_stop),
+            ns_task,
+            broker_task: Some(broker_task),
+            _dir: dir,
+        };
+        c.wait_registered("SELF_TEST_TOPIC").await;
+        c
+    }
+
+    async fn wait_registered(&self, topic: &str) -> TopicRouteData {
+        let client = RemotingClient::new(ClientConfig::default());
+        let deadline = Instant::now() + T;
+        loop {
+            let req = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC)
+                .with_header(&GetRouteInfoRequestHeader { topic: topic.into(), accept_standard_json_only: None });
+            if let Ok(r) = client.invoke(&self.ns_addr, req, T).await {
+                if r.code == response_code::SUCCESS {
+                    return TopicRouteData::decode(&r.body).unwrap();
+                }
+            }
+            assert!(Instant::now() < deadline, "broker never registered {topic}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn call(&self, client: &RemotingClient, req: RemotingCommand) -> RemotingCommand {
+        client.invoke(&self.broker_addr, req, T).await.unwrap()
+    }
+
+    /// Sends `count` messages to `topic` queue `queue_id` (creating the topic with 4 queues),
+    /// waits until they are dispatched to the consume queue, and returns the wall-clock window
+    /// they were stored in.
+    async fn send(&self, client: &RemotingClient, topic: &str, queue_id: i32, count: usize) -> (i64, i64) {
+        let before = now_ms();
+        let mut next_offset = 0;
+        for i in 0..count {
+            let r = self.call(client, send_v2(topic, queue_id, &format!("m{i}"))).await;
+            assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+            next_offset = r.decode_header::<SendMessageResponseHeader>().unwrap().queue_offset + 1;
+        }
+        let stored = now_ms();
+        let deadline = Instant::now() + T;
+        loop {
+            let req = RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&GetMaxOffsetRequestHeader {
+                topic: topic.into(),
+                queue_id,
+                committed: None,
+                broker_name: None,
+            });
+            let max = self.call(client, req).await.decode_header::<OffsetResponseHeader>().unwrap().offset;
+            if max >= next_offset {
+                return (before, stored);
+            }
+            assert!(Instant::now() < deadline, "{topic}:{queue_id} never dispatched up to {next_offset}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    async fn commit(&self, client: &RemotingClient, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        let req = RemotingCommand::request(request_code::UPDATE_CONSUMER_OFFSET).with_header(
+            &UpdateConsumerOffsetRequestHeader {
+                consumer_group: group.into(),
+                topic: topic.into(),
+                queue_id,
+                commit_offset: offset,
+                broker_name: None,
+            },
+        );
+        assert_eq!(self.call(client, req).await.code, response_code::SUCCESS);
+    }
+
+    async fn query_offset(&self, client: &RemotingClient, group: &str, topic: &str, queue_id: i32) -> i64 {
+        let req = RemotingCommand::request(request_code::QUERY_CONSUMER_OFFSET).with_header(
+            &QueryConsumerOffsetRequestHeader {
+                consumer_group: group.into(),
+                topic: topic.into(),
+                queue_id,
+                set_zero_if_not_found: None,
+                broker_name: None,
+            },
+        );
+        let r = self.call(client, req).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        r.decode_header::<OffsetResponseHeader>().unwrap().offset
+    }
+
+    async fn consume_stats(&self, client: &RemotingClient, group: &str, topic: Option<&str>) -> ConsumeStats {
+        let req =
+            RemotingCommand::request(request_code::GET_CONSUME_STATS).with_header(&GetConsumeStatsRequestHeader {
+                consumer_group: group.into(),
+                topic: topic.map(str::to_owned),
+                topic_list: None,
+            });
+        let r = self.call(client, req).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        ConsumeStats::decode(&r.body).unwrap()
+    }
+
+    async fn stop(mut self) {
+        let _ = self.broker_stop.take().unwrap().send(());
+        tokio::time::timeout(T, self.broker_task.take().unwrap()).await.expect("broker stops").unwrap();
+        let _ = self.ns_stop.take().unwrap().send(());
+        tokio::time::timeout(T, &mut self.ns_task).await.expect("namesrv stops").unwrap();
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+fn send_v2(topic: &str, queue_id: i32, body: &str) -> RemotingCommand {
+    let mut props = MessageProperties::new();
+    props.insert("WAIT", "true");
+    let h: SendMessageRequestHeaderV2 = SendMessageRequestHeader {
+        producer_group: "pg".into(),
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id,
+        sys_flag: 0,
+        born_timestamp: 1_700_000_000_000,
+        flag: 0,
+        properties: Some(props.encode()),
+        reconsume_times: Some(0),
+        unit_mode: Some(false),
+        batch: Some(false),
+        max_reconsume_times: None,
+        broker_name: None,
+    }
+    .into();
+    RemotingCommand::request(request_code::SEND_MESSAGE_V2).with_header(&h).with_body(body.to_owned().into_bytes())
+}
+
+/// A heartbeat from `client_id` running consumer `group` on `topics` and, if given, a producer
+/// group.
+fn heartbeat(client_id: &str, group: &str, topics: &[&str], producer_group: Option<&str>) -> RemotingCommand {
+    let hb = HeartbeatData {
+        client_id: client_id.into(),
+        consumer_data_set: vec![ConsumerData {
+            group_name: group.into(),
+            consume_type: ConsumeType::ConsumePassively,
+            message_model: MessageModel::Clustering,
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            subscription_data_set: topics
+                .iter()
+                .map(|t| SubscriptionData { topic: (*t).into(), sub_string: "*".into(), ..Default::default() })
+                .collect(),
+            ..Default::default()
+        }],
+        producer_data_set: producer_group.map(|g| ProducerData { group_name: g.into() }).into_iter().collect(),
+        ..Default::default()
+    };
+    RemotingCommand::request(request_code::HEART_BEAT).with_body(hb.encode())
+}
+
+/// A client whose connection records every RESET_CONSUMER_CLIENT_OFFSET the broker sends it.
+fn recording_client() -> (RemotingClient, mpsc::UnboundedReceiver<RemotingCommand>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let mut dispatcher = Dispatcher::new();
+    dispatcher.register_sync(request_code::RESET_CONSUMER_CLIENT_OFFSET, move |_conn, req| {
+        let _ = tx.send(req.clone());
+        None
+    });
+    (RemotingClient::with_handler(ClientConfig::default(), Arc::new(dispatcher)), rx)
+}
+
+fn reset(topic: &str, group: &str, queue_id: Option<i32>, offset: Option<i64>, timestamp: i64) -> RemotingCommand {
+    RemotingCommand::request(request_code::INVOKE_BROKER_TO_RESET_OFFSET).with_header(&ResetOffsetRequestHeader {
+        topic: topic.into(),
+        group: group.into(),
+        queue_id,
+        offset,
+        timestamp,
+        is_force: true,
+    })
+}
+
+fn queue(topic: &str, queue_id: i32) -> MessageQueue {
+    MessageQueue::new(topic, BROKER, queue_id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topic_stats_report_offset_ranges_and_last_store_time() {
+    let c = Cluster::start(&|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let (before, after) = c.send(&client, "Stats", 1, 3).await;
+    let req = RemotingCommand::request(request_code::GET_TOPIC_STATS_INFO)
+        .with_header(&GetTopicStatsInfoRequestHeader { topic: "Stats".into() });
+    let r = c.call(&client, req).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    // The wire form is fastjson's: queue objects as map keys.
+    let text = String::from_utf8(r.body.to_vec()).unwrap();
+    assert!(
+        text.starts_with(concat!(
+            r#"{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"Stats"}:"#,
+            r#"{"lastUpdateTimestamp":0,"maxOffset":0,"minOffset":0},{"brokerName":"broker-a","queueId":1,"#
+        )),
+        "{text}"
+    );
+    assert!(text.ends_with(r#""topicPutTps":0.0}"#), "{text}");
+    let table = TopicStatsTable::decode(&r.body).unwrap();
+    assert_eq!(table.offset_table.len(), 4);
+    let q1 = table.offset_table[&queue("Stats", 1)];
+    assert_eq!((q1.min_offset, q1.max_offset), (0, 3));
+    assert!((before..=after).contains(&q1.last_update_timestamp), "{q1:?} not in [{before}, {after}]");
+    assert_eq!(table.offset_table[&queue("Stats", 3)], Default::default());
+
+    let req = RemotingCommand::request(request_code::GET_TOPIC_STATS_INFO)
+        .with_header(&GetTopicStatsInfoRequestHeader { topic: "Nope".into() });
+    let r = c.call(&client, req).await;
+    assert_eq!(r.code, response_code::TOPIC_NOT_EXIST);
+    assert_eq!(r.remark.as_deref(), Some("topic[Nope] not exist"));
+    client.shutdown().await;
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consume_stats_report_broker_and_consumer_offsets() {
+    let c = Cluster::start(&|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let (before, after) = c.send(&client, "Orders", 0, 5).await;
+    c.send(&client, "Other", 0, 1).await;
+    c.commit(&client, "cg", "Orders", 0, 2).await;
+    c.commit(&client, "cg", "Other", 0, 1).await;
+
+    let stats = c.consume_stats(&client, "cg", Some("Orders")).await;
+    assert_eq!(stats.offset_table.len(), 4);
+    let q0 = stats.offset_table[&queue("Orders", 0)];
+    assert_eq!((q0.broker_offset, q0.consumer_offset, q0.pull_offset), (5, 2, 2));
+    assert!((before..=after).contains(&q0.last_timestamp), "{q0:?}");
+    assert_eq!(stats.offset_table[&queue("Orders", 1)], Default::default());
+    assert_eq!(stats.total_diff(), 3);
+    assert_eq!(stats.consume_tps, 0.0);
+
+    // Without a topic: every topic the group has offsets on; the topic list picks exactly.
+    let all = c.consume_stats(&client, "cg", None).await;
+    assert_eq!(all.offset_table.len(), 8);
+    assert_eq!(all.offset_table[&queue("Other", 0)].consumer_offset, 1);
+    let req = RemotingCommand::request(request_code::GET_CONSUME_STATS).with_header(&GetConsumeStatsRequestHeader {
+        consumer_group: "cg".into(),
+        topic: Some("Orders".into()),
+        topic_list: Some("Other;".into()),
+    });
+    let listed = ConsumeStats::decode(&c.call(&client, req).await.body).unwrap();
+    assert!(listed.offset_table.keys().all(|q| q.topic == "Other"), "{listed:?}");
+    // A group nobody knows has nothing to report.
+    assert!(c.consume_stats(&client, "nobody", None).await.offset_table.is_empty());
+
+    // Once the group is online, topics it does not subscribe to are left out.
+    let member = RemotingClient::new(ClientConfig::default());
+    assert_eq!(c.call(&member, heartbeat("127.0.0.1@m", "cg", &["Orders"], None)).await.code, response_code::SUCCESS);
+    let online = c.consume_stats(&client, "cg", None).await;
+    assert!(online.offset_table.keys().all(|q| q.topic == "Orders"), "{online:?}");
+    assert!(c.consume_stats(&client, "cg", Some("Other")).await.offset_table.is_empty());
+    member.shutdown().await;
+    client.shutdown().await;
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_lists_show_the_registered_clients() {
+    let c = Cluster::start(&|_| {}).await;
+    let member = RemotingClient::new(ClientConfig::default());
+    let r = c.call(&member, heartbeat("127.0.0.1@m1", "cg1", &["Orders"], Some("pg1"))).await;
+    assert_eq!(r.code, response_code::SUCCESS);
+    let admin = RemotingClient::new(ClientConfig::default());
+
+    let req = RemotingCommand::request(request_code::GET_CONSUMER_CONNECTION_LIST)
+        .with_header(&GetConsumerConnectionListRequestHeader { consumer_group: "cg1".into() });
+    let r = c.call(&admin, req).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let consumers = ConsumerConnection::decode(&r.body).unwrap();
+    assert_eq!(consumers.connection_set.len(), 1);
+    let connection = &consumers.connection_set[0];
+    assert_eq!(connection.client_id, "127.0.0.1@m1");
+    assert_eq!(connection.language, LanguageCode::Rust);
+    assert_eq!(connection.version, ferromq_protocol::version::CURRENT);
+    assert!(connection.client_addr.starts_with("127.0.0.1:"), "{connection:?}");
+    assert_ne!(connection.client_addr, c.broker_addr, "the client's address, not the broker's");
+    assert_eq!(consumers.consume_type, ConsumeType::ConsumePassively);
+    assert_eq!(consumers.message_model, MessageModel::Clustering);
+    assert_eq!(consumers.consume_from_where, ConsumeFromWhere::ConsumeFromFirstOffset);
+    assert_eq!(consumers.subscription_table["Orders"].sub_string, "*");
+    assert!(String::from_utf8_lossy(&r.body).contains(r#""language":"RUST""#));
+
+    let req = RemotingCommand::request(request_code::GET_CONSUMER_CONNECTION_LIST)
+        .with_header(&GetConsumerConnectionListRequestHeader { consumer_group: "ghost".into() });
+    let r = c.call(&admin, req).await;
+    assert_eq!(r.code, response_code::CONSUMER_NOT_ONLINE);
+    assert_eq!(r.remark.as_deref(), Some("the consumer group[ghost] not online"));
+
+    let req = RemotingCommand::request(request_code::GET_PRODUCER_CONNECTION_LIST)
+        .with_header(&GetProducerConnectionListRequestHeader { producer_group: "pg1".into() });
+    let r = c.call(&admin, req).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let producers = ProducerConnection::decode(&r.body).unwrap();
+    assert_eq!(producers.connection_set, consumers.connection_set);
+
+    let req = RemotingCommand::request(request_code::GET_PRODUCER_CONNECTION_LIST)
+        .with_header(&GetProducerConnectionListRequestHeader { producer_group: "ghost".into() });
+    let r = c.call(&admin, req).await;
+    assert_eq!(r.code, response_code::SYSTEM_ERROR);
+    assert_eq!(r.remark.as_deref(), Some("the producer group[ghost] not exist"));
+    member.shutdown().await;
+    admin.shutdown().await;
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topic_consumers_are_online_subscribers_and_groups_with_offsets() {
+    let c = Cluster::start(&|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    c.send(&client, "Orders", 0, 1).await;
+    c.commit(&client, "committed", "Orders", 0, 1).await;
+    assert_eq!(
+        c.call(&client, heartbeat("127.0.0.1@m", "online", &["Orders"], None)).await.code,
+        response_code::SUCCESS
+    );
+    let req = RemotingCommand::request(request_code::QUERY_TOPIC_CONSUME_BY_WHO)
+        .with_header(&QueryTopicConsumeByWhoRequestHeader { topic: "Orders".into() });
+    let r = c.call(&client, req).await;
+    assert_eq!(r.code, response_code::SUCCESS);
+    assert_eq!(r.body.as_ref(), br#"{"groupList":["committed","online"]}"#);
+    let req = RemotingCommand::request(request_code::QUERY_TOPIC_CONSUME_BY_WHO)
+        .with_header(&QueryTopicConsumeByWhoRequestHeader { topic: "Nobody".into() });
+    assert!(GroupList::decode(&c.call(&client, req).await.body).unwrap().group_list.is_empty());
+    client.shutdown().await;
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_offset_moves_committed_offsets_and_tells_the_consumers() {
+    let c = Cluster::start(&|_| {}).await;
+    let admin = RemotingClient::new(ClientConfig::default());
+    c.send(&admin, "Reset", 0, 5).await;
+    let (java, mut java_rx) = recording_client();
+    let (cpp, mut cpp_rx) = recording_client();
+    assert_eq!(c.call(&java, heartbeat("127.0.0.1@java", "rg", &["Reset"], None)).await.code, response_code::SUCCESS);
+    let mut cpp_heartbeat = heartbeat("127.0.0.1@cpp", "rg", &["Reset"], None);
+    cpp_heartbeat.language = LanguageCode::Cpp;
+    assert_eq!(c.call(&cpp, cpp_heartbeat).await.code, response_code::SUCCESS);
+    c.commit(&admin, "rg", "Reset", 0, 4).await;
+
+    // By time, before every message: each readable queue goes to its start.
+    let r = c.call(&admin, reset("Reset", "rg", None, None, 0)).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let golden = concat!(
+        r#"{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"Reset"}:0,"#,
+        r#"{"brokerName":"broker-a","queueId":1,"topic":"Reset"}:0,"#,
+        r#"{"brokerName":"broker-a","queueId":2,"topic":"Reset"}:0,"#,
+        r#"{"brokerName":"broker-a","queueId":3,"topic":"Reset"}:0}}"#
+    );
+    assert_eq!(String::from_utf8(r.body.to_vec()).unwrap(), golden);
+    assert_eq!(c.query_offset(&admin, "rg", "Reset", 0).await, 0);
+    assert_eq!(c.consume_stats(&admin, "rg", Some("Reset")).await.offset_table[&queue("Reset", 0)].consumer_offset, 0);
+
+    // The consumers hear of it: Java-style clients with the queue-keyed body, C++ ones with
+    // the list form.
+    let notice = tokio::time::timeout(T, java_rx.recv()).await.expect("java consumer notified").unwrap();
+    assert!(notice.is_oneway());
+    let h: ResetOffsetRequestHeader = notice.decode_header().unwrap();
+    assert_eq!((h.topic.as_str(), h.group.as_str(), h.timestamp, h.is_force), ("Reset", "rg", 0, true));
+    assert_eq!(notice.body.as_ref(), golden.as_bytes());
+    let notice = tokio::time::timeout(T, cpp_rx.recv()).await.expect("cpp consumer notified").unwrap();
+    let body = ResetOffsetBodyForC::decode(&notice.body).unwrap();
+    assert_eq!(body.offset_table.len(), 4);
+    assert_eq!((body.offset_table[0].queue_id, body.offset_table[0].offset), (0, 0));
+
+    // One queue to an explicit offset (5.x), checked against the queue's range.
+    let r = c.call(&admin, reset("Reset", "rg", Some(0), Some(3), -1)).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let body = ResetOffsetBody::decode(&r.body).unwrap();
+    assert_eq!(body.offset_table, BTreeMap::from([(queue("Reset", 0), 3)]));
+    assert_eq!(c.query_offset(&admin, "rg", "Reset", 0).await, 3);
+    let r = c.call(&admin, reset("Reset", "rg", Some(0), Some(99), -1)).await;
+    assert_eq!(r.code, response_code::SYSTEM_ERROR);
+    assert_eq!(r.remark.as_deref(), Some("Target offset 99 not in consume queue range [0-5]"));
+
+    // Timestamp -1: the end of every queue.
+    let r = c.call(&admin, reset("Reset", "rg", None, None, -1)).await;
+    let body = ResetOffsetBody::decode(&r.body).unwrap();
+    assert_eq!(body.offset_table[&queue("Reset", 0)], 5);
+    assert_eq!(c.query_offset(&admin, "rg", "Reset", 0).await, 5);
+
+    let r = c.call(&admin, reset("Nope", "rg", None, None, 0)).await;
+    assert_eq!(r.code, response_code::TOPIC_NOT_EXIST);
+    let r = c.call(&admin, reset("Reset", "ghost", None, None, 0)).await;
+    assert_eq!(r.code, response_code::SUBSCRIPTION_GROUP_NOT_EXIST);
+    assert_eq!(r.remark.as_deref(), Some("Group ghost does not exist"));
+    for client in [admin, java, cpp] {
+        client.shutdown().await;
+    }
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clone_group_offset_copies_one_topic_or_all() {
+    let c = Cluster::start(&|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    c.send(&client, "A", 0, 1).await;
+    c.send(&client, "B", 0, 1).await;
+    c.commit(&client, "src", "A", 0, 3).await;
+    c.commit(&client, "src", "A", 1, 1).await;
+    c.commit(&client, "src", "B", 0, 2).await;
+    let clone = |dest: &str, topic: Option<&str>, offline: Option<bool>| {
+        RemotingCommand::request(request_code::CLONE_GROUP_OFFSET).with_header(&CloneGroupOffsetRequestHeader {
+            src_group: "src".into(),
+            dest_group: dest.into(),
+            topic: topic.map(str::to_owned),
+            offline,
+        })
+    };
+    let offsets = |r: RemotingCommand| ConsumerOffsetSerializeWrapper::decode(&r.body).unwrap().offset_table;
+    let all_offsets = || RemotingCommand::request(request_code::GET_ALL_CONSUMER_OFFSET);
+
+    assert_eq!(c.call(&client, clone("one", Some("A"), None)).await.code, response_code::SUCCESS);
+    assert_eq!(c.call(&client, clone("all", Some(" "), None)).await.code, response_code::SUCCESS);
+    let table = offsets(c.call(&client, all_offsets()).await);
+    assert_eq!(table["A@one"], BTreeMap::from([(0, 3), (1, 1)]));
+    assert!(!table.contains_key("B@one"));
+    assert_eq!(table["A@all"], table["A@src"]);
+    assert_eq!(table["B@all"], BTreeMap::from([(0, 2)]));
+
+    // An online source group: only the topics it subscribes to, unless offline.
+    let member = RemotingClient::new(ClientConfig::default());
+    assert_eq!(c.call(&member, heartbeat("127.0.0.1@m", "src", &["A"], None)).await.code, response_code::SUCCESS);
+    assert_eq!(c.call(&client, clone("online", None, Some(false))).await.code, response_code::SUCCESS);
+    assert_eq!(c.call(&client, clone("offline", None, Some(true))).await.code, response_code::SUCCESS);
+    let table = offsets(c.call(&client, all_offsets()).await);
+    assert!(table.contains_key("A@online") && !table.contains_key("B@online"), "{table:?}");
+    assert!(table.contains_key("A@offline") && table.contains_key("B@offline"), "{table:?}");
+    member.shutdown().await;
+    client.shutdown().await;
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delay_offsets_are_served_as_java_writes_them() {
+    let c = Cluster::start(&|s| {
+        let config = s.store.store_path_root_dir.join("config");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(config.join("delayOffset.json"), br#"{"offsetTable":{1:0,2:17}}"#).unwrap();
+    })
+    .await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let r = c.call(&client, RemotingCommand::request(request_code::GET_ALL_DELAY_OFFSET)).await;
+    assert_eq!(r.code, response_code::SUCCESS);
+    let text = String::from_utf8(r.body.to_vec()).unwrap();
+    assert!(text.starts_with(r#"{"dataVersion":{"#) && text.ends_with(r#""offsetTable":{1:0,2:17}}"#), "{text}");
+    let wrapper: DelayOffsetSerializeWrapper = ferromq_protocol::json::parse_lenient(&r.body).unwrap();
+    assert_eq!(wrapper.offset_table, BTreeMap::from([(1, 0), (2, 17)]));
+    client.shutdown().await;
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_config_updates_apply_all_or_nothing_and_refuse_black_listed_keys() {
+    let c = Cluster::start(&|s| {
+        s.broker.unknown.insert("configBlackList".into(), "configBlackList;brokerConfigPath;storePathRootDir".into());
+    })
+    .await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let update = |text: &str| RemotingCommand::request(request_code::UPDATE_BROKER_CONFIG).with_body(text.to_owned());
+    let config = || async {
+        let r = c.call(&client, RemotingCommand::request(request_code::GET_BROKER_CONFIG)).await;
+        String::from_utf8(r.body.to_vec()).unwrap()
+    };
+
+    let r = c.call(&client, update("brokerPermission=4\nsomeNewKey=x\n")).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let text = config().await;
+    assert!(text.contains("brokerPermission=4") && text.contains("someNewKey=x"), "{text}");
+
+    for refused in
+        ["rocketmqHome=/refused", "brokerConfigPath=/refused/b.conf", "storePathRootDir=/refused", "configBlackList="]
+    {
+        let r = c.call(&client, update(&format!("brokerPermission=2\n{refused}\n"))).await;
+        assert_eq!(r.code, response_code::NO_PERMISSION, "{refused}");
+        assert_eq!(r.remark.as_deref(), Some("Can not update config in black list."));
+    }
+    let r = c.call(&client, update("brokerPermission=2\nlistenPort=not-a-port\n")).await;
+    assert_eq!(r.code, response_code::SYSTEM_ERROR);
+    let text = config().await;
+    assert!(
+        text.contains("brokerPermission=4") && !text.contains("/refused") && !text.contains("brokerPermission=2"),
+        "nothing applied: {text}"
+    );
+    assert_eq!(c.call(&client, update("")).await.code, response_code::SUCCESS);
+    client.shutdown().await;
+    c.stop().await;
+}
