@@ -157,6 +157,21 @@ impl Broker {
         sync!(request_code::GET_ALL_CONSUMER_OFFSET, |b, conn, req| b.get_all_consumer_offset(req));
         sync!(request_code::GET_BROKER_CONFIG, |b, conn, req| b.get_broker_config(req));
         sync!(request_code::GET_BROKER_RUNTIME_INFO, |b, conn, req| b.get_broker_runtime_info(req));
+        sync!(request_code::GET_TOPIC_STATS_INFO, |b, conn, req| b.get_topic_stats_info(req));
+        sync!(request_code::GET_CONSUMER_CONNECTION_LIST, |b, conn, req| b.get_consumer_connection_list(req));
+        sync!(request_code::GET_PRODUCER_CONNECTION_LIST, |b, conn, req| b.get_producer_connection_list(req));
+        sync!(request_code::GET_CONSUME_STATS, |b, conn, req| b.get_consume_stats(req));
+        sync!(request_code::QUERY_TOPIC_CONSUME_BY_WHO, |b, conn, req| b.query_topic_consume_by_who(req));
+        sync!(request_code::CLONE_GROUP_OFFSET, |b, conn, req| b.clone_group_offset(req));
+        sync!(request_code::GET_ALL_DELAY_OFFSET, |b, conn, req| b.get_all_delay_offset(req));
+        sync!(request_code::UPDATE_BROKER_CONFIG, |b, conn, req| b.update_broker_config(conn, req));
+        {
+            let b = self.clone();
+            d.register(request_code::INVOKE_BROKER_TO_RESET_OFFSET, move |_conn, req| {
+                let b = b.clone();
+                async move { Some(b.invoke_broker_to_reset_offset(&req).await) }
+            });
+        }
         let b = self.clone();
         d.on_close(move |conn| {
             b.producers.on_connection_closed(conn.id());

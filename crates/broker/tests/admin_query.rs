@@ -459,6 +459,28 @@ async fn reset_offset_moves_committed_offsets_and_tells_the_consumers() {
     assert_eq!(body.offset_table[&queue("Reset", 0)], 5);
     assert_eq!(c.query_offset(&admin, "rg", "Reset", 0).await, 5);
 
+    // Until the consumer pulls, its own commits would undo the reset: they are ignored...
+    c.commit(&admin, "rg", "Reset", 0, 1).await;
+    assert_eq!(c.query_offset(&admin, "rg", "Reset", 0).await, 5);
+    // ...the next pull of the queue moves the consumer to the reset offset...
+    let pull = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
+        consumer_group: "rg".into(),
+        topic: "Reset".into(),
+        queue_id: 0,
+        queue_offset: 0,
+        max_msg_nums: 32,
+        sys_flag: pull_sys_flag::SUBSCRIPTION,
+        subscription: Some("*".into()),
+        expression_type: Some("TAG".into()),
+        ..Default::default()
+    });
+    let r = c.call(&admin, pull).await;
+    assert_eq!((r.code, r.remark.as_deref()), (response_code::PULL_OFFSET_MOVED, Some("OFFSET_RESET")));
+    assert_eq!(r.decode_header::<PullMessageResponseHeader>().unwrap().next_begin_offset, 5);
+    // ...and from then on commits count again.
+    c.commit(&admin, "rg", "Reset", 0, 2).await;
+    assert_eq!(c.query_offset(&admin, "rg", "Reset", 0).await, 2);
+
     let r = c.call(&admin, reset("Nope", "rg", None, None, 0)).await;
     assert_eq!(r.code, response_code::TOPIC_NOT_EXIST);
     let r = c.call(&admin, reset("Reset", "ghost", None, None, 0)).await;

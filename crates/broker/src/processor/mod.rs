@@ -3,6 +3,7 @@
 //! Java: `broker/processor/*`.
 
 pub(crate) mod admin;
+pub(crate) mod admin_query;
 pub(crate) mod client;
 pub(crate) mod offset;
 pub(crate) mod pull;

@@ -32,6 +32,14 @@ impl Broker {
         if self.topics().select(&h.topic).is_none() {
             return failure(req, response_code::TOPIC_NOT_EXIST, format!("Topic {} not exist!", h.topic));
         }
+        if self.offsets().has_offset_reset(&h.consumer_group, &h.topic, h.queue_id) {
+            // The consumer has not pulled since the reset; its commit would undo it.
+            return RemotingCommand::response_to(
+                req,
+                response_code::SUCCESS,
+                Some("Offset has been previously reset".to_owned()),
+            );
+        }
         self.offsets().commit_offset(
             &conn.remote_addr().to_string(),
             &h.consumer_group,

@@ -142,6 +142,23 @@ impl Broker {
             }
             sub.sub_string
         };
+        // A server-side offset reset (INVOKE_BROKER_TO_RESET_OFFSET) is handed to the next pull
+        // of the queue, which moves the consumer there (Java: `useServerSideResetOffset`).
+        if let Some(reset) = self.offsets().take_reset_offset(&h.consumer_group, &h.topic, h.queue_id) {
+            let response =
+                RemotingCommand::response_to(req, response_code::PULL_OFFSET_MOVED, Some("OFFSET_RESET".to_owned()))
+                    .with_header(&PullMessageResponseHeader {
+                        suggest_which_broker_id: 0,
+                        next_begin_offset: reset,
+                        min_offset: self.store.min_offset_in_queue(&h.topic, h.queue_id),
+                        max_offset: self.store.max_offset_in_queue(&h.topic, h.queue_id),
+                        offset_delta: None,
+                        topic_sys_flag: Some(topic.topic_sys_flag),
+                        group_sys_flag: Some(group.group_sys_flag),
+                        forbidden_type: None,
+                    });
+            return PullOutcome::Respond(response);
+        }
         let tag_codes = tag_filter(&sub_string);
         let filter_codes = tag_codes.clone();
         let filter = move |code: i64| filter_codes.as_ref().is_none_or(|c| c.contains(&code));
@@ -172,7 +189,11 @@ impl Broker {
             suggest = group.which_broker_when_consume_slowly;
         }
         // The consumer's committed offset rides along on pulls.
-        if h.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0 && h.commit_offset >= 0 && !self.is_slave() {
+        if h.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0
+            && h.commit_offset >= 0
+            && !self.is_slave()
+            && !self.offsets().has_offset_reset(&h.consumer_group, &h.topic, h.queue_id)
+        {
             self.offsets().commit_offset(
                 &conn.remote_addr().to_string(),
                 &h.consumer_group,
