@@ -130,7 +130,15 @@ impl MappedFileQueue {
         };
         let file = match self.preallocator.as_ref().and_then(|p| p.take(from)) {
             Some(prepared) => prepared?,
-            None => Arc::new(MappedFile::open(&self.dir, from, self.file_size)?),
+            None => {
+                let file = Arc::new(MappedFile::open(&self.dir, from, self.file_size)?);
+                // Not prepared in advance (the first segment): fault its pages in the
+                // background, ahead of the writer.
+                if let Some(p) = &self.preallocator {
+                    p.prefault(file.clone());
+                }
+                file
+            }
         };
         if let Some(p) = &self.preallocator {
             p.request(from + self.file_size as i64);
@@ -138,6 +146,16 @@ impl MappedFileQueue {
         debug!(file = %file.path().display(), "new segment");
         files.push(file.clone());
         Ok(file)
+    }
+
+    /// Faults in the unwritten pages of the newest segment in the background (after recovery,
+    /// so the first appends of a restarted broker do not pay page faults).
+    pub fn prefault_last(&self) {
+        if let (Some(p), Some(last)) = (&self.preallocator, self.last()) {
+            if !last.is_full() {
+                p.prefault(last);
+            }
+        }
     }
 
     /// The segment holding `offset`, if any.
@@ -285,6 +303,8 @@ struct Preallocator {
 #[derive(Debug, Default)]
 struct PreState {
     requested: Option<i64>,
+    /// An in-service segment whose pages should be faulted in ahead of the writer.
+    prefault: Option<Arc<MappedFile>>,
     in_progress: Option<i64>,
     ready: Option<(i64, io::Result<Arc<MappedFile>>)>,
     stop: bool,
@@ -305,6 +325,14 @@ impl Preallocator {
                             if st.stop {
                                 return;
                             }
+                            if let Some(file) = st.prefault.take() {
+                                drop(st);
+                                if let Err(e) = file.prefault(file.wrote_position()) {
+                                    debug!(error = %e, "page prefault unavailable");
+                                }
+                                st = lock.lock().unwrap_or_else(|e| e.into_inner());
+                                continue;
+                            }
                             if let Some(from) = st.requested.take() {
                                 st.in_progress = Some(from);
                                 break from;
@@ -324,6 +352,13 @@ impl Preallocator {
             })
             .ok();
         Preallocator { shared, thread }
+    }
+
+    fn prefault(&self, file: Arc<MappedFile>) {
+        let (lock, cv) = &*self.shared;
+        let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
+        st.prefault = Some(file);
+        cv.notify_all();
     }
 
     fn request(&self, from: i64) {

@@ -231,6 +231,7 @@ impl MessageStore {
             cq.correct_min_offset(commit_log_min);
         }
         commit_log.set_topic_queue_table(shared.consume_queues.queue_max_offsets());
+        commit_log.queue().prefault_last();
         shared.reput_from.store(summary.max_phy_offset, Ordering::Release);
         info!(
             normal = last_exit_ok,
