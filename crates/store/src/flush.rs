@@ -26,6 +26,9 @@ pub(crate) type FlushOutcome = bool;
 
 struct Shared {
     requests: Mutex<Vec<(i64, oneshot::Sender<FlushOutcome>)>>,
+    /// The flush thread waits for requests (guarded by `requests`' lock): only then does a
+    /// request pay for a wake-up system call.
+    waiting: AtomicBool,
     wake: Condvar,
     stop: AtomicBool,
     /// Flushes performed, for the fsyncs-per-ack figure.
@@ -53,6 +56,7 @@ impl FlushService {
     ) -> std::io::Result<Self> {
         let shared = Arc::new(Shared {
             requests: Mutex::new(Vec::new()),
+            waiting: AtomicBool::new(false),
             wake: Condvar::new(),
             stop: AtomicBool::new(false),
             flush_count: std::sync::atomic::AtomicU64::new(0),
@@ -90,7 +94,9 @@ impl FlushService {
         let (tx, rx) = oneshot::channel();
         let mut requests = self.shared.requests.lock().unwrap_or_else(|e| e.into_inner());
         requests.push((next_offset, tx));
-        self.shared.wake.notify_one();
+        if self.shared.waiting.load(Ordering::Relaxed) {
+            self.shared.wake.notify_one();
+        }
         rx
     }
 
@@ -132,11 +138,13 @@ fn group_commit_loop(shared: &Shared, commit_log: &CommitLog, checkpoint: &Check
         let requests = {
             let mut requests = shared.requests.lock().unwrap_or_else(|e| e.into_inner());
             if requests.is_empty() {
+                shared.waiting.store(true, Ordering::Relaxed);
                 requests = shared
                     .wake
                     .wait_timeout(requests, GROUP_COMMIT_WAIT)
                     .map(|(g, _)| g)
                     .unwrap_or_else(|e| e.into_inner().0);
+                shared.waiting.store(false, Ordering::Relaxed);
             }
             std::mem::take(&mut *requests)
         };

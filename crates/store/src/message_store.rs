@@ -72,6 +72,8 @@ struct Shared {
     last_dispatched_timestamp: AtomicI64,
     listeners: RwLock<Vec<ArrivalListener>>,
     wake_reput: (Mutex<()>, Condvar),
+    /// Set by the dispatch thread (under `wake_reput`'s lock) while it waits.
+    reput_sleeping: AtomicBool,
     /// Wakes the consume-queue flusher early at shutdown (and the retention and stats threads,
     /// which park on it too).
     wake_flusher: (Mutex<()>, Condvar),
@@ -107,9 +109,16 @@ impl Shared {
         }
     }
 
+    /// Wakes the dispatch thread if it sleeps. Checking the flag first keeps the common case
+    /// (the thread is busy dispatching) free of locks and system calls on every put.
     fn notify_reput(&self) {
-        let _guard = self.wake_reput.0.lock();
-        self.wake_reput.1.notify_one();
+        // Pairs with the fence in `reput_loop`: either this load sees the flag, or the dispatch
+        // thread's next look sees the appended bytes.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.reput_sleeping.load(Ordering::SeqCst) {
+            let _guard = self.wake_reput.0.lock();
+            self.wake_reput.1.notify_one();
+        }
     }
 
     fn run_retention(&self, now_utc_ms: i64) -> RetentionReport {
@@ -212,6 +221,7 @@ impl MessageStore {
             last_dispatched_timestamp: AtomicI64::new(0),
             listeners: RwLock::new(Vec::new()),
             wake_reput: (Mutex::new(()), Condvar::new()),
+            reput_sleeping: AtomicBool::new(false),
             wake_flusher: (Mutex::new(()), Condvar::new()),
             stop: AtomicBool::new(false),
             memory_budget_bytes,
@@ -567,9 +577,16 @@ fn reput_loop(shared: &Shared) {
         let max = shared.commit_log.max_offset();
         if from >= max {
             let guard = shared.wake_reput.0.lock().unwrap_or_else(|e| e.into_inner());
+            // Announce the sleep before the last look, so a put that lands in between sees the
+            // flag and wakes us (it takes the same lock to notify).
+            shared.reput_sleeping.store(true, Ordering::SeqCst);
+            std::sync::atomic::fence(Ordering::SeqCst);
             if shared.commit_log.max_offset() <= from && !shared.stop.load(Ordering::Acquire) {
                 let _ = shared.wake_reput.1.wait_timeout(guard, Duration::from_millis(10));
+            } else {
+                drop(guard);
             }
+            shared.reput_sleeping.store(false, Ordering::Release);
             continue;
         }
         if from < shared.commit_log.min_offset() {
