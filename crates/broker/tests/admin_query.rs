@@ -8,96 +8,34 @@ use std::time::{Duration, Instant};
 
 use ferromq_broker::metadata::DelayOffsetSerializeWrapper;
 use ferromq_broker::BrokerSettings;
-use ferromq_namesrv::NamesrvConfig;
 use ferromq_protocol::body::{
     ConsumeFromWhere, ConsumeStats, ConsumeType, ConsumerConnection, ConsumerData, ConsumerOffsetSerializeWrapper,
     GroupList, HeartbeatData, JsonBody, MessageModel, MessageQueue, ProducerConnection, ProducerData, ResetOffsetBody,
-    ResetOffsetBodyForC, SubscriptionData, TopicRouteData, TopicStatsTable,
+    ResetOffsetBodyForC, SubscriptionData, TopicStatsTable,
 };
 use ferromq_protocol::header::*;
 use ferromq_protocol::message::MessageProperties;
 use ferromq_protocol::{request_code, response_code, LanguageCode, RemotingCommand};
 use ferromq_remoting::{ClientConfig, Dispatcher, RemotingClient};
-use tokio::net::TcpListener;
-use tokio::sync::{mpsc, oneshot};
+use ferromq_testkit::LocalCluster;
+use tokio::sync::mpsc;
 
 const T: Duration = Duration::from_secs(10);
 const BROKER: &str = "broker-a";
 
-struct Cluster {
-    ns_addr: String,
-    broker_addr: String,
-    ns_stop: Option<oneshot::Sender<()>>,
-    broker_stop: Option<oneshot::Sender<()>>,
-    ns_task: tokio::task::JoinHandle<()>,
-    broker_task: Option<tokio::task::JoinHandle<()>>,
-    _dir: tempfile::TempDir,
-}
+/// The testkit's cluster, with helpers for these tests.
+struct Cluster(LocalCluster);
 
-fn settings(dir: &std::path::Path, ns_addr: &str, tweak: &dyn Fn(&mut BrokerSettings)) -> BrokerSettings {
-    let mut s = BrokerSettings::default();
-    s.broker.namesrv_addr = ns_addr.to_owned();
-    s.store.store_path_root_dir = dir.join("store");
-    s.store.mapped_file_size_commit_log = 1 << 20;
-    s.store.mapped_file_size_consume_queue = 20 * 1000;
-    s.store.max_hash_slot_num = 1000;
-    s.store.max_index_num = 4000;
-    tweak(&mut s);
-    s
+impl std::ops::Deref for Cluster {
+    type Target = LocalCluster;
+    fn deref(&self) -> &LocalCluster {
+        &self.0
+    }
 }
 
 impl Cluster {
-    async fn start(tweak: &dyn Fn(&mut BrokerSettings)) -> Cluster {
-        let dir = tempfile::tempdir().unwrap();
-        let ns_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let ns_addr = ns_listener.local_addr().unwrap().to_string();
-        let config = NamesrvConfig { kv_config_path: dir.path().join("kv.json"), ..NamesrvConfig::default() };
-        let (ns_stop, ns_stopped) = oneshot::channel::<()>();
-        let ns_task = tokio::spawn(async move {
-            ferromq_namesrv::run(config, ns_listener, async {
-                let _ = ns_stopped.await;
-            })
-            .await
-            .unwrap();
-        });
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let broker_addr = listener.local_addr().unwrap().to_string();
-        let (broker_stop, broker_stopped) = oneshot::channel::<()>();
-        let s = settings(dir.path(), &ns_addr, tweak);
-        let broker_task = tokio::spawn(async move {
-            ferromq_broker::run(s, listener, async {
-                let _ = broker_stopped.await;
-            })
-            .await
-            .unwrap();
-        });
-        let c = Cluster {
-            ns_addr,
-            broker_addr,
-            ns_stop: Some(ns_stop),
-            broker_stop: Some(broker_stop),
-            ns_task,
-            broker_task: Some(broker_task),
-            _dir: dir,
-        };
-        c.wait_registered("SELF_TEST_TOPIC").await;
-        c
-    }
-
-    async fn wait_registered(&self, topic: &str) -> TopicRouteData {
-        let client = RemotingClient::new(ClientConfig::default());
-        let deadline = Instant::now() + T;
-        loop {
-            let req = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC)
-                .with_header(&GetRouteInfoRequestHeader { topic: topic.into(), accept_standard_json_only: None });
-            if let Ok(r) = client.invoke(&self.ns_addr, req, T).await {
-                if r.code == response_code::SUCCESS {
-                    return TopicRouteData::decode(&r.body).unwrap();
-                }
-            }
-            assert!(Instant::now() < deadline, "broker never registered {topic}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    async fn start(tweak: impl Fn(&mut BrokerSettings) + Send + Sync + 'static) -> Cluster {
+        Cluster(LocalCluster::start(tweak).await)
     }
 
     async fn call(&self, client: &RemotingClient, req: RemotingCommand) -> RemotingCommand {
@@ -173,11 +111,8 @@ impl Cluster {
         ConsumeStats::decode(&r.body).unwrap()
     }
 
-    async fn stop(mut self) {
-        let _ = self.broker_stop.take().unwrap().send(());
-        tokio::time::timeout(T, self.broker_task.take().unwrap()).await.expect("broker stops").unwrap();
-        let _ = self.ns_stop.take().unwrap().send(());
-        tokio::time::timeout(T, &mut self.ns_task).await.expect("namesrv stops").unwrap();
+    async fn stop(self) {
+        self.0.stop().await;
     }
 }
 
@@ -258,7 +193,7 @@ fn queue(topic: &str, queue_id: i32) -> MessageQueue {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topic_stats_report_offset_ranges_and_last_store_time() {
-    let c = Cluster::start(&|_| {}).await;
+    let c = Cluster::start(|_| {}).await;
     let client = RemotingClient::new(ClientConfig::default());
     let (before, after) = c.send(&client, "Stats", 1, 3).await;
     let req = RemotingCommand::request(request_code::GET_TOPIC_STATS_INFO)
@@ -293,7 +228,7 @@ async fn topic_stats_report_offset_ranges_and_last_store_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consume_stats_report_broker_and_consumer_offsets() {
-    let c = Cluster::start(&|_| {}).await;
+    let c = Cluster::start(|_| {}).await;
     let client = RemotingClient::new(ClientConfig::default());
     let (before, after) = c.send(&client, "Orders", 0, 5).await;
     c.send(&client, "Other", 0, 1).await;
@@ -336,7 +271,7 @@ async fn consume_stats_report_broker_and_consumer_offsets() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_lists_show_the_registered_clients() {
-    let c = Cluster::start(&|_| {}).await;
+    let c = Cluster::start(|_| {}).await;
     let member = RemotingClient::new(ClientConfig::default());
     let r = c.call(&member, heartbeat("127.0.0.1@m1", "cg1", &["Orders"], Some("pg1"))).await;
     assert_eq!(r.code, response_code::SUCCESS);
@@ -385,7 +320,7 @@ async fn connection_lists_show_the_registered_clients() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topic_consumers_are_online_subscribers_and_groups_with_offsets() {
-    let c = Cluster::start(&|_| {}).await;
+    let c = Cluster::start(|_| {}).await;
     let client = RemotingClient::new(ClientConfig::default());
     c.send(&client, "Orders", 0, 1).await;
     c.commit(&client, "committed", "Orders", 0, 1).await;
@@ -407,7 +342,7 @@ async fn topic_consumers_are_online_subscribers_and_groups_with_offsets() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reset_offset_moves_committed_offsets_and_tells_the_consumers() {
-    let c = Cluster::start(&|_| {}).await;
+    let c = Cluster::start(|_| {}).await;
     let admin = RemotingClient::new(ClientConfig::default());
     c.send(&admin, "Reset", 0, 5).await;
     let (java, mut java_rx) = recording_client();
@@ -494,7 +429,7 @@ async fn reset_offset_moves_committed_offsets_and_tells_the_consumers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clone_group_offset_copies_one_topic_or_all() {
-    let c = Cluster::start(&|_| {}).await;
+    let c = Cluster::start(|_| {}).await;
     let client = RemotingClient::new(ClientConfig::default());
     c.send(&client, "A", 0, 1).await;
     c.send(&client, "B", 0, 1).await;
@@ -535,7 +470,7 @@ async fn clone_group_offset_copies_one_topic_or_all() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delay_offsets_are_served_as_java_writes_them() {
-    let c = Cluster::start(&|s| {
+    let c = Cluster::start(|s| {
         let config = s.store.store_path_root_dir.join("config");
         std::fs::create_dir_all(&config).unwrap();
         std::fs::write(config.join("delayOffset.json"), br#"{"offsetTable":{1:0,2:17}}"#).unwrap();
@@ -554,7 +489,7 @@ async fn delay_offsets_are_served_as_java_writes_them() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broker_config_updates_apply_all_or_nothing_and_refuse_black_listed_keys() {
-    let c = Cluster::start(&|s| {
+    let c = Cluster::start(|s| {
         s.broker.unknown.insert("configBlackList".into(), "configBlackList;brokerConfigPath;storePathRootDir".into());
     })
     .await;

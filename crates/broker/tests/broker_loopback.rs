@@ -4,124 +4,19 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use ferromq_broker::BrokerSettings;
-use ferromq_namesrv::NamesrvConfig;
 use ferromq_protocol::body::{
     ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, JsonBody, MessageModel, SubscriptionData,
-    TopicRouteData,
 };
 use ferromq_protocol::header::*;
 use ferromq_protocol::message::{encode_batch, BatchEntry, MessageProperties, StoredMessage};
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
+use ferromq_testkit::LocalCluster;
 
 const T: Duration = Duration::from_secs(10);
 
-struct Cluster {
-    ns_addr: String,
-    broker_addr: String,
-    ns_stop: Option<oneshot::Sender<()>>,
-    broker_stop: Option<oneshot::Sender<()>>,
-    ns_task: tokio::task::JoinHandle<()>,
-    broker_task: Option<tokio::task::JoinHandle<()>>,
-    dir: tempfile::TempDir,
-}
-
-fn settings(dir: &std::path::Path, ns_addr: &str, tweak: &dyn Fn(&mut BrokerSettings)) -> BrokerSettings {
-    let mut s = BrokerSettings::default();
-    s.broker.namesrv_addr = ns_addr.to_owned();
-    s.store.store_path_root_dir = dir.join("store");
-    s.store.mapped_file_size_commit_log = 1 << 20;
-    s.store.mapped_file_size_consume_queue = 20 * 1000;
-    s.store.max_hash_slot_num = 1000;
-    s.store.max_index_num = 4000;
-    tweak(&mut s);
-    s
-}
-
-async fn start_broker(
-    dir: &std::path::Path,
-    ns_addr: &str,
-    tweak: &dyn Fn(&mut BrokerSettings),
-) -> (String, oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let s = settings(dir, ns_addr, tweak);
-    let task = tokio::spawn(async move {
-        ferromq_broker::run(s, listener, async {
-            let _ = stopped.await;
-        })
-        .await
-        .unwrap();
-    });
-    (addr, stop, task)
-}
-
-impl Cluster {
-    async fn start(tweak: &dyn Fn(&mut BrokerSettings)) -> Cluster {
-        let dir = tempfile::tempdir().unwrap();
-        let ns_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let ns_addr = ns_listener.local_addr().unwrap().to_string();
-        let config = NamesrvConfig { kv_config_path: dir.path().join("kv.json"), ..NamesrvConfig::default() };
-        let (ns_stop, ns_stopped) = oneshot::channel::<()>();
-        let ns_task = tokio::spawn(async move {
-            ferromq_namesrv::run(config, ns_listener, async {
-                let _ = ns_stopped.await;
-            })
-            .await
-            .unwrap();
-        });
-        let (broker_addr, broker_stop, broker_task) = start_broker(dir.path(), &ns_addr, tweak).await;
-        let c = Cluster {
-            ns_addr,
-            broker_addr,
-            ns_stop: Some(ns_stop),
-            broker_stop: Some(broker_stop),
-            ns_task,
-            broker_task: Some(broker_task),
-            dir,
-        };
-        c.wait_registered("SELF_TEST_TOPIC").await;
-        c
-    }
-
-    async fn wait_registered(&self, topic: &str) -> TopicRouteData {
-        let client = RemotingClient::new(ClientConfig::default());
-        let deadline = Instant::now() + T;
-        loop {
-            let req = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC)
-                .with_header(&GetRouteInfoRequestHeader { topic: topic.into(), accept_standard_json_only: None });
-            if let Ok(r) = client.invoke(&self.ns_addr, req, T).await {
-                if r.code == response_code::SUCCESS {
-                    return TopicRouteData::decode(&r.body).unwrap();
-                }
-            }
-            assert!(Instant::now() < deadline, "broker never registered {topic}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    async fn restart_broker(&mut self, tweak: &dyn Fn(&mut BrokerSettings)) {
-        let _ = self.broker_stop.take().unwrap().send(());
-        tokio::time::timeout(T, self.broker_task.take().unwrap()).await.expect("broker stops").unwrap();
-        let (addr, stop, task) = start_broker(self.dir.path(), &self.ns_addr, tweak).await;
-        self.broker_addr = addr;
-        self.broker_stop = Some(stop);
-        self.broker_task = Some(task);
-    }
-
-    async fn stop(mut self) {
-        if let Some(stop) = self.broker_stop.take() {
-            let _ = stop.send(());
-            tokio::time::timeout(T, self.broker_task.take().unwrap()).await.expect("broker stops").unwrap();
-        }
-        let _ = self.ns_stop.take().unwrap().send(());
-        tokio::time::timeout(T, &mut self.ns_task).await.expect("namesrv stops").unwrap();
-    }
-}
+/// The in-process cluster of the testkit.
+type Cluster = LocalCluster;
 
 fn send_v2(topic: &str, queue_id: i32, body: &str, tag: &str, key: &str) -> RemotingCommand {
     let mut props = MessageProperties::new();
@@ -188,7 +83,7 @@ fn bodies(r: &RemotingCommand) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn send_pull_offsets_and_long_polling() {
-    let c = Cluster::start(&|_| {}).await;
+    let c = Cluster::start(|_| {}).await;
     let client = RemotingClient::new(ClientConfig::default());
     // First send auto-creates the topic from TBW102 (4 queues, as the client asked).
     for i in 0..6 {
@@ -312,7 +207,7 @@ async fn send_pull_offsets_and_long_polling() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batch_heartbeat_and_consumer_list() {
-    let c = Cluster::start(&|_| {}).await;
+    let c = Cluster::start(|_| {}).await;
     let client = RemotingClient::new(ClientConfig::default());
     let entries: Vec<BatchEntry> = (0..3)
         .map(|i| BatchEntry {
@@ -371,7 +266,7 @@ async fn batch_heartbeat_and_consumer_list() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_gets_rocketmq_codes_and_the_broker_keeps_serving() {
-    let c = Cluster::start(&|s| {
+    let c = Cluster::start(|s| {
         s.broker.auto_create_topic_enable = false;
         s.store.max_message_size = 1024;
     })
@@ -414,7 +309,7 @@ async fn bad_input_gets_rocketmq_codes_and_the_broker_keeps_serving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_keeps_messages_offsets_and_topics() {
-    let mut c = Cluster::start(&|s| s.store.flush_disk_type = ferromq_store::FlushDiskType::SyncFlush).await;
+    let mut c = Cluster::start(|s| s.store.flush_disk_type = ferromq_store::FlushDiskType::SyncFlush).await;
     let client = RemotingClient::new(ClientConfig::default());
     for i in 0..10 {
         let r = client.invoke(&c.broker_addr, send_v2("Durable", 2, &format!("d{i}"), "T", "k"), T).await.unwrap();
@@ -431,7 +326,7 @@ async fn restart_keeps_messages_offsets_and_topics() {
     );
     assert_eq!(client.invoke(&c.broker_addr, update, T).await.unwrap().code, response_code::SUCCESS);
     client.shutdown().await;
-    c.restart_broker(&|s| s.store.flush_disk_type = ferromq_store::FlushDiskType::SyncFlush).await;
+    c.restart_broker().await;
     let client = RemotingClient::new(ClientConfig::default());
     let r = pull_found(&client, &c.broker_addr, pull("Durable", 2, 0, "*", 0)).await;
     assert_eq!(bodies(&r), (0..10).map(|i| format!("d{i}")).collect::<Vec<_>>());
@@ -455,7 +350,7 @@ async fn restart_keeps_messages_offsets_and_topics() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn send_back_goes_to_retry_then_dead_letter_topic() {
-    let c = Cluster::start(&|_| {}).await;
+    let c = Cluster::start(|_| {}).await;
     let client = RemotingClient::new(ClientConfig::default());
     let r = client.invoke(&c.broker_addr, send_v2("Work", 0, "job", "T", "k"), T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS);

@@ -1,0 +1,160 @@
+//! Dev-only helpers: a real name server and broker started in process on 127.0.0.1 port 0
+//! with temporary directories, for loopback tests of the broker, the client and the tools.
+//! Never a dependency of production code.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use ferromq_broker::BrokerSettings;
+use ferromq_namesrv::NamesrvConfig;
+use ferromq_protocol::body::{JsonBody, TopicRouteData};
+use ferromq_protocol::header::GetRouteInfoRequestHeader;
+use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use ferromq_remoting::{ClientConfig, RemotingClient};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// How long the harness waits for anything (registration, shutdown).
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Broker settings for tests: small segments and index so files roll, rooted in `dir`.
+pub fn test_settings(dir: &Path, ns_addr: &str) -> BrokerSettings {
+    let mut s = BrokerSettings::default();
+    s.broker.namesrv_addr = ns_addr.to_owned();
+    s.store.store_path_root_dir = dir.join("store");
+    s.store.mapped_file_size_commit_log = 1 << 20;
+    s.store.mapped_file_size_consume_queue = 20 * 1000;
+    s.store.max_hash_slot_num = 1000;
+    s.store.max_index_num = 4000;
+    s
+}
+
+struct RunningBroker {
+    addr: String,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+async fn start_broker(settings: BrokerSettings) -> RunningBroker {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind broker port");
+    let addr = listener.local_addr().expect("local address").to_string();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        ferromq_broker::run(settings, listener, async {
+            let _ = stopped.await;
+        })
+        .await
+        .expect("broker runs");
+    });
+    RunningBroker { addr, stop, task }
+}
+
+/// A name server and one broker (`broker-a` in `DefaultCluster` unless tweaked).
+pub struct LocalCluster {
+    /// Name server `ip:port`.
+    pub ns_addr: String,
+    /// Broker `ip:port`.
+    pub broker_addr: String,
+    ns_stop: Option<oneshot::Sender<()>>,
+    ns_task: Option<JoinHandle<()>>,
+    broker: Option<RunningBroker>,
+    tweak: Box<dyn Fn(&mut BrokerSettings) + Send + Sync>,
+    dir: tempfile::TempDir,
+}
+
+impl std::fmt::Debug for LocalCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalCluster").field("ns_addr", &self.ns_addr).field("broker_addr", &self.broker_addr).finish()
+    }
+}
+
+impl LocalCluster {
+    /// Starts both and waits until the broker's SELF_TEST_TOPIC route is known (registered).
+    pub async fn start(tweak: impl Fn(&mut BrokerSettings) + Send + Sync + 'static) -> LocalCluster {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let ns_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind name server port");
+        let ns_addr = ns_listener.local_addr().expect("local address").to_string();
+        let config = NamesrvConfig {
+            kv_config_path: dir.path().join("kv.json"),
+            config_store_path: dir.path().join("namesrv.properties"),
+            ..NamesrvConfig::default()
+        };
+        let (ns_stop, ns_stopped) = oneshot::channel::<()>();
+        let ns_task = tokio::spawn(async move {
+            ferromq_namesrv::run(config, ns_listener, async {
+                let _ = ns_stopped.await;
+            })
+            .await
+            .expect("name server runs");
+        });
+        let mut settings = test_settings(dir.path(), &ns_addr);
+        tweak(&mut settings);
+        let broker = start_broker(settings).await;
+        let c = LocalCluster {
+            ns_addr,
+            broker_addr: broker.addr.clone(),
+            ns_stop: Some(ns_stop),
+            ns_task: Some(ns_task),
+            broker: Some(broker),
+            tweak: Box::new(tweak),
+            dir,
+        };
+        c.wait_registered("SELF_TEST_TOPIC").await;
+        c
+    }
+
+    /// The directory holding the broker's store.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Waits until the name server has a route for `topic`, and returns it.
+    ///
+    /// # Panics
+    /// When no route appears within [`TIMEOUT`].
+    pub async fn wait_registered(&self, topic: &str) -> TopicRouteData {
+        let client = RemotingClient::new(ClientConfig::default());
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let req = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC)
+                .with_header(&GetRouteInfoRequestHeader { topic: topic.into(), accept_standard_json_only: None });
+            if let Ok(r) = client.invoke(&self.ns_addr, req, TIMEOUT).await {
+                if r.code == response_code::SUCCESS {
+                    client.shutdown().await;
+                    return TopicRouteData::decode(&r.body).expect("route body");
+                }
+            }
+            assert!(Instant::now() < deadline, "broker never registered {topic}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Stops the broker cleanly and starts it again on the same directory (new port).
+    pub async fn restart_broker(&mut self) {
+        self.stop_broker().await;
+        let mut settings = test_settings(self.dir.path(), &self.ns_addr);
+        (self.tweak)(&mut settings);
+        let broker = start_broker(settings).await;
+        self.broker_addr = broker.addr.clone();
+        self.broker = Some(broker);
+    }
+
+    async fn stop_broker(&mut self) {
+        if let Some(b) = self.broker.take() {
+            let _ = b.stop.send(());
+            tokio::time::timeout(TIMEOUT, b.task).await.expect("broker stops in time").expect("broker task");
+        }
+    }
+
+    /// Stops the broker, then the name server.
+    pub async fn stop(mut self) {
+        self.stop_broker().await;
+        if let Some(stop) = self.ns_stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.ns_task.take() {
+            tokio::time::timeout(TIMEOUT, task).await.expect("name server stops in time").expect("name server task");
+        }
+    }
+}
