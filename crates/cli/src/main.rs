@@ -1,5 +1,8 @@
 //! The `ferromq` binary: parses arguments, sets up logging and calls a component's `run`.
 
+mod admin;
+mod bench;
+
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -24,6 +27,10 @@ enum Command {
     Broker(BrokerArgs),
     /// Run a NameServer and a broker in one process with working defaults.
     Standalone(StandaloneArgs),
+    /// Administration commands with mqadmin's names and flags.
+    Admin(admin::AdminArgs),
+    /// Load generator for any RocketMQ broker.
+    Bench(bench::BenchArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -75,6 +82,8 @@ fn main() -> anyhow::Result<()> {
         Command::Namesrv(args) => namesrv(args),
         Command::Broker(args) => broker(args),
         Command::Standalone(args) => standalone(args),
+        Command::Admin(args) => admin::run(args),
+        Command::Bench(args) => bench::run(args),
     }
 }
 
