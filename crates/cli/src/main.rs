@@ -77,7 +77,9 @@ struct NamesrvArgs {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    init_logging();
+    // Tools print their results on stdout; their logs stay quiet unless asked for.
+    let quiet = matches!(cli.command, Command::Admin(_) | Command::Bench(_));
+    init_logging(if quiet { "warn" } else { "info" });
     match cli.command {
         Command::Namesrv(args) => namesrv(args),
         Command::Broker(args) => broker(args),
@@ -87,9 +89,9 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
-fn init_logging() {
+fn init_logging(default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
 }
 

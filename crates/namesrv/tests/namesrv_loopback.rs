@@ -222,10 +222,13 @@ async fn broker_is_removed_when_its_connection_closes() {
 #[tokio::test]
 async fn silent_broker_expires_after_its_heartbeat_timeout() {
     let ns = Namesrv::start(|c| c.scan_not_active_broker_interval_ms = 100).await;
-    let client = RemotingClient::new(ClientConfig::default());
+    // The broker's own connection: the name server closes it when the broker expires, as the
+    // Java name server closes an expired broker's channel.
+    let broker = RemotingClient::new(ClientConfig::default());
+    let admin = RemotingClient::new(ClientConfig::default());
     let mut reg = registration("c1", "broker-a", 0, "127.0.0.1:40911", &[topic("Short", 1)], false);
     reg.ext_fields.insert("heartbeatTimeoutMillis".into(), "300".into());
-    assert_eq!(call(&client, &ns.addr, reg).await.code, response_code::SUCCESS);
+    assert_eq!(call(&broker, &ns.addr, reg).await.code, response_code::SUCCESS);
     // A BROKER_HEARTBEAT keeps it alive for a while...
     let hb = BrokerHeartbeatRequestHeader {
         cluster_name: "c1".into(),
@@ -234,15 +237,16 @@ async fn silent_broker_expires_after_its_heartbeat_timeout() {
         ..Default::default()
     };
     assert_eq!(
-        call(&client, &ns.addr, RemotingCommand::request(request_code::BROKER_HEARTBEAT).with_header(&hb)).await.code,
+        call(&broker, &ns.addr, RemotingCommand::request(request_code::BROKER_HEARTBEAT).with_header(&hb)).await.code,
         response_code::SUCCESS
     );
-    // ...but without more, the scan drops it although its connection is still open.
+    // ...but without more, the scan drops it although it never closed its connection.
     eventually("the silent broker expires", || async {
-        call(&client, &ns.addr, route_request("Short", version::CURRENT)).await.code == response_code::TOPIC_NOT_EXIST
+        call(&admin, &ns.addr, route_request("Short", version::CURRENT)).await.code == response_code::TOPIC_NOT_EXIST
     })
     .await;
-    client.shutdown().await;
+    broker.shutdown().await;
+    admin.shutdown().await;
     ns.stop().await;
 }
 

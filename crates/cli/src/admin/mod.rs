@@ -1,14 +1,146 @@
-//! `ferromq admin <command>`: mqadmin's commands (being written).
+//! `ferromq admin <command>`: mqadmin's commands, names and flags, on top of
+//! `ferromq_client::admin::AdminClient`. Each command prints a table like mqadmin's, or JSON
+//! with `--json`. Commands live in one file per concept; this module parses and dispatches.
+
+mod broker;
+mod group;
+mod message;
+mod output;
+mod topic;
+
+use anyhow::Context;
+use ferromq_client::admin::AdminClient;
 
 /// Arguments of `ferromq admin`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct AdminArgs {
-    /// The mqadmin command and its flags.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub(crate) args: Vec<String>,
+    /// Name server address list, `;`-separated (default: the NAMESRV_ADDR environment variable).
+    #[arg(short = 'n', long = "namesrvAddr", global = true)]
+    namesrv_addr: Option<String>,
+    /// Print machine-readable JSON instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
+    /// The mqadmin command.
+    #[command(subcommand)]
+    command: AdminCommand,
 }
 
-/// Runs one admin command.
+/// mqadmin's commands.
+#[derive(Debug, clap::Subcommand)]
+#[command(rename_all = "camelCase")]
+enum AdminCommand {
+    /// Create or update a topic on one broker (-b) or every master of a cluster (-c).
+    UpdateTopic(topic::UpdateTopicArgs),
+    /// Delete a topic from a cluster's brokers and from the name servers.
+    DeleteTopic(topic::DeleteTopicArgs),
+    /// List the topics the name server knows.
+    TopicList(topic::TopicListArgs),
+    /// Show a topic's route.
+    TopicRoute(topic::TopicRouteArgs),
+    /// Show each queue's offsets of a topic.
+    TopicStatus(topic::TopicStatusArgs),
+    /// List the clusters, their brokers and addresses.
+    ClusterList(broker::ClusterListArgs),
+    /// Show a broker's runtime statistics.
+    BrokerStatus(broker::BrokerTargetArgs),
+    /// Show a broker's configuration.
+    GetBrokerConfig(broker::BrokerTargetArgs),
+    /// Create or update a subscription group.
+    UpdateSubGroup(group::UpdateSubGroupArgs),
+    /// Delete a subscription group.
+    #[command(name = "deleteSubGroup")]
+    DeleteSubGroup(group::DeleteSubGroupArgs),
+    /// Show a consumer group's progress on each queue.
+    ConsumerProgress(group::ConsumerProgressArgs),
+    /// Show a consumer group's online clients.
+    ConsumerConnection(group::ConsumerConnectionArgs),
+    /// Show a producer group's online clients.
+    ProducerConnection(group::ProducerConnectionArgs),
+    /// Move a consumer group's offsets to a point in time.
+    ResetOffsetByTime(group::ResetOffsetByTimeArgs),
+    /// Find messages by key.
+    QueryMsgByKey(message::QueryMsgByKeyArgs),
+    /// Find a message by its offset message id (or, with -t, its unique id).
+    QueryMsgById(message::QueryMsgByIdArgs),
+    /// Show the message at an offset of one queue.
+    QueryMsgByOffset(message::QueryMsgByOffsetArgs),
+    /// Send one message.
+    SendMessage(message::SendMessageArgs),
+    /// Pull messages of a topic and print them.
+    ConsumeMessage(message::ConsumeMessageArgs),
+}
+
+/// What every command gets: the client and the output mode.
+pub(crate) struct Ctx {
+    pub(crate) client: AdminClient,
+    pub(crate) json: bool,
+}
+
+/// Runs one admin command. A failure prints its whole cause chain on one line (no backtrace)
+/// and exits with status 1, as mqadmin exits non-zero.
 pub(crate) fn run(args: AdminArgs) -> anyhow::Result<()> {
-    anyhow::bail!("admin commands are not available yet: {:?}", args.args)
+    if let Err(e) = run_command(args) {
+        eprintln!("Error: {e:#}");
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+fn run_command(args: AdminArgs) -> anyhow::Result<()> {
+    let namesrv = args
+        .namesrv_addr
+        .or_else(|| std::env::var("NAMESRV_ADDR").ok())
+        .filter(|s| !s.trim().is_empty())
+        .context("no name server address: give -n host:port or set NAMESRV_ADDR")?;
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let ctx = Ctx { client: AdminClient::new(&namesrv), json: args.json };
+        let result = dispatch(&ctx, args.command).await;
+        ctx.client.shutdown().await;
+        result
+    })
+}
+
+async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
+    match command {
+        AdminCommand::UpdateTopic(a) => topic::update_topic(ctx, a).await,
+        AdminCommand::DeleteTopic(a) => topic::delete_topic(ctx, a).await,
+        AdminCommand::TopicList(a) => topic::topic_list(ctx, a).await,
+        AdminCommand::TopicRoute(a) => topic::topic_route(ctx, a).await,
+        AdminCommand::TopicStatus(a) => topic::topic_status(ctx, a).await,
+        AdminCommand::ClusterList(a) => broker::cluster_list(ctx, a).await,
+        AdminCommand::BrokerStatus(a) => broker::broker_status(ctx, a).await,
+        AdminCommand::GetBrokerConfig(a) => broker::get_broker_config(ctx, a).await,
+        AdminCommand::UpdateSubGroup(a) => group::update_sub_group(ctx, a).await,
+        AdminCommand::DeleteSubGroup(a) => group::delete_sub_group(ctx, a).await,
+        AdminCommand::ConsumerProgress(a) => group::consumer_progress(ctx, a).await,
+        AdminCommand::ConsumerConnection(a) => group::consumer_connection(ctx, a).await,
+        AdminCommand::ProducerConnection(a) => group::producer_connection(ctx, a).await,
+        AdminCommand::ResetOffsetByTime(a) => group::reset_offset_by_time(ctx, a).await,
+        AdminCommand::QueryMsgByKey(a) => message::query_msg_by_key(ctx, a).await,
+        AdminCommand::QueryMsgById(a) => message::query_msg_by_id(ctx, a).await,
+        AdminCommand::QueryMsgByOffset(a) => message::query_msg_by_offset(ctx, a).await,
+        AdminCommand::SendMessage(a) => message::send_message(ctx, a).await,
+        AdminCommand::ConsumeMessage(a) => message::consume_message(ctx, a).await,
+    }
+}
+
+/// The brokers a command addresses: the one at `-b`, or every master of cluster `-c`.
+pub(crate) async fn target_brokers(
+    ctx: &Ctx,
+    broker_addr: Option<&str>,
+    cluster: Option<&str>,
+) -> anyhow::Result<Vec<(String, String)>> {
+    if let Some(addr) = broker_addr {
+        return Ok(vec![(addr.to_owned(), addr.to_owned())]);
+    }
+    let Some(cluster) = cluster else {
+        anyhow::bail!("give a broker address (-b) or a cluster name (-c)");
+    };
+    let masters = ctx.client.master_addrs(cluster).await?;
+    if masters.is_empty() {
+        anyhow::bail!("cluster {cluster} has no master broker (asked {})", ctx.client.namesrv_addrs().join(";"));
+    }
+    Ok(masters)
 }

@@ -1,1 +1,19 @@
-//! (being written)
+//! The admin client: what `mqadmin` asks of name servers and brokers, as typed async calls.
+//!
+//! Built directly on `ferromq-remoting`'s `RemotingClient` and `ferromq-protocol`'s headers and
+//! bodies; it keeps no route cache and no producer or consumer state. Formatting results for
+//! people is the CLI's job. Java: `DefaultMQAdminExt`, `MQClientAPIImpl`.
+
+mod broker;
+mod client;
+mod error;
+mod json;
+mod message;
+mod namesrv;
+mod subscription_group;
+
+pub use client::{AdminClient, DEFAULT_TIMEOUT};
+pub use error::AdminError;
+pub use json::{from_str as json_from_str, json, to_string_pretty as json_to_string_pretty, Value as JsonValue};
+pub use message::{PullResult, PullStatus, SendResult, TOOLS_CONSUMER_GROUP, TOOLS_PRODUCER_GROUP};
+pub use subscription_group::SubscriptionGroupSettings;

@@ -1,0 +1,122 @@
+//! Cluster and broker commands: clusterList, brokerStatus, getBrokerConfig.
+//! Java: `tools/command/cluster/ClusterListSubCommand`, `broker/BrokerStatusSubCommand`,
+//! `broker/GetBrokerConfigCommand`.
+
+use std::collections::BTreeMap;
+
+use ferromq_client::admin::{json, JsonValue};
+
+use crate::admin::output::{print_json, Table};
+use crate::admin::{target_brokers, Ctx};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ClusterListArgs {
+    /// Show more statistics (accepted; the table always shows TPS).
+    #[arg(short = 'm', long = "moreStats")]
+    more_stats: bool,
+    /// Refresh interval in seconds (accepted; the list is printed once).
+    #[arg(short = 'i', long = "interval")]
+    interval: Option<u64>,
+    /// Only this cluster.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+}
+
+pub(crate) async fn cluster_list(ctx: &Ctx, a: ClusterListArgs) -> anyhow::Result<()> {
+    let info = ctx.client.cluster_info().await?;
+    let mut rows = Vec::new();
+    for (cluster, names) in &info.cluster_addr_table {
+        if a.cluster.as_deref().is_some_and(|c| c != cluster) {
+            continue;
+        }
+        for name in names {
+            let Some(group) = info.broker_addr_table.get(name) else { continue };
+            for (id, addr) in &group.broker_addrs {
+                // A broker that does not answer still belongs in the list; its stats stay empty.
+                let runtime = ctx.client.broker_runtime_info(addr).await.unwrap_or_default();
+                rows.push((cluster.clone(), name.clone(), *id, addr.clone(), runtime));
+            }
+        }
+    }
+    if ctx.json {
+        let items: Vec<JsonValue> = rows
+            .iter()
+            .map(|(c, n, id, addr, rt)| {
+                json!({ "clusterName": c, "brokerName": n, "brokerId": id, "brokerAddr": addr,
+                    "version": rt.get("brokerVersionDesc"), "putTps": first(rt, "putTps"),
+                    "getTps": first(rt, "getFoundTps") })
+            })
+            .collect();
+        return print_json(&json!(items));
+    }
+    let mut table = Table::new(&["#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS", "#OutTPS"]);
+    for (cluster, name, id, addr, rt) in rows {
+        table.row(vec![
+            cluster,
+            name,
+            id.to_string(),
+            addr,
+            rt.get("brokerVersionDesc").cloned().unwrap_or_else(|| "-".to_owned()),
+            first(&rt, "putTps"),
+            first(&rt, "getFoundTps"),
+        ]);
+    }
+    table.print();
+    Ok(())
+}
+
+/// The first number of a space-separated TPS value (Java's keys hold 10 s, 60 s, 600 s).
+fn first(rt: &BTreeMap<String, String>, key: &str) -> String {
+    rt.get(key).and_then(|v| v.split_whitespace().next()).unwrap_or("-").to_owned()
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct BrokerTargetArgs {
+    /// Broker address.
+    #[arg(short = 'b', long = "brokerAddr")]
+    broker_addr: Option<String>,
+    /// Every master of this cluster.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+}
+
+pub(crate) async fn broker_status(ctx: &Ctx, a: BrokerTargetArgs) -> anyhow::Result<()> {
+    let targets = target_brokers(ctx, a.broker_addr.as_deref(), a.cluster.as_deref()).await?;
+    let mut all = BTreeMap::new();
+    for (_, addr) in &targets {
+        let table = ctx.client.broker_runtime_info(addr).await?;
+        if !ctx.json {
+            for (k, v) in &table {
+                if targets.len() > 1 {
+                    println!("{addr:<24} {k:<32}: {v}");
+                } else {
+                    println!("{k:<32}: {v}");
+                }
+            }
+        }
+        all.insert(addr.clone(), table);
+    }
+    if ctx.json {
+        return print_json(&json!(all));
+    }
+    Ok(())
+}
+
+pub(crate) async fn get_broker_config(ctx: &Ctx, a: BrokerTargetArgs) -> anyhow::Result<()> {
+    let targets = target_brokers(ctx, a.broker_addr.as_deref(), a.cluster.as_deref()).await?;
+    let mut all = BTreeMap::new();
+    for (_, addr) in &targets {
+        let entries = ctx.client.broker_config(addr).await?;
+        if !ctx.json {
+            println!("============{addr}============");
+            for (k, v) in &entries {
+                println!("{k:<50}=  {v}");
+            }
+        }
+        all.insert(addr.clone(), entries.into_iter().collect::<BTreeMap<_, _>>());
+    }
+    if ctx.json {
+        return print_json(&json!(all));
+    }
+    Ok(())
+}

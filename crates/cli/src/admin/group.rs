@@ -1,0 +1,317 @@
+//! Consumer- and producer-group commands: updateSubGroup, deleteSubGroup, consumerProgress,
+//! consumerConnection, producerConnection, resetOffsetByTime.
+//! Java: `tools/command/consumer/*`, `connection/*`, `offset/ResetOffsetByTimeCommand`.
+
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use ferromq_client::admin::{json, SubscriptionGroupSettings};
+use ferromq_protocol::body::{Connection, MessageQueue, OffsetWrapper};
+
+use crate::admin::output::{format_ms, print_json, Table};
+use crate::admin::{target_brokers, Ctx};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct UpdateSubGroupArgs {
+    /// Broker address.
+    #[arg(short = 'b', long = "brokerAddr")]
+    broker_addr: Option<String>,
+    /// Every master of this cluster.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+    /// Consumer group name.
+    #[arg(short = 'g', long = "groupName")]
+    group: String,
+    /// Consumption enabled.
+    #[arg(short = 's', long = "consumeEnable")]
+    consume_enable: Option<bool>,
+    /// Start from the minimum offset.
+    #[arg(short = 'm', long = "consumeFromMinEnable")]
+    consume_from_min_enable: Option<bool>,
+    /// Broadcast consumption allowed.
+    #[arg(short = 'd', long = "consumeBroadcastEnable")]
+    consume_broadcast_enable: Option<bool>,
+    /// Orderly consumption.
+    #[arg(short = 'o', long = "consumeMessageOrderly")]
+    consume_message_orderly: Option<bool>,
+    /// Retry queue count.
+    #[arg(short = 'q', long = "retryQueueNums")]
+    retry_queue_nums: Option<i32>,
+    /// Redeliveries before the dead-letter queue.
+    #[arg(short = 'r', long = "retryMaxTimes")]
+    retry_max_times: Option<i32>,
+    /// Group retry policy JSON (accepted; not applied).
+    #[arg(short = 'p', long = "groupRetryPolicy")]
+    group_retry_policy: Option<String>,
+    /// Broker id to consume from.
+    #[arg(short = 'i', long = "brokerId")]
+    broker_id: Option<i64>,
+    /// Broker id to consume from when consumption is slow.
+    #[arg(short = 'w', long = "whichBrokerWhenConsumeSlowly")]
+    which_broker_when_consume_slowly: Option<i64>,
+    /// Tell consumers when the group's membership changes.
+    #[arg(short = 'a', long = "notifyConsumerIdsChanged")]
+    notify_consumer_ids_changed: Option<bool>,
+}
+
+pub(crate) async fn update_sub_group(ctx: &Ctx, a: UpdateSubGroupArgs) -> anyhow::Result<()> {
+    let mut s = SubscriptionGroupSettings::new(a.group.clone());
+    s.consume_enable = a.consume_enable.unwrap_or(s.consume_enable);
+    s.consume_from_min_enable = a.consume_from_min_enable.unwrap_or(s.consume_from_min_enable);
+    s.consume_broadcast_enable = a.consume_broadcast_enable.unwrap_or(s.consume_broadcast_enable);
+    s.consume_message_orderly = a.consume_message_orderly.unwrap_or(s.consume_message_orderly);
+    s.retry_queue_nums = a.retry_queue_nums.unwrap_or(s.retry_queue_nums);
+    s.retry_max_times = a.retry_max_times.unwrap_or(s.retry_max_times);
+    s.broker_id = a.broker_id.unwrap_or(s.broker_id);
+    s.which_broker_when_consume_slowly =
+        a.which_broker_when_consume_slowly.unwrap_or(s.which_broker_when_consume_slowly);
+    s.notify_consumer_ids_changed_enable =
+        a.notify_consumer_ids_changed.unwrap_or(s.notify_consumer_ids_changed_enable);
+    let targets = target_brokers(ctx, a.broker_addr.as_deref(), a.cluster.as_deref()).await?;
+    for (_, addr) in &targets {
+        ctx.client.create_subscription_group(addr, &s).await?;
+        if !ctx.json {
+            println!("create subscription group to {addr} success.");
+        }
+    }
+    if ctx.json {
+        let brokers: Vec<&String> = targets.iter().map(|(_, addr)| addr).collect();
+        return print_json(&json!({ "subscriptionGroupConfig": s, "brokers": brokers }));
+    }
+    println!("{s:?}");
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct DeleteSubGroupArgs {
+    /// Broker address.
+    #[arg(short = 'b', long = "brokerAddr")]
+    broker_addr: Option<String>,
+    /// Every master of this cluster.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+    /// Consumer group name.
+    #[arg(short = 'g', long = "groupName")]
+    group: String,
+    /// Also remove the group's offsets (true|false).
+    #[arg(short = 'r', long = "removeOffset")]
+    remove_offset: Option<bool>,
+}
+
+pub(crate) async fn delete_sub_group(ctx: &Ctx, a: DeleteSubGroupArgs) -> anyhow::Result<()> {
+    let targets = target_brokers(ctx, a.broker_addr.as_deref(), a.cluster.as_deref()).await?;
+    for (_, addr) in &targets {
+        ctx.client.delete_subscription_group(addr, &a.group, a.remove_offset.unwrap_or(false)).await?;
+        if !ctx.json {
+            println!("delete subscription group [{}] from broker [{addr}] success.", a.group);
+        }
+    }
+    if ctx.json {
+        let brokers: Vec<&String> = targets.iter().map(|(_, addr)| addr).collect();
+        return print_json(&json!({ "group": a.group, "brokers": brokers, "deleted": true }));
+    }
+    Ok(())
+}
+
+/// Every master broker the name server knows, as (broker name, address).
+async fn all_masters(ctx: &Ctx) -> anyhow::Result<Vec<(String, String)>> {
+    let info = ctx.client.cluster_info().await?;
+    Ok(info
+        .broker_addr_table
+        .values()
+        .filter_map(|b| b.master_addr().map(|addr| (b.broker_name.clone(), addr.to_owned())))
+        .collect())
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ConsumerProgressArgs {
+    /// Consumer group name.
+    #[arg(short = 'g', long = "groupName")]
+    group: String,
+    /// Only this topic.
+    #[arg(short = 't', long = "topicName")]
+    topic: Option<String>,
+    /// Show client IPs (accepted; not shown).
+    #[arg(short = 's', long = "showClientIP")]
+    show_client_ip: Option<bool>,
+    /// Only brokers of this cluster.
+    #[arg(short = 'c', long = "cluster")]
+    cluster: Option<String>,
+}
+
+pub(crate) async fn consumer_progress(ctx: &Ctx, a: ConsumerProgressArgs) -> anyhow::Result<()> {
+    let brokers = match a.cluster.as_deref() {
+        Some(cluster) => target_brokers(ctx, None, Some(cluster)).await?,
+        None => all_masters(ctx).await?,
+    };
+    let mut table: BTreeMap<MessageQueue, OffsetWrapper> = BTreeMap::new();
+    let mut tps = 0.0;
+    for (_, addr) in &brokers {
+        let stats = ctx.client.consume_stats(addr, &a.group, a.topic.as_deref()).await?;
+        tps += stats.consume_tps;
+        table.extend(stats.offset_table);
+    }
+    let diff_total: i64 = table.values().map(|o| o.broker_offset - o.consumer_offset).sum();
+    if ctx.json {
+        let queues: Vec<_> = table
+            .iter()
+            .map(|(q, o)| {
+                json!({ "topic": q.topic, "brokerName": q.broker_name, "queueId": q.queue_id,
+                    "brokerOffset": o.broker_offset, "consumerOffset": o.consumer_offset,
+                    "diff": o.broker_offset - o.consumer_offset, "lastTimestamp": o.last_timestamp })
+            })
+            .collect();
+        return print_json(&json!({ "group": a.group, "queues": queues, "consumeTps": tps, "diffTotal": diff_total }));
+    }
+    let mut out =
+        Table::new(&["#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff", "#LastTime"]);
+    for (q, o) in &table {
+        out.row(vec![
+            q.topic.clone(),
+            q.broker_name.clone(),
+            q.queue_id.to_string(),
+            o.broker_offset.to_string(),
+            o.consumer_offset.to_string(),
+            (o.broker_offset - o.consumer_offset).to_string(),
+            format_ms(o.last_timestamp),
+        ]);
+    }
+    out.print();
+    println!();
+    println!("Consume TPS: {tps:.2}");
+    println!("Consume Diff Total: {diff_total}");
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ConsumerConnectionArgs {
+    /// Consumer group name.
+    #[arg(short = 'g', long = "consumerGroup")]
+    group: String,
+    /// Ask this broker only.
+    #[arg(short = 'b', long = "brokerAddr")]
+    broker_addr: Option<String>,
+}
+
+pub(crate) async fn consumer_connection(ctx: &Ctx, a: ConsumerConnectionArgs) -> anyhow::Result<()> {
+    let brokers = match a.broker_addr {
+        Some(addr) => vec![(addr.clone(), addr)],
+        None => all_masters(ctx).await?,
+    };
+    let mut last_error = None;
+    let mut found = None;
+    for (_, addr) in &brokers {
+        match ctx.client.consumer_connection(addr, &a.group).await {
+            Ok(c) => {
+                found = Some(c);
+                break;
+            }
+            Err(e) => last_error = Some(e),
+        }
+    }
+    let connection = match (found, last_error) {
+        (Some(c), _) => c,
+        (None, Some(e)) => return Err(e.into()),
+        (None, None) => anyhow::bail!("no broker found (asked {})", ctx.client.namesrv_addrs().join(";")),
+    };
+    if ctx.json {
+        return print_json(&json!(connection));
+    }
+    print_connections(&connection.connection_set);
+    println!();
+    println!("Below is subscription:");
+    let mut subs = Table::new(&["#Topic", "#SubExpression"]);
+    for (topic, sub) in &connection.subscription_table {
+        subs.row(vec![topic.clone(), sub.sub_string.clone()]);
+    }
+    subs.print();
+    println!();
+    println!("ConsumeType: {:?}", connection.consume_type);
+    println!("MessageModel: {:?}", connection.message_model);
+    println!("ConsumeFromWhere: {:?}", connection.consume_from_where);
+    Ok(())
+}
+
+fn print_connections(set: &[Connection]) {
+    let mut table = Table::new(&["#ClientId", "#ClientAddr", "#Language", "#Version"]);
+    for c in set {
+        table.row(vec![
+            c.client_id.clone(),
+            c.client_addr.clone(),
+            c.language.name().to_owned(),
+            c.version.to_string(),
+        ]);
+    }
+    table.print();
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ProducerConnectionArgs {
+    /// Producer group name.
+    #[arg(short = 'g', long = "producerGroup")]
+    group: String,
+    /// A topic the group produces to (its brokers are asked).
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+}
+
+pub(crate) async fn producer_connection(ctx: &Ctx, a: ProducerConnectionArgs) -> anyhow::Result<()> {
+    let mut all = Vec::new();
+    for (_, addr) in ctx.client.route_brokers(&a.topic).await? {
+        all.extend(ctx.client.producer_connection(&addr, &a.group).await?.connection_set);
+    }
+    if ctx.json {
+        return print_json(&json!({ "connectionSet": all }));
+    }
+    print_connections(&all);
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ResetOffsetByTimeArgs {
+    /// Consumer group name.
+    #[arg(short = 'g', long = "group")]
+    group: String,
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Time to reset to: milliseconds since the epoch, or `now`.
+    #[arg(short = 's', long = "timestamp")]
+    timestamp: String,
+    /// Reset even if the new offset is ahead of the consumed one (true|false).
+    #[arg(short = 'f', long = "force")]
+    force: Option<bool>,
+}
+
+pub(crate) async fn reset_offset_by_time(ctx: &Ctx, a: ResetOffsetByTimeArgs) -> anyhow::Result<()> {
+    let timestamp = if a.timestamp == "now" {
+        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    } else {
+        a.timestamp.parse::<i64>().map_err(|_| {
+            anyhow::anyhow!("invalid timestamp {:?}: give milliseconds since the epoch or now", a.timestamp)
+        })?
+    };
+    let mut offsets = BTreeMap::new();
+    for (_, addr) in ctx.client.route_brokers(&a.topic).await? {
+        let body =
+            ctx.client.reset_offset_by_time(&addr, &a.topic, &a.group, timestamp, a.force.unwrap_or(true)).await?;
+        offsets.extend(body.offset_table);
+    }
+    if ctx.json {
+        let items: Vec<_> = offsets
+            .iter()
+            .map(|(q, o)| json!({ "brokerName": q.broker_name, "queueId": q.queue_id, "offset": o }))
+            .collect();
+        return print_json(&json!({ "group": a.group, "topic": a.topic, "timestamp": timestamp, "offsets": items }));
+    }
+    println!(
+        "rollback consumer offset by specified group[{}], topic[{}], timestamp(ms)[{timestamp}]",
+        a.group, a.topic
+    );
+    let mut table = Table::new(&["#brokerName", "#queueId", "#offset"]);
+    for (q, o) in offsets {
+        table.row(vec![q.broker_name, q.queue_id.to_string(), o.to_string()]);
+    }
+    table.print();
+    Ok(())
+}

@@ -1,0 +1,233 @@
+//! Topic commands: updateTopic, deleteTopic, topicList, topicRoute, topicStatus.
+//! Java: `tools/command/topic/*SubCommand`.
+
+use std::collections::BTreeMap;
+
+use anyhow::Context;
+use ferromq_client::admin::json;
+use ferromq_protocol::body::{perm, TopicConfig, TopicOffset};
+
+use crate::admin::output::{format_ms, print_json, Table};
+use crate::admin::{target_brokers, Ctx};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct UpdateTopicArgs {
+    /// Create the topic on this broker.
+    #[arg(short = 'b', long = "brokerAddr")]
+    broker_addr: Option<String>,
+    /// Create the topic on every master of this cluster.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Read queue count.
+    #[arg(short = 'r', long = "readQueueNums", default_value_t = 8)]
+    read_queue_nums: i32,
+    /// Write queue count.
+    #[arg(short = 'w', long = "writeQueueNums", default_value_t = 8)]
+    write_queue_nums: i32,
+    /// Permission: 2 (write), 4 (read) or 6 (read and write).
+    #[arg(short = 'p', long = "perm", default_value_t = 6)]
+    perm: i32,
+    /// Ordered topic (true|false).
+    #[arg(short = 'o', long = "order")]
+    order: Option<bool>,
+    /// Attributes, `+key=value,+key2=value2`.
+    #[arg(short = 'a', long = "attributes")]
+    attributes: Option<String>,
+    /// Unit topic (accepted for compatibility; ignored).
+    #[arg(short = 'u', long = "unit")]
+    unit: Option<bool>,
+    /// Has unit subscription (accepted for compatibility; ignored).
+    #[arg(short = 's', long = "hasUnitSub")]
+    has_unit_sub: Option<bool>,
+}
+
+pub(crate) async fn update_topic(ctx: &Ctx, a: UpdateTopicArgs) -> anyhow::Result<()> {
+    if ![perm::PERM_READ, perm::PERM_WRITE, perm::PERM_READ | perm::PERM_WRITE].contains(&a.perm) {
+        anyhow::bail!("invalid perm {}: use 2 (W), 4 (R) or 6 (RW)", a.perm);
+    }
+    let mut config = TopicConfig::new(a.topic.clone(), a.read_queue_nums, a.write_queue_nums);
+    config.perm = a.perm;
+    config.order = a.order.unwrap_or(false);
+    for item in a.attributes.as_deref().unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let Some((k, v)) = item.trim_start_matches('+').split_once('=') else {
+            anyhow::bail!("invalid attribute {item:?}: expected +key=value");
+        };
+        config.attributes.insert(k.to_owned(), v.to_owned());
+    }
+    let targets = target_brokers(ctx, a.broker_addr.as_deref(), a.cluster.as_deref()).await?;
+    let mut done = Vec::new();
+    for (name, addr) in &targets {
+        ctx.client.create_topic(addr, &config).await?;
+        if !ctx.json {
+            println!("create topic to {addr} success.");
+        }
+        done.push(json!({ "brokerName": name, "brokerAddr": addr }));
+    }
+    if ctx.json {
+        return print_json(&json!({ "topicConfig": config, "brokers": done }));
+    }
+    println!(
+        "TopicConfig [topicName={}, readQueueNums={}, writeQueueNums={}, perm={}, topicFilterType=SINGLE_TAG, topicSysFlag=0, order={}, attributes={:?}]",
+        config.topic_name,
+        config.read_queue_nums,
+        config.write_queue_nums,
+        perm_text(config.perm),
+        config.order,
+        config.attributes
+    );
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct DeleteTopicArgs {
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Delete the topic from every master of this cluster.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: String,
+}
+
+pub(crate) async fn delete_topic(ctx: &Ctx, a: DeleteTopicArgs) -> anyhow::Result<()> {
+    let targets = target_brokers(ctx, None, Some(&a.cluster)).await?;
+    for (_, addr) in &targets {
+        ctx.client.delete_topic_in_broker(addr, &a.topic).await?;
+    }
+    ctx.client.delete_topic_in_namesrv(&a.topic, Some(&a.cluster)).await?;
+    if ctx.json {
+        let brokers: Vec<&String> = targets.iter().map(|(_, addr)| addr).collect();
+        return print_json(&json!({ "topic": a.topic, "cluster": a.cluster, "brokers": brokers, "deleted": true }));
+    }
+    println!("delete topic [{}] from cluster [{}] success.", a.topic, a.cluster);
+    println!("delete topic [{}] from NameServer success.", a.topic);
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct TopicListArgs {
+    /// Show the cluster of each topic.
+    #[arg(short = 'c', long = "clusterModel")]
+    cluster_model: bool,
+}
+
+pub(crate) async fn topic_list(ctx: &Ctx, a: TopicListArgs) -> anyhow::Result<()> {
+    if !a.cluster_model {
+        let list = ctx.client.topic_list().await?;
+        if ctx.json {
+            return print_json(&json!({ "topicList": list.topic_list }));
+        }
+        for topic in &list.topic_list {
+            println!("{topic}");
+        }
+        return Ok(());
+    }
+    let info = ctx.client.cluster_info().await?;
+    let mut rows = Vec::new();
+    for cluster in info.cluster_addr_table.keys() {
+        for topic in ctx.client.topics_by_cluster(cluster).await?.topic_list {
+            rows.push((cluster.clone(), topic));
+        }
+    }
+    if ctx.json {
+        let items: Vec<_> = rows.iter().map(|(c, t)| json!({ "clusterName": c, "topic": t })).collect();
+        return print_json(&json!(items));
+    }
+    let mut table = Table::new(&["#Cluster Name", "#Topic"]);
+    for (cluster, topic) in rows {
+        table.row(vec![cluster, topic]);
+    }
+    table.print();
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct TopicRouteArgs {
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Print a table instead of the route JSON.
+    #[arg(short = 'l', long = "list")]
+    list: bool,
+}
+
+pub(crate) async fn topic_route(ctx: &Ctx, a: TopicRouteArgs) -> anyhow::Result<()> {
+    let route = ctx.client.topic_route(&a.topic).await?;
+    if ctx.json || !a.list {
+        return print_json(&json!(route));
+    }
+    let mut table = Table::new(&["#ClusterName", "#BrokerName", "#BrokerAddrs", "#ReadQueue", "#WriteQueue", "#Perm"]);
+    for broker in &route.broker_datas {
+        let queue = route.queue_datas.iter().find(|q| q.broker_name == broker.broker_name);
+        let addrs: Vec<String> = broker.broker_addrs.iter().map(|(id, addr)| format!("{id}:{addr}")).collect();
+        table.row(vec![
+            broker.cluster.clone(),
+            broker.broker_name.clone(),
+            addrs.join(","),
+            queue.map_or(0, |q| q.read_queue_nums).to_string(),
+            queue.map_or(0, |q| q.write_queue_nums).to_string(),
+            queue.map_or(0, |q| q.perm).to_string(),
+        ]);
+    }
+    table.print();
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct TopicStatusArgs {
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Only brokers of this cluster.
+    #[arg(short = 'c', long = "cluster")]
+    cluster: Option<String>,
+}
+
+pub(crate) async fn topic_status(ctx: &Ctx, a: TopicStatusArgs) -> anyhow::Result<()> {
+    let route = ctx.client.topic_route(&a.topic).await?;
+    let mut offsets: BTreeMap<(String, i32), TopicOffset> = BTreeMap::new();
+    for broker in &route.broker_datas {
+        if a.cluster.as_deref().is_some_and(|c| c != broker.cluster) {
+            continue;
+        }
+        let addr = broker
+            .select_broker_addr()
+            .with_context(|| format!("broker {} has no address in the route", broker.broker_name))?;
+        let stats = ctx.client.topic_stats(addr, &a.topic).await?;
+        for (queue, offset) in stats.offset_table {
+            offsets.insert((queue.broker_name, queue.queue_id), offset);
+        }
+    }
+    if ctx.json {
+        let items: Vec<_> = offsets
+            .iter()
+            .map(|((b, q), o)| {
+                json!({ "brokerName": b, "queueId": q, "minOffset": o.min_offset, "maxOffset": o.max_offset,
+                    "lastUpdateTimestamp": o.last_update_timestamp })
+            })
+            .collect();
+        return print_json(&json!({ "topic": a.topic, "queues": items }));
+    }
+    let mut table = Table::new(&["#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated"]);
+    for ((broker, queue_id), o) in offsets {
+        table.row(vec![
+            broker,
+            queue_id.to_string(),
+            o.min_offset.to_string(),
+            o.max_offset.to_string(),
+            format_ms(o.last_update_timestamp),
+        ]);
+    }
+    table.print();
+    Ok(())
+}
+
+fn perm_text(p: i32) -> String {
+    let mut s = String::new();
+    s.push(if p & perm::PERM_READ != 0 { 'R' } else { '-' });
+    s.push(if p & perm::PERM_WRITE != 0 { 'W' } else { '-' });
+    s.push(if p & perm::PERM_INHERIT != 0 { 'X' } else { '-' });
+    s
+}

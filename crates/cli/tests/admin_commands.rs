@@ -1,0 +1,228 @@
+//! `ferromq admin` end to end: a `ferromq standalone` process, admin commands run as processes,
+//! their tables and JSON checked.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use ferromq_protocol::header::GetRouteInfoRequestHeader;
+use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use ferromq_remoting::{ClientConfig, RemotingClient};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
+
+/// Kills the standalone server when the test ends, pass or fail.
+struct Server {
+    child: Child,
+    namesrv: String,
+    _data: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn start_server() -> Server {
+    let data = tempfile::tempdir().unwrap();
+    let (ns_port, broker_port) = (free_port(), free_port());
+    let child = Command::new(BIN)
+        .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
+        .arg(data.path())
+        .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string()])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = Server { child, namesrv: format!("127.0.0.1:{ns_port}"), _data: data };
+    wait_for_route(&server.namesrv, "TBW102");
+    server
+}
+
+/// Polls the name server until it serves a route for `topic`.
+fn wait_for_route(namesrv: &str, topic: &str) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let client = RemotingClient::new(ClientConfig::default());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let header = GetRouteInfoRequestHeader { topic: topic.to_owned(), accept_standard_json_only: Some(true) };
+            let request = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC).with_header(&header);
+            if let Ok(response) = client.invoke(namesrv, request, Duration::from_secs(1)).await {
+                if response.code == response_code::SUCCESS {
+                    break;
+                }
+            }
+            assert!(Instant::now() < deadline, "name server at {namesrv} never served a route for {topic}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        client.shutdown().await;
+    });
+}
+
+fn admin(namesrv: &str, args: &[&str]) -> Output {
+    Command::new(BIN).arg("admin").args(args).args(["-n", namesrv]).env("RUST_LOG", "warn").output().unwrap()
+}
+
+/// Runs a command that must succeed; returns its stdout.
+fn ok(namesrv: &str, args: &[&str]) -> String {
+    let out = admin(namesrv, args);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "admin {args:?} failed: {}\nstdout: {stdout}", String::from_utf8_lossy(&out.stderr));
+    stdout
+}
+
+/// Runs a command until its stdout satisfies `check` (routes and the index catch up shortly
+/// after a write), then returns that stdout.
+fn until(namesrv: &str, args: &[&str], check: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = admin(namesrv, args);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.success() && check(&stdout) {
+            return stdout;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "admin {args:?} never gave the expected output; last stdout: {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn json(text: &str) -> ferromq_client::admin::JsonValue {
+    ferromq_client::admin::json_from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// The cell under `header` in every table row (for tables whose headers and cells have no spaces).
+fn column(table: &str, header: &str) -> Vec<String> {
+    let mut lines = table.lines().filter(|l| !l.trim().is_empty());
+    let headers: Vec<&str> = lines.next().unwrap_or_default().split_whitespace().collect();
+    let Some(index) = headers.iter().position(|h| *h == header) else { panic!("no column {header} in:\n{table}") };
+    lines
+        .take_while(|l| l.split_whitespace().count() == headers.len())
+        .map(|l| l.split_whitespace().nth(index).unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn admin_commands_manage_topics_messages_and_groups_on_a_standalone_server() {
+    let server = start_server();
+    let ns = server.namesrv.as_str();
+    let topic = "AdminTestTopic";
+
+    let clusters = ok(ns, &["clusterList"]);
+    assert!(clusters.contains("DefaultCluster") && clusters.contains("broker-a"), "{clusters}");
+    let clusters = json(&ok(ns, &["clusterList", "--json"]));
+    assert_eq!(clusters[0]["brokerName"], "broker-a");
+    assert_eq!(clusters[0]["brokerId"], 0);
+
+    let created = ok(ns, &["updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "4", "-w", "4"]);
+    assert!(created.contains("create topic to 127.0.0.1:") && created.contains("success."), "{created}");
+
+    let list = until(ns, &["topicList"], |out| out.lines().any(|l| l == topic));
+    assert!(list.contains("TBW102"));
+    let list = json(&ok(ns, &["topicList", "--json"]));
+    assert!(list["topicList"].as_array().unwrap().iter().any(|t| t == topic));
+
+    let route = ok(ns, &["topicRoute", "-t", topic, "-l"]);
+    assert_eq!(column(&route, "#BrokerName"), ["broker-a"]);
+    assert_eq!(column(&route, "#WriteQueue"), ["4"]);
+    let route = json(&ok(ns, &["topicRoute", "-t", topic, "--json"]));
+    assert_eq!(route["queueDatas"][0]["readQueueNums"], 4);
+    assert_eq!(route["brokerDatas"][0]["brokerName"], "broker-a");
+
+    let sent = ok(ns, &["sendMessage", "-t", topic, "-p", "hello admin", "-k", "order-42", "-c", "TagA", "--json"]);
+    let sent = json(&sent);
+    assert_eq!(sent["sendStatus"], "SEND_OK");
+    let offset_msg_id = sent["offsetMsgId"].as_str().unwrap().to_owned();
+    let uniq_id = sent["msgId"].as_str().unwrap().to_owned();
+    let queue_id = sent["queueId"].as_i64().unwrap();
+
+    let total_max = |out: &str| -> i64 {
+        json(out)["queues"].as_array().unwrap().iter().map(|q| q["maxOffset"].as_i64().unwrap()).sum()
+    };
+    let status = until(ns, &["topicStatus", "-t", topic, "--json"], |out| total_max(out) == 1);
+    let status = json(&status);
+    let queues = status["queues"].as_array().unwrap();
+    assert_eq!(queues.len(), 4);
+    assert_eq!(queues[usize::try_from(queue_id).unwrap()]["maxOffset"], 1);
+
+    let by_key = until(ns, &["queryMsgByKey", "-t", topic, "-k", "order-42"], |out| out.contains(&uniq_id));
+    assert!(by_key.contains(&offset_msg_id), "{by_key}");
+    let by_key = json(&ok(ns, &["queryMsgByKey", "-t", topic, "-k", "order-42", "--json"]));
+    assert_eq!(by_key[0]["body"], "hello admin");
+    let by_key = ok(ns, &["queryMsgByKey", "-t", topic, "-k", "no-such-key"]);
+    assert_eq!(by_key.lines().count(), 1, "only the header: {by_key}");
+
+    let by_id = ok(ns, &["queryMsgById", "-i", &offset_msg_id]);
+    assert!(by_id.contains("hello admin") && by_id.contains("[TagA]") && by_id.contains("[order-42]"), "{by_id}");
+    let by_id = json(&ok(ns, &["queryMsgById", "-i", &offset_msg_id, "--json"]));
+    assert_eq!(by_id[0]["topic"], topic);
+    assert_eq!(by_id[0]["msgId"], uniq_id.as_str());
+    let by_uniq = json(&ok(ns, &["queryMsgById", "-i", &uniq_id, "-t", topic, "--json"]));
+    assert_eq!(by_uniq[0]["offsetMsgId"], offset_msg_id.as_str());
+    let qid = queue_id.to_string();
+    let by_offset =
+        json(&ok(ns, &["queryMsgByOffset", "-t", topic, "-b", "broker-a", "-i", &qid, "-o", "0", "--json"]));
+    assert_eq!(by_offset[0]["body"], "hello admin");
+
+    let group = "AdminTestGroup";
+    ok(ns, &["updateSubGroup", "-c", "DefaultCluster", "-g", group]);
+    let consumed = ok(ns, &["consumeMessage", "-t", topic, "-g", group]);
+    assert!(consumed.contains("hello admin") && consumed.contains("Consumed 1 message(s)."), "{consumed}");
+    let progress = ok(ns, &["consumerProgress", "-g", group, "-t", topic]);
+    assert!(progress.contains("Consume Diff Total: 0"), "{progress}");
+    assert_eq!(progress.lines().filter(|l| l.starts_with(topic)).count(), 4, "{progress}");
+    let table = ok(ns, &["topicStatus", "-t", topic]);
+    assert!(table.starts_with("#Broker Name  #QID  #Min Offset  #Max Offset"), "{table}");
+    let progress = json(&ok(ns, &["consumerProgress", "-g", group, "-t", topic, "--json"]));
+    let consumed_offsets: i64 =
+        progress["queues"].as_array().unwrap().iter().map(|q| q["consumerOffset"].as_i64().unwrap()).sum();
+    assert_eq!(consumed_offsets, 1, "{progress}");
+    assert_eq!(progress["diffTotal"], 0);
+
+    let reset = json(&ok(ns, &["resetOffsetByTime", "-g", group, "-t", topic, "-s", "0", "--json"]));
+    assert!(reset["offsets"].as_array().unwrap().iter().all(|q| q["offset"] == 0), "{reset}");
+    let progress = json(&ok(ns, &["consumerProgress", "-g", group, "-t", topic, "--json"]));
+    assert_eq!(progress["diffTotal"], 1, "{progress}");
+
+    let broker_status = ok(ns, &["brokerStatus", "-c", "DefaultCluster"]);
+    assert!(broker_status.contains("commitLogMaxOffset"), "{broker_status}");
+    let config = json(&ok(ns, &["getBrokerConfig", "-c", "DefaultCluster", "--json"]));
+    let config = config.as_object().unwrap().values().next().unwrap().clone();
+    assert_eq!(config["brokerName"], "broker-a");
+
+    let deleted = ok(ns, &["deleteSubGroup", "-c", "DefaultCluster", "-g", group]);
+    assert!(deleted.contains("success."), "{deleted}");
+    let deleted = ok(ns, &["deleteTopic", "-t", topic, "-c", "DefaultCluster"]);
+    assert!(deleted.contains(&format!("delete topic [{topic}] from NameServer success.")), "{deleted}");
+    until(ns, &["topicList"], |out| !out.lines().any(|l| l == topic));
+    let route = admin(ns, &["topicRoute", "-t", topic]);
+    assert!(!route.status.success());
+    assert!(String::from_utf8_lossy(&route.stderr).contains("TOPIC_NOT_EXIST"), "{route:?}");
+}
+
+#[test]
+fn admin_with_an_unreachable_name_server_names_the_address_and_fails() {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let out = admin(&addr, &["topicList"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&addr) && stderr.contains("GET_ALL_TOPIC_LIST_FROM_NAMESERVER"), "{stderr}");
+    assert!(stderr.contains("connect to"), "{stderr}");
+    assert!(out.stdout.is_empty());
+
+    let out = Command::new(BIN).args(["admin", "clusterList"]).env_remove("NAMESRV_ADDR").output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("NAMESRV_ADDR"));
+}

@@ -1,0 +1,138 @@
+//! `ferromq bench` against a real `ferromq standalone` process: produce a fixed count, consume
+//! it back from offset 0, then an e2e batch run; the JSON reports must be well-formed and their
+//! counts must add up.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use ferromq_bench::report::Report;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+struct Standalone(Child);
+
+impl Drop for Standalone {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ferromq")).arg("bench").args(args).stdin(Stdio::null()).output().unwrap()
+}
+
+fn read_report(path: &Path) -> Report {
+    let text = std::fs::read_to_string(path).unwrap();
+    Report::from_json(&text).unwrap_or_else(|e| panic!("bad report {e}: {text}"))
+}
+
+#[test]
+fn bench_produce_consume_and_e2e_reports_add_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ns_port, broker_port) = (free_port(), free_port());
+    let child = Command::new(env!("CARGO_BIN_EXE_ferromq"))
+        .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _guard = Standalone(child);
+    let namesrv = format!("127.0.0.1:{ns_port}");
+
+    // Produce 2000 messages; retry while the broker is still starting and registering.
+    let produce_json = dir.path().join("r.json");
+    let produce_args = [
+        "produce",
+        "-n",
+        &namesrv,
+        "-q",
+        "2000",
+        "-w",
+        "16",
+        "-s",
+        "256",
+        "-k",
+        "--duration",
+        "20",
+        "--quiet",
+        "--json",
+        produce_json.to_str().unwrap(),
+    ];
+    let started = Instant::now();
+    let out = loop {
+        let out = bench(&produce_args);
+        if out.status.success() || started.elapsed() > Duration::from_secs(10) {
+            break out;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(out.status.success(), "produce failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("msgs/s"));
+    let r = read_report(&produce_json);
+    let p = r.produce.as_ref().expect("produce section");
+    assert_eq!(r.tool, "ferromq bench");
+    assert_eq!(r.config.mode, "produce");
+    assert_eq!(r.config.broker, format!("127.0.0.1:{broker_port}"));
+    assert!(r.environment.cpus >= 1 && !r.environment.commit.is_empty() && !r.environment.hostname.is_empty());
+    assert!(r.environment.command_line.iter().any(|a| a == "produce"), "{:?}", r.environment.command_line);
+    assert_eq!(p.sent, 2000);
+    assert_eq!(p.sent, p.acked + p.failed);
+    assert_eq!(p.failed, 0, "{:?}", p.first_error);
+    assert_eq!(p.requests, 2000);
+    assert_eq!(p.bytes, 2000 * 256);
+    assert_eq!(p.latency_us.count, p.requests);
+    assert!(p.msgs_per_s > 0.0 && p.latency_us.p50 <= p.latency_us.p99 && p.latency_us.p99 <= p.latency_us.max);
+    assert!(r.consume.is_none());
+
+    // Everything sent comes back when consuming from 0.
+    let consume_json = dir.path().join("c.json");
+    let out = bench(&[
+        "consume",
+        "-n",
+        &namesrv,
+        "--from-start",
+        "-q",
+        "2000",
+        "--duration",
+        "10",
+        "--quiet",
+        "--json",
+        consume_json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "consume failed: {}", String::from_utf8_lossy(&out.stderr));
+    let c = read_report(&consume_json).consume.expect("consume section");
+    assert_eq!(c.consumed, p.sent, "{:?}", c.first_error);
+    assert_eq!(c.bytes, p.bytes);
+    assert_eq!(c.e2e_latency_ms.count, c.consumed);
+    assert_eq!(c.queues, r.config.queues);
+
+    // e2e with batches: consumes exactly what was acked while it ran.
+    let e2e_json = dir.path().join("e.json");
+    let out = bench(&[
+        "e2e",
+        "-n",
+        &namesrv,
+        "-q",
+        "640",
+        "-b",
+        "32",
+        "-w",
+        "4",
+        "--duration",
+        "10",
+        "--quiet",
+        "--json",
+        e2e_json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "e2e failed: {}", String::from_utf8_lossy(&out.stderr));
+    let e = read_report(&e2e_json);
+    let (ep, ec) = (e.produce.expect("produce section"), e.consume.expect("consume section"));
+    assert_eq!((ep.sent, ep.acked, ep.failed, ep.requests), (640, 640, 0, 20), "{:?}", ep.first_error);
+    assert_eq!(ec.consumed, ep.acked, "{:?}", ec.first_error);
+}

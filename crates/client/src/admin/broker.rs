@@ -1,0 +1,225 @@
+//! Broker admin calls: topics, subscription groups, broker config and runtime, consumer and
+//! producer views, offset resets. Java: `MQClientAPIImpl#createTopic` and friends.
+
+use std::collections::BTreeMap;
+
+use ferromq_protocol::body::{
+    ConsumeStats, ConsumerConnection, KVTable, ProducerConnection, ResetOffsetBody, TopicConfig, TopicFilterType,
+    TopicStatsTable,
+};
+use ferromq_protocol::header::{
+    CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader,
+    GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader, GetProducerConnectionListRequestHeader,
+    GetTopicStatsInfoRequestHeader, ResetOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
+};
+use ferromq_protocol::{properties_text, request_code, RemotingCommand};
+
+use crate::admin::client::{code_name, AdminClient};
+use crate::admin::error::AdminError;
+use crate::admin::subscription_group::SubscriptionGroupSettings;
+
+/// The topic new topics are modelled on (Java: `TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC`).
+const DEFAULT_TOPIC: &str = "TBW102";
+
+impl AdminClient {
+    /// UPDATE_AND_CREATE_TOPIC on the broker at `addr`.
+    ///
+    /// # Errors
+    /// The broker's refusal (code and remark) or a transport failure, naming `addr`.
+    pub async fn create_topic(&self, addr: &str, config: &TopicConfig) -> Result<(), AdminError> {
+        let attributes: Vec<String> = config.attributes.iter().map(|(k, v)| format!("+{k}={v}")).collect();
+        let header = CreateTopicRequestHeader {
+            topic: config.topic_name.clone(),
+            default_topic: DEFAULT_TOPIC.to_owned(),
+            read_queue_nums: config.read_queue_nums,
+            write_queue_nums: config.write_queue_nums,
+            perm: config.perm,
+            topic_filter_type: match config.topic_filter_type {
+                TopicFilterType::MultiTag => "MULTI_TAG".to_owned(),
+                TopicFilterType::SingleTag => "SINGLE_TAG".to_owned(),
+            },
+            topic_sys_flag: Some(config.topic_sys_flag),
+            order: config.order,
+            attributes: (!attributes.is_empty()).then(|| attributes.join(",")),
+            force: None,
+        };
+        self.call_ok(addr, RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC).with_header(&header))
+            .await
+            .map(drop)
+    }
+
+    /// DELETE_TOPIC_IN_BROKER on the broker at `addr`.
+    ///
+    /// # Errors
+    /// The broker's refusal or a transport failure, naming `addr`.
+    pub async fn delete_topic_in_broker(&self, addr: &str, topic: &str) -> Result<(), AdminError> {
+        let header = DeleteTopicRequestHeader { topic: topic.to_owned() };
+        self.call_ok(addr, RemotingCommand::request(request_code::DELETE_TOPIC_IN_BROKER).with_header(&header))
+            .await
+            .map(drop)
+    }
+
+    /// GET_TOPIC_STATS_INFO: each queue's offset range on the broker at `addr`.
+    ///
+    /// # Errors
+    /// TOPIC_NOT_EXIST and transport failures, naming `addr`.
+    pub async fn topic_stats(&self, addr: &str, topic: &str) -> Result<TopicStatsTable, AdminError> {
+        let header = GetTopicStatsInfoRequestHeader { topic: topic.to_owned() };
+        self.call_body(addr, RemotingCommand::request(request_code::GET_TOPIC_STATS_INFO).with_header(&header)).await
+    }
+
+    /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on the broker at `addr`.
+    ///
+    /// # Errors
+    /// The broker's refusal or a transport failure, naming `addr`.
+    pub async fn create_subscription_group(
+        &self,
+        addr: &str,
+        settings: &SubscriptionGroupSettings,
+    ) -> Result<(), AdminError> {
+        let body = serde_json::to_vec(settings).expect("the settings struct holds only plain fields");
+        let request = RemotingCommand::request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).with_body(body);
+        self.call_ok(addr, request).await.map(drop)
+    }
+
+    /// DELETE_SUBSCRIPTIONGROUP on the broker at `addr`, dropping its offsets if `clean_offset`.
+    ///
+    /// # Errors
+    /// The broker's refusal or a transport failure, naming `addr`.
+    pub async fn delete_subscription_group(
+        &self,
+        addr: &str,
+        group: &str,
+        clean_offset: bool,
+    ) -> Result<(), AdminError> {
+        let header =
+            DeleteSubscriptionGroupRequestHeader { group_name: group.to_owned(), clean_offset: Some(clean_offset) };
+        self.call_ok(addr, RemotingCommand::request(request_code::DELETE_SUBSCRIPTIONGROUP).with_header(&header))
+            .await
+            .map(drop)
+    }
+
+    /// GET_BROKER_RUNTIME_INFO: the broker's runtime statistics.
+    ///
+    /// # Errors
+    /// Transport failures, naming `addr`.
+    pub async fn broker_runtime_info(&self, addr: &str) -> Result<BTreeMap<String, String>, AdminError> {
+        let table: KVTable =
+            self.call_body(addr, RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO)).await?;
+        Ok(table.table)
+    }
+
+    /// GET_BROKER_CONFIG: the broker's effective configuration, in file order.
+    ///
+    /// # Errors
+    /// Transport failures or an unreadable body, naming `addr`.
+    pub async fn broker_config(&self, addr: &str) -> Result<Vec<(String, String)>, AdminError> {
+        let request = RemotingCommand::request(request_code::GET_BROKER_CONFIG);
+        let name = code_name(request.code);
+        let response = self.call_ok(addr, request).await?;
+        let text = String::from_utf8_lossy(&response.body);
+        properties_text::parse(&text).map_err(|source| AdminError::Body {
+            addr: addr.to_owned(),
+            request: name,
+            source,
+        })
+    }
+
+    /// UPDATE_BROKER_CONFIG: applies `entries` on the broker at `addr`.
+    ///
+    /// # Errors
+    /// The broker's refusal or a transport failure, naming `addr`.
+    pub async fn update_broker_config(&self, addr: &str, entries: &BTreeMap<String, String>) -> Result<(), AdminError> {
+        let body = properties_text::to_text(entries.iter());
+        let request = RemotingCommand::request(request_code::UPDATE_BROKER_CONFIG).with_body(body.into_bytes());
+        self.call_ok(addr, request).await.map(drop)
+    }
+
+    /// GET_CONSUME_STATS: a group's progress on the broker at `addr`, on `topic` or on every
+    /// topic it has offsets for.
+    ///
+    /// # Errors
+    /// Transport failures, naming `addr`.
+    pub async fn consume_stats(
+        &self,
+        addr: &str,
+        group: &str,
+        topic: Option<&str>,
+    ) -> Result<ConsumeStats, AdminError> {
+        let header = GetConsumeStatsRequestHeader {
+            consumer_group: group.to_owned(),
+            topic: topic.map(str::to_owned),
+            topic_list: None,
+        };
+        self.call_body(addr, RemotingCommand::request(request_code::GET_CONSUME_STATS).with_header(&header)).await
+    }
+
+    /// GET_CONSUMER_CONNECTION_LIST: the online consumers of a group on the broker at `addr`.
+    ///
+    /// # Errors
+    /// CONSUMER_NOT_ONLINE and transport failures, naming `addr`.
+    pub async fn consumer_connection(&self, addr: &str, group: &str) -> Result<ConsumerConnection, AdminError> {
+        let header = GetConsumerConnectionListRequestHeader { consumer_group: group.to_owned() };
+        let request = RemotingCommand::request(request_code::GET_CONSUMER_CONNECTION_LIST).with_header(&header);
+        self.call_body(addr, request).await
+    }
+
+    /// GET_PRODUCER_CONNECTION_LIST: the online producers of a group on the broker at `addr`.
+    ///
+    /// # Errors
+    /// Transport failures, naming `addr`.
+    pub async fn producer_connection(&self, addr: &str, group: &str) -> Result<ProducerConnection, AdminError> {
+        let header = GetProducerConnectionListRequestHeader { producer_group: group.to_owned() };
+        let request = RemotingCommand::request(request_code::GET_PRODUCER_CONNECTION_LIST).with_header(&header);
+        self.call_body(addr, request).await
+    }
+
+    /// INVOKE_BROKER_TO_RESET_OFFSET: moves a group's offsets on `topic` to the first message
+    /// stored at or after `timestamp_ms`; returns the new offsets.
+    ///
+    /// # Errors
+    /// TOPIC_NOT_EXIST, SUBSCRIPTION_GROUP_NOT_EXIST and transport failures, naming `addr`.
+    pub async fn reset_offset_by_time(
+        &self,
+        addr: &str,
+        topic: &str,
+        group: &str,
+        timestamp_ms: i64,
+        force: bool,
+    ) -> Result<ResetOffsetBody, AdminError> {
+        let header = ResetOffsetRequestHeader {
+            topic: topic.to_owned(),
+            group: group.to_owned(),
+            queue_id: None,
+            offset: None,
+            timestamp: timestamp_ms,
+            is_force: force,
+        };
+        let request = RemotingCommand::request(request_code::INVOKE_BROKER_TO_RESET_OFFSET).with_header(&header);
+        self.call_body(addr, request).await
+    }
+
+    /// UPDATE_CONSUMER_OFFSET: commits a group's offset on one queue.
+    ///
+    /// # Errors
+    /// The broker's refusal or a transport failure, naming `addr`.
+    pub async fn update_consumer_offset(
+        &self,
+        addr: &str,
+        group: &str,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+    ) -> Result<(), AdminError> {
+        let header = UpdateConsumerOffsetRequestHeader {
+            consumer_group: group.to_owned(),
+            topic: topic.to_owned(),
+            queue_id,
+            commit_offset: offset,
+            broker_name: None,
+        };
+        self.call_ok(addr, RemotingCommand::request(request_code::UPDATE_CONSUMER_OFFSET).with_header(&header))
+            .await
+            .map(drop)
+    }
+}

@@ -1,0 +1,99 @@
+//! Name-server calls: routes, cluster layout, topic lists, topic deletion.
+//! Java: `MQClientAPIImpl#getTopicRouteInfoFromNameServer` and friends.
+
+use ferromq_protocol::body::{ClusterInfo, TopicList, TopicRouteData};
+use ferromq_protocol::header::{
+    DeleteTopicFromNamesrvRequestHeader, GetRouteInfoRequestHeader, GetTopicsByClusterRequestHeader,
+};
+use ferromq_protocol::{request_code, RemotingCommand};
+
+use crate::admin::client::AdminClient;
+use crate::admin::error::AdminError;
+
+impl AdminClient {
+    /// GET_ROUTEINFO_BY_TOPIC: which brokers serve `topic`.
+    ///
+    /// # Errors
+    /// TOPIC_NOT_EXIST and transport failures, naming the name server asked.
+    pub async fn topic_route(&self, topic: &str) -> Result<TopicRouteData, AdminError> {
+        let header = GetRouteInfoRequestHeader { topic: topic.to_owned(), accept_standard_json_only: Some(true) };
+        self.call_namesrv_body(RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC).with_header(&header))
+            .await
+    }
+
+    /// GET_BROKER_CLUSTER_INFO: every broker group and its cluster.
+    ///
+    /// # Errors
+    /// Transport failures, naming the name server asked.
+    pub async fn cluster_info(&self) -> Result<ClusterInfo, AdminError> {
+        self.call_namesrv_body(RemotingCommand::request(request_code::GET_BROKER_CLUSTER_INFO)).await
+    }
+
+    /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER: every topic the name server knows.
+    ///
+    /// # Errors
+    /// Transport failures, naming the name server asked.
+    pub async fn topic_list(&self) -> Result<TopicList, AdminError> {
+        self.call_namesrv_body(RemotingCommand::request(request_code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER)).await
+    }
+
+    /// GET_TOPICS_BY_CLUSTER: the topics on a cluster's brokers.
+    ///
+    /// # Errors
+    /// Transport failures, naming the name server asked.
+    pub async fn topics_by_cluster(&self, cluster: &str) -> Result<TopicList, AdminError> {
+        let header = GetTopicsByClusterRequestHeader { cluster: cluster.to_owned() };
+        self.call_namesrv_body(RemotingCommand::request(request_code::GET_TOPICS_BY_CLUSTER).with_header(&header)).await
+    }
+
+    /// DELETE_TOPIC_IN_NAMESRV on every name server.
+    ///
+    /// # Errors
+    /// The first name server that fails.
+    pub async fn delete_topic_in_namesrv(&self, topic: &str, cluster: Option<&str>) -> Result<(), AdminError> {
+        if self.namesrv_addrs().is_empty() {
+            return Err(AdminError::NoNamesrv);
+        }
+        let header =
+            DeleteTopicFromNamesrvRequestHeader { topic: topic.to_owned(), cluster_name: cluster.map(str::to_owned) };
+        for addr in self.namesrv_addrs() {
+            let request = RemotingCommand::request(request_code::DELETE_TOPIC_IN_NAMESRV).with_header(&header);
+            self.call_ok(addr, request).await?;
+        }
+        Ok(())
+    }
+
+    /// The master addresses of a cluster's broker groups, sorted by broker name.
+    ///
+    /// # Errors
+    /// As [`cluster_info`](Self::cluster_info).
+    pub async fn master_addrs(&self, cluster: &str) -> Result<Vec<(String, String)>, AdminError> {
+        let info = self.cluster_info().await?;
+        let mut out = Vec::new();
+        for name in info.cluster_addr_table.get(cluster).into_iter().flatten() {
+            if let Some(addr) = info.broker_addr_table.get(name).and_then(|b| b.master_addr()) {
+                out.push((name.clone(), addr.to_owned()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every broker group's preferred address (the master, else the lowest slave) in the
+    /// route of `topic`, as (broker name, address).
+    ///
+    /// # Errors
+    /// As [`topic_route`](Self::topic_route).
+    pub async fn route_brokers(&self, topic: &str) -> Result<Vec<(String, String)>, AdminError> {
+        let route = self.topic_route(topic).await?;
+        Ok(route_brokers(&route))
+    }
+}
+
+/// (broker name, preferred address) of each broker group in `route`.
+pub(crate) fn route_brokers(route: &TopicRouteData) -> Vec<(String, String)> {
+    route
+        .broker_datas
+        .iter()
+        .filter_map(|b| b.select_broker_addr().map(|addr| (b.broker_name.clone(), addr.to_owned())))
+        .collect()
+}

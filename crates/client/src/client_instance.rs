@@ -1,0 +1,326 @@
+//! `ClientInstance`: what every producer (and later consumer) of one client id shares: name
+//! servers with fail-over, the route cache, broker addresses, heartbeats and the connections.
+//! Java: `MQClientInstance` with the route and heartbeat parts of `MQClientAPIImpl`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::{IpAddr, Ipv4Addr, UdpSocket};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ferromq_protocol::body::{HeartbeatData, JsonBody, ProducerData, TopicRouteData};
+use ferromq_protocol::header::{GetRouteInfoRequestHeader, UnregisterClientRequestHeader};
+use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use ferromq_remoting::{Dispatcher, RemotingClient};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tracing::{debug, info, warn};
+
+use crate::error::ClientError;
+use crate::publish_info::PublishInfo;
+
+/// Client settings shared by producers and consumers. Java: `ClientConfig`.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Name server addresses (`host:port`), tried in turn.
+    pub namesrv_addrs: Vec<String>,
+    /// This client's IP as brokers see it. Default: the local outbound address.
+    pub client_ip: String,
+    /// Instance name. Default: `pid#nanos`, as Java renames `DEFAULT`.
+    pub instance_name: String,
+    /// How often routes are refreshed (Java: `pollNameServerInterval`, 30 s).
+    pub poll_name_server_interval: Duration,
+    /// How often brokers get a heartbeat (Java: `heartbeatBrokerInterval`, 30 s).
+    pub heartbeat_broker_interval: Duration,
+    /// Timeout of name server and admin calls (Java: `mqClientApiTimeout`, 3 s).
+    pub mq_client_api_timeout: Duration,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        ClientConfig {
+            namesrv_addrs: Vec::new(),
+            client_ip: local_ip().to_string(),
+            instance_name: format!("{}#{}", std::process::id(), nanos),
+            poll_name_server_interval: Duration::from_secs(30),
+            heartbeat_broker_interval: Duration::from_secs(30),
+            mq_client_api_timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+impl ClientConfig {
+    /// Defaults with these name servers (`;`-separated, as Java's `namesrvAddr`).
+    pub fn with_namesrv(addrs: &str) -> Self {
+        let namesrv_addrs = addrs.split(';').map(str::trim).filter(|a| !a.is_empty()).map(String::from).collect();
+        ClientConfig { namesrv_addrs, ..Self::default() }
+    }
+
+    /// `ip@instanceName`. Java: `ClientConfig#buildMQClientId` without unit name.
+    pub fn client_id(&self) -> String {
+        format!("{}@{}", self.client_ip, self.instance_name)
+    }
+}
+
+/// The address the host would use to reach the outside; loopback when there is none.
+/// No packet is sent: connecting a UDP socket only picks a route.
+fn local_ip() -> IpAddr {
+    UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| s.connect("8.8.8.8:80").map(|()| s))
+        .and_then(|s| s.local_addr())
+        .map(|a| a.ip())
+        .ok()
+        .filter(|ip| !ip.is_unspecified())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+}
+
+/// State shared by the clients of one client id. Create with [`ClientInstance::new`], share
+/// through `Arc`, and end with [`ClientInstance::shutdown`].
+#[derive(Debug)]
+pub struct ClientInstance {
+    config: ClientConfig,
+    client_id: String,
+    remoting: RemotingClient,
+    /// Index of the name server tried first.
+    namesrv_index: AtomicUsize,
+    routes: Mutex<HashMap<String, Arc<PublishInfo>>>,
+    /// Broker name -> broker id -> address, from every route seen.
+    brokers: Mutex<HashMap<String, BTreeMap<i64, String>>>,
+    producer_groups: Mutex<BTreeSet<String>>,
+    tasks: Mutex<JoinSet<()>>,
+    stop_tx: watch::Sender<bool>,
+}
+
+impl ClientInstance {
+    /// A client with `config`; its background task (route refresh, heartbeats) runs until
+    /// [`ClientInstance::shutdown`]. Must be called inside a tokio runtime.
+    pub fn new(config: ClientConfig) -> Arc<Self> {
+        // Server-initiated requests the client does not serve yet get REQUEST_CODE_NOT_SUPPORTED.
+        let dispatcher = Dispatcher::new();
+        let remoting = RemotingClient::with_handler(ferromq_remoting::ClientConfig::default(), Arc::new(dispatcher));
+        let (stop_tx, _) = watch::channel(false);
+        let instance = Arc::new(ClientInstance {
+            client_id: config.client_id(),
+            config,
+            remoting,
+            namesrv_index: AtomicUsize::new(0),
+            routes: Mutex::new(HashMap::new()),
+            brokers: Mutex::new(HashMap::new()),
+            producer_groups: Mutex::new(BTreeSet::new()),
+            tasks: Mutex::new(JoinSet::new()),
+            stop_tx,
+        });
+        let task = background(Arc::downgrade(&instance), instance.stop_tx.subscribe());
+        lock(&instance.tasks).spawn(task);
+        info!(client_id = %instance.client_id, "client instance started");
+        instance
+    }
+
+    /// `ip@instanceName`.
+    pub fn client_id(&self) -> &str {
+        &self.client_id
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// The transport, for requests this crate does not wrap yet.
+    pub fn remoting(&self) -> &RemotingClient {
+        &self.remoting
+    }
+
+    pub(crate) fn register_producer(&self, group: &str) -> bool {
+        lock(&self.producer_groups).insert(group.to_owned())
+    }
+
+    /// Removes the group and tells every broker. Java: `unregisterProducer` +
+    /// `unregisterClient`.
+    pub(crate) async fn unregister_producer(&self, group: &str) {
+        lock(&self.producer_groups).remove(group);
+        let header = UnregisterClientRequestHeader {
+            client_id: self.client_id.clone(),
+            producer_group: Some(group.to_owned()),
+            consumer_group: None,
+        };
+        for addr in self.master_addrs() {
+            let req = RemotingCommand::request(request_code::UNREGISTER_CLIENT).with_header(&header);
+            match self.remoting.invoke(&addr, req, self.config.mq_client_api_timeout).await {
+                Ok(r) if r.code == response_code::SUCCESS => {}
+                Ok(r) => warn!(remote_addr = %addr, code = r.code, "unregister client refused"),
+                Err(e) => warn!(remote_addr = %addr, error = %e, "unregister client failed"),
+            }
+        }
+    }
+
+    /// Stops the background task and closes every connection.
+    pub async fn shutdown(&self) {
+        self.stop_tx.send_replace(true);
+        let mut tasks = std::mem::take(&mut *lock(&self.tasks));
+        while tasks.join_next().await.is_some() {}
+        self.remoting.shutdown().await;
+        info!(client_id = %self.client_id, "client instance stopped");
+    }
+
+    /// The cached publish info of `topic`, fetching the route when there is none.
+    pub(crate) async fn publish_info(&self, topic: &str) -> Result<Arc<PublishInfo>, ClientError> {
+        if let Some(info) = lock(&self.routes).get(topic).cloned() {
+            if info.is_ok() {
+                return Ok(info);
+            }
+        }
+        self.refresh_route(topic).await
+    }
+
+    /// Fetches `topic`'s route and replaces the cache entry.
+    pub(crate) async fn refresh_route(&self, topic: &str) -> Result<Arc<PublishInfo>, ClientError> {
+        let route = self.fetch_route(topic).await?;
+        Ok(self.install_route(topic, &route))
+    }
+
+    /// Caches publish info for `topic` built from `route` (possibly a template's).
+    pub(crate) fn install_route(&self, topic: &str, route: &TopicRouteData) -> Arc<PublishInfo> {
+        {
+            let mut brokers = lock(&self.brokers);
+            for bd in &route.broker_datas {
+                brokers.insert(bd.broker_name.clone(), bd.broker_addrs.clone());
+            }
+        }
+        let info = Arc::new(PublishInfo::from_route(topic, route));
+        lock(&self.routes).insert(topic.to_owned(), info.clone());
+        info
+    }
+
+    /// The master address of `broker_name`, if known.
+    pub(crate) fn master_addr(&self, broker_name: &str) -> Option<String> {
+        lock(&self.brokers).get(broker_name).and_then(|m| m.get(&0).cloned())
+    }
+
+    fn master_addrs(&self) -> BTreeSet<String> {
+        lock(&self.brokers).values().filter_map(|m| m.get(&0).cloned()).collect()
+    }
+
+    /// GET_ROUTEINFO_BY_TOPIC against the name servers, moving to the next on a transport
+    /// failure. Java: `MQClientAPIImpl#getTopicRouteInfoFromNameServer` with the fail-over of
+    /// `NettyRemotingClient#getAndCreateNameserverChannel`.
+    pub(crate) async fn fetch_route(&self, topic: &str) -> Result<TopicRouteData, ClientError> {
+        let addrs = &self.config.namesrv_addrs;
+        if addrs.is_empty() {
+            return Err(ClientError::NoNameServer);
+        }
+        let start = self.namesrv_index.load(Ordering::Relaxed);
+        let header = GetRouteInfoRequestHeader { topic: topic.to_owned(), accept_standard_json_only: Some(true) };
+        let mut last_err = None;
+        for k in 0..addrs.len() {
+            let i = (start + k) % addrs.len();
+            let addr = &addrs[i];
+            let req = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC).with_header(&header);
+            let resp = match self.remoting.invoke(addr, req, self.config.mq_client_api_timeout).await {
+                Ok(r) => r,
+                Err(e) => {
+                    warn!(remote_addr = %addr, error = %e, "name server call failed, trying the next");
+                    last_err = Some(e);
+                    continue;
+                }
+            };
+            self.namesrv_index.store(i, Ordering::Relaxed);
+            return match resp.code {
+                response_code::SUCCESS => TopicRouteData::decode(&resp.body)
+                    .map_err(|source| ClientError::Body { addr: addr.clone(), source }),
+                response_code::TOPIC_NOT_EXIST => Err(ClientError::RouteNotFound { topic: topic.to_owned() }),
+                code => Err(ClientError::NameServer {
+                    topic: topic.to_owned(),
+                    addr: addr.clone(),
+                    code,
+                    remark: resp.remark.unwrap_or_default(),
+                }),
+            };
+        }
+        Err(ClientError::NameServerUnavailable {
+            topic: topic.to_owned(),
+            source: last_err.expect("the loop ran at least once because addrs is not empty"),
+        })
+    }
+
+    /// Refreshes every cached route. Java: `updateTopicRouteInfoFromNameServer`.
+    async fn refresh_all_routes(&self) {
+        let topics: Vec<String> = lock(&self.routes).keys().cloned().collect();
+        for topic in topics {
+            if let Err(e) = self.refresh_route(&topic).await {
+                debug!(topic = %topic, error = %e, "route refresh failed");
+            }
+        }
+    }
+
+    /// HEART_BEAT to every master broker, listing the producer groups.
+    /// Java: `sendHeartbeatToAllBroker`.
+    pub(crate) async fn heartbeat_all(&self) {
+        let groups: Vec<ProducerData> =
+            lock(&self.producer_groups).iter().map(|g| ProducerData { group_name: g.clone() }).collect();
+        if groups.is_empty() {
+            return;
+        }
+        let body = HeartbeatData { client_id: self.client_id.clone(), producer_data_set: groups, ..Default::default() }
+            .encode();
+        for addr in self.master_addrs() {
+            let req = RemotingCommand::request(request_code::HEART_BEAT).with_body(body.clone());
+            match self.remoting.invoke(&addr, req, self.config.mq_client_api_timeout).await {
+                Ok(r) if r.code == response_code::SUCCESS => {}
+                Ok(r) => warn!(remote_addr = %addr, code = r.code, "heartbeat refused"),
+                Err(e) => debug!(remote_addr = %addr, error = %e, "heartbeat failed"),
+            }
+        }
+    }
+}
+
+/// Route refresh and heartbeats until stopped. Holds only a weak reference, so dropping
+/// every `Arc` also ends it.
+async fn background(instance: Weak<ClientInstance>, mut stop: watch::Receiver<bool>) {
+    let (poll, beat) = match instance.upgrade() {
+        Some(i) => (i.config.poll_name_server_interval, i.config.heartbeat_broker_interval),
+        None => return,
+    };
+    let mut poll_tick = tokio::time::interval_at(tokio::time::Instant::now() + poll, poll);
+    let mut beat_tick = tokio::time::interval_at(tokio::time::Instant::now() + beat, beat);
+    if *stop.borrow() {
+        return;
+    }
+    loop {
+        tokio::select! {
+            changed = stop.changed() => {
+                if changed.is_err() || *stop.borrow() {
+                    return;
+                }
+            }
+            _ = poll_tick.tick() => {
+                let Some(i) = instance.upgrade() else { return };
+                i.refresh_all_routes().await;
+            }
+            _ = beat_tick.tick() => {
+                let Some(i) = instance.upgrade() else { return };
+                i.heartbeat_all().await;
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_id_is_ip_at_instance_name() {
+        let mut c = ClientConfig::with_namesrv("a:1; b:2");
+        assert_eq!(c.namesrv_addrs, vec!["a:1", "b:2"]);
+        assert!(c.instance_name.contains('#'));
+        c.client_ip = "10.0.0.1".into();
+        c.instance_name = "i".into();
+        assert_eq!(c.client_id(), "10.0.0.1@i");
+    }
+}
