@@ -104,7 +104,9 @@ fn unknown_group_is_auto_created_only_when_allowed() {
     // The second lookup finds it without bumping.
     assert_eq!(groups.find("newGroup", true), Some(created.clone()));
     assert_eq!(groups.data_version().counter, version.counter + 1);
-    // Persisted on creation.
+    // Marked dirty on creation; the broker's periodic persist writes it.
+    assert_eq!(load(&dir).find("newGroup", false), None);
+    assert!(groups.persist_if_dirty().unwrap());
     assert_eq!(load(&dir).find("newGroup", false), Some(created));
 }
 

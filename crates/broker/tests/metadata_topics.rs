@@ -113,7 +113,8 @@ fn auto_created_topic_inherits_from_tbw102() {
     assert_eq!(again, created);
     assert_eq!(topics.data_version(), version);
 
-    // Persisted.
+    // Marked dirty; the broker's periodic persist writes it.
+    assert!(topics.persist_if_dirty().unwrap());
     assert_eq!(load(&dir, TopicConfigOptions::default()).select("NewTopic"), Some(created));
 }
 
@@ -161,6 +162,7 @@ fn retry_and_dlq_topics_are_created_on_send_back() {
     assert_eq!(dlq.topic_name, "%DLQ%group");
     // Existing topics are returned as they are.
     assert_eq!(topics.create_topic_in_send_back("%RETRY%group", 3, 2, 0).unwrap(), retry);
+    assert!(topics.persist_if_dirty().unwrap());
     let reloaded = load(&dir, auto_create_off());
     assert!(reloaded.contains("%RETRY%group") && reloaded.contains("%DLQ%group"));
 }

@@ -8,11 +8,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ferromq_protocol::body::{HeartbeatData, JsonBody, ProducerData, TopicRouteData};
-use ferromq_protocol::header::{GetRouteInfoRequestHeader, UnregisterClientRequestHeader};
+use ferromq_protocol::body::{
+    ConsumerData, ConsumerListByGroupResponseBody, HeartbeatData, JsonBody, ProducerData, TopicRouteData,
+};
+use ferromq_protocol::header::{
+    GetConsumerListByGroupRequestHeader, GetRouteInfoRequestHeader, NotifyConsumerIdsChangedRequestHeader,
+    UnregisterClientRequestHeader,
+};
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{Dispatcher, RemotingClient};
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 
@@ -88,6 +93,10 @@ pub struct ClientInstance {
     /// Broker name -> broker id -> address, from every route seen.
     brokers: Mutex<HashMap<String, BTreeMap<i64, String>>>,
     producer_groups: Mutex<BTreeSet<String>>,
+    /// Consumer group -> what heartbeats say about it.
+    consumer_groups: Mutex<BTreeMap<String, ConsumerData>>,
+    /// Consumer group -> woken when a broker sends NOTIFY_CONSUMER_IDS_CHANGED.
+    rebalance_triggers: RebalanceTriggers,
     tasks: Mutex<JoinSet<()>>,
     stop_tx: watch::Sender<bool>,
 }
@@ -96,8 +105,23 @@ impl ClientInstance {
     /// A client with `config`; its background task (route refresh, heartbeats) runs until
     /// [`ClientInstance::shutdown`]. Must be called inside a tokio runtime.
     pub fn new(config: ClientConfig) -> Arc<Self> {
-        // Server-initiated requests the client does not serve yet get REQUEST_CODE_NOT_SUPPORTED.
-        let dispatcher = Dispatcher::new();
+        // NOTIFY_CONSUMER_IDS_CHANGED wakes the group's rebalance; other server-initiated
+        // requests get REQUEST_CODE_NOT_SUPPORTED.
+        let rebalance_triggers = RebalanceTriggers::default();
+        let mut dispatcher = Dispatcher::new();
+        let triggers = rebalance_triggers.clone();
+        dispatcher.register_sync(request_code::NOTIFY_CONSUMER_IDS_CHANGED, move |_, req| {
+            match req.decode_header::<NotifyConsumerIdsChangedRequestHeader>() {
+                Ok(h) => {
+                    debug!(consumer_group = %h.consumer_group, "consumer ids changed");
+                    if let Some(n) = lock(&triggers.0).get(&h.consumer_group) {
+                        n.notify_one();
+                    }
+                }
+                Err(e) => warn!(error = %e, "bad NOTIFY_CONSUMER_IDS_CHANGED header"),
+            }
+            None
+        });
         let remoting = RemotingClient::with_handler(ferromq_remoting::ClientConfig::default(), Arc::new(dispatcher));
         let (stop_tx, _) = watch::channel(false);
         let instance = Arc::new(ClientInstance {
@@ -108,6 +132,8 @@ impl ClientInstance {
             routes: Mutex::new(HashMap::new()),
             brokers: Mutex::new(HashMap::new()),
             producer_groups: Mutex::new(BTreeSet::new()),
+            consumer_groups: Mutex::new(BTreeMap::new()),
+            rebalance_triggers,
             tasks: Mutex::new(JoinSet::new()),
             stop_tx,
         });
@@ -153,6 +179,67 @@ impl ClientInstance {
                 Err(e) => warn!(remote_addr = %addr, error = %e, "unregister client failed"),
             }
         }
+    }
+
+    /// Adds a consumer group to the heartbeats; `trigger` is woken on
+    /// NOTIFY_CONSUMER_IDS_CHANGED. False if the group is already registered.
+    pub(crate) fn register_consumer(&self, data: ConsumerData, trigger: Arc<Notify>) -> bool {
+        let mut groups = lock(&self.consumer_groups);
+        if groups.contains_key(&data.group_name) {
+            return false;
+        }
+        lock(&self.rebalance_triggers.0).insert(data.group_name.clone(), trigger);
+        groups.insert(data.group_name.clone(), data);
+        true
+    }
+
+    /// Replaces what heartbeats say about a registered consumer group.
+    pub(crate) fn update_consumer(&self, data: ConsumerData) {
+        if let Some(d) = lock(&self.consumer_groups).get_mut(&data.group_name) {
+            *d = data;
+        }
+    }
+
+    /// Removes the consumer group and tells every broker. Java: `unregisterConsumer`.
+    pub(crate) async fn unregister_consumer(&self, group: &str) {
+        lock(&self.consumer_groups).remove(group);
+        lock(&self.rebalance_triggers.0).remove(group);
+        let header = UnregisterClientRequestHeader {
+            client_id: self.client_id.clone(),
+            producer_group: None,
+            consumer_group: Some(group.to_owned()),
+        };
+        for addr in self.master_addrs() {
+            let req = RemotingCommand::request(request_code::UNREGISTER_CLIENT).with_header(&header);
+            match self.remoting.invoke(&addr, req, self.config.mq_client_api_timeout).await {
+                Ok(r) if r.code == response_code::SUCCESS => {}
+                Ok(r) => warn!(remote_addr = %addr, code = r.code, "unregister client refused"),
+                Err(e) => warn!(remote_addr = %addr, error = %e, "unregister client failed"),
+            }
+        }
+    }
+
+    /// The client ids of `group` as the broker at `addr` knows them.
+    /// Java: `MQClientAPIImpl#getConsumerIdListByGroup`.
+    pub(crate) async fn consumer_ids(&self, addr: &str, group: &str) -> Result<Vec<String>, ClientError> {
+        let header = GetConsumerListByGroupRequestHeader { consumer_group: group.to_owned() };
+        let req = RemotingCommand::request(request_code::GET_CONSUMER_LIST_BY_GROUP).with_header(&header);
+        let resp = self
+            .remoting
+            .invoke(addr, req, self.config.mq_client_api_timeout)
+            .await
+            .map_err(|source| ClientError::Remoting { topic: String::new(), addr: addr.to_owned(), source })?;
+        if resp.code != response_code::SUCCESS {
+            return Err(ClientError::Broker {
+                topic: String::new(),
+                broker_addr: addr.to_owned(),
+                code: resp.code,
+                remark: resp.remark.unwrap_or_default(),
+            });
+        }
+        ConsumerListByGroupResponseBody::decode(&resp.body)
+            .map(|b| b.consumer_id_list)
+            .map_err(|source| ClientError::Body { addr: addr.to_owned(), source })
     }
 
     /// Stops the background task and closes every connection.
@@ -254,16 +341,22 @@ impl ClientInstance {
         }
     }
 
-    /// HEART_BEAT to every master broker, listing the producer groups.
+    /// HEART_BEAT to every master broker, listing the producer and consumer groups.
     /// Java: `sendHeartbeatToAllBroker`.
     pub(crate) async fn heartbeat_all(&self) {
         let groups: Vec<ProducerData> =
             lock(&self.producer_groups).iter().map(|g| ProducerData { group_name: g.clone() }).collect();
-        if groups.is_empty() {
+        let consumers: Vec<ConsumerData> = lock(&self.consumer_groups).values().cloned().collect();
+        if groups.is_empty() && consumers.is_empty() {
             return;
         }
-        let body = HeartbeatData { client_id: self.client_id.clone(), producer_data_set: groups, ..Default::default() }
-            .encode();
+        let body = HeartbeatData {
+            client_id: self.client_id.clone(),
+            producer_data_set: groups,
+            consumer_data_set: consumers,
+            ..Default::default()
+        }
+        .encode();
         for addr in self.master_addrs() {
             let req = RemotingCommand::request(request_code::HEART_BEAT).with_body(body.clone());
             match self.remoting.invoke(&addr, req, self.config.mq_client_api_timeout).await {
@@ -306,7 +399,11 @@ async fn background(instance: Weak<ClientInstance>, mut stop: watch::Receiver<bo
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// Consumer group -> the notifier of its rebalance, shared with the request handler.
+#[derive(Debug, Clone, Default)]
+struct RebalanceTriggers(Arc<Mutex<HashMap<String, Arc<Notify>>>>);
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 

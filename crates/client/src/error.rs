@@ -122,6 +122,15 @@ pub enum ClientError {
         /// Producer group.
         group: String,
     },
+    /// A consumer call made in a state that does not allow it (not started, not assigned,
+    /// mixing `assign` and `subscribe`).
+    #[error("consumer group {group:?}: {reason}")]
+    IllegalState {
+        /// Consumer group.
+        group: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// Compressing the body failed.
     #[error("cannot compress message body")]
     Compress(#[source] std::io::Error),

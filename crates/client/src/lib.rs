@@ -2,23 +2,33 @@
 //! protocol to name servers and brokers. It depends on no server crate.
 //!
 //! [`ClientInstance`] is what the clients of one client id share (name servers, routes,
-//! heartbeats, connections); [`Producer`] sends [`Message`]s.
+//! heartbeats, connections); [`Producer`] sends [`Message`]s; [`LitePullConsumer`] pulls
+//! [`MessageExt`]s the application polls.
 
 pub mod admin;
 
+mod allocate;
 mod client_instance;
 mod error;
 mod fault;
+mod lite_pull_consumer;
 mod message;
+mod message_ext;
 mod producer;
 mod publish_info;
 mod send_result;
+mod subscription;
 mod validators;
 
+pub use allocate::allocate_averagely;
 pub use client_instance::{ClientConfig, ClientInstance};
 pub use error::ClientError;
+pub use ferromq_protocol::body::ConsumeFromWhere;
 pub use ferromq_protocol::body::MessageQueue;
+pub use lite_pull_consumer::{LitePullConsumer, LitePullConsumerConfig, PULL_BATCH_SIZE, PULL_THRESHOLD_FOR_QUEUE};
 pub use message::Message;
+pub use message_ext::MessageExt;
 pub use producer::{select_by_hash, Producer, ProducerConfig, CREATE_TOPIC_KEY};
 pub use send_result::{SendResult, SendStatus};
+pub use subscription::build_subscription;
 pub use validators::{check_message, check_topic, TOPIC_MAX_LEN};

@@ -473,12 +473,9 @@ async fn assert_closed(stream: &mut TcpStream) {
 #[tokio::test]
 async fn binary_header_requests_are_understood() {
     let ns = Namesrv::start(|_| {}).await;
-    call(
-        &RemotingClient::new(ClientConfig::default()),
-        &ns.addr,
-        registration("c1", "broker-a", 0, "127.0.0.1:10911", &[topic("T1", 2)], false),
-    )
-    .await;
+    // The registering connection stays open: closing it would unregister the broker.
+    let broker = RemotingClient::new(ClientConfig::default());
+    call(&broker, &ns.addr, registration("c1", "broker-a", 0, "127.0.0.1:10911", &[topic("T1", 2)], false)).await;
     let mut raw = TcpStream::connect(&ns.addr).await.unwrap();
     let mut out = BytesMut::new();
     let req = route_request("T1", version::CURRENT).with_opaque(77);
@@ -494,5 +491,6 @@ async fn binary_header_requests_are_understood() {
     assert_eq!((response.opaque, response.code), (77, response_code::SUCCESS));
     assert!(response.is_response());
     assert_eq!(TopicRouteData::decode(&response.body).unwrap().queue_datas.len(), 1);
+    broker.shutdown().await;
     ns.stop().await;
 }

@@ -57,16 +57,19 @@ impl Dispatcher {
         self
     }
 
-    /// Serves `code` with a synchronous function; suits handlers that only touch memory.
+    /// Serves `code` with a synchronous function. It runs in the request's own task, not in
+    /// the connection's reader, so a handler that touches a file (metadata persistence) delays
+    /// only its own answer, never the requests behind it on the connection.
     pub fn register_sync<F>(&mut self, code: i32, f: F) -> &mut Self
     where
         F: Fn(&Connection, &RemotingCommand) -> Option<RemotingCommand> + Send + Sync + 'static,
     {
+        let f = Arc::new(f);
         self.processors.insert(
             code,
             Arc::new(move |conn, req| {
-                let response = f(&conn, &req);
-                Box::pin(std::future::ready(response))
+                let f = f.clone();
+                Box::pin(async move { f(&conn, &req) })
             }),
         );
         self

@@ -5,15 +5,15 @@
 //! At load Java's predefined groups are created in memory and the file's groups laid over them.
 //! Unknown groups are created with defaults on first use when the broker allows it
 //! (`autoCreateSubscriptionGroup`, or a `CID_RMQ_SYS_*` group with `enableCreateSysGroup`).
-//! Changes bump the data version and are persisted before the call returns; persisting blocks
-//! on fsync, so call these from a blocking context.
+//! Changes bump the data version. `update` and `delete` are persisted before the call returns
+//! (blocking on fsync); auto-created groups only mark the table dirty for the periodic persist.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use tracing::{debug, error, info, warn};
+use tracing::{debug, info, warn};
 
 use ferromq_protocol::body::DataVersion;
 
@@ -157,10 +157,9 @@ impl SubscriptionGroupManager {
             }
         };
         if created {
+            // The table is dirty; the broker's periodic persist writes it off the request path
+            // (see `TopicConfigManager::create_if_absent`).
             info!(group, "subscription group auto-created");
-            if let Err(e) = self.persist() {
-                error!(group, error = %e, "persisting auto-created subscription group failed; will retry");
-            }
         }
         Some(config)
     }

@@ -7,9 +7,10 @@
 //! are created by admin updates, by producers sending to an unknown topic (inheriting from
 //! `TBW102` or another default topic) and by consumers' retry/DLQ traffic.
 //!
-//! Every change bumps the table's `DataVersion` and is persisted before the call returns, like
-//! Java; persisting blocks on fsync, so call these from a blocking context. Name validation and
-//! attribute modification lists (`+message.type=FIFO`) are the processors' job.
+//! Every change bumps the table's `DataVersion`. Administrative changes (`update`, `delete`)
+//! are persisted before the call returns (blocking on fsync); topics the broker creates by
+//! itself on the request path only mark the table dirty for the periodic persist. Name
+//! validation and attribute modification lists (`+message.type=FIFO`) are the processors' job.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -409,7 +410,7 @@ impl TopicConfigManager {
     }
 
     /// Returns the existing config, or inserts what `build` makes from the table (`None`:
-    /// refused), bumps the version, persists and calls the created hook.
+    /// refused), bumps the version, marks the table dirty and calls the created hook.
     fn create_if_absent(
         &self,
         topic: &str,
@@ -431,11 +432,14 @@ impl TopicConfigManager {
             self.file.mark_dirty();
             config
         };
-        let persisted = self.persist();
+        // Written by the broker's periodic persist (every few seconds, off the request path),
+        // not here: an fsync on the request path took seconds while the store was flushing, and
+        // a topic lost in a crash is simply created again by the next send (Java writes these
+        // inline, without fsync).
         if let Some(hook) = self.created_hook.get() {
             hook(&created);
         }
-        persisted.map(|()| Some(created))
+        Ok(Some(created))
     }
 
     fn read(&self) -> RwLockReadGuard<'_, TopicTable> {

@@ -1,0 +1,777 @@
+//! `LitePullConsumer`: the application polls; background tasks pull every assigned queue into
+//! a bounded buffer. Queues are assigned by hand ([`LitePullConsumer::assign`]) or shared out
+//! among the group's consumers ([`LitePullConsumer::subscribe`], averagely, recomputed on a
+//! timer and when a broker says the group changed). Offsets live on the broker.
+//! Java: `DefaultLitePullConsumer` / `DefaultLitePullConsumerImpl`.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ferromq_protocol::body::{
+    perm, ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, MessageQueue, SubscriptionData, MASTER_ID, SUB_ALL,
+};
+use ferromq_protocol::header::{
+    pull_sys_flag, GetMaxOffsetRequestHeader, OffsetResponseHeader, PullMessageRequestHeader,
+    PullMessageResponseHeader, QueryConsumerOffsetRequestHeader, SearchOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+};
+use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use tokio::sync::Notify;
+use tokio::task::{AbortHandle, JoinSet};
+use tracing::{debug, info, warn};
+
+use crate::allocate::allocate_averagely;
+use crate::client_instance::{lock, ClientConfig, ClientInstance};
+use crate::error::ClientError;
+use crate::message_ext::{decode_pulled, MessageExt};
+use crate::subscription::build_subscription;
+
+/// Messages buffered per queue before its pulls pause. Java: `pullThresholdForQueue`.
+pub const PULL_THRESHOLD_FOR_QUEUE: usize = 1000;
+
+/// Messages asked for per pull (`maxMsgNums`). Java's lite consumer asks for its
+/// `pullBatchSize` (10); this is the push consumer's 32.
+pub const PULL_BATCH_SIZE: i32 = 32;
+
+/// Pause of a queue's pulls after a failure. Java: `PULL_TIME_DELAY_MILLS_ON_EXCEPTION`.
+const PULL_DELAY_ON_EXCEPTION: Duration = Duration::from_secs(1);
+
+/// Pause of a queue's pulls while its buffer is full. Java: `PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL`.
+const PULL_DELAY_WHEN_FLOW_CONTROL: Duration = Duration::from_millis(50);
+
+/// Lite pull consumer settings, with Java's defaults.
+#[derive(Debug, Clone)]
+pub struct LitePullConsumerConfig {
+    /// Consumer group.
+    pub group: String,
+    /// Where a queue without a committed offset starts (`consumeFromWhere`, last offset).
+    pub consume_from_where: ConsumeFromWhere,
+    /// Start time for [`ConsumeFromWhere::ConsumeFromTimestamp`], ms since the epoch
+    /// (Java `consumeTimestamp`, default half an hour ago).
+    pub consume_timestamp_ms: i64,
+    /// Commit consumed offsets on a timer (`autoCommit`, true).
+    pub auto_commit: bool,
+    /// The timer of auto-commit (`autoCommitIntervalMillis`, 5 s).
+    pub auto_commit_interval: Duration,
+    /// How often subscribe mode recomputes its queues (`rebalance` timer, 20 s).
+    pub rebalance_interval: Duration,
+    /// Messages asked for per pull (`maxMsgNums`, [`PULL_BATCH_SIZE`]).
+    pub pull_batch_size: i32,
+    /// Messages buffered per queue before pulls pause (`pullThresholdForQueue`, 1000).
+    pub pull_threshold_for_queue: usize,
+    /// How long the broker may hold a pull with no message (`brokerSuspendMaxTimeMillis`, 20 s).
+    pub broker_suspend_max: Duration,
+    /// Client-side timeout of a held pull (`consumerTimeoutMillisWhenSuspend`, 30 s).
+    pub consumer_timeout_when_suspend: Duration,
+}
+
+impl Default for LitePullConsumerConfig {
+    fn default() -> Self {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+        LitePullConsumerConfig {
+            group: "DEFAULT_CONSUMER".to_owned(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
+            consume_timestamp_ms: now - 30 * 60 * 1000,
+            auto_commit: true,
+            auto_commit_interval: Duration::from_secs(5),
+            rebalance_interval: Duration::from_secs(20),
+            pull_batch_size: PULL_BATCH_SIZE,
+            pull_threshold_for_queue: PULL_THRESHOLD_FOR_QUEUE,
+            broker_suspend_max: Duration::from_secs(20),
+            consumer_timeout_when_suspend: Duration::from_secs(30),
+        }
+    }
+}
+
+/// How queues are chosen.
+#[derive(Debug, Clone)]
+enum Mode {
+    /// Nothing yet.
+    Unset,
+    /// By hand; everything in the queues is delivered.
+    Assign,
+    /// By rebalance of this topic; the subscription filters.
+    Subscribe(SubscriptionData),
+}
+
+/// One assigned queue.
+#[derive(Debug)]
+struct QueueState {
+    /// Changes on every (re)start of the queue's pull task; stale pulls are dropped.
+    epoch: u64,
+    /// Next offset to consume, once known.
+    consumed: Option<i64>,
+    /// `consumed` is not committed yet.
+    dirty: bool,
+    /// Messages of the queue in the buffer.
+    buffered: usize,
+    /// The pull task; none before [`LitePullConsumer::start`].
+    task: Option<AbortHandle>,
+}
+
+/// Messages of one pull.
+#[derive(Debug)]
+struct Batch {
+    mq: MessageQueue,
+    epoch: u64,
+    msgs: Vec<MessageExt>,
+}
+
+#[derive(Debug)]
+struct State {
+    mode: Mode,
+    queues: HashMap<MessageQueue, QueueState>,
+    buffer: VecDeque<Batch>,
+    next_epoch: u64,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: LitePullConsumerConfig,
+    instance: Arc<ClientInstance>,
+    owns_instance: bool,
+    running: AtomicBool,
+    state: Mutex<State>,
+    /// Woken when a batch enters the buffer.
+    arrived: Notify,
+    /// Woken to rebalance now (NOTIFY_CONSUMER_IDS_CHANGED, subscribe).
+    rebalance_now: Arc<Notify>,
+    /// Auto-commit and rebalance timers.
+    tasks: Mutex<JoinSet<()>>,
+    /// The pull tasks of the queues.
+    pulls: Mutex<JoinSet<()>>,
+}
+
+/// A consumer the application polls. Create, [`assign`](Self::assign) or
+/// [`subscribe`](Self::subscribe), [`start`](Self::start), [`poll`](Self::poll),
+/// [`shutdown`](Self::shutdown).
+#[derive(Debug)]
+pub struct LitePullConsumer {
+    inner: Arc<Inner>,
+}
+
+impl LitePullConsumer {
+    /// A consumer with its own client instance.
+    pub fn new(config: LitePullConsumerConfig, client: ClientConfig) -> Self {
+        Self::build(config, ClientInstance::new(client), true)
+    }
+
+    /// A consumer sharing `instance` with other clients.
+    pub fn with_instance(config: LitePullConsumerConfig, instance: Arc<ClientInstance>) -> Self {
+        Self::build(config, instance, false)
+    }
+
+    fn build(config: LitePullConsumerConfig, instance: Arc<ClientInstance>, owns_instance: bool) -> Self {
+        let state = State { mode: Mode::Unset, queues: HashMap::new(), buffer: VecDeque::new(), next_epoch: 0 };
+        LitePullConsumer {
+            inner: Arc::new(Inner {
+                config,
+                instance,
+                owns_instance,
+                running: AtomicBool::new(false),
+                state: Mutex::new(state),
+                arrived: Notify::new(),
+                rebalance_now: Arc::new(Notify::new()),
+                tasks: Mutex::new(JoinSet::new()),
+                pulls: Mutex::new(JoinSet::new()),
+            }),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &LitePullConsumerConfig {
+        &self.inner.config
+    }
+
+    /// The shared client instance.
+    pub fn instance(&self) -> &Arc<ClientInstance> {
+        &self.inner.instance
+    }
+
+    /// Registers the group (heartbeats carry it from now on), starts the timers and, when
+    /// queues are already chosen, their pulls.
+    ///
+    /// # Errors
+    /// [`ClientError::IllegalState`] if running or the group is already registered in the
+    /// instance.
+    pub async fn start(&self) -> Result<(), ClientError> {
+        let inner = &self.inner;
+        if inner.running.load(Ordering::Acquire) {
+            return Err(inner.illegal("the consumer is already started"));
+        }
+        if !inner.instance.register_consumer(inner.consumer_data(), inner.rebalance_now.clone()) {
+            return Err(inner.illegal("the consumer group has been created before"));
+        }
+        inner.running.store(true, Ordering::Release);
+        {
+            let mut tasks = lock(&inner.tasks);
+            if inner.config.auto_commit {
+                tasks.spawn(auto_commit_loop(inner.clone()));
+            }
+            tasks.spawn(rebalance_loop(inner.clone()));
+        }
+        let topic = inner.subscribed_topic();
+        if let Some(topic) = topic {
+            // Routes give the brokers heartbeats go to.
+            inner.instance.refresh_route(&topic).await?;
+            inner.instance.heartbeat_all().await;
+            inner.rebalance().await;
+        } else {
+            let queues: BTreeSet<MessageQueue> = lock(&inner.state).queues.keys().cloned().collect();
+            for topic in queues.iter().map(|q| q.topic.clone()).collect::<BTreeSet<_>>() {
+                inner.instance.refresh_route(&topic).await?;
+            }
+            inner.instance.heartbeat_all().await;
+            // Starts the tasks of queues assigned before start.
+            inner.set_assignment(queues).await;
+        }
+        info!(consumer_group = %inner.config.group, "lite pull consumer started");
+        Ok(())
+    }
+
+    /// Consumes exactly `queues`, with no rebalance. Replaces an earlier assignment.
+    ///
+    /// # Errors
+    /// [`ClientError::IllegalState`] after [`subscribe`](Self::subscribe).
+    pub async fn assign(&self, queues: Vec<MessageQueue>) -> Result<(), ClientError> {
+        let inner = &self.inner;
+        {
+            let mut st = lock(&inner.state);
+            if matches!(st.mode, Mode::Subscribe(_)) {
+                return Err(inner.illegal("subscribe and assign are mutually exclusive"));
+            }
+            st.mode = Mode::Assign;
+        }
+        let queues: BTreeSet<MessageQueue> = queues.into_iter().collect();
+        if inner.running.load(Ordering::Acquire) {
+            for topic in queues.iter().map(|q| q.topic.clone()).collect::<BTreeSet<_>>() {
+                inner.instance.refresh_route(&topic).await?;
+            }
+            inner.instance.heartbeat_all().await;
+            inner.set_assignment(queues).await;
+        } else {
+            // Recorded now, pulled from start.
+            let mut st = lock(&inner.state);
+            st.queues.clear();
+            for mq in queues {
+                st.queues.insert(mq, QueueState { epoch: 0, consumed: None, dirty: false, buffered: 0, task: None });
+            }
+        }
+        Ok(())
+    }
+
+    /// Consumes `topic`'s messages matching the tag expression (`*`, `TagA || TagB`), sharing
+    /// the queues with the group's other consumers.
+    ///
+    /// # Errors
+    /// [`ClientError::IllegalState`] after [`assign`](Self::assign) or for a second topic.
+    pub async fn subscribe(&self, topic: &str, tag_expression: &str) -> Result<(), ClientError> {
+        crate::validators::check_topic(topic)?;
+        let inner = &self.inner;
+        {
+            let mut st = lock(&inner.state);
+            match &st.mode {
+                Mode::Assign => return Err(inner.illegal("subscribe and assign are mutually exclusive")),
+                Mode::Subscribe(s) if s.topic != topic => {
+                    return Err(inner.illegal("this consumer subscribes to one topic"));
+                }
+                _ => {}
+            }
+            st.mode = Mode::Subscribe(build_subscription(topic, tag_expression));
+        }
+        if inner.running.load(Ordering::Acquire) {
+            inner.instance.update_consumer(inner.consumer_data());
+            inner.instance.refresh_route(topic).await?;
+            inner.instance.heartbeat_all().await;
+            inner.rebalance().await;
+        }
+        Ok(())
+    }
+
+    /// The queues currently consumed.
+    pub fn assignment(&self) -> BTreeSet<MessageQueue> {
+        lock(&self.inner.state).queues.keys().cloned().collect()
+    }
+
+    /// The messages of one pull, oldest first, waiting up to `timeout`; empty when none came.
+    /// The queue's consumed offset moves past them.
+    pub async fn poll(&self, timeout: Duration) -> Vec<MessageExt> {
+        let inner = &self.inner;
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some(msgs) = inner.take_batch() {
+                return msgs;
+            }
+            if !inner.running.load(Ordering::Acquire)
+                || tokio::time::timeout_at(deadline, inner.arrived.notified()).await.is_err()
+            {
+                return inner.take_batch().unwrap_or_default();
+            }
+        }
+    }
+
+    /// Moves consumption of `mq` to `offset`: buffered messages of the queue are dropped and
+    /// the next pulls start there. The offset becomes the queue's consumed offset.
+    ///
+    /// # Errors
+    /// [`ClientError::IllegalState`] if `mq` is not assigned.
+    pub fn seek(&self, mq: &MessageQueue, offset: i64) -> Result<(), ClientError> {
+        let inner = &self.inner;
+        let mut st = lock(&inner.state);
+        if !st.queues.contains_key(mq) {
+            return Err(inner.illegal(&format!("the message queue is not assigned: {mq:?}")));
+        }
+        st.buffer.retain(|b| &b.mq != mq);
+        st.next_epoch += 1;
+        let epoch = st.next_epoch;
+        let task = inner.running.load(Ordering::Acquire).then(|| spawn_pull(inner, mq.clone(), epoch, Some(offset)));
+        let q = st.queues.get_mut(mq).expect("checked above");
+        if let Some(old) = std::mem::replace(&mut q.task, task) {
+            old.abort();
+        }
+        q.epoch = epoch;
+        q.buffered = 0;
+        q.consumed = Some(offset);
+        q.dirty = true;
+        Ok(())
+    }
+
+    /// The offset the broker keeps for `mq` in this group; `None` when it keeps none.
+    /// Java: `committed`.
+    ///
+    /// # Errors
+    /// Broker and transport errors.
+    pub async fn committed(&self, mq: &MessageQueue) -> Result<Option<i64>, ClientError> {
+        self.inner.query_offset(mq).await
+    }
+
+    /// Sends the consumed offset of every queue with progress to its broker.
+    ///
+    /// # Errors
+    /// The first broker or transport error; the other queues are still tried.
+    pub async fn commit_sync(&self) -> Result<(), ClientError> {
+        self.inner.commit_all().await
+    }
+
+    /// Stops pulls and timers, commits, unregisters the group and, if the instance is this
+    /// consumer's own, shuts it down.
+    pub async fn shutdown(&self) {
+        let inner = &self.inner;
+        if inner.running.swap(false, Ordering::AcqRel) {
+            let mut tasks = std::mem::take(&mut *lock(&inner.tasks));
+            tasks.shutdown().await;
+            let mut pulls = std::mem::take(&mut *lock(&inner.pulls));
+            pulls.shutdown().await;
+            if let Err(e) = inner.commit_all().await {
+                warn!(consumer_group = %inner.config.group, error = %e, "commit at shutdown failed");
+            }
+            inner.instance.unregister_consumer(&inner.config.group).await;
+            inner.arrived.notify_waiters();
+            info!(consumer_group = %inner.config.group, "lite pull consumer stopped");
+        }
+        if inner.owns_instance {
+            inner.instance.shutdown().await;
+        }
+    }
+}
+
+impl Inner {
+    fn illegal(&self, reason: &str) -> ClientError {
+        ClientError::IllegalState { group: self.config.group.clone(), reason: reason.to_owned() }
+    }
+
+    fn subscribed_topic(&self) -> Option<String> {
+        match &lock(&self.state).mode {
+            Mode::Subscribe(s) => Some(s.topic.clone()),
+            _ => None,
+        }
+    }
+
+    fn subscription(&self) -> Option<SubscriptionData> {
+        match &lock(&self.state).mode {
+            Mode::Subscribe(s) => Some(s.clone()),
+            _ => None,
+        }
+    }
+
+    fn consumer_data(&self) -> ConsumerData {
+        ConsumerData {
+            consume_from_where: self.config.consume_from_where,
+            consume_type: ConsumeType::ConsumeActively,
+            group_name: self.config.group.clone(),
+            message_model: MessageModel::Clustering,
+            subscription_data_set: self.subscription().into_iter().collect(),
+            unit_mode: false,
+        }
+    }
+
+    /// Takes the oldest live batch, moving its queue's consumed offset past it.
+    fn take_batch(&self) -> Option<Vec<MessageExt>> {
+        let mut st = lock(&self.state);
+        while let Some(batch) = st.buffer.pop_front() {
+            let Some(q) = st.queues.get_mut(&batch.mq) else { continue };
+            if q.epoch != batch.epoch {
+                continue;
+            }
+            q.buffered = q.buffered.saturating_sub(batch.msgs.len());
+            if let Some(last) = batch.msgs.last() {
+                q.consumed = Some(last.queue_offset() + 1);
+                q.dirty = true;
+            }
+            return Some(batch.msgs);
+        }
+        None
+    }
+
+    /// Makes `wanted` the assigned queues: removed ones stop and commit, new ones start.
+    async fn set_assignment(self: &Arc<Self>, wanted: BTreeSet<MessageQueue>) {
+        let mut removed = Vec::new();
+        {
+            let mut st = lock(&self.state);
+            let gone: Vec<MessageQueue> = st.queues.keys().filter(|mq| !wanted.contains(*mq)).cloned().collect();
+            for mq in gone {
+                let q = st.queues.remove(&mq).expect("key listed above");
+                if let Some(task) = &q.task {
+                    task.abort();
+                }
+                if q.dirty {
+                    removed.extend(q.consumed.map(|o| (mq.clone(), o)));
+                }
+            }
+            st.buffer.retain(|b| wanted.contains(&b.mq));
+            for mq in wanted {
+                if st.queues.get(&mq).is_some_and(|q| q.task.is_some()) {
+                    continue;
+                }
+                st.next_epoch += 1;
+                let epoch = st.next_epoch;
+                let task = Some(spawn_pull(self, mq.clone(), epoch, None));
+                st.queues.insert(mq, QueueState { epoch, consumed: None, dirty: false, buffered: 0, task });
+            }
+        }
+        for (mq, offset) in removed {
+            if let Err(e) = self.update_offset(&mq, offset).await {
+                warn!(topic = %mq.topic, queue_id = mq.queue_id, error = %e, "commit of a removed queue failed");
+            }
+        }
+    }
+
+    /// Recomputes the queues of subscribe mode. Java: `RebalanceImpl#rebalanceByTopic`
+    /// (clustering).
+    async fn rebalance(self: &Arc<Self>) {
+        let Some(topic) = self.subscribed_topic() else { return };
+        let route = match self.instance.fetch_route(&topic).await {
+            Ok(route) => route,
+            Err(e) => {
+                warn!(topic = %topic, error = %e, "rebalance: no route");
+                return;
+            }
+        };
+        self.instance.install_route(&topic, &route);
+        let all: Vec<MessageQueue> = route
+            .queue_datas
+            .iter()
+            .filter(|qd| perm::is_readable(qd.perm))
+            .flat_map(|qd| (0..qd.read_queue_nums).map(|q| MessageQueue::new(topic.clone(), qd.broker_name.clone(), q)))
+            .collect();
+        let Some(addr) = route.broker_datas.iter().find_map(|bd| bd.broker_addrs.get(&MASTER_ID).cloned()) else {
+            warn!(topic = %topic, "rebalance: no master broker");
+            return;
+        };
+        let cids = match self.instance.consumer_ids(&addr, &self.config.group).await {
+            Ok(cids) if !cids.is_empty() => cids,
+            Ok(_) => {
+                debug!(consumer_group = %self.config.group, "rebalance: the broker lists no consumer yet");
+                return;
+            }
+            Err(e) => {
+                warn!(consumer_group = %self.config.group, error = %e, "rebalance: no consumer list");
+                return;
+            }
+        };
+        let mine = allocate_averagely(&all, &cids, self.instance.client_id());
+        debug!(consumer_group = %self.config.group, consumers = cids.len(), queues = mine.len(), "rebalanced");
+        if self.running.load(Ordering::Acquire) {
+            self.set_assignment(mine.into_iter().collect()).await;
+        }
+    }
+
+    async fn broker_addr(&self, mq: &MessageQueue) -> Result<String, ClientError> {
+        if let Some(addr) = self.instance.master_addr(&mq.broker_name) {
+            return Ok(addr);
+        }
+        self.instance.refresh_route(&mq.topic).await?;
+        self.instance
+            .master_addr(&mq.broker_name)
+            .ok_or_else(|| ClientError::BrokerNotFound { topic: mq.topic.clone(), broker_name: mq.broker_name.clone() })
+    }
+
+    async fn call(&self, mq: &MessageQueue, req: RemotingCommand) -> Result<(String, RemotingCommand), ClientError> {
+        let addr = self.broker_addr(mq).await?;
+        let timeout = self.instance.config().mq_client_api_timeout;
+        let resp = self
+            .instance
+            .remoting()
+            .invoke(&addr, req, timeout)
+            .await
+            .map_err(|source| ClientError::Remoting { topic: mq.topic.clone(), addr: addr.clone(), source })?;
+        Ok((addr, resp))
+    }
+
+    fn broker_error(mq: &MessageQueue, addr: String, resp: RemotingCommand) -> ClientError {
+        ClientError::Broker {
+            topic: mq.topic.clone(),
+            broker_addr: addr,
+            code: resp.code,
+            remark: resp.remark.unwrap_or_default(),
+        }
+    }
+
+    /// An `offset` response header of a successful answer.
+    fn offset_of(mq: &MessageQueue, addr: String, resp: RemotingCommand) -> Result<i64, ClientError> {
+        if resp.code != response_code::SUCCESS {
+            return Err(Self::broker_error(mq, addr, resp));
+        }
+        resp.decode_header::<OffsetResponseHeader>()
+            .map(|h| h.offset)
+            .map_err(|source| ClientError::Header { addr, source })
+    }
+
+    /// QUERY_CONSUMER_OFFSET; `None` on QUERY_NOT_FOUND.
+    async fn query_offset(&self, mq: &MessageQueue) -> Result<Option<i64>, ClientError> {
+        let header = QueryConsumerOffsetRequestHeader {
+            consumer_group: self.config.group.clone(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            set_zero_if_not_found: None,
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        let req = RemotingCommand::request(request_code::QUERY_CONSUMER_OFFSET).with_header(&header);
+        let (addr, resp) = self.call(mq, req).await?;
+        if resp.code == response_code::QUERY_NOT_FOUND {
+            return Ok(None);
+        }
+        Self::offset_of(mq, addr, resp).map(|o| (o >= 0).then_some(o))
+    }
+
+    async fn update_offset(&self, mq: &MessageQueue, offset: i64) -> Result<(), ClientError> {
+        let header = UpdateConsumerOffsetRequestHeader {
+            consumer_group: self.config.group.clone(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            commit_offset: offset,
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        let req = RemotingCommand::request(request_code::UPDATE_CONSUMER_OFFSET).with_header(&header);
+        let (addr, resp) = self.call(mq, req).await?;
+        if resp.code != response_code::SUCCESS {
+            return Err(Self::broker_error(mq, addr, resp));
+        }
+        Ok(())
+    }
+
+    async fn commit_all(&self) -> Result<(), ClientError> {
+        let dirty: Vec<(MessageQueue, i64)> = lock(&self.state)
+            .queues
+            .iter()
+            .filter(|(_, q)| q.dirty)
+            .filter_map(|(mq, q)| q.consumed.map(|o| (mq.clone(), o)))
+            .collect();
+        let mut first_err = None;
+        for (mq, offset) in dirty {
+            match self.update_offset(&mq, offset).await {
+                Ok(()) => {
+                    if let Some(q) = lock(&self.state).queues.get_mut(&mq) {
+                        if q.consumed == Some(offset) {
+                            q.dirty = false;
+                        }
+                    }
+                }
+                Err(e) => {
+                    warn!(topic = %mq.topic, queue_id = mq.queue_id, error = %e, "commit failed");
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Where a new queue starts: the committed offset, else by `consume_from_where`.
+    /// Java: `computePullFromWhereWithException`.
+    async fn start_offset(&self, mq: &MessageQueue) -> Result<i64, ClientError> {
+        if let Some(offset) = self.query_offset(mq).await? {
+            return Ok(offset);
+        }
+        match self.config.consume_from_where {
+            ConsumeFromWhere::ConsumeFromFirstOffset => Ok(0),
+            ConsumeFromWhere::ConsumeFromTimestamp => {
+                let header = SearchOffsetRequestHeader {
+                    topic: mq.topic.clone(),
+                    queue_id: mq.queue_id,
+                    timestamp: self.config.consume_timestamp_ms,
+                    boundary_type: None,
+                    broker_name: Some(mq.broker_name.clone()),
+                };
+                let req = RemotingCommand::request(request_code::SEARCH_OFFSET_BY_TIMESTAMP).with_header(&header);
+                let (addr, resp) = self.call(mq, req).await?;
+                Self::offset_of(mq, addr, resp)
+            }
+            _ => {
+                let header = GetMaxOffsetRequestHeader {
+                    topic: mq.topic.clone(),
+                    queue_id: mq.queue_id,
+                    committed: None,
+                    broker_name: Some(mq.broker_name.clone()),
+                };
+                let req = RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&header);
+                let (addr, resp) = self.call(mq, req).await?;
+                Self::offset_of(mq, addr, resp)
+            }
+        }
+    }
+
+    /// Whether the task of `mq` at `epoch` is still wanted, and its buffer is full.
+    fn queue_status(&self, mq: &MessageQueue, epoch: u64) -> Option<bool> {
+        let st = lock(&self.state);
+        let q = st.queues.get(mq).filter(|q| q.epoch == epoch)?;
+        Some(q.buffered >= self.config.pull_threshold_for_queue)
+    }
+
+    /// One PULL_MESSAGE held by the broker up to `broker_suspend_max`; the next offset and the
+    /// messages matching the subscription. Java: `PullAPIWrapper#pullKernelImpl` +
+    /// `processPullResult`.
+    async fn pull_once(&self, mq: &MessageQueue, offset: i64) -> Result<(i64, Vec<MessageExt>), ClientError> {
+        let sub = self.subscription();
+        let (sub_string, sub_version) =
+            sub.as_ref().map_or((SUB_ALL.to_owned(), 0), |s| (s.sub_string.clone(), s.sub_version));
+        let header = PullMessageRequestHeader {
+            consumer_group: self.config.group.clone(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            queue_offset: offset,
+            max_msg_nums: self.config.pull_batch_size,
+            sys_flag: pull_sys_flag::SUSPEND | pull_sys_flag::SUBSCRIPTION,
+            commit_offset: 0,
+            suspend_timeout_millis: self.config.broker_suspend_max.as_millis() as i64,
+            subscription: Some(sub_string),
+            sub_version,
+            expression_type: Some(ferromq_protocol::body::EXPRESSION_TYPE_TAG.to_owned()),
+            broker_name: Some(mq.broker_name.clone()),
+            ..Default::default()
+        };
+        let addr = self.broker_addr(mq).await?;
+        let req = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&header);
+        let resp = self
+            .instance
+            .remoting()
+            .invoke(&addr, req, self.config.consumer_timeout_when_suspend)
+            .await
+            .map_err(|source| ClientError::Remoting { topic: mq.topic.clone(), addr: addr.clone(), source })?;
+        match resp.code {
+            response_code::SUCCESS
+            | response_code::PULL_NOT_FOUND
+            | response_code::PULL_RETRY_IMMEDIATELY
+            | response_code::PULL_OFFSET_MOVED => {}
+            _ => return Err(Self::broker_error(mq, addr, resp)),
+        }
+        let h: PullMessageResponseHeader =
+            resp.decode_header().map_err(|source| ClientError::Header { addr: addr.clone(), source })?;
+        if resp.code != response_code::SUCCESS {
+            if resp.code == response_code::PULL_OFFSET_MOVED {
+                warn!(topic = %mq.topic, queue_id = mq.queue_id, offset, next = h.next_begin_offset, "pull offset moved");
+            }
+            return Ok((h.next_begin_offset, Vec::new()));
+        }
+        let mut msgs = decode_pulled(mq, &resp.body).map_err(|e| ClientError::Broker {
+            topic: mq.topic.clone(),
+            broker_addr: addr.clone(),
+            code: response_code::SUCCESS,
+            remark: format!("undecodable pull body: {e}"),
+        })?;
+        if let Some(sub) = sub.filter(|s| !s.tags_set.is_empty() && !s.class_filter_mode) {
+            msgs.retain(|m| m.tags().is_some_and(|t| sub.tags_set.contains(t)));
+        }
+        Ok((h.next_begin_offset, msgs))
+    }
+
+    /// Pulls `mq` from `start` (else its start offset) into the buffer until the task is
+    /// aborted or the queue leaves the assignment. Java: `PullTaskImpl`.
+    async fn pull_loop(self: Arc<Self>, mq: MessageQueue, epoch: u64, start: Option<i64>) {
+        let mut offset = match start {
+            Some(offset) => offset,
+            None => loop {
+                match self.start_offset(&mq).await {
+                    Ok(offset) => break offset,
+                    Err(e) => {
+                        warn!(topic = %mq.topic, queue_id = mq.queue_id, error = %e, "no start offset yet");
+                        tokio::time::sleep(PULL_DELAY_ON_EXCEPTION).await;
+                    }
+                }
+            },
+        };
+        debug!(topic = %mq.topic, queue_id = mq.queue_id, offset, "pulls start");
+        loop {
+            match self.queue_status(&mq, epoch) {
+                None => return,
+                Some(true) => {
+                    tokio::time::sleep(PULL_DELAY_WHEN_FLOW_CONTROL).await;
+                    continue;
+                }
+                Some(false) => {}
+            }
+            match self.pull_once(&mq, offset).await {
+                Ok((next, msgs)) => {
+                    offset = next;
+                    if msgs.is_empty() {
+                        continue;
+                    }
+                    let mut st = lock(&self.state);
+                    let Some(q) = st.queues.get_mut(&mq).filter(|q| q.epoch == epoch) else { return };
+                    q.buffered += msgs.len();
+                    st.buffer.push_back(Batch { mq: mq.clone(), epoch, msgs });
+                    drop(st);
+                    self.arrived.notify_one();
+                }
+                Err(e) => {
+                    if !self.running.load(Ordering::Acquire) {
+                        return;
+                    }
+                    warn!(topic = %mq.topic, queue_id = mq.queue_id, offset, error = %e, "pull failed");
+                    tokio::time::sleep(PULL_DELAY_ON_EXCEPTION).await;
+                }
+            }
+        }
+    }
+}
+
+/// Starts the pull task of `mq`, owned by the consumer's pull set (finished ones are reaped).
+fn spawn_pull(inner: &Arc<Inner>, mq: MessageQueue, epoch: u64, start: Option<i64>) -> AbortHandle {
+    let mut pulls = lock(&inner.pulls);
+    while pulls.try_join_next().is_some() {}
+    pulls.spawn(inner.clone().pull_loop(mq, epoch, start))
+}
+
+async fn auto_commit_loop(inner: Arc<Inner>) {
+    let every = inner.config.auto_commit_interval;
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    loop {
+        tick.tick().await;
+        if let Err(e) = inner.commit_all().await {
+            debug!(consumer_group = %inner.config.group, error = %e, "auto-commit failed");
+        }
+    }
+}
+
+async fn rebalance_loop(inner: Arc<Inner>) {
+    let every = inner.config.rebalance_interval;
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = inner.rebalance_now.notified() => {}
+        }
+        inner.rebalance().await;
+    }
+}
