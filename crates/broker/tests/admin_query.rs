@@ -14,10 +14,9 @@ use ferromq_protocol::body::{
     ResetOffsetBodyForC, SubscriptionData, TopicStatsTable,
 };
 use ferromq_protocol::header::*;
-use ferromq_protocol::message::MessageProperties;
 use ferromq_protocol::{request_code, response_code, LanguageCode, RemotingCommand};
 use ferromq_remoting::{ClientConfig, Dispatcher, RemotingClient};
-use ferromq_testkit::LocalCluster;
+use ferromq_testkit::{send_request, LocalCluster};
 use tokio::sync::mpsc;
 
 const T: Duration = Duration::from_secs(10);
@@ -121,26 +120,7 @@ fn now_ms() -> i64 {
 }
 
 fn send_v2(topic: &str, queue_id: i32, body: &str) -> RemotingCommand {
-    let mut props = MessageProperties::new();
-    props.insert("WAIT", "true");
-    let h: SendMessageRequestHeaderV2 = SendMessageRequestHeader {
-        producer_group: "pg".into(),
-        topic: topic.into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 4,
-        queue_id,
-        sys_flag: 0,
-        born_timestamp: 1_700_000_000_000,
-        flag: 0,
-        properties: Some(props.encode()),
-        reconsume_times: Some(0),
-        unit_mode: Some(false),
-        batch: Some(false),
-        max_reconsume_times: None,
-        broker_name: None,
-    }
-    .into();
-    RemotingCommand::request(request_code::SEND_MESSAGE_V2).with_header(&h).with_body(body.to_owned().into_bytes())
+    send_request(topic, queue_id, body.as_bytes(), &[])
 }
 
 /// A heartbeat from `client_id` running consumer `group` on `topics` and, if given, a producer

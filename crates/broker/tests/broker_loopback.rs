@@ -8,10 +8,10 @@ use ferromq_protocol::body::{
     ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, JsonBody, MessageModel, SubscriptionData,
 };
 use ferromq_protocol::header::*;
-use ferromq_protocol::message::{encode_batch, BatchEntry, MessageProperties, StoredMessage};
+use ferromq_protocol::message::{encode_batch, BatchEntry, StoredMessage};
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
-use ferromq_testkit::LocalCluster;
+use ferromq_testkit::{send_request, LocalCluster};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -19,28 +19,7 @@ const T: Duration = Duration::from_secs(10);
 type Cluster = LocalCluster;
 
 fn send_v2(topic: &str, queue_id: i32, body: &str, tag: &str, key: &str) -> RemotingCommand {
-    let mut props = MessageProperties::new();
-    props.insert("TAGS", tag);
-    props.insert("KEYS", key);
-    props.insert("WAIT", "true");
-    let h: SendMessageRequestHeaderV2 = SendMessageRequestHeader {
-        producer_group: "pg".into(),
-        topic: topic.into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 4,
-        queue_id,
-        sys_flag: 0,
-        born_timestamp: 1_700_000_000_000,
-        flag: 0,
-        properties: Some(props.encode()),
-        reconsume_times: Some(0),
-        unit_mode: Some(false),
-        batch: Some(false),
-        max_reconsume_times: None,
-        broker_name: None,
-    }
-    .into();
-    RemotingCommand::request(request_code::SEND_MESSAGE_V2).with_header(&h).with_body(body.to_owned().into_bytes())
+    send_request(topic, queue_id, body.as_bytes(), &[("TAGS", tag), ("KEYS", key)])
 }
 
 fn pull(topic: &str, queue_id: i32, offset: i64, sub: &str, suspend_ms: i64) -> RemotingCommand {

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use ferromq_broker::BrokerSettings;
 use ferromq_namesrv::NamesrvConfig;
 use ferromq_protocol::body::{JsonBody, TopicRouteData};
-use ferromq_protocol::header::GetRouteInfoRequestHeader;
+use ferromq_protocol::header::{GetRouteInfoRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2};
+use ferromq_protocol::message::MessageProperties;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
 use tokio::net::TcpListener;
@@ -28,6 +29,31 @@ pub fn test_settings(dir: &Path, ns_addr: &str) -> BrokerSettings {
     s.store.max_hash_slot_num = 1000;
     s.store.max_index_num = 4000;
     s
+}
+
+/// A SEND_MESSAGE_V2 request as a Java producer sends it (group `pg`, default topic TBW102 with
+/// 4 queues, WAIT=true), with `properties` added.
+pub fn send_request(topic: &str, queue_id: i32, body: &[u8], properties: &[(&str, &str)]) -> RemotingCommand {
+    let mut props = MessageProperties::new();
+    for (k, v) in properties {
+        props.insert(*k, *v);
+    }
+    props.insert("WAIT", "true");
+    let header: SendMessageRequestHeaderV2 = SendMessageRequestHeader {
+        producer_group: "pg".into(),
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id,
+        born_timestamp: 1_700_000_000_000,
+        properties: Some(props.encode()),
+        reconsume_times: Some(0),
+        unit_mode: Some(false),
+        batch: Some(false),
+        ..SendMessageRequestHeader::default()
+    }
+    .into();
+    RemotingCommand::request(request_code::SEND_MESSAGE_V2).with_header(&header).with_body(body.to_vec())
 }
 
 struct RunningBroker {
