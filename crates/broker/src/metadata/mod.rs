@@ -16,7 +16,6 @@ mod config_file;
 mod consumer_offset_manager;
 mod delay_offset;
 mod error;
-mod subscription_group_config;
 mod subscription_group_manager;
 mod topic_config_manager;
 mod topic_validator;
@@ -30,7 +29,7 @@ pub use config_file::{ConfigFile, Loaded, BACKUP_SUFFIX, TEMP_SUFFIX};
 pub use consumer_offset_manager::{ConsumerOffsetManager, OFFSET_UPDATE_VERSION_STEP};
 pub use delay_offset::{DelayOffsetSerializeWrapper, DelayOffsetTable, DELAY_OFFSET_UPDATE_VERSION_STEP};
 pub use error::MetadataError;
-pub use subscription_group_config::{
+pub use ferromq_protocol::body::{
     SubscriptionGroupConfig, SubscriptionGroupWrapper, DEFAULT_CONSUME_TIMEOUT_MINUTE, DEFAULT_RETRY_MAX_TIMES,
     DEFAULT_RETRY_QUEUE_NUMS,
 };

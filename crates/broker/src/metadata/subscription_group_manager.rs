@@ -18,9 +18,9 @@ use tracing::{debug, info, warn};
 use ferromq_protocol::body::DataVersion;
 
 use crate::metadata::config_file::ConfigFile;
-use crate::metadata::subscription_group_config::{SubscriptionGroupConfig, SubscriptionGroupWrapper};
 use crate::metadata::topic_validator::validate_group;
 use crate::metadata::MetadataError;
+use ferromq_protocol::body::{SubscriptionGroupConfig, SubscriptionGroupWrapper};
 
 /// The admin tools' consumer group.
 pub const TOOLS_CONSUMER_GROUP: &str = "TOOLS_CONSUMER";

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ferromq_client::admin::{json, SubscriptionGroupSettings};
+use ferromq_client::admin::{json, SubscriptionGroupConfig};
 use ferromq_protocol::body::{Connection, MessageQueue, OffsetWrapper};
 
 use crate::admin::output::{format_ms, print_json, Table};
@@ -55,7 +55,7 @@ pub(crate) struct UpdateSubGroupArgs {
 }
 
 pub(crate) async fn update_sub_group(ctx: &Ctx, a: UpdateSubGroupArgs) -> anyhow::Result<()> {
-    let mut s = SubscriptionGroupSettings::new(a.group.clone());
+    let mut s = SubscriptionGroupConfig::new(a.group.clone());
     s.consume_enable = a.consume_enable.unwrap_or(s.consume_enable);
     s.consume_from_min_enable = a.consume_from_min_enable.unwrap_or(s.consume_from_min_enable);
     s.consume_broadcast_enable = a.consume_broadcast_enable.unwrap_or(s.consume_broadcast_enable);

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use ferromq_protocol::body::{
-    ConsumeStats, ConsumerConnection, KVTable, ProducerConnection, ResetOffsetBody, TopicConfig, TopicFilterType,
-    TopicStatsTable,
+    ConsumeStats, ConsumerConnection, KVTable, ProducerConnection, ResetOffsetBody, SubscriptionGroupConfig,
+    TopicConfig, TopicFilterType, TopicStatsTable,
 };
 use ferromq_protocol::header::{
     CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader,
@@ -16,7 +16,6 @@ use ferromq_protocol::{properties_text, request_code, RemotingCommand};
 
 use crate::admin::client::{code_name, AdminClient};
 use crate::admin::error::AdminError;
-use crate::admin::subscription_group::SubscriptionGroupSettings;
 
 /// The topic new topics are modelled on (Java: `TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC`).
 const DEFAULT_TOPIC: &str = "TBW102";
@@ -75,7 +74,7 @@ impl AdminClient {
     pub async fn create_subscription_group(
         &self,
         addr: &str,
-        settings: &SubscriptionGroupSettings,
+        settings: &SubscriptionGroupConfig,
     ) -> Result<(), AdminError> {
         let body = serde_json::to_vec(settings).expect("the settings struct holds only plain fields");
         let request = RemotingCommand::request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).with_body(body);

@@ -10,10 +10,9 @@ mod error;
 mod json;
 mod message;
 mod namesrv;
-mod subscription_group;
 
 pub use client::{AdminClient, DEFAULT_TIMEOUT};
 pub use error::AdminError;
+pub use ferromq_protocol::body::SubscriptionGroupConfig;
 pub use json::{from_str as json_from_str, json, to_string_pretty as json_to_string_pretty, Value as JsonValue};
 pub use message::{PullResult, PullStatus, SendResult, TOOLS_CONSUMER_GROUP, TOOLS_PRODUCER_GROUP};
-pub use subscription_group::SubscriptionGroupSettings;

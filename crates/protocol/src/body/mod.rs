@@ -26,6 +26,7 @@ mod queue_map;
 mod register_broker;
 mod reset_offset;
 mod route;
+mod subscription_group;
 mod topic_config;
 mod topic_config_wrapper;
 mod topic_list;
@@ -54,6 +55,10 @@ pub use message_queue::MessageQueue;
 pub use register_broker::{RegisterBrokerBody, MAPPING_IN_COMPRESSED_BODY_SINCE, MAX_INFLATED_REGISTER_BODY_BYTES};
 pub use reset_offset::{MessageQueueForC, ResetOffsetBody, ResetOffsetBodyForC};
 pub use route::{BrokerData, QueueData, TopicRouteData, MASTER_ID};
+pub use subscription_group::{
+    SubscriptionGroupConfig, SubscriptionGroupWrapper, DEFAULT_CONSUME_TIMEOUT_MINUTE, DEFAULT_RETRY_MAX_TIMES,
+    DEFAULT_RETRY_QUEUE_NUMS,
+};
 pub use topic_config::{TopicConfig, TopicFilterType, DEFAULT_QUEUE_NUMS};
 pub use topic_config_wrapper::{TopicConfigAndMappingSerializeWrapper, TopicConfigSerializeWrapper};
 pub use topic_list::TopicList;

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use ferromq_protocol::body::{DataVersion, JsonBody};
+use crate::body::{DataVersion, JsonBody};
 
 /// Default retry queues of a group (`retryQueueNums`).
 pub const DEFAULT_RETRY_QUEUE_NUMS: i32 = 1;
