@@ -3,12 +3,13 @@
 //!
 //! [`ClientInstance`] is what the clients of one client id share (name servers, routes,
 //! heartbeats, connections); [`Producer`] sends [`Message`]s; [`LitePullConsumer`] pulls
-//! [`MessageExt`]s the application polls.
+//! [`MessageExt`]s the application polls; [`PushConsumer`] calls the application's listener.
 
 pub mod admin;
 
 mod allocate;
 mod client_instance;
+mod consumer_calls;
 mod error;
 mod fault;
 mod lite_pull_consumer;
@@ -16,6 +17,7 @@ mod message;
 mod message_ext;
 mod producer;
 mod publish_info;
+mod push_consumer;
 mod send_result;
 mod subscription;
 mod validators;
@@ -29,6 +31,7 @@ pub use lite_pull_consumer::{LitePullConsumer, LitePullConsumerConfig, PULL_BATC
 pub use message::Message;
 pub use message_ext::MessageExt;
 pub use producer::{select_by_hash, Producer, ProducerConfig, CREATE_TOPIC_KEY};
+pub use push_consumer::{ConsumeStatus, MessageListener, PushConsumer, PushConsumerConfig};
 pub use send_result::{SendResult, SendStatus};
 pub use subscription::build_subscription;
 pub use validators::{check_message, check_topic, TOPIC_MAX_LEN};

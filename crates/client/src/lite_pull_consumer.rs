@@ -12,20 +12,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use ferromq_protocol::body::{
     perm, ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, MessageQueue, SubscriptionData, MASTER_ID, SUB_ALL,
 };
-use ferromq_protocol::header::{
-    pull_sys_flag, GetMaxOffsetRequestHeader, OffsetResponseHeader, PullMessageRequestHeader,
-    PullMessageResponseHeader, QueryConsumerOffsetRequestHeader, SearchOffsetRequestHeader,
-    UpdateConsumerOffsetRequestHeader,
-};
-use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use tokio::sync::Notify;
 use tokio::task::{AbortHandle, JoinSet};
 use tracing::{debug, info, warn};
 
 use crate::allocate::allocate_averagely;
 use crate::client_instance::{lock, ClientConfig, ClientInstance};
+use crate::consumer_calls::{ConsumerCalls, PullParams};
 use crate::error::ClientError;
-use crate::message_ext::{decode_pulled, MessageExt};
+use crate::message_ext::MessageExt;
 use crate::subscription::build_subscription;
 
 /// Messages buffered per queue before its pulls pause. Java: `pullThresholdForQueue`.
@@ -498,78 +493,17 @@ impl Inner {
         }
     }
 
-    async fn broker_addr(&self, mq: &MessageQueue) -> Result<String, ClientError> {
-        if let Some(addr) = self.instance.master_addr(&mq.broker_name) {
-            return Ok(addr);
-        }
-        self.instance.refresh_route(&mq.topic).await?;
-        self.instance
-            .master_addr(&mq.broker_name)
-            .ok_or_else(|| ClientError::BrokerNotFound { topic: mq.topic.clone(), broker_name: mq.broker_name.clone() })
-    }
-
-    async fn call(&self, mq: &MessageQueue, req: RemotingCommand) -> Result<(String, RemotingCommand), ClientError> {
-        let addr = self.broker_addr(mq).await?;
-        let timeout = self.instance.config().mq_client_api_timeout;
-        let resp = self
-            .instance
-            .remoting()
-            .invoke(&addr, req, timeout)
-            .await
-            .map_err(|source| ClientError::Remoting { topic: mq.topic.clone(), addr: addr.clone(), source })?;
-        Ok((addr, resp))
-    }
-
-    fn broker_error(mq: &MessageQueue, addr: String, resp: RemotingCommand) -> ClientError {
-        ClientError::Broker {
-            topic: mq.topic.clone(),
-            broker_addr: addr,
-            code: resp.code,
-            remark: resp.remark.unwrap_or_default(),
-        }
-    }
-
-    /// An `offset` response header of a successful answer.
-    fn offset_of(mq: &MessageQueue, addr: String, resp: RemotingCommand) -> Result<i64, ClientError> {
-        if resp.code != response_code::SUCCESS {
-            return Err(Self::broker_error(mq, addr, resp));
-        }
-        resp.decode_header::<OffsetResponseHeader>()
-            .map(|h| h.offset)
-            .map_err(|source| ClientError::Header { addr, source })
+    fn calls(&self) -> ConsumerCalls<'_> {
+        ConsumerCalls { instance: &self.instance, group: &self.config.group }
     }
 
     /// QUERY_CONSUMER_OFFSET; `None` on QUERY_NOT_FOUND.
     async fn query_offset(&self, mq: &MessageQueue) -> Result<Option<i64>, ClientError> {
-        let header = QueryConsumerOffsetRequestHeader {
-            consumer_group: self.config.group.clone(),
-            topic: mq.topic.clone(),
-            queue_id: mq.queue_id,
-            set_zero_if_not_found: None,
-            broker_name: Some(mq.broker_name.clone()),
-        };
-        let req = RemotingCommand::request(request_code::QUERY_CONSUMER_OFFSET).with_header(&header);
-        let (addr, resp) = self.call(mq, req).await?;
-        if resp.code == response_code::QUERY_NOT_FOUND {
-            return Ok(None);
-        }
-        Self::offset_of(mq, addr, resp).map(|o| (o >= 0).then_some(o))
+        self.calls().query_offset(mq).await
     }
 
     async fn update_offset(&self, mq: &MessageQueue, offset: i64) -> Result<(), ClientError> {
-        let header = UpdateConsumerOffsetRequestHeader {
-            consumer_group: self.config.group.clone(),
-            topic: mq.topic.clone(),
-            queue_id: mq.queue_id,
-            commit_offset: offset,
-            broker_name: Some(mq.broker_name.clone()),
-        };
-        let req = RemotingCommand::request(request_code::UPDATE_CONSUMER_OFFSET).with_header(&header);
-        let (addr, resp) = self.call(mq, req).await?;
-        if resp.code != response_code::SUCCESS {
-            return Err(Self::broker_error(mq, addr, resp));
-        }
-        Ok(())
+        self.calls().update_offset(mq, offset).await
     }
 
     async fn commit_all(&self) -> Result<(), ClientError> {
@@ -601,35 +535,7 @@ impl Inner {
     /// Where a new queue starts: the committed offset, else by `consume_from_where`.
     /// Java: `computePullFromWhereWithException`.
     async fn start_offset(&self, mq: &MessageQueue) -> Result<i64, ClientError> {
-        if let Some(offset) = self.query_offset(mq).await? {
-            return Ok(offset);
-        }
-        match self.config.consume_from_where {
-            ConsumeFromWhere::ConsumeFromFirstOffset => Ok(0),
-            ConsumeFromWhere::ConsumeFromTimestamp => {
-                let header = SearchOffsetRequestHeader {
-                    topic: mq.topic.clone(),
-                    queue_id: mq.queue_id,
-                    timestamp: self.config.consume_timestamp_ms,
-                    boundary_type: None,
-                    broker_name: Some(mq.broker_name.clone()),
-                };
-                let req = RemotingCommand::request(request_code::SEARCH_OFFSET_BY_TIMESTAMP).with_header(&header);
-                let (addr, resp) = self.call(mq, req).await?;
-                Self::offset_of(mq, addr, resp)
-            }
-            _ => {
-                let header = GetMaxOffsetRequestHeader {
-                    topic: mq.topic.clone(),
-                    queue_id: mq.queue_id,
-                    committed: None,
-                    broker_name: Some(mq.broker_name.clone()),
-                };
-                let req = RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&header);
-                let (addr, resp) = self.call(mq, req).await?;
-                Self::offset_of(mq, addr, resp)
-            }
-        }
+        self.calls().start_offset(mq, self.config.consume_from_where, self.config.consume_timestamp_ms).await
     }
 
     /// Whether the task of `mq` at `epoch` is still wanted, and its buffer is full.
@@ -640,60 +546,15 @@ impl Inner {
     }
 
     /// One PULL_MESSAGE held by the broker up to `broker_suspend_max`; the next offset and the
-    /// messages matching the subscription. Java: `PullAPIWrapper#pullKernelImpl` +
-    /// `processPullResult`.
+    /// messages matching the subscription (everything in assign mode).
     async fn pull_once(&self, mq: &MessageQueue, offset: i64) -> Result<(i64, Vec<MessageExt>), ClientError> {
-        let sub = self.subscription();
-        let (sub_string, sub_version) =
-            sub.as_ref().map_or((SUB_ALL.to_owned(), 0), |s| (s.sub_string.clone(), s.sub_version));
-        let header = PullMessageRequestHeader {
-            consumer_group: self.config.group.clone(),
-            topic: mq.topic.clone(),
-            queue_id: mq.queue_id,
-            queue_offset: offset,
-            max_msg_nums: self.config.pull_batch_size,
-            sys_flag: pull_sys_flag::SUSPEND | pull_sys_flag::SUBSCRIPTION,
-            commit_offset: 0,
-            suspend_timeout_millis: self.config.broker_suspend_max.as_millis() as i64,
-            subscription: Some(sub_string),
-            sub_version,
-            expression_type: Some(ferromq_protocol::body::EXPRESSION_TYPE_TAG.to_owned()),
-            broker_name: Some(mq.broker_name.clone()),
-            ..Default::default()
+        let sub = self.subscription().unwrap_or_else(|| build_subscription(&mq.topic, SUB_ALL));
+        let params = PullParams {
+            batch_size: self.config.pull_batch_size,
+            broker_suspend_max: self.config.broker_suspend_max,
+            timeout: self.config.consumer_timeout_when_suspend,
         };
-        let addr = self.broker_addr(mq).await?;
-        let req = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&header);
-        let resp = self
-            .instance
-            .remoting()
-            .invoke(&addr, req, self.config.consumer_timeout_when_suspend)
-            .await
-            .map_err(|source| ClientError::Remoting { topic: mq.topic.clone(), addr: addr.clone(), source })?;
-        match resp.code {
-            response_code::SUCCESS
-            | response_code::PULL_NOT_FOUND
-            | response_code::PULL_RETRY_IMMEDIATELY
-            | response_code::PULL_OFFSET_MOVED => {}
-            _ => return Err(Self::broker_error(mq, addr, resp)),
-        }
-        let h: PullMessageResponseHeader =
-            resp.decode_header().map_err(|source| ClientError::Header { addr: addr.clone(), source })?;
-        if resp.code != response_code::SUCCESS {
-            if resp.code == response_code::PULL_OFFSET_MOVED {
-                warn!(topic = %mq.topic, queue_id = mq.queue_id, offset, next = h.next_begin_offset, "pull offset moved");
-            }
-            return Ok((h.next_begin_offset, Vec::new()));
-        }
-        let mut msgs = decode_pulled(mq, &resp.body).map_err(|e| ClientError::Broker {
-            topic: mq.topic.clone(),
-            broker_addr: addr.clone(),
-            code: response_code::SUCCESS,
-            remark: format!("undecodable pull body: {e}"),
-        })?;
-        if let Some(sub) = sub.filter(|s| !s.tags_set.is_empty() && !s.class_filter_mode) {
-            msgs.retain(|m| m.tags().is_some_and(|t| sub.tags_set.contains(t)));
-        }
-        Ok((h.next_begin_offset, msgs))
+        self.calls().pull(mq, offset, &sub, params).await
     }
 
     /// Pulls `mq` from `start` (else its start offset) into the buffer until the task is

@@ -1,0 +1,240 @@
+//! Broker calls of the consumers: offsets, long-polling pulls and send-back. Java: the
+//! consumer parts of `MQClientAPIImpl` and `PullAPIWrapper`.
+
+use std::time::Duration;
+
+use ferromq_protocol::body::{ConsumeFromWhere, MessageQueue, SubscriptionData, EXPRESSION_TYPE_TAG};
+use ferromq_protocol::header::{
+    pull_sys_flag, ConsumerSendMsgBackRequestHeader, GetMaxOffsetRequestHeader, OffsetResponseHeader,
+    PullMessageRequestHeader, PullMessageResponseHeader, QueryConsumerOffsetRequestHeader, SearchOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+};
+use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use tracing::warn;
+
+use crate::client_instance::ClientInstance;
+use crate::error::ClientError;
+use crate::message_ext::{decode_pulled, MessageExt};
+
+/// The broker calls of one consumer group.
+#[derive(Debug)]
+pub(crate) struct ConsumerCalls<'a> {
+    pub(crate) instance: &'a ClientInstance,
+    pub(crate) group: &'a str,
+}
+
+/// What a long-polling pull asks for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PullParams {
+    pub(crate) batch_size: i32,
+    pub(crate) broker_suspend_max: Duration,
+    pub(crate) timeout: Duration,
+}
+
+impl ConsumerCalls<'_> {
+    async fn broker_addr(&self, mq: &MessageQueue) -> Result<String, ClientError> {
+        if let Some(addr) = self.instance.master_addr(&mq.broker_name) {
+            return Ok(addr);
+        }
+        self.instance.refresh_route(&mq.topic).await?;
+        self.instance
+            .master_addr(&mq.broker_name)
+            .ok_or_else(|| ClientError::BrokerNotFound { topic: mq.topic.clone(), broker_name: mq.broker_name.clone() })
+    }
+
+    async fn call(
+        &self,
+        mq: &MessageQueue,
+        req: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<(String, RemotingCommand), ClientError> {
+        let addr = self.broker_addr(mq).await?;
+        let resp = self
+            .instance
+            .remoting()
+            .invoke(&addr, req, timeout)
+            .await
+            .map_err(|source| ClientError::Remoting { topic: mq.topic.clone(), addr: addr.clone(), source })?;
+        Ok((addr, resp))
+    }
+
+    async fn call_api(
+        &self,
+        mq: &MessageQueue,
+        req: RemotingCommand,
+    ) -> Result<(String, RemotingCommand), ClientError> {
+        self.call(mq, req, self.instance.config().mq_client_api_timeout).await
+    }
+
+    fn broker_error(mq: &MessageQueue, addr: String, resp: RemotingCommand) -> ClientError {
+        ClientError::Broker {
+            topic: mq.topic.clone(),
+            broker_addr: addr,
+            code: resp.code,
+            remark: resp.remark.unwrap_or_default(),
+        }
+    }
+
+    fn offset_of(mq: &MessageQueue, addr: String, resp: RemotingCommand) -> Result<i64, ClientError> {
+        if resp.code != response_code::SUCCESS {
+            return Err(Self::broker_error(mq, addr, resp));
+        }
+        resp.decode_header::<OffsetResponseHeader>()
+            .map(|h| h.offset)
+            .map_err(|source| ClientError::Header { addr, source })
+    }
+
+    /// QUERY_CONSUMER_OFFSET; `None` on QUERY_NOT_FOUND.
+    pub(crate) async fn query_offset(&self, mq: &MessageQueue) -> Result<Option<i64>, ClientError> {
+        let header = QueryConsumerOffsetRequestHeader {
+            consumer_group: self.group.to_owned(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            set_zero_if_not_found: None,
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        let req = RemotingCommand::request(request_code::QUERY_CONSUMER_OFFSET).with_header(&header);
+        let (addr, resp) = self.call_api(mq, req).await?;
+        if resp.code == response_code::QUERY_NOT_FOUND {
+            return Ok(None);
+        }
+        Self::offset_of(mq, addr, resp).map(|o| (o >= 0).then_some(o))
+    }
+
+    /// UPDATE_CONSUMER_OFFSET.
+    pub(crate) async fn update_offset(&self, mq: &MessageQueue, offset: i64) -> Result<(), ClientError> {
+        let header = UpdateConsumerOffsetRequestHeader {
+            consumer_group: self.group.to_owned(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            commit_offset: offset,
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        let req = RemotingCommand::request(request_code::UPDATE_CONSUMER_OFFSET).with_header(&header);
+        let (addr, resp) = self.call_api(mq, req).await?;
+        if resp.code != response_code::SUCCESS {
+            return Err(Self::broker_error(mq, addr, resp));
+        }
+        Ok(())
+    }
+
+    /// Where a new queue starts: the committed offset, else by `from_where`.
+    /// Java: `RebalancePushImpl#computePullFromWhereWithException`.
+    pub(crate) async fn start_offset(
+        &self,
+        mq: &MessageQueue,
+        from_where: ConsumeFromWhere,
+        timestamp_ms: i64,
+    ) -> Result<i64, ClientError> {
+        if let Some(offset) = self.query_offset(mq).await? {
+            return Ok(offset);
+        }
+        let req = match from_where {
+            ConsumeFromWhere::ConsumeFromFirstOffset => return Ok(0),
+            ConsumeFromWhere::ConsumeFromTimestamp => {
+                let header = SearchOffsetRequestHeader {
+                    topic: mq.topic.clone(),
+                    queue_id: mq.queue_id,
+                    timestamp: timestamp_ms,
+                    boundary_type: None,
+                    broker_name: Some(mq.broker_name.clone()),
+                };
+                RemotingCommand::request(request_code::SEARCH_OFFSET_BY_TIMESTAMP).with_header(&header)
+            }
+            _ => {
+                let header = GetMaxOffsetRequestHeader {
+                    topic: mq.topic.clone(),
+                    queue_id: mq.queue_id,
+                    committed: None,
+                    broker_name: Some(mq.broker_name.clone()),
+                };
+                RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&header)
+            }
+        };
+        let (addr, resp) = self.call_api(mq, req).await?;
+        Self::offset_of(mq, addr, resp)
+    }
+
+    /// One PULL_MESSAGE held by the broker; the next offset and the messages matching `sub`.
+    /// Java: `PullAPIWrapper#pullKernelImpl` + `processPullResult`.
+    pub(crate) async fn pull(
+        &self,
+        mq: &MessageQueue,
+        offset: i64,
+        sub: &SubscriptionData,
+        params: PullParams,
+    ) -> Result<(i64, Vec<MessageExt>), ClientError> {
+        let header = PullMessageRequestHeader {
+            consumer_group: self.group.to_owned(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            queue_offset: offset,
+            max_msg_nums: params.batch_size,
+            sys_flag: pull_sys_flag::SUSPEND | pull_sys_flag::SUBSCRIPTION,
+            commit_offset: 0,
+            suspend_timeout_millis: params.broker_suspend_max.as_millis() as i64,
+            subscription: Some(sub.sub_string.clone()),
+            sub_version: sub.sub_version,
+            expression_type: Some(EXPRESSION_TYPE_TAG.to_owned()),
+            broker_name: Some(mq.broker_name.clone()),
+            ..Default::default()
+        };
+        let req = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&header);
+        let (addr, resp) = self.call(mq, req, params.timeout).await?;
+        match resp.code {
+            response_code::SUCCESS
+            | response_code::PULL_NOT_FOUND
+            | response_code::PULL_RETRY_IMMEDIATELY
+            | response_code::PULL_OFFSET_MOVED => {}
+            _ => return Err(Self::broker_error(mq, addr, resp)),
+        }
+        let h: PullMessageResponseHeader =
+            resp.decode_header().map_err(|source| ClientError::Header { addr: addr.clone(), source })?;
+        if resp.code != response_code::SUCCESS {
+            if resp.code == response_code::PULL_OFFSET_MOVED {
+                warn!(topic = %mq.topic, queue_id = mq.queue_id, offset, next = h.next_begin_offset, "pull offset moved");
+            }
+            return Ok((h.next_begin_offset, Vec::new()));
+        }
+        let mut msgs = decode_pulled(mq, &resp.body).map_err(|e| ClientError::Broker {
+            topic: mq.topic.clone(),
+            broker_addr: addr.clone(),
+            code: response_code::SUCCESS,
+            remark: format!("undecodable pull body: {e}"),
+        })?;
+        if !sub.tags_set.is_empty() && !sub.class_filter_mode {
+            msgs.retain(|m| m.tags().is_some_and(|t| sub.tags_set.contains(t)));
+        }
+        Ok((h.next_begin_offset, msgs))
+    }
+
+    /// CONSUMER_SEND_MSG_BACK of a message whose consumption failed: the broker stores it in
+    /// the group's retry topic, or its dead-letter topic after `max_reconsume_times`.
+    /// Java: `MQClientAPIImpl#consumerSendMessageBack`.
+    pub(crate) async fn send_back(&self, msg: &MessageExt, max_reconsume_times: i32) -> Result<(), ClientError> {
+        let header = ConsumerSendMsgBackRequestHeader {
+            offset: msg.stored.physical_offset,
+            group: self.group.to_owned(),
+            delay_level: 0,
+            origin_msg_id: Some(msg.msg_id()),
+            origin_topic: Some(msg.topic().to_owned()),
+            unit_mode: Some(false),
+            max_reconsume_times: Some(max_reconsume_times),
+            broker_name: Some(msg.message_queue.broker_name.clone()),
+        };
+        let req = RemotingCommand::request(request_code::CONSUMER_SEND_MSG_BACK).with_header(&header);
+        let (addr, resp) = self.call_api(&msg.message_queue, req).await?;
+        if resp.code != response_code::SUCCESS {
+            return Err(Self::broker_error(&msg.message_queue, addr, resp));
+        }
+        Ok(())
+    }
+}
+
+/// Prefix of a group's retry topic. Java: `MixAll.RETRY_GROUP_TOPIC_PREFIX`.
+pub(crate) const RETRY_PREFIX: &str = "%RETRY%";
+
+/// The retry topic of `group`. Java: `MixAll#getRetryTopic`.
+pub(crate) fn retry_topic(group: &str) -> String {
+    format!("{RETRY_PREFIX}{group}")
+}

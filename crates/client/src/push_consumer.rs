@@ -1,0 +1,660 @@
+//! `PushConsumer`: the consumer calls the application's listener. Queues of the subscribed
+//! topics (and of the group's retry topic) are shared out among the group's consumers; each
+//! assigned queue has a long-polling pull task, and pulled messages are consumed concurrently
+//! by at most `consume_thread_max` listener calls. Failed messages go back to the broker
+//! (CONSUMER_SEND_MSG_BACK) and return through the retry topic.
+//! Java: `DefaultMQPushConsumer` / `DefaultMQPushConsumerImpl` /
+//! `ConsumeMessageConcurrentlyService` (clustering, concurrent listeners only).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ferromq_protocol::body::{
+    perm, ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, MessageQueue, SubscriptionData, MASTER_ID,
+};
+use ferromq_protocol::message::keys;
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::{AbortHandle, JoinSet};
+use tracing::{debug, info, warn};
+
+use crate::allocate::allocate_averagely;
+use crate::client_instance::{lock, ClientConfig, ClientInstance};
+use crate::consumer_calls::{retry_topic, ConsumerCalls, PullParams, RETRY_PREFIX};
+use crate::error::ClientError;
+use crate::message_ext::MessageExt;
+use crate::subscription::build_subscription;
+
+/// Pause of a queue's pulls after a failure. Java: `PULL_TIME_DELAY_MILLS_ON_EXCEPTION`.
+const PULL_DELAY_ON_EXCEPTION: Duration = Duration::from_secs(1);
+
+/// Pause of a queue's pulls while it holds too many messages.
+/// Java: `PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL`.
+const PULL_DELAY_WHEN_FLOW_CONTROL: Duration = Duration::from_millis(50);
+
+/// What a listener says about the messages it was given.
+/// Java: `ConsumeConcurrentlyStatus`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConsumeStatus {
+    /// Consumed; the offset may move past the messages.
+    ConsumeSuccess,
+    /// Not consumed; the messages are sent back and redelivered through the retry topic.
+    ReconsumeLater,
+}
+
+/// A concurrent listener. Java: `MessageListenerConcurrently`. It runs on tokio's blocking
+/// pool, so it may block; a panic counts as [`ConsumeStatus::ReconsumeLater`].
+pub type MessageListener = Arc<dyn Fn(&[MessageExt]) -> ConsumeStatus + Send + Sync>;
+
+/// Push consumer settings, with Java's defaults.
+#[derive(Debug, Clone)]
+pub struct PushConsumerConfig {
+    /// Consumer group.
+    pub group: String,
+    /// Where a queue without a committed offset starts (`consumeFromWhere`, last offset).
+    pub consume_from_where: ConsumeFromWhere,
+    /// Start time for [`ConsumeFromWhere::ConsumeFromTimestamp`], ms since the epoch
+    /// (`consumeTimestamp`, half an hour ago).
+    pub consume_timestamp_ms: i64,
+    /// Listener calls running at once (`consumeThreadMax`, 20).
+    pub consume_thread_max: usize,
+    /// Messages per listener call (`consumeMessageBatchMaxSize`, 1).
+    pub consume_message_batch_max_size: usize,
+    /// Messages asked for per pull (`pullBatchSize`, 32).
+    pub pull_batch_size: i32,
+    /// Messages held per queue before its pulls pause (`pullThresholdForQueue`, 1000).
+    pub pull_threshold_for_queue: usize,
+    /// Deliveries before a message goes to the dead-letter topic (`maxReconsumeTimes`, 16).
+    pub max_reconsume_times: i32,
+    /// How often consumed offsets are committed (`persistConsumerOffsetInterval`, 5 s).
+    pub persist_consumer_offset_interval: Duration,
+    /// How often the queues are recomputed (rebalance timer, 20 s).
+    pub rebalance_interval: Duration,
+    /// How long the broker may hold a pull with no message (`brokerSuspendMaxTimeMillis`, 20 s).
+    pub broker_suspend_max: Duration,
+    /// Client-side timeout of a held pull (`consumerTimeoutMillisWhenSuspend`, 30 s).
+    pub consumer_timeout_when_suspend: Duration,
+    /// Wait before consuming again locally when a send-back failed (Java: 5 s).
+    pub local_retry_delay: Duration,
+    /// How long shutdown waits for running listener calls (`awaitTerminationMillisWhenShutdown`;
+    /// Java waits forever by default, this bounds it).
+    pub await_termination_when_shutdown: Duration,
+}
+
+impl Default for PushConsumerConfig {
+    fn default() -> Self {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+        PushConsumerConfig {
+            group: "DEFAULT_CONSUMER".to_owned(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
+            consume_timestamp_ms: now - 30 * 60 * 1000,
+            consume_thread_max: 20,
+            consume_message_batch_max_size: 1,
+            pull_batch_size: 32,
+            pull_threshold_for_queue: 1000,
+            max_reconsume_times: 16,
+            persist_consumer_offset_interval: Duration::from_secs(5),
+            rebalance_interval: Duration::from_secs(20),
+            broker_suspend_max: Duration::from_secs(20),
+            consumer_timeout_when_suspend: Duration::from_secs(30),
+            local_retry_delay: Duration::from_secs(5),
+            await_termination_when_shutdown: Duration::from_secs(30),
+        }
+    }
+}
+
+/// One assigned queue. Java: `ProcessQueue`.
+#[derive(Debug)]
+struct QueueState {
+    /// Changes when the queue is (re)assigned; results of an older epoch are dropped.
+    epoch: u64,
+    /// Queue offsets of the pulled messages not consumed yet.
+    in_flight: BTreeSet<i64>,
+    /// Highest queue offset pulled so far.
+    max_pulled: Option<i64>,
+    /// Next offset to consume, once known.
+    consumed: Option<i64>,
+    /// `consumed` is not committed yet.
+    dirty: bool,
+    task: AbortHandle,
+}
+
+impl QueueState {
+    /// Removes consumed messages and moves the consumed offset to the smallest one still in
+    /// flight, or past the last pulled. Java: `ProcessQueue#removeMessage`.
+    fn remove(&mut self, offsets: impl IntoIterator<Item = i64>) {
+        for o in offsets {
+            self.in_flight.remove(&o);
+        }
+        let next = match (self.in_flight.first(), self.max_pulled) {
+            (Some(&first), _) => Some(first),
+            (None, Some(max)) => Some(max + 1),
+            (None, None) => None,
+        };
+        if let Some(next) = next {
+            if self.consumed.is_none_or(|c| next > c) {
+                self.consumed = Some(next);
+                self.dirty = true;
+            }
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Topic -> subscription, the retry topic included once started.
+    subscriptions: BTreeMap<String, SubscriptionData>,
+    queues: HashMap<MessageQueue, QueueState>,
+    next_epoch: u64,
+}
+
+struct Inner {
+    config: PushConsumerConfig,
+    instance: Arc<ClientInstance>,
+    owns_instance: bool,
+    running: AtomicBool,
+    listener: Mutex<Option<MessageListener>>,
+    state: Mutex<State>,
+    consume_permits: Arc<Semaphore>,
+    rebalance_now: Arc<Notify>,
+    /// Offset commit and rebalance timers.
+    tasks: Mutex<JoinSet<()>>,
+    /// The pull tasks of the queues.
+    pulls: Mutex<JoinSet<()>>,
+    /// Listener calls and their send-backs.
+    consumes: Mutex<JoinSet<()>>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushConsumer").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+/// A consumer that calls a listener. Create, [`subscribe`](Self::subscribe),
+/// [`register_listener`](Self::register_listener), [`start`](Self::start),
+/// [`shutdown`](Self::shutdown).
+#[derive(Debug)]
+pub struct PushConsumer {
+    inner: Arc<Inner>,
+}
+
+impl PushConsumer {
+    /// A consumer with its own client instance.
+    pub fn new(config: PushConsumerConfig, client: ClientConfig) -> Self {
+        Self::build(config, ClientInstance::new(client), true)
+    }
+
+    /// A consumer sharing `instance` with other clients.
+    pub fn with_instance(config: PushConsumerConfig, instance: Arc<ClientInstance>) -> Self {
+        Self::build(config, instance, false)
+    }
+
+    fn build(config: PushConsumerConfig, instance: Arc<ClientInstance>, owns_instance: bool) -> Self {
+        let permits = config.consume_thread_max.max(1);
+        PushConsumer {
+            inner: Arc::new(Inner {
+                config,
+                instance,
+                owns_instance,
+                running: AtomicBool::new(false),
+                listener: Mutex::new(None),
+                state: Mutex::new(State::default()),
+                consume_permits: Arc::new(Semaphore::new(permits)),
+                rebalance_now: Arc::new(Notify::new()),
+                tasks: Mutex::new(JoinSet::new()),
+                pulls: Mutex::new(JoinSet::new()),
+                consumes: Mutex::new(JoinSet::new()),
+            }),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &PushConsumerConfig {
+        &self.inner.config
+    }
+
+    /// The shared client instance.
+    pub fn instance(&self) -> &Arc<ClientInstance> {
+        &self.inner.instance
+    }
+
+    /// Sets the listener called with the pulled messages.
+    pub fn register_listener<F>(&self, listener: F)
+    where
+        F: Fn(&[MessageExt]) -> ConsumeStatus + Send + Sync + 'static,
+    {
+        *lock(&self.inner.listener) = Some(Arc::new(listener));
+    }
+
+    /// Consumes `topic`'s messages matching the tag expression (`*`, `TagA || TagB`). May be
+    /// called for several topics, before or after start.
+    ///
+    /// # Errors
+    /// [`ClientError::Validation`] for a bad topic name; route errors after start.
+    pub async fn subscribe(&self, topic: &str, tag_expression: &str) -> Result<(), ClientError> {
+        crate::validators::check_topic(topic)?;
+        let inner = &self.inner;
+        lock(&inner.state).subscriptions.insert(topic.to_owned(), build_subscription(topic, tag_expression));
+        if inner.running.load(Ordering::Acquire) {
+            inner.instance.update_consumer(inner.consumer_data());
+            inner.instance.refresh_route(topic).await?;
+            inner.instance.heartbeat_all().await;
+            inner.rebalance().await;
+        }
+        Ok(())
+    }
+
+    /// The queues currently consumed.
+    pub fn assignment(&self) -> BTreeSet<MessageQueue> {
+        lock(&self.inner.state).queues.keys().cloned().collect()
+    }
+
+    /// Subscribes the group's retry topic, registers the group, starts the timers and the
+    /// pulls of this consumer's share of the queues. Java: `DefaultMQPushConsumerImpl#start`.
+    ///
+    /// # Errors
+    /// [`ClientError::IllegalState`] if running, without a listener, or the group is already
+    /// registered in the instance.
+    pub async fn start(&self) -> Result<(), ClientError> {
+        let inner = &self.inner;
+        if inner.running.load(Ordering::Acquire) {
+            return Err(inner.illegal("the consumer is already started"));
+        }
+        if lock(&inner.listener).is_none() {
+            return Err(inner.illegal("no message listener registered"));
+        }
+        let retry = retry_topic(&inner.config.group);
+        lock(&inner.state).subscriptions.insert(retry.clone(), build_subscription(&retry, "*"));
+        if !inner.instance.register_consumer(inner.consumer_data(), inner.rebalance_now.clone()) {
+            return Err(inner.illegal("the consumer group has been created before"));
+        }
+        inner.running.store(true, Ordering::Release);
+        {
+            let mut tasks = lock(&inner.tasks);
+            tasks.spawn(commit_loop(inner.clone()));
+            tasks.spawn(rebalance_loop(inner.clone()));
+        }
+        let topics: Vec<String> = lock(&inner.state).subscriptions.keys().cloned().collect();
+        for topic in &topics {
+            // The retry topic appears with the group's first heartbeat; its route comes later.
+            if let Err(e) = inner.instance.refresh_route(topic).await {
+                debug!(topic = %topic, error = %e, "no route yet");
+            }
+        }
+        inner.instance.heartbeat_all().await;
+        inner.rebalance().await;
+        info!(consumer_group = %inner.config.group, "push consumer started");
+        Ok(())
+    }
+
+    /// Stops pulling, waits (bounded) for running listener calls, commits the consumed
+    /// offsets and unregisters the group. Java: `DefaultMQPushConsumerImpl#shutdown`.
+    pub async fn shutdown(&self) {
+        let inner = &self.inner;
+        if !inner.running.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let mut tasks = std::mem::take(&mut *lock(&inner.tasks));
+        tasks.shutdown().await;
+        let mut pulls = std::mem::take(&mut *lock(&inner.pulls));
+        pulls.shutdown().await;
+        let mut consumes = std::mem::take(&mut *lock(&inner.consumes));
+        let drained = tokio::time::timeout(inner.config.await_termination_when_shutdown, async {
+            while consumes.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            warn!(consumer_group = %inner.config.group, "listener calls still running at shutdown, aborted");
+            consumes.shutdown().await;
+        }
+        if let Err(e) = inner.commit_all().await {
+            warn!(consumer_group = %inner.config.group, error = %e, "commit at shutdown failed");
+        }
+        lock(&inner.state).queues.clear();
+        inner.instance.unregister_consumer(&inner.config.group).await;
+        if inner.owns_instance {
+            inner.instance.shutdown().await;
+        }
+        info!(consumer_group = %inner.config.group, "push consumer stopped");
+    }
+}
+
+impl Inner {
+    fn illegal(&self, reason: &str) -> ClientError {
+        ClientError::IllegalState { group: self.config.group.clone(), reason: reason.to_owned() }
+    }
+
+    fn calls(&self) -> ConsumerCalls<'_> {
+        ConsumerCalls { instance: &self.instance, group: &self.config.group }
+    }
+
+    fn consumer_data(&self) -> ConsumerData {
+        ConsumerData {
+            consume_from_where: self.config.consume_from_where,
+            consume_type: ConsumeType::ConsumePassively,
+            group_name: self.config.group.clone(),
+            message_model: MessageModel::Clustering,
+            subscription_data_set: lock(&self.state).subscriptions.values().cloned().collect(),
+            unit_mode: false,
+        }
+    }
+
+    /// Commits every queue whose consumed offset moved. Java: `persistConsumerOffset`.
+    async fn commit_all(&self) -> Result<(), ClientError> {
+        let dirty: Vec<(MessageQueue, i64)> = lock(&self.state)
+            .queues
+            .iter()
+            .filter(|(_, q)| q.dirty)
+            .filter_map(|(mq, q)| q.consumed.map(|o| (mq.clone(), o)))
+            .collect();
+        let mut first_err = None;
+        for (mq, offset) in dirty {
+            match self.calls().update_offset(&mq, offset).await {
+                Ok(()) => {
+                    if let Some(q) = lock(&self.state).queues.get_mut(&mq) {
+                        if q.consumed == Some(offset) {
+                            q.dirty = false;
+                        }
+                    }
+                }
+                Err(e) => {
+                    warn!(topic = %mq.topic, queue_id = mq.queue_id, error = %e, "commit failed");
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// The queues of `topic` this consumer gets. Java: `RebalanceImpl#rebalanceByTopic`.
+    async fn share_of(&self, topic: &str) -> Option<Vec<MessageQueue>> {
+        let route = match self.instance.fetch_route(topic).await {
+            Ok(route) => route,
+            Err(e) => {
+                debug!(topic = %topic, error = %e, "rebalance: no route");
+                return None;
+            }
+        };
+        self.instance.install_route(topic, &route);
+        let all: Vec<MessageQueue> = route
+            .queue_datas
+            .iter()
+            .filter(|qd| perm::is_readable(qd.perm))
+            .flat_map(|qd| (0..qd.read_queue_nums).map(|q| MessageQueue::new(topic, qd.broker_name.clone(), q)))
+            .collect();
+        let addr = route.broker_datas.iter().find_map(|bd| bd.broker_addrs.get(&MASTER_ID).cloned())?;
+        match self.instance.consumer_ids(&addr, &self.config.group).await {
+            Ok(cids) if !cids.is_empty() => Some(allocate_averagely(&all, &cids, self.instance.client_id())),
+            Ok(_) => None,
+            Err(e) => {
+                warn!(consumer_group = %self.config.group, error = %e, "rebalance: no consumer list");
+                None
+            }
+        }
+    }
+
+    /// Recomputes the queues of every subscribed topic; a topic whose share is unknown keeps
+    /// its current queues.
+    async fn rebalance(self: &Arc<Self>) {
+        let topics: Vec<String> = lock(&self.state).subscriptions.keys().cloned().collect();
+        let mut wanted = BTreeSet::new();
+        for topic in topics {
+            match self.share_of(&topic).await {
+                Some(mine) => wanted.extend(mine),
+                None => wanted.extend(lock(&self.state).queues.keys().filter(|mq| mq.topic == topic).cloned()),
+            }
+        }
+        if self.running.load(Ordering::Acquire) {
+            self.set_assignment(wanted).await;
+        }
+    }
+
+    /// Makes `wanted` the assigned queues: removed ones stop and commit, new ones start.
+    async fn set_assignment(self: &Arc<Self>, wanted: BTreeSet<MessageQueue>) {
+        let mut removed = Vec::new();
+        {
+            let mut st = lock(&self.state);
+            let gone: Vec<MessageQueue> = st.queues.keys().filter(|mq| !wanted.contains(*mq)).cloned().collect();
+            for mq in gone {
+                let q = st.queues.remove(&mq).expect("key listed above");
+                q.task.abort();
+                if q.dirty {
+                    removed.extend(q.consumed.map(|o| (mq.clone(), o)));
+                }
+            }
+            for mq in wanted {
+                if st.queues.contains_key(&mq) {
+                    continue;
+                }
+                st.next_epoch += 1;
+                let epoch = st.next_epoch;
+                let task = {
+                    let mut pulls = lock(&self.pulls);
+                    while pulls.try_join_next().is_some() {}
+                    pulls.spawn(self.clone().pull_loop(mq.clone(), epoch))
+                };
+                let q = QueueState {
+                    epoch,
+                    in_flight: BTreeSet::new(),
+                    max_pulled: None,
+                    consumed: None,
+                    dirty: false,
+                    task,
+                };
+                st.queues.insert(mq, q);
+            }
+        }
+        for (mq, offset) in removed {
+            if let Err(e) = self.calls().update_offset(&mq, offset).await {
+                warn!(topic = %mq.topic, queue_id = mq.queue_id, error = %e, "commit of a removed queue failed");
+            }
+        }
+    }
+
+    /// Whether the queue at `epoch` is still assigned, and whether it holds too many messages.
+    fn queue_status(&self, mq: &MessageQueue, epoch: u64) -> Option<bool> {
+        let st = lock(&self.state);
+        let q = st.queues.get(mq).filter(|q| q.epoch == epoch)?;
+        Some(q.in_flight.len() > self.config.pull_threshold_for_queue)
+    }
+
+    async fn first_offset(&self, mq: &MessageQueue) -> i64 {
+        // Retry topics always start at their beginning, as in Java.
+        let from = if mq.topic.starts_with(RETRY_PREFIX) {
+            ConsumeFromWhere::ConsumeFromFirstOffset
+        } else {
+            self.config.consume_from_where
+        };
+        loop {
+            match self.calls().start_offset(mq, from, self.config.consume_timestamp_ms).await {
+                Ok(offset) => return offset,
+                Err(e) => {
+                    warn!(topic = %mq.topic, queue_id = mq.queue_id, error = %e, "no start offset yet");
+                    tokio::time::sleep(PULL_DELAY_ON_EXCEPTION).await;
+                }
+            }
+        }
+    }
+
+    /// Pulls `mq` and hands the messages to listener calls until the queue leaves the
+    /// assignment. Java: `DefaultMQPushConsumerImpl#pullMessage` and its `PullCallback`.
+    async fn pull_loop(self: Arc<Self>, mq: MessageQueue, epoch: u64) {
+        let mut offset = self.first_offset(&mq).await;
+        if let Some(q) = lock(&self.state).queues.get_mut(&mq).filter(|q| q.epoch == epoch) {
+            q.consumed.get_or_insert(offset);
+        }
+        let params = PullParams {
+            batch_size: self.config.pull_batch_size,
+            broker_suspend_max: self.config.broker_suspend_max,
+            timeout: self.config.consumer_timeout_when_suspend,
+        };
+        debug!(topic = %mq.topic, queue_id = mq.queue_id, offset, "pulls start");
+        loop {
+            match self.queue_status(&mq, epoch) {
+                None => return,
+                Some(true) => {
+                    tokio::time::sleep(PULL_DELAY_WHEN_FLOW_CONTROL).await;
+                    continue;
+                }
+                Some(false) => {}
+            }
+            let Some(sub) = lock(&self.state).subscriptions.get(&mq.topic).cloned() else { return };
+            match self.calls().pull(&mq, offset, &sub, params).await {
+                Ok((next, msgs)) => {
+                    let previous = offset;
+                    offset = next;
+                    if !self.accept(&mq, epoch, previous, next, &msgs) {
+                        return;
+                    }
+                    self.dispatch(&mq, epoch, msgs);
+                }
+                Err(e) => {
+                    if !self.running.load(Ordering::Acquire) {
+                        return;
+                    }
+                    warn!(topic = %mq.topic, queue_id = mq.queue_id, offset, error = %e, "pull failed");
+                    tokio::time::sleep(PULL_DELAY_ON_EXCEPTION).await;
+                }
+            }
+        }
+    }
+
+    /// Records pulled messages as in flight; false if the queue is gone. Messages filtered
+    /// out by tag still move the consumed offset.
+    fn accept(&self, mq: &MessageQueue, epoch: u64, previous: i64, next: i64, msgs: &[MessageExt]) -> bool {
+        let mut st = lock(&self.state);
+        let Some(q) = st.queues.get_mut(mq).filter(|q| q.epoch == epoch) else { return false };
+        q.in_flight.extend(msgs.iter().map(MessageExt::queue_offset));
+        if next > previous {
+            q.max_pulled = Some(q.max_pulled.map_or(next - 1, |m| m.max(next - 1)));
+            if msgs.is_empty() {
+                q.remove([]);
+            }
+        }
+        true
+    }
+
+    /// Splits `msgs` into listener calls of `consume_message_batch_max_size`.
+    /// Java: `ConsumeMessageConcurrentlyService#submitConsumeRequest`.
+    fn dispatch(self: &Arc<Self>, mq: &MessageQueue, epoch: u64, msgs: Vec<MessageExt>) {
+        let size = self.config.consume_message_batch_max_size.max(1);
+        let mut consumes = lock(&self.consumes);
+        while consumes.try_join_next().is_some() {}
+        for chunk in msgs.chunks(size) {
+            consumes.spawn(self.clone().consume(mq.clone(), epoch, chunk.to_vec()));
+        }
+    }
+
+    /// One listener call and what follows from it: success removes the messages, failure
+    /// sends them back; what cannot be sent back is consumed again locally later.
+    /// Java: `ConsumeRequest#run` + `processConsumeResult` (clustering).
+    async fn consume(self: Arc<Self>, mq: MessageQueue, epoch: u64, mut msgs: Vec<MessageExt>) {
+        let retry = retry_topic(&self.config.group);
+        for m in &mut msgs {
+            restore_retry_topic(m, &retry);
+        }
+        loop {
+            let Some(listener) = lock(&self.listener).clone() else { return };
+            let status = {
+                let Ok(_permit) = self.consume_permits.clone().acquire_owned().await else { return };
+                if self.queue_status(&mq, epoch).is_none() {
+                    return;
+                }
+                let batch = msgs.clone();
+                match tokio::task::spawn_blocking(move || listener(&batch)).await {
+                    Ok(status) => status,
+                    Err(e) => {
+                        warn!(topic = %mq.topic, queue_id = mq.queue_id, error = %e, "listener panicked");
+                        ConsumeStatus::ReconsumeLater
+                    }
+                }
+            };
+            let mut failed = Vec::new();
+            if status == ConsumeStatus::ReconsumeLater {
+                for m in &msgs {
+                    if let Err(e) = self.calls().send_back(m, self.config.max_reconsume_times).await {
+                        warn!(topic = %mq.topic, queue_id = mq.queue_id, queue_offset = m.queue_offset(), error = %e,
+                            "send back failed, consuming again locally");
+                        failed.push(m.clone());
+                    }
+                }
+            }
+            let done =
+                msgs.iter().map(MessageExt::queue_offset).filter(|o| !failed.iter().any(|f| f.queue_offset() == *o));
+            let done: Vec<i64> = done.collect();
+            if let Some(q) = lock(&self.state).queues.get_mut(&mq).filter(|q| q.epoch == epoch) {
+                q.remove(done);
+            }
+            if failed.is_empty() {
+                return;
+            }
+            for m in &mut failed {
+                m.stored.reconsume_times += 1;
+            }
+            msgs = failed;
+            tokio::time::sleep(self.config.local_retry_delay).await;
+        }
+    }
+}
+
+/// A message of the retry topic gets its original topic back. Java:
+/// `DefaultMQPushConsumerImpl#resetRetryAndNamespace`.
+fn restore_retry_topic(msg: &mut MessageExt, retry: &str) {
+    if let Some(original) = msg.property(keys::RETRY_TOPIC).map(str::to_owned) {
+        if msg.topic() == retry {
+            msg.stored.topic = original;
+        }
+    }
+}
+
+async fn commit_loop(inner: Arc<Inner>) {
+    let every = inner.config.persist_consumer_offset_interval;
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    loop {
+        tick.tick().await;
+        if let Err(e) = inner.commit_all().await {
+            debug!(consumer_group = %inner.config.group, error = %e, "offset commit failed");
+        }
+    }
+}
+
+async fn rebalance_loop(inner: Arc<Inner>) {
+    let every = inner.config.rebalance_interval;
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = inner.rebalance_now.notified() => {}
+        }
+        inner.rebalance().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue() -> QueueState {
+        let mut js: JoinSet<()> = JoinSet::new();
+        let task = js.spawn(async {});
+        QueueState { epoch: 1, in_flight: BTreeSet::new(), max_pulled: None, consumed: Some(0), dirty: false, task }
+    }
+
+    #[tokio::test]
+    async fn consumed_offset_is_the_smallest_in_flight() {
+        let mut q = queue();
+        q.in_flight.extend([0, 1, 2]);
+        q.max_pulled = Some(2);
+        q.remove([1, 2]);
+        assert_eq!((q.consumed, q.dirty), (Some(0), false));
+        q.remove([0]);
+        assert_eq!((q.consumed, q.dirty), (Some(3), true));
+        q.in_flight.insert(3);
+        q.max_pulled = Some(3);
+        q.remove([]);
+        assert_eq!(q.consumed, Some(3));
+    }
+}
