@@ -226,3 +226,133 @@ fn admin_with_an_unreachable_name_server_names_the_address_and_fails() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("NAMESRV_ADDR"));
 }
+
+/// Sends a HEART_BEAT announcing one consumer group (subscribed to `topic`) and one producer
+/// group for `client_id` to the broker at `broker`, over `client`'s connection, which stays
+/// open as long as `client` lives.
+async fn heartbeat(
+    client: &RemotingClient,
+    broker: &str,
+    client_id: &str,
+    consumer: &str,
+    producer: &str,
+    topic: &str,
+) {
+    use ferromq_protocol::body::{ConsumerData, HeartbeatData, JsonBody, ProducerData, SubscriptionData};
+    let subscription = SubscriptionData { topic: topic.to_owned(), sub_string: "*".to_owned(), ..Default::default() };
+    let data = HeartbeatData {
+        client_id: client_id.to_owned(),
+        consumer_data_set: vec![ConsumerData {
+            group_name: consumer.to_owned(),
+            subscription_data_set: vec![subscription],
+            ..Default::default()
+        }],
+        producer_data_set: vec![ProducerData { group_name: producer.to_owned() }],
+        ..Default::default()
+    };
+    let request = RemotingCommand::request(request_code::HEART_BEAT).with_body(data.encode());
+    let response = client.invoke(broker, request, Duration::from_secs(5)).await.unwrap();
+    assert_eq!(response.code, response_code::SUCCESS, "HEART_BEAT refused: {:?}", response.remark);
+}
+
+#[test]
+fn admin_updates_broker_config_lists_topic_clusters_groups_and_live_connections() {
+    let server = start_server();
+    let ns = server.namesrv.as_str();
+    let topic = "AdminMoreTopic";
+    let group = "AdminMoreGroup";
+    let producer_group = "AdminMoreProducerGroup";
+    let client_id = "127.0.0.1@admin-more-test";
+
+    let clusters = json(&ok(ns, &["clusterList", "--json"]));
+    let broker = clusters[0]["brokerAddr"].as_str().unwrap().to_owned();
+
+    // updateBrokerConfig on one broker (-b), then on a cluster (-c), seen by getBrokerConfig.
+    let updated = ok(ns, &["updateBrokerConfig", "-b", &broker, "-k", "maxMessageSize", "-v", "2097152"]);
+    assert_eq!(updated.trim(), format!("update broker config success, {broker}"));
+    let config = ok(ns, &["getBrokerConfig", "-b", &broker]);
+    assert!(config.lines().any(|l| l.starts_with("maxMessageSize ") && l.ends_with("=  2097152")), "{config}");
+    let updated = json(&ok(
+        ns,
+        &["updateBrokerConfig", "-c", "DefaultCluster", "-k", "maxMessageSize", "-v", "3145728", "--json"],
+    ));
+    assert_eq!(updated["brokers"][0], broker.as_str(), "{updated}");
+    assert_eq!(updated["value"], "3145728");
+    let config = json(&ok(ns, &["getBrokerConfig", "-b", &broker, "--json"]));
+    assert_eq!(config[broker.as_str()]["maxMessageSize"], "3145728", "{config}");
+    let refused = admin(ns, &["updateBrokerConfig", "-b", &broker, "-k", "brokerConfigPath", "-v", "/tmp/x"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("NO_PERMISSION"), "{refused:?}");
+
+    // topicClusterList.
+    ok(ns, &["updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "2", "-w", "2"]);
+    let listed = until(ns, &["topicClusterList", "-t", topic], |out| out == "DefaultCluster\n");
+    assert_eq!(listed, "DefaultCluster\n");
+    let listed = json(&ok(ns, &["topicClusterList", "-t", topic, "--json"]));
+    assert_eq!(listed["clusters"], ferromq_client::admin::json!(["DefaultCluster"]), "{listed}");
+    assert!(!admin(ns, &["topicClusterList", "-t", "NoSuchTopicHere"]).status.success());
+
+    // A group with offsets: one message sent and consumed.
+    ok(ns, &["updateSubGroup", "-c", "DefaultCluster", "-g", group]);
+    ok(ns, &["sendMessage", "-t", topic, "-p", "more"]);
+    until(ns, &["topicStatus", "-t", topic, "--json"], |out| {
+        json(out)["queues"].as_array().unwrap().iter().map(|q| q["maxOffset"].as_i64().unwrap()).sum::<i64>() == 1
+    });
+    let consumed = ok(ns, &["consumeMessage", "-t", topic, "-g", group]);
+    assert!(consumed.contains("Consumed 1 message(s)."), "{consumed}");
+
+    // resetOffsetByTime with RocketMQ's date format (UTC): back to the start, then past the end.
+    let reset =
+        json(&ok(ns, &["resetOffsetByTime", "-g", group, "-t", topic, "-s", "1970-01-01#00:00:00:000", "--json"]));
+    assert_eq!(reset["timestamp"], 0);
+    assert!(reset["offsets"].as_array().unwrap().iter().all(|q| q["offset"] == 0), "{reset}");
+    let progress = json(&ok(ns, &["consumerProgress", "-g", group, "-t", topic, "--json"]));
+    assert_eq!(progress["diffTotal"], 1, "{progress}");
+    let reset = ok(ns, &["resetOffsetByTime", "-g", group, "-t", topic, "-s", "2999-12-31#23:59:59:999"]);
+    assert!(reset.contains("timestamp(ms)[32503679999999]"), "{reset}");
+    let progress = json(&ok(ns, &["consumerProgress", "-g", group, "-t", topic, "--json"]));
+    assert_eq!(progress["diffTotal"], 0, "{progress}");
+    let bad = admin(ns, &["resetOffsetByTime", "-g", group, "-t", topic, "-s", "2024-13-01#00:00:00:000"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("yyyy-MM-dd#HH:mm:ss:SSS"), "{bad:?}");
+
+    // consumerProgress without -g before any client is online: the group is listed OFFLINE.
+    let all = json(&ok(ns, &["consumerProgress", "--json"]));
+    let row = all.as_array().unwrap().iter().find(|r| r["group"] == group).unwrap_or_else(|| panic!("{all}")).clone();
+    assert_eq!(row["count"], 0, "{row}");
+    assert_eq!(row["version"], "OFFLINE", "{row}");
+    assert_eq!(row["diffTotal"], 0, "{row}");
+    assert_eq!(row["consumeTps"], 0.0, "{row}");
+
+    // A live client: a HEART_BEAT over a connection kept open while the commands run.
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let client = RemotingClient::new(ClientConfig::default());
+    rt.block_on(heartbeat(&client, &broker, client_id, group, producer_group, topic));
+
+    let consumers = ok(ns, &["consumerConnection", "-g", group]);
+    assert_eq!(column(&consumers, "#ClientId"), [client_id], "{consumers}");
+    assert!(consumers.contains("MessageModel: Clustering"), "{consumers}");
+    let consumers = json(&ok(ns, &["consumerConnection", "-g", group, "-b", &broker, "--json"]));
+    assert_eq!(consumers["connectionSet"][0]["clientId"], client_id, "{consumers}");
+    assert!(consumers["subscriptionTable"].get(topic).is_some(), "{consumers}");
+
+    let producers = ok(ns, &["producerConnection", "-g", producer_group, "-t", topic]);
+    assert_eq!(column(&producers, "#ClientId"), [client_id], "{producers}");
+    let producers = json(&ok(ns, &["producerConnection", "-g", producer_group, "-t", topic, "--json"]));
+    assert_eq!(producers["connectionSet"][0]["clientId"], client_id, "{producers}");
+
+    let all = ok(ns, &["consumerProgress"]);
+    assert!(all.starts_with("#Group"), "{all}");
+    let line = all.lines().find(|l| l.split_whitespace().next() == Some(group)).unwrap_or_else(|| panic!("{all}"));
+    let cells: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(cells, [group, "1", "V5_3_3", "PUSH", "CLUSTERING", "0", "0"], "{all}");
+    let all = json(&ok(ns, &["consumerProgress", "--json"]));
+    let row = all.as_array().unwrap().iter().find(|r| r["group"] == group).unwrap_or_else(|| panic!("{all}")).clone();
+    assert_eq!(row["count"], 1, "{row}");
+    assert_eq!(row["consumeType"], "PUSH", "{row}");
+    assert_eq!(row["messageModel"], "CLUSTERING", "{row}");
+    // Groups without offsets (the built-in ones here) are not listed.
+    assert!(all.as_array().unwrap().iter().all(|r| r["group"] != "TOOLS_CONSUMER"), "{all}");
+
+    rt.block_on(client.shutdown());
+}

@@ -1,9 +1,13 @@
 //! Broker calls of the consumers: offsets, long-polling pulls and send-back. Java: the
 //! consumer parts of `MQClientAPIImpl` and `PullAPIWrapper`.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
-use ferromq_protocol::body::{ConsumeFromWhere, MessageQueue, SubscriptionData, EXPRESSION_TYPE_TAG};
+use ferromq_protocol::body::{
+    ConsumeFromWhere, JsonBody, LockBatchRequestBody, LockBatchResponseBody, MessageQueue, SubscriptionData,
+    EXPRESSION_TYPE_TAG,
+};
 use ferromq_protocol::header::{
     pull_sys_flag, ConsumerSendMsgBackRequestHeader, GetMaxOffsetRequestHeader, OffsetResponseHeader,
     PullMessageRequestHeader, PullMessageResponseHeader, QueryConsumerOffsetRequestHeader, SearchOffsetRequestHeader,
@@ -129,6 +133,17 @@ impl ConsumerCalls<'_> {
         if let Some(offset) = self.query_offset(mq).await? {
             return Ok(offset);
         }
+        self.position_offset(mq, from_where, timestamp_ms).await
+    }
+
+    /// The offset `from_where` names in the queue (first, last, or by time), ignoring any
+    /// committed offset.
+    pub(crate) async fn position_offset(
+        &self,
+        mq: &MessageQueue,
+        from_where: ConsumeFromWhere,
+        timestamp_ms: i64,
+    ) -> Result<i64, ClientError> {
         let req = match from_where {
             ConsumeFromWhere::ConsumeFromFirstOffset => return Ok(0),
             ConsumeFromWhere::ConsumeFromTimestamp => {
@@ -211,11 +226,17 @@ impl ConsumerCalls<'_> {
     /// CONSUMER_SEND_MSG_BACK of a message whose consumption failed: the broker stores it in
     /// the group's retry topic, or its dead-letter topic after `max_reconsume_times`.
     /// Java: `MQClientAPIImpl#consumerSendMessageBack`.
-    pub(crate) async fn send_back(&self, msg: &MessageExt, max_reconsume_times: i32) -> Result<(), ClientError> {
+    /// A negative `delay_level` sends the message straight to the dead-letter topic.
+    pub(crate) async fn send_back(
+        &self,
+        msg: &MessageExt,
+        max_reconsume_times: i32,
+        delay_level: i32,
+    ) -> Result<(), ClientError> {
         let header = ConsumerSendMsgBackRequestHeader {
             offset: msg.stored.physical_offset,
             group: self.group.to_owned(),
-            delay_level: 0,
+            delay_level,
             origin_msg_id: Some(msg.msg_id()),
             origin_topic: Some(msg.topic().to_owned()),
             unit_mode: Some(false),
@@ -226,6 +247,43 @@ impl ConsumerCalls<'_> {
         let (addr, resp) = self.call_api(&msg.message_queue, req).await?;
         if resp.code != response_code::SUCCESS {
             return Err(Self::broker_error(&msg.message_queue, addr, resp));
+        }
+        Ok(())
+    }
+}
+
+impl ConsumerCalls<'_> {
+    fn lock_request(&self, code: i32, mqs: &BTreeSet<MessageQueue>) -> RemotingCommand {
+        let body = LockBatchRequestBody {
+            client_id: self.instance.client_id().to_owned(),
+            consumer_group: self.group.to_owned(),
+            mq_set: mqs.clone(),
+            only_this_broker: false,
+        };
+        RemotingCommand::request(code).with_body(body.encode())
+    }
+
+    /// LOCK_BATCH_MQ of queues of one broker; the queues now locked by this client.
+    /// Java: `MQClientAPIImpl#lockBatchMQ`.
+    pub(crate) async fn lock_batch(&self, mqs: &BTreeSet<MessageQueue>) -> Result<BTreeSet<MessageQueue>, ClientError> {
+        let Some(first) = mqs.first() else { return Ok(BTreeSet::new()) };
+        let req = self.lock_request(request_code::LOCK_BATCH_MQ, mqs);
+        let (addr, resp) = self.call_api(first, req).await?;
+        if resp.code != response_code::SUCCESS {
+            return Err(Self::broker_error(first, addr, resp));
+        }
+        LockBatchResponseBody::decode(&resp.body)
+            .map(|b| b.lock_ok_mq_set)
+            .map_err(|source| ClientError::Body { addr, source })
+    }
+
+    /// UNLOCK_BATCH_MQ of queues of one broker. Java: `MQClientAPIImpl#unlockBatchMQ`.
+    pub(crate) async fn unlock_batch(&self, mqs: &BTreeSet<MessageQueue>) -> Result<(), ClientError> {
+        let Some(first) = mqs.first() else { return Ok(()) };
+        let req = self.lock_request(request_code::UNLOCK_BATCH_MQ, mqs);
+        let (addr, resp) = self.call_api(first, req).await?;
+        if resp.code != response_code::SUCCESS {
+            return Err(Self::broker_error(first, addr, resp));
         }
         Ok(())
     }

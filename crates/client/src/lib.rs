@@ -13,6 +13,7 @@ mod consumer_calls;
 mod error;
 mod fault;
 mod lite_pull_consumer;
+mod local_offset_store;
 mod message;
 mod message_ext;
 mod producer;
@@ -26,12 +27,15 @@ pub use allocate::allocate_averagely;
 pub use client_instance::{ClientConfig, ClientInstance};
 pub use error::ClientError;
 pub use ferromq_protocol::body::ConsumeFromWhere;
+pub use ferromq_protocol::body::MessageModel;
 pub use ferromq_protocol::body::MessageQueue;
 pub use lite_pull_consumer::{LitePullConsumer, LitePullConsumerConfig, PULL_BATCH_SIZE, PULL_THRESHOLD_FOR_QUEUE};
 pub use message::Message;
 pub use message_ext::MessageExt;
 pub use producer::{select_by_hash, Producer, ProducerConfig, CREATE_TOPIC_KEY};
-pub use push_consumer::{ConsumeStatus, MessageListener, PushConsumer, PushConsumerConfig};
+pub use push_consumer::{
+    ConsumeOrderlyStatus, ConsumeStatus, MessageListener, MessageListenerOrderly, PushConsumer, PushConsumerConfig,
+};
 pub use send_result::{SendResult, SendStatus};
 pub use subscription::build_subscription;
 pub use validators::{check_message, check_topic, TOPIC_MAX_LEN};

@@ -7,6 +7,7 @@
 //! `ConsumeMessageConcurrentlyService` (clustering, concurrent listeners only).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -23,8 +24,13 @@ use crate::allocate::allocate_averagely;
 use crate::client_instance::{lock, ClientConfig, ClientInstance};
 use crate::consumer_calls::{retry_topic, ConsumerCalls, PullParams, RETRY_PREFIX};
 use crate::error::ClientError;
+use crate::local_offset_store::{default_offset_store_dir, LocalOffsetStore};
 use crate::message_ext::MessageExt;
 use crate::subscription::build_subscription;
+
+mod orderly;
+
+pub use orderly::{ConsumeOrderlyStatus, MessageListenerOrderly};
 
 /// Pause of a queue's pulls after a failure. Java: `PULL_TIME_DELAY_MILLS_ON_EXCEPTION`.
 const PULL_DELAY_ON_EXCEPTION: Duration = Duration::from_secs(1);
@@ -53,6 +59,12 @@ pub type MessageListener = Arc<dyn Fn(&[MessageExt]) -> ConsumeStatus + Send + S
 pub struct PushConsumerConfig {
     /// Consumer group.
     pub group: String,
+    /// Clustering (queues shared out, offsets on the broker) or broadcasting (every queue,
+    /// offsets in a local file) (`messageModel`, clustering).
+    pub message_model: MessageModel,
+    /// Base directory of a broadcasting consumer's offset files
+    /// (`rocketmq.client.localOffsetStoreDir`); `None`: `$HOME/.rocketmq_offsets`.
+    pub offset_store_dir: Option<PathBuf>,
     /// Where a queue without a committed offset starts (`consumeFromWhere`, last offset).
     pub consume_from_where: ConsumeFromWhere,
     /// Start time for [`ConsumeFromWhere::ConsumeFromTimestamp`], ms since the epoch
@@ -78,6 +90,12 @@ pub struct PushConsumerConfig {
     pub consumer_timeout_when_suspend: Duration,
     /// Wait before consuming again locally when a send-back failed (Java: 5 s).
     pub local_retry_delay: Duration,
+    /// How often an orderly consumer renews its queue locks on the brokers (Java: the
+    /// `lockMQPeriodically` timer, 20 s).
+    pub lock_renew_interval: Duration,
+    /// Wait before an orderly listener gets the same messages again after
+    /// [`ConsumeOrderlyStatus::SuspendCurrentQueueAMoment`] (`suspendCurrentQueueTimeMillis`, 1 s).
+    pub suspend_current_queue_time: Duration,
     /// How long shutdown waits for running listener calls (`awaitTerminationMillisWhenShutdown`;
     /// Java waits forever by default, this bounds it).
     pub await_termination_when_shutdown: Duration,
@@ -88,6 +106,8 @@ impl Default for PushConsumerConfig {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
         PushConsumerConfig {
             group: "DEFAULT_CONSUMER".to_owned(),
+            message_model: MessageModel::Clustering,
+            offset_store_dir: None,
             consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
             consume_timestamp_ms: now - 30 * 60 * 1000,
             consume_thread_max: 20,
@@ -100,6 +120,8 @@ impl Default for PushConsumerConfig {
             broker_suspend_max: Duration::from_secs(20),
             consumer_timeout_when_suspend: Duration::from_secs(30),
             local_retry_delay: Duration::from_secs(5),
+            lock_renew_interval: Duration::from_secs(20),
+            suspend_current_queue_time: Duration::from_secs(1),
             await_termination_when_shutdown: Duration::from_secs(30),
         }
     }
@@ -119,6 +141,15 @@ struct QueueState {
     /// `consumed` is not committed yet.
     dirty: bool,
     task: AbortHandle,
+    /// Orderly: pulled messages not consumed yet, by queue offset. Java: `msgTreeMap`.
+    pending: BTreeMap<i64, MessageExt>,
+    /// Orderly: until when the broker lock is known held. Java: `ProcessQueue#isLocked` and
+    /// `lastLockTimestamp`.
+    locked_until: Option<tokio::time::Instant>,
+    /// Orderly: wakes the queue's consuming task.
+    wake: Arc<Notify>,
+    /// Orderly: held during a listener call. Java: `ProcessQueue#consumeLock`.
+    consuming: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl QueueState {
@@ -156,7 +187,10 @@ struct Inner {
     owns_instance: bool,
     running: AtomicBool,
     listener: Mutex<Option<MessageListener>>,
+    orderly_listener: Mutex<Option<MessageListenerOrderly>>,
     state: Mutex<State>,
+    /// Broadcasting only: the consumed offsets, loaded at start.
+    local_offsets: Mutex<Option<LocalOffsetStore>>,
     consume_permits: Arc<Semaphore>,
     rebalance_now: Arc<Notify>,
     /// Offset commit and rebalance timers.
@@ -201,7 +235,9 @@ impl PushConsumer {
                 owns_instance,
                 running: AtomicBool::new(false),
                 listener: Mutex::new(None),
+                orderly_listener: Mutex::new(None),
                 state: Mutex::new(State::default()),
+                local_offsets: Mutex::new(None),
                 consume_permits: Arc::new(Semaphore::new(permits)),
                 rebalance_now: Arc::new(Notify::new()),
                 tasks: Mutex::new(JoinSet::new()),
@@ -263,11 +299,19 @@ impl PushConsumer {
         if inner.running.load(Ordering::Acquire) {
             return Err(inner.illegal("the consumer is already started"));
         }
-        if lock(&inner.listener).is_none() {
+        if lock(&inner.listener).is_none() && lock(&inner.orderly_listener).is_none() {
             return Err(inner.illegal("no message listener registered"));
         }
-        let retry = retry_topic(&inner.config.group);
-        lock(&inner.state).subscriptions.insert(retry.clone(), build_subscription(&retry, "*"));
+        if inner.broadcasting() {
+            let base = inner.config.offset_store_dir.clone().unwrap_or_else(default_offset_store_dir);
+            let store = LocalOffsetStore::load(&base, inner.instance.client_id(), &inner.config.group);
+            info!(consumer_group = %inner.config.group, path = %store.path().display(), "local offsets loaded");
+            *lock(&inner.local_offsets) = Some(store);
+        } else {
+            // Java subscribes the retry topic in clustering mode only (`copySubscription`).
+            let retry = retry_topic(&inner.config.group);
+            lock(&inner.state).subscriptions.insert(retry.clone(), build_subscription(&retry, "*"));
+        }
         if !inner.instance.register_consumer(inner.consumer_data(), inner.rebalance_now.clone()) {
             return Err(inner.illegal("the consumer group has been created before"));
         }
@@ -276,6 +320,9 @@ impl PushConsumer {
             let mut tasks = lock(&inner.tasks);
             tasks.spawn(commit_loop(inner.clone()));
             tasks.spawn(rebalance_loop(inner.clone()));
+            if inner.needs_locks() {
+                tasks.spawn(orderly::lock_loop(inner.clone()));
+            }
         }
         let topics: Vec<String> = lock(&inner.state).subscriptions.keys().cloned().collect();
         for topic in &topics {
@@ -313,7 +360,10 @@ impl PushConsumer {
         if let Err(e) = inner.commit_all().await {
             warn!(consumer_group = %inner.config.group, error = %e, "commit at shutdown failed");
         }
-        lock(&inner.state).queues.clear();
+        let all: Vec<(MessageQueue, QueueState)> = lock(&inner.state).queues.drain().collect();
+        if inner.needs_locks() {
+            inner.unlock_queues(all.iter().map(|(mq, _)| mq.clone()).collect()).await;
+        }
         inner.instance.unregister_consumer(&inner.config.group).await;
         if inner.owns_instance {
             inner.instance.shutdown().await;
@@ -336,9 +386,33 @@ impl Inner {
             consume_from_where: self.config.consume_from_where,
             consume_type: ConsumeType::ConsumePassively,
             group_name: self.config.group.clone(),
-            message_model: MessageModel::Clustering,
+            message_model: self.config.message_model,
             subscription_data_set: lock(&self.state).subscriptions.values().cloned().collect(),
             unit_mode: false,
+        }
+    }
+
+    fn broadcasting(&self) -> bool {
+        self.config.message_model == MessageModel::Broadcasting
+    }
+
+    /// Stores a consumed offset: in the local table (broadcasting; written by
+    /// [`Self::persist_local`]) or on the broker.
+    async fn store_offset(&self, mq: &MessageQueue, offset: i64) -> Result<(), ClientError> {
+        if let Some(store) = lock(&self.local_offsets).as_mut() {
+            store.set(mq, offset);
+            return Ok(());
+        }
+        self.calls().update_offset(mq, offset).await
+    }
+
+    /// Writes the local offset file of a broadcasting consumer.
+    fn persist_local(&self) {
+        if let Some(store) = lock(&self.local_offsets).as_ref() {
+            if let Err(e) = store.persist() {
+                warn!(consumer_group = %self.config.group, path = %store.path().display(), error = %e,
+                    "offset file write failed");
+            }
         }
     }
 
@@ -352,7 +426,7 @@ impl Inner {
             .collect();
         let mut first_err = None;
         for (mq, offset) in dirty {
-            match self.calls().update_offset(&mq, offset).await {
+            match self.store_offset(&mq, offset).await {
                 Ok(()) => {
                     if let Some(q) = lock(&self.state).queues.get_mut(&mq) {
                         if q.consumed == Some(offset) {
@@ -366,6 +440,7 @@ impl Inner {
                 }
             }
         }
+        self.persist_local();
         first_err.map_or(Ok(()), Err)
     }
 
@@ -385,6 +460,10 @@ impl Inner {
             .filter(|qd| perm::is_readable(qd.perm))
             .flat_map(|qd| (0..qd.read_queue_nums).map(|q| MessageQueue::new(topic, qd.broker_name.clone(), q)))
             .collect();
+        if self.broadcasting() {
+            // Java: `RebalanceImpl#rebalanceByTopic`, BROADCASTING: every queue.
+            return Some(all);
+        }
         let addr = route.broker_datas.iter().find_map(|bd| bd.broker_addrs.get(&MASTER_ID).cloned())?;
         match self.instance.consumer_ids(&addr, &self.config.group).await {
             Ok(cids) if !cids.is_empty() => Some(allocate_averagely(&all, &cids, self.instance.client_id())),
@@ -415,12 +494,15 @@ impl Inner {
     /// Makes `wanted` the assigned queues: removed ones stop and commit, new ones start.
     async fn set_assignment(self: &Arc<Self>, wanted: BTreeSet<MessageQueue>) {
         let mut removed = Vec::new();
+        let mut gone_all = Vec::new();
+        let wanted = if self.needs_locks() { self.lock_new(wanted).await } else { wanted };
         {
             let mut st = lock(&self.state);
             let gone: Vec<MessageQueue> = st.queues.keys().filter(|mq| !wanted.contains(*mq)).cloned().collect();
             for mq in gone {
                 let q = st.queues.remove(&mq).expect("key listed above");
                 q.task.abort();
+                gone_all.push((mq.clone(), q.consuming.clone()));
                 if q.dirty {
                     removed.extend(q.consumed.map(|o| (mq.clone(), o)));
                 }
@@ -443,22 +525,39 @@ impl Inner {
                     consumed: None,
                     dirty: false,
                     task,
+                    pending: BTreeMap::new(),
+                    locked_until: self.needs_locks().then(|| tokio::time::Instant::now() + orderly::LOCK_MAX_LIVE),
+                    wake: Arc::new(Notify::new()),
+                    consuming: Arc::new(tokio::sync::Mutex::new(())),
                 };
+                if self.orderly() {
+                    let mut consumes = lock(&self.consumes);
+                    while consumes.try_join_next().is_some() {}
+                    consumes.spawn(self.clone().orderly_loop(mq.clone(), epoch, q.wake.clone(), q.consuming.clone()));
+                }
                 st.queues.insert(mq, q);
             }
         }
-        for (mq, offset) in removed {
-            if let Err(e) = self.calls().update_offset(&mq, offset).await {
+        for (mq, offset) in &removed {
+            if let Err(e) = self.store_offset(mq, *offset).await {
                 warn!(topic = %mq.topic, queue_id = mq.queue_id, error = %e, "commit of a removed queue failed");
             }
         }
+        if !removed.is_empty() {
+            self.persist_local();
+        }
+        if self.needs_locks() && !gone_all.is_empty() {
+            self.unlock_removed(gone_all).await;
+        }
     }
 
-    /// Whether the queue at `epoch` is still assigned, and whether it holds too many messages.
+    /// Whether the queue at `epoch` is still assigned, and whether its pulls must wait (too
+    /// many messages held, or an orderly queue whose lock is not held).
     fn queue_status(&self, mq: &MessageQueue, epoch: u64) -> Option<bool> {
         let st = lock(&self.state);
         let q = st.queues.get(mq).filter(|q| q.epoch == epoch)?;
-        Some(q.in_flight.len() > self.config.pull_threshold_for_queue)
+        let unlocked = self.needs_locks() && !orderly::lock_held(q);
+        Some(unlocked || q.in_flight.len() > self.config.pull_threshold_for_queue)
     }
 
     async fn first_offset(&self, mq: &MessageQueue) -> i64 {
@@ -468,8 +567,18 @@ impl Inner {
         } else {
             self.config.consume_from_where
         };
+        if let Some(offset) = lock(&self.local_offsets).as_ref().and_then(|s| s.get(mq)) {
+            return offset;
+        }
+        let broadcasting = self.broadcasting();
         loop {
-            match self.calls().start_offset(mq, from, self.config.consume_timestamp_ms).await {
+            let ts = self.config.consume_timestamp_ms;
+            let found = if broadcasting {
+                self.calls().position_offset(mq, from, ts).await
+            } else {
+                self.calls().start_offset(mq, from, ts).await
+            };
+            match found {
                 Ok(offset) => return offset,
                 Err(e) => {
                     warn!(topic = %mq.topic, queue_id = mq.queue_id, error = %e, "no start offset yet");
@@ -509,7 +618,9 @@ impl Inner {
                     if !self.accept(&mq, epoch, previous, next, &msgs) {
                         return;
                     }
-                    self.dispatch(&mq, epoch, msgs);
+                    if !self.orderly() {
+                        self.dispatch(&mq, epoch, msgs);
+                    }
                 }
                 Err(e) => {
                     if !self.running.load(Ordering::Acquire) {
@@ -528,6 +639,10 @@ impl Inner {
         let mut st = lock(&self.state);
         let Some(q) = st.queues.get_mut(mq).filter(|q| q.epoch == epoch) else { return false };
         q.in_flight.extend(msgs.iter().map(MessageExt::queue_offset));
+        if self.orderly() {
+            q.pending.extend(msgs.iter().map(|m| (m.queue_offset(), m.clone())));
+            q.wake.notify_one();
+        }
         if next > previous {
             q.max_pulled = Some(q.max_pulled.map_or(next - 1, |m| m.max(next - 1)));
             if msgs.is_empty() {
@@ -573,9 +688,15 @@ impl Inner {
                 }
             };
             let mut failed = Vec::new();
-            if status == ConsumeStatus::ReconsumeLater {
+            if status == ConsumeStatus::ReconsumeLater && self.broadcasting() {
+                // Java: `processConsumeResult`, BROADCASTING: failed messages are dropped.
                 for m in &msgs {
-                    if let Err(e) = self.calls().send_back(m, self.config.max_reconsume_times).await {
+                    warn!(topic = %mq.topic, queue_id = mq.queue_id, queue_offset = m.queue_offset(),
+                        "broadcasting consumption failed, message dropped");
+                }
+            } else if status == ConsumeStatus::ReconsumeLater {
+                for m in &msgs {
+                    if let Err(e) = self.calls().send_back(m, self.config.max_reconsume_times, 0).await {
                         warn!(topic = %mq.topic, queue_id = mq.queue_id, queue_offset = m.queue_offset(), error = %e,
                             "send back failed, consuming again locally");
                         failed.push(m.clone());
@@ -640,7 +761,18 @@ mod tests {
     fn queue() -> QueueState {
         let mut js: JoinSet<()> = JoinSet::new();
         let task = js.spawn(async {});
-        QueueState { epoch: 1, in_flight: BTreeSet::new(), max_pulled: None, consumed: Some(0), dirty: false, task }
+        QueueState {
+            epoch: 1,
+            in_flight: BTreeSet::new(),
+            max_pulled: None,
+            consumed: Some(0),
+            dirty: false,
+            task,
+            pending: BTreeMap::new(),
+            locked_until: None,
+            wake: Arc::new(Notify::new()),
+            consuming: Arc::new(tokio::sync::Mutex::new(())),
+        }
     }
 
     #[tokio::test]

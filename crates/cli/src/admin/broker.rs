@@ -1,6 +1,6 @@
-//! Cluster and broker commands: clusterList, brokerStatus, getBrokerConfig.
+//! Cluster and broker commands: clusterList, brokerStatus, getBrokerConfig, updateBrokerConfig.
 //! Java: `tools/command/cluster/ClusterListSubCommand`, `broker/BrokerStatusSubCommand`,
-//! `broker/GetBrokerConfigCommand`.
+//! `broker/GetBrokerConfigCommand`, `broker/UpdateBrokerConfigSubCommand`.
 
 use std::collections::BTreeMap;
 
@@ -117,6 +117,58 @@ pub(crate) async fn get_broker_config(ctx: &Ctx, a: BrokerTargetArgs) -> anyhow:
     }
     if ctx.json {
         return print_json(&json!(all));
+    }
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct UpdateBrokerConfigArgs {
+    /// Broker address.
+    #[arg(short = 'b', long = "brokerAddr")]
+    broker_addr: Option<String>,
+    /// Every master of this cluster.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+    /// With -c, update the slaves too (true|false).
+    #[arg(short = 'a', long = "updateAllBroker")]
+    update_all_broker: Option<bool>,
+    /// Config key.
+    #[arg(short = 'k', long = "key")]
+    key: String,
+    /// Config value.
+    #[arg(short = 'v', long = "value")]
+    value: String,
+}
+
+/// UPDATE_BROKER_CONFIG with a one-entry properties body on each target broker. Unlike mqadmin,
+/// which prints a stack trace and goes on when one broker of a cluster refuses, the first
+/// refusal fails the command (after the brokers already updated are reported).
+pub(crate) async fn update_broker_config(ctx: &Ctx, a: UpdateBrokerConfigArgs) -> anyhow::Result<()> {
+    let (key, value) = (a.key.trim().to_owned(), a.value.trim().to_owned());
+    if key.is_empty() {
+        anyhow::bail!("the config key (-k) is empty");
+    }
+    let targets = match (a.broker_addr.as_deref(), a.cluster.as_deref(), a.update_all_broker) {
+        (None, Some(cluster), Some(true)) => {
+            let all = ctx.client.all_broker_addrs(cluster).await?;
+            if all.is_empty() {
+                anyhow::bail!("cluster {cluster} has no broker (asked {})", ctx.client.namesrv_addrs().join(";"));
+            }
+            all
+        }
+        (broker, cluster, _) => target_brokers(ctx, broker, cluster).await?,
+    };
+    let entries = BTreeMap::from([(key.clone(), value.clone())]);
+    let mut done = Vec::new();
+    for (_, addr) in &targets {
+        ctx.client.update_broker_config(addr, &entries).await?;
+        if !ctx.json {
+            println!("update broker config success, {addr}");
+        }
+        done.push(addr.clone());
+    }
+    if ctx.json {
+        return print_json(&json!({ "key": key, "value": value, "brokers": done }));
     }
     Ok(())
 }

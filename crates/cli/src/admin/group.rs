@@ -2,13 +2,14 @@
 //! consumerConnection, producerConnection, resetOffsetByTime.
 //! Java: `tools/command/consumer/*`, `connection/*`, `offset/ResetOffsetByTimeCommand`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ferromq_client::admin::{json, SubscriptionGroupConfig};
-use ferromq_protocol::body::{Connection, MessageQueue, OffsetWrapper};
+use ferromq_protocol::body::{Connection, ConsumeType, ConsumerConnection, MessageQueue, OffsetWrapper};
+use ferromq_protocol::version;
 
-use crate::admin::output::{format_ms, print_json, Table};
+use crate::admin::output::{format_ms, parse_timestamp, print_json, Table};
 use crate::admin::{target_brokers, Ctx};
 
 #[derive(Debug, clap::Args)]
@@ -125,10 +126,10 @@ async fn all_masters(ctx: &Ctx) -> anyhow::Result<Vec<(String, String)>> {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ConsumerProgressArgs {
-    /// Consumer group name.
+    /// Consumer group name; without it, every group with offsets is listed.
     #[arg(short = 'g', long = "groupName")]
-    group: String,
-    /// Only this topic.
+    group: Option<String>,
+    /// Only this topic (with -g).
     #[arg(short = 't', long = "topicName")]
     topic: Option<String>,
     /// Show client IPs (accepted; not shown).
@@ -144,10 +145,13 @@ pub(crate) async fn consumer_progress(ctx: &Ctx, a: ConsumerProgressArgs) -> any
         Some(cluster) => target_brokers(ctx, None, Some(cluster)).await?,
         None => all_masters(ctx).await?,
     };
+    let Some(group) = a.group else {
+        return consumer_progress_all(ctx, &brokers).await;
+    };
     let mut table: BTreeMap<MessageQueue, OffsetWrapper> = BTreeMap::new();
     let mut tps = 0.0;
     for (_, addr) in &brokers {
-        let stats = ctx.client.consume_stats(addr, &a.group, a.topic.as_deref()).await?;
+        let stats = ctx.client.consume_stats(addr, &group, a.topic.as_deref()).await?;
         tps += stats.consume_tps;
         table.extend(stats.offset_table);
     }
@@ -161,7 +165,7 @@ pub(crate) async fn consumer_progress(ctx: &Ctx, a: ConsumerProgressArgs) -> any
                     "diff": o.broker_offset - o.consumer_offset, "lastTimestamp": o.last_timestamp })
             })
             .collect();
-        return print_json(&json!({ "group": a.group, "queues": queues, "consumeTps": tps, "diffTotal": diff_total }));
+        return print_json(&json!({ "group": group, "queues": queues, "consumeTps": tps, "diffTotal": diff_total }));
     }
     let mut out =
         Table::new(&["#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff", "#LastTime"]);
@@ -180,6 +184,129 @@ pub(crate) async fn consumer_progress(ctx: &Ctx, a: ConsumerProgressArgs) -> any
     println!();
     println!("Consume TPS: {tps:.2}");
     println!("Consume Diff Total: {diff_total}");
+    Ok(())
+}
+
+/// One row of `consumerProgress` without `-g`. Java: `GroupConsumeInfo`.
+struct GroupConsumeInfo {
+    group: String,
+    connection: Option<ConsumerConnection>,
+    consume_tps: f64,
+    diff_total: i64,
+}
+
+impl GroupConsumeInfo {
+    fn count(&self) -> usize {
+        self.connection.as_ref().map_or(0, |c| c.connection_set.len())
+    }
+
+    /// The oldest member's version, `OFFLINE` with no member.
+    fn version_desc(&self) -> String {
+        match &self.connection {
+            Some(c) if !c.connection_set.is_empty() => version_desc(c.min_version()),
+            _ => "OFFLINE".to_owned(),
+        }
+    }
+
+    /// `PULL` or `PUSH` (pop consumers show as `PUSH`, as in mqadmin); empty when offline.
+    fn consume_type_desc(&self) -> &'static str {
+        match &self.connection {
+            Some(c) if !c.connection_set.is_empty() => {
+                if c.consume_type == ConsumeType::ConsumeActively {
+                    "PULL"
+                } else {
+                    "PUSH"
+                }
+            }
+            _ => "",
+        }
+    }
+
+    /// The message model of an online push group; empty otherwise, as in mqadmin.
+    fn message_model_desc(&self) -> &'static str {
+        match &self.connection {
+            Some(c) if !c.connection_set.is_empty() && c.consume_type == ConsumeType::ConsumePassively => {
+                c.message_model.as_str()
+            }
+            _ => "",
+        }
+    }
+}
+
+/// Java's `MQVersion.getVersionDesc` for the versions FerroMQ names; other ordinals print as
+/// `V#<ordinal>`.
+fn version_desc(ordinal: i32) -> String {
+    let known = [
+        (version::V3_4_9, "V3_4_9"),
+        (version::V4_0_0, "V4_0_0"),
+        (version::V4_9_4, "V4_9_4"),
+        (version::V5_0_0, "V5_0_0"),
+        (version::V5_3_1, "V5_3_1"),
+        (version::V5_3_3, "V5_3_3"),
+    ];
+    known.iter().find(|(v, _)| *v == ordinal).map_or_else(|| format!("V#{ordinal}"), |(_, name)| (*name).to_owned())
+}
+
+/// `consumerProgress` without `-g`: every subscription group the brokers know
+/// (GET_ALL_SUBSCRIPTIONGROUP_CONFIG), with its progress summed over the brokers
+/// (GET_CONSUME_STATS) and its online members (GET_CONSUMER_CONNECTION_LIST). Groups with no
+/// offsets on any broker are skipped, as mqadmin skips groups whose consume stats are empty.
+/// (mqadmin finds the groups through the `%RETRY%` topics instead; a group is listed here even
+/// before its retry topic exists.)
+async fn consumer_progress_all(ctx: &Ctx, brokers: &[(String, String)]) -> anyhow::Result<()> {
+    let mut groups = BTreeSet::new();
+    for (_, addr) in brokers {
+        groups.extend(ctx.client.all_subscription_groups(addr).await?.subscription_group_table.into_keys());
+    }
+    let mut rows = Vec::new();
+    for group in groups {
+        let mut queues = 0usize;
+        let (mut consume_tps, mut diff_total) = (0.0, 0i64);
+        for (_, addr) in brokers {
+            // A broker that cannot tell (or has never seen the group) contributes nothing.
+            if let Ok(stats) = ctx.client.consume_stats(addr, &group, None).await {
+                queues += stats.offset_table.len();
+                consume_tps += stats.consume_tps;
+                diff_total += stats.offset_table.values().map(|o| o.broker_offset - o.consumer_offset).sum::<i64>();
+            }
+        }
+        if queues == 0 {
+            continue;
+        }
+        let mut connection = None;
+        for (_, addr) in brokers {
+            if let Ok(c) = ctx.client.consumer_connection(addr, &group).await {
+                connection = Some(c);
+                break;
+            }
+        }
+        rows.push(GroupConsumeInfo { group, connection, consume_tps, diff_total });
+    }
+    if ctx.json {
+        let items: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                json!({ "group": r.group, "count": r.count(), "version": r.version_desc(),
+                    "consumeType": r.consume_type_desc(), "messageModel": r.message_model_desc(),
+                    "consumeTps": r.consume_tps, "diffTotal": r.diff_total })
+            })
+            .collect();
+        return print_json(&json!(items));
+    }
+    let mut table = Table::new(&["#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff Total"]);
+    for r in &rows {
+        table.row(vec![
+            r.group.clone(),
+            r.count().to_string(),
+            r.version_desc(),
+            r.consume_type_desc().to_owned(),
+            r.message_model_desc().to_owned(),
+            // mqadmin prints the TPS truncated to an integer.
+            format!("{}", r.consume_tps.trunc()),
+            r.diff_total.to_string(),
+        ]);
+    }
+    table.print();
     Ok(())
 }
 
@@ -275,7 +402,8 @@ pub(crate) struct ResetOffsetByTimeArgs {
     /// Topic name.
     #[arg(short = 't', long = "topic")]
     topic: String,
-    /// Time to reset to: milliseconds since the epoch, or `now`.
+    /// Time to reset to: `now`, milliseconds since the epoch, or `yyyy-MM-dd#HH:mm:ss:SSS`
+    /// (read as UTC; mqadmin reads it in the JVM's local time zone).
     #[arg(short = 's', long = "timestamp")]
     timestamp: String,
     /// Reset even if the new offset is ahead of the consumed one (true|false).
@@ -284,11 +412,14 @@ pub(crate) struct ResetOffsetByTimeArgs {
 }
 
 pub(crate) async fn reset_offset_by_time(ctx: &Ctx, a: ResetOffsetByTimeArgs) -> anyhow::Result<()> {
-    let timestamp = if a.timestamp == "now" {
+    let timestamp = if a.timestamp.trim() == "now" {
         SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
     } else {
-        a.timestamp.parse::<i64>().map_err(|_| {
-            anyhow::anyhow!("invalid timestamp {:?}: give milliseconds since the epoch or now", a.timestamp)
+        parse_timestamp(a.timestamp.trim()).ok_or_else(|| {
+            anyhow::anyhow!(
+                "invalid timestamp {:?}: give now, milliseconds since the epoch or yyyy-MM-dd#HH:mm:ss:SSS (UTC)",
+                a.timestamp
+            )
         })?
     };
     let mut offsets = BTreeMap::new();

@@ -35,6 +35,8 @@ enum AdminCommand {
     DeleteTopic(topic::DeleteTopicArgs),
     /// List the topics the name server knows.
     TopicList(topic::TopicListArgs),
+    /// Show the clusters whose brokers serve a topic.
+    TopicClusterList(topic::TopicClusterListArgs),
     /// Show a topic's route.
     TopicRoute(topic::TopicRouteArgs),
     /// Show each queue's offsets of a topic.
@@ -45,12 +47,14 @@ enum AdminCommand {
     BrokerStatus(broker::BrokerTargetArgs),
     /// Show a broker's configuration.
     GetBrokerConfig(broker::BrokerTargetArgs),
+    /// Change one setting of a broker (-b) or of every master of a cluster (-c).
+    UpdateBrokerConfig(broker::UpdateBrokerConfigArgs),
     /// Create or update a subscription group.
     UpdateSubGroup(group::UpdateSubGroupArgs),
     /// Delete a subscription group.
     #[command(name = "deleteSubGroup")]
     DeleteSubGroup(group::DeleteSubGroupArgs),
-    /// Show a consumer group's progress on each queue.
+    /// Show a consumer group's progress on each queue (-g), or list every group with offsets.
     ConsumerProgress(group::ConsumerProgressArgs),
     /// Show a consumer group's online clients.
     ConsumerConnection(group::ConsumerConnectionArgs),
@@ -107,11 +111,13 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::UpdateTopic(a) => topic::update_topic(ctx, a).await,
         AdminCommand::DeleteTopic(a) => topic::delete_topic(ctx, a).await,
         AdminCommand::TopicList(a) => topic::topic_list(ctx, a).await,
+        AdminCommand::TopicClusterList(a) => topic::topic_cluster_list(ctx, a).await,
         AdminCommand::TopicRoute(a) => topic::topic_route(ctx, a).await,
         AdminCommand::TopicStatus(a) => topic::topic_status(ctx, a).await,
         AdminCommand::ClusterList(a) => broker::cluster_list(ctx, a).await,
         AdminCommand::BrokerStatus(a) => broker::broker_status(ctx, a).await,
         AdminCommand::GetBrokerConfig(a) => broker::get_broker_config(ctx, a).await,
+        AdminCommand::UpdateBrokerConfig(a) => broker::update_broker_config(ctx, a).await,
         AdminCommand::UpdateSubGroup(a) => group::update_sub_group(ctx, a).await,
         AdminCommand::DeleteSubGroup(a) => group::delete_sub_group(ctx, a).await,
         AdminCommand::ConsumerProgress(a) => group::consumer_progress(ctx, a).await,

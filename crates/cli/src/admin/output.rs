@@ -56,6 +56,51 @@ pub(crate) fn format_ms(ms: i64) -> String {
     format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02},{:03}", rem / 3600, rem % 3600 / 60, rem % 60, ms.rem_euclid(1000))
 }
 
+/// A `-s` timestamp of resetOffsetByTime: milliseconds since the epoch, or RocketMQ's
+/// `yyyy-MM-dd#HH:mm:ss:SSS` read as UTC (Java's `UtilAll.parseDate` uses the JVM's local time
+/// zone; FerroMQ does not guess one). `None` if it is neither.
+pub(crate) fn parse_timestamp(text: &str) -> Option<i64> {
+    if let Ok(ms) = text.parse::<i64>() {
+        return Some(ms);
+    }
+    let (date, time) = text.split_once('#')?;
+    let number = |s: &str, len: usize| -> Option<i64> {
+        (s.len() == len && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok()).flatten()
+    };
+    let mut d = date.split('-');
+    let (y, m, day) = (number(d.next()?, 4)?, number(d.next()?, 2)?, number(d.next()?, 2)?);
+    let mut t = time.split(':');
+    let (h, min, sec, ms) =
+        (number(t.next()?, 2)?, number(t.next()?, 2)?, number(t.next()?, 2)?, number(t.next()?, 3)?);
+    if d.next().is_some() || t.next().is_some() {
+        return None;
+    }
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    if !(1..=12).contains(&m)
+        || day < 1
+        || day > month_days[usize::try_from(m - 1).ok()?]
+        || h > 23
+        || min > 59
+        || sec > 59
+    {
+        return None;
+    }
+    let days = days_from_civil(y, m, day);
+    Some(((days * 86_400 + h * 3600 + min * 60 + sec) * 1000) + ms)
+}
+
+/// (year, month, day) to days since 1970-01-01 (Howard Hinnant's `days_from_civil`).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
 /// (Howard Hinnant's `civil_from_days`).
 fn civil_from_days(days: i64) -> (i64, i64, i64) {
@@ -79,5 +124,17 @@ mod tests {
     fn formats_epoch_millis_in_utc() {
         assert_eq!(format_ms(0), "-");
         assert_eq!(format_ms(1_700_000_000_123), "2023-11-14 22:13:20,123");
+    }
+
+    #[test]
+    fn parses_rocketmq_timestamps_as_utc() {
+        assert_eq!(parse_timestamp("1700000000123"), Some(1_700_000_000_123));
+        assert_eq!(parse_timestamp("2023-11-14#22:13:20:123"), Some(1_700_000_000_123));
+        assert_eq!(parse_timestamp("1970-01-01#00:00:00:000"), Some(0));
+        assert_eq!(parse_timestamp("2024-02-29#23:59:59:999"), Some(1_709_251_199_999));
+        assert_eq!(parse_timestamp("2023-02-29#00:00:00:000"), None);
+        assert_eq!(parse_timestamp("2023-11-14 22:13:20:123"), None);
+        assert_eq!(parse_timestamp("2023-11-14#22:13:20"), None);
+        assert_eq!(parse_timestamp("yesterday"), None);
     }
 }

@@ -1,4 +1,5 @@
-//! Topic commands: updateTopic, deleteTopic, topicList, topicRoute, topicStatus.
+//! Topic commands: updateTopic, deleteTopic, topicList, topicRoute, topicStatus,
+//! topicClusterList.
 //! Java: `tools/command/topic/*SubCommand`.
 
 use std::collections::BTreeMap;
@@ -221,6 +222,25 @@ pub(crate) async fn topic_status(ctx: &Ctx, a: TopicStatusArgs) -> anyhow::Resul
         ]);
     }
     table.print();
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct TopicClusterListArgs {
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+}
+
+/// The clusters whose brokers serve a topic, one name a line as mqadmin prints them.
+pub(crate) async fn topic_cluster_list(ctx: &Ctx, a: TopicClusterListArgs) -> anyhow::Result<()> {
+    let clusters = ctx.client.topic_cluster_list(a.topic.trim()).await?;
+    if ctx.json {
+        return print_json(&json!({ "topic": a.topic.trim(), "clusters": clusters }));
+    }
+    for cluster in &clusters {
+        println!("{cluster}");
+    }
     Ok(())
 }
 

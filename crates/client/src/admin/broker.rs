@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use ferromq_protocol::body::{
     ConsumeStats, ConsumerConnection, KVTable, ProducerConnection, ResetOffsetBody, SubscriptionGroupConfig,
-    TopicConfig, TopicFilterType, TopicStatsTable,
+    SubscriptionGroupWrapper, TopicConfig, TopicFilterType, TopicStatsTable,
 };
 use ferromq_protocol::header::{
     CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader,
@@ -96,6 +96,14 @@ impl AdminClient {
         self.call_ok(addr, RemotingCommand::request(request_code::DELETE_SUBSCRIPTIONGROUP).with_header(&header))
             .await
             .map(drop)
+    }
+
+    /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG: every subscription group the broker at `addr` knows.
+    ///
+    /// # Errors
+    /// Transport failures or an unreadable body, naming `addr`.
+    pub async fn all_subscription_groups(&self, addr: &str) -> Result<SubscriptionGroupWrapper, AdminError> {
+        self.call_body(addr, RemotingCommand::request(request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG)).await
     }
 
     /// GET_BROKER_RUNTIME_INFO: the broker's runtime statistics.

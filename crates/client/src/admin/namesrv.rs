@@ -1,6 +1,8 @@
 //! Name-server calls: routes, cluster layout, topic lists, topic deletion.
 //! Java: `MQClientAPIImpl#getTopicRouteInfoFromNameServer` and friends.
 
+use std::collections::BTreeSet;
+
 use ferromq_protocol::body::{ClusterInfo, TopicList, TopicRouteData};
 use ferromq_protocol::header::{
     DeleteTopicFromNamesrvRequestHeader, GetRouteInfoRequestHeader, GetTopicsByClusterRequestHeader,
@@ -76,6 +78,41 @@ impl AdminClient {
             }
         }
         Ok(out)
+    }
+
+    /// Every address (masters and slaves) of a cluster's brokers, as (broker name, address),
+    /// sorted by broker name then broker id.
+    ///
+    /// # Errors
+    /// As [`cluster_info`](Self::cluster_info).
+    pub async fn all_broker_addrs(&self, cluster: &str) -> Result<Vec<(String, String)>, AdminError> {
+        let info = self.cluster_info().await?;
+        let mut out = Vec::new();
+        for name in info.cluster_addr_table.get(cluster).into_iter().flatten() {
+            if let Some(group) = info.broker_addr_table.get(name) {
+                out.extend(group.broker_addrs.values().map(|addr| (name.clone(), addr.clone())));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The clusters whose brokers serve `topic`: each broker group of the topic's route looked
+    /// up in the cluster table. Java: `DefaultMQAdminExt#getTopicClusterList`.
+    ///
+    /// # Errors
+    /// As [`topic_route`](Self::topic_route) and [`cluster_info`](Self::cluster_info).
+    pub async fn topic_cluster_list(&self, topic: &str) -> Result<BTreeSet<String>, AdminError> {
+        let route = self.topic_route(topic).await?;
+        let info = self.cluster_info().await?;
+        let mut clusters = BTreeSet::new();
+        for broker in &route.broker_datas {
+            for (cluster, names) in &info.cluster_addr_table {
+                if names.contains(&broker.broker_name) {
+                    clusters.insert(cluster.clone());
+                }
+            }
+        }
+        Ok(clusters)
     }
 
     /// Every broker group's preferred address (the master, else the lowest slave) in the
