@@ -289,8 +289,8 @@ impl Broker {
     ///
     /// The reset is Java 5.x's server-side one (`useServerSideResetOffset`, the default): the
     /// committed offsets are overwritten and the reset stays pending until the queue's next
-    /// pull takes it (FIXME: the pull processor does not take it yet, so until it does the
-    /// reset keeps answering QUERY_CONSUMER_OFFSET). `isForce` is ignored, as in 5.x, and
+    /// pull takes it (answered PULL_OFFSET_MOVED with the reset as nextBeginOffset; commits
+    /// of the queue are ignored meanwhile). `isForce` is ignored, as in 5.x, and
     /// passed on to the consumers. Java 5.x notifies nobody; the notice is Java 4.x's
     /// (`Broker2Client#resetOffset`), for clients that do not learn of resets from pulls.
     /// Unlike 4.x, no consumer being online is not an error. C++ clients get the list form of
