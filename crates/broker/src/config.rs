@@ -57,6 +57,9 @@ rocketmq_config! {
         namesrv_addr: String = "namesrvAddr", default std::env::var("NAMESRV_ADDR").unwrap_or_default();
         /// `listenPort`.
         listen_port: u16 = "listenPort", default 10911;
+        /// `brokerConfigPath`: where UPDATE_BROKER_CONFIG writes the settings back. Empty
+        /// means the `-c` file the broker started from, else `<storePathRootDir>/config/broker.properties`.
+        broker_config_path: String = "brokerConfigPath", default String::new();
         /// `brokerIP1`: the address registered with name servers.
         broker_ip1: String = "brokerIP1", default default_broker_ip();
         /// `brokerIP2`: the HA address host.
@@ -188,6 +191,17 @@ impl BrokerSettings {
             ConfigError::Invalid { reason, .. } => ConfigError::Invalid { path: Some(path.to_owned()), reason },
             other => other,
         })
+    }
+
+    /// Where UPDATE_BROKER_CONFIG persists the settings: `brokerConfigPath` if set, else
+    /// `<storePathRootDir>/config/broker.properties` (Java's default is the same file under
+    /// `~/store`, which is the default store root).
+    pub fn config_store_path(&self) -> std::path::PathBuf {
+        if self.broker.broker_config_path.is_empty() {
+            self.store.store_path_root_dir.join("config").join("broker.properties")
+        } else {
+            std::path::PathBuf::from(&self.broker.broker_config_path)
+        }
     }
 
     /// Every setting as properties text (broker keys, then store keys).

@@ -500,6 +500,36 @@ async fn broker_config_updates_apply_all_or_nothing_and_refuse_black_listed_keys
         "nothing applied: {text}"
     );
     assert_eq!(c.call(&client, update("")).await.code, response_code::SUCCESS);
+
+    // Accepted updates are written back, whole, where the next start can read them.
+    let path = c.dir().join("store").join("config").join("broker.properties");
+    let persisted = std::fs::read_to_string(&path).unwrap();
+    assert!(persisted.contains("brokerPermission=4\n") && persisted.contains("someNewKey=x\n"), "{persisted}");
+    assert!(!persisted.contains("brokerPermission=2") && !persisted.contains("/refused"), "{persisted}");
+    let mut reloaded = BrokerSettings::default();
+    let unknown = reloaded.load_file(&path).unwrap();
+    assert_eq!(unknown, vec!["configBlackList".to_owned(), "someNewKey".to_owned()]);
+    assert_eq!(reloaded.broker.broker_permission, 4);
+    assert_eq!(reloaded.broker.broker_name, "broker-a");
+    client.shutdown().await;
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_config_update_that_cannot_be_persisted_is_refused_and_not_applied() {
+    let blocker = tempfile::NamedTempFile::new().unwrap();
+    // A regular file where a directory is needed: the write back must fail.
+    let unwritable = blocker.path().join("broker.conf").display().to_string();
+    let c = Cluster::start(move |s| s.broker.broker_config_path = unwritable.clone()).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let r = c
+        .call(&client, RemotingCommand::request(request_code::UPDATE_BROKER_CONFIG).with_body("brokerPermission=4\n"))
+        .await;
+    assert_eq!(r.code, response_code::SYSTEM_ERROR);
+    assert!(r.remark.as_deref().unwrap_or_default().contains("cannot persist"), "{:?}", r.remark);
+    let r = c.call(&client, RemotingCommand::request(request_code::GET_BROKER_CONFIG)).await;
+    let text = String::from_utf8(r.body.to_vec()).unwrap();
+    assert!(text.contains("brokerPermission=6") && !text.contains("brokerPermission=4"), "{text}");
     client.shutdown().await;
     c.stop().await;
 }

@@ -3,7 +3,7 @@
 mod admin;
 mod bench;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -145,12 +145,22 @@ async fn shutdown_signal() {
     }
 }
 
+/// Reads a broker.conf over `settings`; UPDATE_BROKER_CONFIG then writes back to that file
+/// unless it names another `brokerConfigPath` (as Java's `-c`).
+fn load_broker_conf(settings: &mut BrokerSettings, path: &Path) -> anyhow::Result<()> {
+    for key in settings.load_file(path)? {
+        warn!(key = %key, "unknown broker config key ignored");
+    }
+    if settings.broker.broker_config_path.is_empty() {
+        settings.broker.broker_config_path = path.display().to_string();
+    }
+    Ok(())
+}
+
 fn broker_settings(config_file: Option<&PathBuf>) -> anyhow::Result<BrokerSettings> {
     let mut settings = BrokerSettings::default();
     if let Some(path) = config_file {
-        for key in settings.load_file(path)? {
-            warn!(key = %key, "unknown broker config key ignored");
-        }
+        load_broker_conf(&mut settings, path)?;
     }
     Ok(settings)
 }
@@ -194,9 +204,7 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
     settings.broker.namesrv_addr = format!("127.0.0.1:{}", args.namesrv_port);
     settings.store.store_path_root_dir = data.join("store");
     if let Some(path) = &args.config_file {
-        for key in settings.load_file(path)? {
-            warn!(key = %key, "unknown broker config key ignored");
-        }
+        load_broker_conf(&mut settings, path)?;
     }
     let namesrv_addr = format!("{}:{}", args.bind, args.namesrv_port);
     let broker_addr = format!("{}:{}", args.bind, args.broker_port);

@@ -15,7 +15,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
 struct Server {
     child: Child,
     namesrv: String,
-    _data: tempfile::TempDir,
+    data: tempfile::TempDir,
 }
 
 impl Drop for Server {
@@ -41,7 +41,7 @@ fn start_server() -> Server {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let server = Server { child, namesrv: format!("127.0.0.1:{ns_port}"), _data: data };
+    let server = Server { child, namesrv: format!("127.0.0.1:{ns_port}"), data };
     wait_for_route(&server.namesrv, "TBW102");
     server
 }
@@ -280,6 +280,9 @@ fn admin_updates_broker_config_lists_topic_clusters_groups_and_live_connections(
     assert_eq!(updated["value"], "3145728");
     let config = json(&ok(ns, &["getBrokerConfig", "-b", &broker, "--json"]));
     assert_eq!(config[broker.as_str()]["maxMessageSize"], "3145728", "{config}");
+    let persisted = server.data.path().join("store").join("config").join("broker.properties");
+    let persisted = std::fs::read_to_string(&persisted).unwrap();
+    assert!(persisted.lines().any(|l| l == "maxMessageSize=3145728"), "{persisted}");
     let refused = admin(ns, &["updateBrokerConfig", "-b", &broker, "-k", "brokerConfigPath", "-v", "/tmp/x"]);
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("NO_PERMISSION"), "{refused:?}");

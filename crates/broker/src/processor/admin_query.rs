@@ -239,11 +239,14 @@ impl Broker {
     /// `configBlackList`) are refused with NO_PERMISSION and nothing is applied. A bad value
     /// fails the whole update with SYSTEM_ERROR (Java skips it silently).
     ///
-    /// The update changes the in-memory settings GET_BROKER_CONFIG reports. The running broker
-    /// works from the settings it started with, so most keys take effect only at the next
-    /// start, and only if broker.conf says so too: unlike Java, the update is not written back
-    /// to the config file, and a changed `brokerPermission` is not re-registered at once.
-    /// Java: `AdminBrokerProcessor#updateBrokerConfig`.
+    /// The updated settings are written back, every key, to
+    /// [`BrokerSettings::config_store_path`](crate::BrokerSettings::config_store_path) (the
+    /// `-c` file when the broker started from one), atomically, before they replace the
+    /// in-memory settings GET_BROKER_CONFIG reports; if the write fails the update answers
+    /// SYSTEM_ERROR and nothing changes (Java logs the failure and answers SUCCESS). The
+    /// running broker works from the settings it started with, so most keys take effect at the
+    /// next start, and a changed `brokerPermission` is not re-registered at once.
+    /// Java: `AdminBrokerProcessor#updateBrokerConfig`, `Configuration#update`/`#persist`.
     pub(crate) fn update_broker_config(&self, conn: &Connection, req: &RemotingCommand) -> RemotingCommand {
         info!(caller = %conn.remote_addr(), "broker config update requested");
         if req.body.is_empty() {
@@ -259,14 +262,25 @@ impl Broker {
             warn!(key = %key, caller = %conn.remote_addr(), "refused to update a black-listed broker config key");
             return failure(req, response_code::NO_PERMISSION, "Can not update config in black list.");
         }
+        // Held across the write so concurrent updates reach the file in the order they apply.
         let mut settings = self.settings.write().unwrap_or_else(|e| e.into_inner());
-        match settings.apply_text(&text) {
-            Ok(unknown) => {
-                info!(keys = entries.len(), ?unknown, caller = %conn.remote_addr(), "broker config updated");
-                success(req)
-            }
-            Err(e) => failure(req, response_code::SYSTEM_ERROR, e.to_string()),
+        let mut updated = settings.clone();
+        let unknown = match updated.apply_text(&text) {
+            Ok(unknown) => unknown,
+            Err(e) => return failure(req, response_code::SYSTEM_ERROR, e.to_string()),
+        };
+        let path = updated.config_store_path();
+        if let Err(e) = write_atomically(&path, updated.to_text().as_bytes()) {
+            warn!(path = %path.display(), error = %e, "broker config update not persisted; nothing applied");
+            return failure(
+                req,
+                response_code::SYSTEM_ERROR,
+                format!("cannot persist the broker config to {}: {e}", path.display()),
+            );
         }
+        *settings = updated;
+        info!(keys = entries.len(), ?unknown, path = %path.display(), caller = %conn.remote_addr(), "broker config updated");
+        success(req)
     }
 
     /// The keys UPDATE_BROKER_CONFIG refuses: the fixed ones plus broker.conf's
@@ -426,4 +440,20 @@ impl Broker {
     fn queue(&self, topic: &str, queue_id: i32) -> MessageQueue {
         MessageQueue::new(topic, self.config.broker_name.as_str(), queue_id)
     }
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory, synced and then
+/// renamed over the old file, so a crash leaves either the old or the new settings.
+fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    let mut file = std::fs::File::create(&tmp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, path)
 }
