@@ -23,7 +23,7 @@ mod send_result;
 mod subscription;
 mod validators;
 
-pub use allocate::allocate_averagely;
+pub use allocate::{allocate_averagely, AllocateStrategy, DEFAULT_VIRTUAL_NODES};
 pub use client_instance::{ClientConfig, ClientInstance};
 pub use error::ClientError;
 pub use ferromq_protocol::body::ConsumeFromWhere;

@@ -16,7 +16,7 @@ use tokio::sync::Notify;
 use tokio::task::{AbortHandle, JoinSet};
 use tracing::{debug, info, warn};
 
-use crate::allocate::allocate_averagely;
+use crate::allocate::AllocateStrategy;
 use crate::client_instance::{lock, ClientConfig, ClientInstance};
 use crate::consumer_calls::{ConsumerCalls, PullParams};
 use crate::error::ClientError;
@@ -60,6 +60,9 @@ pub struct LitePullConsumerConfig {
     pub broker_suspend_max: Duration,
     /// Client-side timeout of a held pull (`consumerTimeoutMillisWhenSuspend`, 30 s).
     pub consumer_timeout_when_suspend: Duration,
+    /// How subscribe mode shares a topic's queues among the group's clients
+    /// (`allocateMessageQueueStrategy`, [`AllocateStrategy::Averagely`]).
+    pub allocate_strategy: AllocateStrategy,
 }
 
 impl Default for LitePullConsumerConfig {
@@ -76,6 +79,7 @@ impl Default for LitePullConsumerConfig {
             pull_threshold_for_queue: PULL_THRESHOLD_FOR_QUEUE,
             broker_suspend_max: Duration::from_secs(20),
             consumer_timeout_when_suspend: Duration::from_secs(30),
+            allocate_strategy: AllocateStrategy::default(),
         }
     }
 }
@@ -486,7 +490,7 @@ impl Inner {
                 return;
             }
         };
-        let mine = allocate_averagely(&all, &cids, self.instance.client_id());
+        let mine = self.config.allocate_strategy.allocate(&all, &cids, self.instance.client_id());
         debug!(consumer_group = %self.config.group, consumers = cids.len(), queues = mine.len(), "rebalanced");
         if self.running.load(Ordering::Acquire) {
             self.set_assignment(mine.into_iter().collect()).await;

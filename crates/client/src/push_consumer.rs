@@ -20,7 +20,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::{AbortHandle, JoinSet};
 use tracing::{debug, info, warn};
 
-use crate::allocate::allocate_averagely;
+use crate::allocate::AllocateStrategy;
 use crate::client_instance::{lock, ClientConfig, ClientInstance};
 use crate::consumer_calls::{retry_topic, ConsumerCalls, PullParams, RETRY_PREFIX};
 use crate::error::ClientError;
@@ -99,6 +99,9 @@ pub struct PushConsumerConfig {
     /// How long shutdown waits for running listener calls (`awaitTerminationMillisWhenShutdown`;
     /// Java waits forever by default, this bounds it).
     pub await_termination_when_shutdown: Duration,
+    /// How the group's clients share a topic's queues (`allocateMessageQueueStrategy`,
+    /// [`AllocateStrategy::Averagely`]).
+    pub allocate_strategy: AllocateStrategy,
 }
 
 impl Default for PushConsumerConfig {
@@ -123,6 +126,7 @@ impl Default for PushConsumerConfig {
             lock_renew_interval: Duration::from_secs(20),
             suspend_current_queue_time: Duration::from_secs(1),
             await_termination_when_shutdown: Duration::from_secs(30),
+            allocate_strategy: AllocateStrategy::default(),
         }
     }
 }
@@ -466,7 +470,9 @@ impl Inner {
         }
         let addr = route.broker_datas.iter().find_map(|bd| bd.broker_addrs.get(&MASTER_ID).cloned())?;
         match self.instance.consumer_ids(&addr, &self.config.group).await {
-            Ok(cids) if !cids.is_empty() => Some(allocate_averagely(&all, &cids, self.instance.client_id())),
+            Ok(cids) if !cids.is_empty() => {
+                Some(self.config.allocate_strategy.allocate(&all, &cids, self.instance.client_id()))
+            }
             Ok(_) => None,
             Err(e) => {
                 warn!(consumer_group = %self.config.group, error = %e, "rebalance: no consumer list");
