@@ -25,6 +25,7 @@ use crate::config::{BrokerConfig, BrokerRole, BrokerSettings};
 use crate::long_polling::{HeldPull, PullHold};
 use crate::metadata::{MetadataError, MetadataOptions, MetadataStore, TopicConfigOptions};
 use crate::processor::pull::PullOutcome;
+use crate::stats::{self, BrokerStats};
 
 /// How often parked pulls are checked for expiry.
 const PULL_EXPIRY_TICK: Duration = Duration::from_millis(100);
@@ -68,6 +69,8 @@ pub struct Broker {
     pub(crate) store_host: SocketAddr,
     pub(crate) send_permits: Semaphore,
     pub(crate) uniq_ids: UniqIdGenerator,
+    /// Put and get counters behind the TPS figures of the stats requests.
+    pub(crate) stats: BrokerStats,
     namesrv: RemotingClient,
     /// Wakes the registration loop when a topic is created.
     register_now: tokio::sync::Notify,
@@ -306,6 +309,7 @@ pub async fn run(
         store_host,
         send_permits: Semaphore::new(config.send_thread_pool_queue_capacity),
         uniq_ids: UniqIdGenerator::new(store_host.ip()),
+        stats: BrokerStats::default(),
         namesrv: RemotingClient::new(ClientConfig::default()),
         register_now: tokio::sync::Notify::new(),
     });
@@ -366,8 +370,10 @@ pub async fn run(
         tasks.spawn(async move {
             let mut scan = tokio::time::interval(CLIENT_SCAN_INTERVAL);
             let mut persist = tokio::time::interval(persist_every);
+            let mut sample = tokio::time::interval(Duration::from_millis(stats::SAMPLE_INTERVAL_MS));
             loop {
                 tokio::select! {
+                    _ = sample.tick() => b.stats.sample(stats::clock_ms()),
                     _ = scan.tick() => {
                         let now = now_ms();
                         b.producers.scan_not_active(now);

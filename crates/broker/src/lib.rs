@@ -8,6 +8,7 @@ mod config;
 mod long_polling;
 pub mod metadata;
 mod processor;
+mod stats;
 
 pub use broker::{run, Broker, BrokerError};
 pub use config::{BrokerConfig, BrokerRole, BrokerSettings};

@@ -61,6 +61,7 @@ impl Broker {
             return failure(req, response_code::SYSTEM_ERROR, format!("cannot delete topic {}: {e}", h.topic));
         }
         self.offsets().remove_topic(&h.topic);
+        self.stats.on_topic_deleted(&h.topic);
         info!(topic = %h.topic, "topic deleted");
         success(req)
     }

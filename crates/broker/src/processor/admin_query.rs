@@ -28,6 +28,7 @@ use tracing::{debug, info, warn};
 use crate::broker::Broker;
 use crate::client::ClientChannelInfo;
 use crate::processor::{failure, header_or_fail, success};
+use crate::stats::{clock_ms, BrokerStats};
 
 /// Keys UPDATE_BROKER_CONFIG always refuses, whatever `configBlackList` says.
 /// Java: `AdminBrokerProcessor#initConfigBlackList`.
@@ -87,8 +88,8 @@ impl Broker {
                 (self.queue(&h.topic, queue_id), offset)
             })
             .collect();
-        // Put TPS per topic is not tracked yet (Java: BrokerStatsManager#tpsTopicPutNums).
-        let table = TopicStatsTable { offset_table, topic_put_tps: 0.0 };
+        let table =
+            TopicStatsTable { offset_table, topic_put_tps: self.stats.topic_put_nums.rate(&h.topic, clock_ms()) };
         success(req).with_body(table.encode())
     }
 
@@ -136,7 +137,10 @@ impl Broker {
         let h = header_or_fail!(req, GetConsumeStatsRequestHeader);
         let group = h.consumer_group.as_str();
         let mut offset_table = BTreeMap::new();
+        let mut consume_tps = 0.0;
+        let now = clock_ms();
         for topic in self.consume_stats_topics(&h) {
+            consume_tps += self.stats.group_get_nums.rate(&BrokerStats::group_key(&topic, group), now);
             let Some(config) = self.topics().select(&topic) else {
                 warn!(topic = %topic, consumer_group = group, "consume stats: topic does not exist");
                 continue;
@@ -155,8 +159,7 @@ impl Broker {
                 offset_table.insert(self.queue(&topic, queue_id), wrapper);
             }
         }
-        // Consume TPS per group is not tracked yet (Java: BrokerStatsManager#tpsGroupGetNums).
-        let stats = ConsumeStats { consume_tps: 0.0, offset_table };
+        let stats = ConsumeStats { consume_tps, offset_table };
         success(req).with_body(stats.encode())
     }
 

@@ -15,6 +15,7 @@ use tracing::debug;
 use crate::broker::Broker;
 use crate::long_polling::HeldPull;
 use crate::processor::{failure, send::BUSY_REMARK};
+use crate::stats::{clock_ms, BrokerStats};
 
 /// Largest number of messages one pull returns, whatever the client asks.
 const MAX_PULL_MSG_NUMS: i32 = 1000;
@@ -230,6 +231,11 @@ impl Broker {
             },
         );
         if code == response_code::SUCCESS {
+            self.stats.group_get_nums.add(
+                &BrokerStats::group_key(&h.topic, &h.consumer_group),
+                result.messages.len() as u64,
+                clock_ms(),
+            );
             let mut body = BytesMut::with_capacity(result.total_bytes());
             for m in &result.messages {
                 body.extend_from_slice(m);

@@ -13,6 +13,7 @@ use tracing::{debug, warn};
 use crate::broker::Broker;
 use crate::metadata::{is_not_allowed_send_topic, validate_topic, RETRY_GROUP_TOPIC_PREFIX};
 use crate::processor::failure;
+use crate::stats::clock_ms;
 
 /// Remark of a send refused because too many sends are already waiting for the store.
 pub(crate) const BUSY_REMARK: &str = "[REJECTREQUEST]system busy, start flow control for a while";
@@ -78,6 +79,9 @@ impl Broker {
             transaction_id = Some(uniq);
             self.store.put_message(msg).await
         };
+        if let Some(append) = result.append.as_ref().filter(|_| result.status == PutMessageStatus::PutOk) {
+            self.stats.topic_put_nums.add(&header.topic, append.msg_num as u64, clock_ms());
+        }
         self.send_response(&req, queue_id, result, transaction_id)
     }
 

@@ -1,0 +1,202 @@
+//! Per-topic and per-group message counters and their rate over the last minute, for the
+//! `topicPutTps` of GET_TOPIC_STATS_INFO and the `consumeTps` of GET_CONSUME_STATS.
+//! Java: `BrokerStatsManager` (`TOPIC_PUT_NUMS`, `GROUP_GET_NUMS`) and `StatsItem`.
+//!
+//! Java samples each counter every 10 s and reports the rate between the oldest and newest
+//! sample of the last minute, so a fresh counter reads 0 for the first 10 s. Here the live
+//! value counts too: the rate is (now − oldest sample) over at least one second, so it is
+//! right from the first message and still a one-minute average once the broker has run.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// The wall clock in milliseconds, as the counters take it.
+pub(crate) fn clock_ms() -> u64 {
+    u64::try_from(crate::broker::now_ms()).unwrap_or(0)
+}
+
+/// How often the periodic task samples every counter. Java: `StatsItem#init` (10 s).
+pub(crate) const SAMPLE_INTERVAL_MS: u64 = 10_000;
+
+/// The window a rate covers. Java: `getStatsDataInMinute`.
+const WINDOW_MS: u64 = 60_000;
+
+/// The shortest span a rate is divided by, so a burst right after a counter appears does not
+/// read as millions per second.
+const MIN_SPAN_MS: u64 = 1_000;
+
+/// At most this many counters per set; past it new keys are not counted (and a warning is
+/// logged once), so a client inventing topic or group names cannot grow the broker without
+/// bound. Far above any real broker's topic-group pairs.
+const MAX_KEYS: usize = 100_000;
+
+/// One counter and its recent samples `(time ms, value)`, oldest first.
+#[derive(Debug)]
+struct StatsItem {
+    value: AtomicU64,
+    samples: Mutex<VecDeque<(u64, u64)>>,
+}
+
+impl StatsItem {
+    fn new(now_ms: u64) -> StatsItem {
+        StatsItem { value: AtomicU64::new(0), samples: Mutex::new(VecDeque::from([(now_ms, 0)])) }
+    }
+
+    fn sample(&self, now_ms: u64) {
+        let value = self.value.load(Ordering::Relaxed);
+        let mut samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
+        samples.push_back((now_ms, value));
+        // Keep one sample at or before the window's start, so the window is always covered.
+        while samples.len() > 1 && samples[1].0 + WINDOW_MS <= now_ms {
+            samples.pop_front();
+        }
+    }
+
+    fn rate(&self, now_ms: u64) -> f64 {
+        let value = self.value.load(Ordering::Relaxed);
+        let samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(&(since, base)) = samples.front() else { return 0.0 };
+        let span = now_ms.saturating_sub(since).max(MIN_SPAN_MS);
+        value.saturating_sub(base) as f64 * 1000.0 / span as f64
+    }
+}
+
+/// Counters by key, each with its one-minute rate.
+#[derive(Debug, Default)]
+pub(crate) struct StatsItemSet {
+    items: RwLock<HashMap<String, Arc<StatsItem>>>,
+    full_warned: std::sync::atomic::AtomicBool,
+}
+
+impl StatsItemSet {
+    /// Adds `n` to the counter of `key`, creating it at `now_ms`.
+    pub(crate) fn add(&self, key: &str, n: u64, now_ms: u64) {
+        if let Some(item) = self.items.read().unwrap_or_else(|e| e.into_inner()).get(key) {
+            item.value.fetch_add(n, Ordering::Relaxed);
+            return;
+        }
+        let mut items = self.items.write().unwrap_or_else(|e| e.into_inner());
+        if items.len() >= MAX_KEYS && !items.contains_key(key) {
+            if !self.full_warned.swap(true, Ordering::Relaxed) {
+                tracing::warn!(max = MAX_KEYS, key, "stats counters full; new keys are not counted");
+            }
+            return;
+        }
+        items
+            .entry(key.to_owned())
+            .or_insert_with(|| Arc::new(StatsItem::new(now_ms)))
+            .value
+            .fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Messages per second of `key` over the last minute; 0 for an unknown key.
+    pub(crate) fn rate(&self, key: &str, now_ms: u64) -> f64 {
+        self.items.read().unwrap_or_else(|e| e.into_inner()).get(key).map_or(0.0, |item| item.rate(now_ms))
+    }
+
+    /// Records every counter's value at `now_ms` (the periodic task, every [`SAMPLE_INTERVAL_MS`]).
+    pub(crate) fn sample(&self, now_ms: u64) {
+        let items: Vec<Arc<StatsItem>> =
+            self.items.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        for item in items {
+            item.sample(now_ms);
+        }
+    }
+
+    /// Drops the counters whose key satisfies `doomed` (a deleted topic or group).
+    pub(crate) fn remove_where(&self, doomed: impl Fn(&str) -> bool) {
+        self.items.write().unwrap_or_else(|e| e.into_inner()).retain(|k, _| !doomed(k));
+    }
+}
+
+/// The broker's counters. Java: `BrokerStatsManager`.
+#[derive(Debug, Default)]
+pub(crate) struct BrokerStats {
+    /// Messages stored, by topic. Java: `TOPIC_PUT_NUMS`.
+    pub(crate) topic_put_nums: StatsItemSet,
+    /// Messages pulled, by `topic@group`. Java: `GROUP_GET_NUMS`.
+    pub(crate) group_get_nums: StatsItemSet,
+}
+
+impl BrokerStats {
+    /// The `topic@group` key of the group counters (Java's order).
+    pub(crate) fn group_key(topic: &str, group: &str) -> String {
+        format!("{topic}@{group}")
+    }
+
+    /// Samples every counter.
+    pub(crate) fn sample(&self, now_ms: u64) {
+        self.topic_put_nums.sample(now_ms);
+        self.group_get_nums.sample(now_ms);
+    }
+
+    /// Forgets a deleted topic's counters.
+    pub(crate) fn on_topic_deleted(&self, topic: &str) {
+        self.topic_put_nums.remove_where(|k| k == topic);
+        self.group_get_nums.remove_where(|k| k.split_once('@').is_some_and(|(t, _)| t == topic));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T0: u64 = 1_700_000_000_000;
+
+    #[test]
+    fn rate_counts_from_the_first_message_over_at_least_one_second() {
+        let set = StatsItemSet::default();
+        assert_eq!(set.rate("t", T0), 0.0);
+        set.add("t", 50, T0);
+        // 50 messages within the first 10 ms are 50 per (at least one) second.
+        assert!((set.rate("t", T0 + 10) - 50.0).abs() < 1e-9);
+        set.add("t", 50, T0 + 1_000);
+        assert!((set.rate("t", T0 + 4_000) - 25.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn rate_is_a_one_minute_window_once_samples_age_out() {
+        let set = StatsItemSet::default();
+        set.add("t", 0, T0);
+        // 10 messages a second for two minutes, sampled every 10 s.
+        for tick in 1..=12u64 {
+            set.add("t", 100, T0 + tick * SAMPLE_INTERVAL_MS);
+            set.sample(T0 + tick * SAMPLE_INTERVAL_MS);
+        }
+        // Then silence for 30 s: the minute holds 30 s of traffic.
+        let now = T0 + 12 * SAMPLE_INTERVAL_MS + 30_000;
+        set.sample(now);
+        let rate = set.rate("t", now);
+        assert!((rate - 5.0).abs() < 1e-9, "{rate}");
+        // Long silence: the rate drops to zero.
+        let later = now + 2 * WINDOW_MS;
+        set.sample(later - WINDOW_MS);
+        set.sample(later);
+        assert_eq!(set.rate("t", later), 0.0);
+    }
+
+    #[test]
+    fn samples_stay_bounded() {
+        let item = StatsItem::new(T0);
+        for tick in 1..=1_000u64 {
+            item.sample(T0 + tick * SAMPLE_INTERVAL_MS);
+        }
+        let len = item.samples.lock().unwrap().len();
+        assert!(len <= (WINDOW_MS / SAMPLE_INTERVAL_MS) as usize + 1, "{len}");
+    }
+
+    #[test]
+    fn deleting_a_topic_drops_its_topic_and_group_counters() {
+        let stats = BrokerStats::default();
+        stats.topic_put_nums.add("A", 1, T0);
+        stats.topic_put_nums.add("AB", 1, T0);
+        stats.group_get_nums.add(&BrokerStats::group_key("A", "g"), 1, T0);
+        stats.group_get_nums.add(&BrokerStats::group_key("AB", "g"), 1, T0);
+        stats.on_topic_deleted("A");
+        assert_eq!(stats.topic_put_nums.rate("A", T0 + 1), 0.0);
+        assert_eq!(stats.group_get_nums.rate("A@g", T0 + 1), 0.0);
+        assert!(stats.topic_put_nums.rate("AB", T0 + 1) > 0.0);
+        assert!(stats.group_get_nums.rate("AB@g", T0 + 1) > 0.0);
+    }
+}
