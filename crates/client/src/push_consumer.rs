@@ -78,6 +78,12 @@ pub struct PushConsumerConfig {
     pub pull_batch_size: i32,
     /// Messages held per queue before its pulls pause (`pullThresholdForQueue`, 1000).
     pub pull_threshold_for_queue: usize,
+    /// MiB of message bodies held per queue before its pulls pause
+    /// (`pullThresholdSizeForQueue`, 100).
+    pub pull_threshold_size_for_queue: usize,
+    /// Concurrent consumption: the largest distance between the smallest and largest queue
+    /// offset held before pulls pause (`consumeConcurrentlyMaxSpan`, 2000).
+    pub consume_concurrently_max_span: i64,
     /// Deliveries before a message goes to the dead-letter topic (`maxReconsumeTimes`, 16).
     pub max_reconsume_times: i32,
     /// How often consumed offsets are committed (`persistConsumerOffsetInterval`, 5 s).
@@ -117,6 +123,8 @@ impl Default for PushConsumerConfig {
             consume_message_batch_max_size: 1,
             pull_batch_size: 32,
             pull_threshold_for_queue: 1000,
+            pull_threshold_size_for_queue: 100,
+            consume_concurrently_max_span: 2000,
             max_reconsume_times: 16,
             persist_consumer_offset_interval: Duration::from_secs(5),
             rebalance_interval: Duration::from_secs(20),
@@ -136,8 +144,10 @@ impl Default for PushConsumerConfig {
 struct QueueState {
     /// Changes when the queue is (re)assigned; results of an older epoch are dropped.
     epoch: u64,
-    /// Queue offsets of the pulled messages not consumed yet.
-    in_flight: BTreeSet<i64>,
+    /// Queue offsets of the pulled messages not consumed yet, with their body sizes.
+    in_flight: BTreeMap<i64, usize>,
+    /// Sum of the `in_flight` body sizes. Java: `ProcessQueue#msgSize`.
+    in_flight_bytes: usize,
     /// Highest queue offset pulled so far.
     max_pulled: Option<i64>,
     /// Next offset to consume, once known.
@@ -161,10 +171,12 @@ impl QueueState {
     /// flight, or past the last pulled. Java: `ProcessQueue#removeMessage`.
     fn remove(&mut self, offsets: impl IntoIterator<Item = i64>) {
         for o in offsets {
-            self.in_flight.remove(&o);
+            if let Some(size) = self.in_flight.remove(&o) {
+                self.in_flight_bytes = self.in_flight_bytes.saturating_sub(size);
+            }
         }
-        let next = match (self.in_flight.first(), self.max_pulled) {
-            (Some(&first), _) => Some(first),
+        let next = match (self.in_flight.first_key_value(), self.max_pulled) {
+            (Some((&first, _)), _) => Some(first),
             (None, Some(max)) => Some(max + 1),
             (None, None) => None,
         };
@@ -174,6 +186,29 @@ impl QueueState {
                 self.dirty = true;
             }
         }
+    }
+
+    /// Records pulled messages as in flight.
+    fn add(&mut self, msgs: &[MessageExt]) {
+        for m in msgs {
+            let size = m.body().len();
+            if let Some(old) = self.in_flight.insert(m.queue_offset(), size) {
+                self.in_flight_bytes = self.in_flight_bytes.saturating_sub(old);
+            }
+            self.in_flight_bytes += size;
+        }
+    }
+
+    /// Whether the queue holds too much to pull more: more messages than `max_count`, more
+    /// body bytes than `max_bytes`, or (concurrent consumption) a span between the smallest and
+    /// largest offset in flight above `max_span`, which means one slow message holds back the
+    /// committed offset. Java: the flow-control checks of `DefaultMQPushConsumerImpl#pullMessage`.
+    fn over_threshold(&self, max_count: usize, max_bytes: usize, max_span: Option<i64>) -> bool {
+        let span = match (self.in_flight.first_key_value(), self.in_flight.last_key_value()) {
+            (Some((first, _)), Some((last, _))) => last - first,
+            _ => 0,
+        };
+        self.in_flight.len() > max_count || self.in_flight_bytes > max_bytes || max_span.is_some_and(|m| span > m)
     }
 }
 
@@ -526,7 +561,8 @@ impl Inner {
                 };
                 let q = QueueState {
                     epoch,
-                    in_flight: BTreeSet::new(),
+                    in_flight: BTreeMap::new(),
+                    in_flight_bytes: 0,
                     max_pulled: None,
                     consumed: None,
                     dirty: false,
@@ -563,7 +599,9 @@ impl Inner {
         let st = lock(&self.state);
         let q = st.queues.get(mq).filter(|q| q.epoch == epoch)?;
         let unlocked = self.needs_locks() && !orderly::lock_held(q);
-        Some(unlocked || q.in_flight.len() > self.config.pull_threshold_for_queue)
+        let max_span = (!self.orderly()).then_some(self.config.consume_concurrently_max_span);
+        let max_bytes = self.config.pull_threshold_size_for_queue.saturating_mul(1024 * 1024);
+        Some(unlocked || q.over_threshold(self.config.pull_threshold_for_queue, max_bytes, max_span))
     }
 
     async fn first_offset(&self, mq: &MessageQueue) -> i64 {
@@ -644,7 +682,7 @@ impl Inner {
     fn accept(&self, mq: &MessageQueue, epoch: u64, previous: i64, next: i64, msgs: &[MessageExt]) -> bool {
         let mut st = lock(&self.state);
         let Some(q) = st.queues.get_mut(mq).filter(|q| q.epoch == epoch) else { return false };
-        q.in_flight.extend(msgs.iter().map(MessageExt::queue_offset));
+        q.add(msgs);
         if self.orderly() {
             q.pending.extend(msgs.iter().map(|m| (m.queue_offset(), m.clone())));
             q.wake.notify_one();
@@ -769,7 +807,8 @@ mod tests {
         let task = js.spawn(async {});
         QueueState {
             epoch: 1,
-            in_flight: BTreeSet::new(),
+            in_flight: BTreeMap::new(),
+            in_flight_bytes: 0,
             max_pulled: None,
             consumed: Some(0),
             dirty: false,
@@ -784,15 +823,40 @@ mod tests {
     #[tokio::test]
     async fn consumed_offset_is_the_smallest_in_flight() {
         let mut q = queue();
-        q.in_flight.extend([0, 1, 2]);
+        q.add(&[message(0, 1), message(1, 1), message(2, 1)]);
         q.max_pulled = Some(2);
         q.remove([1, 2]);
         assert_eq!((q.consumed, q.dirty), (Some(0), false));
         q.remove([0]);
         assert_eq!((q.consumed, q.dirty), (Some(3), true));
-        q.in_flight.insert(3);
+        q.add(&[message(3, 1)]);
         q.max_pulled = Some(3);
         q.remove([]);
         assert_eq!(q.consumed, Some(3));
+    }
+
+    fn message(offset: i64, body_len: usize) -> MessageExt {
+        let stored = ferromq_protocol::message::StoredMessage {
+            queue_offset: offset,
+            body: bytes::Bytes::from(vec![b'x'; body_len]),
+            ..Default::default()
+        };
+        MessageExt { message_queue: MessageQueue::new("T", "b", 0), stored }
+    }
+
+    #[tokio::test]
+    async fn flow_control_counts_messages_bytes_and_span() {
+        let mut q = queue();
+        q.add(&[message(10, 100), message(11, 100), message(12, 100)]);
+        q.add(&[message(12, 50)]); // a redelivered offset replaces, not adds
+        assert_eq!((q.in_flight.len(), q.in_flight_bytes), (3, 250));
+        assert!(!q.over_threshold(3, 250, Some(2)));
+        assert!(q.over_threshold(2, 250, Some(2)), "count");
+        assert!(q.over_threshold(3, 249, Some(2)), "bytes");
+        assert!(q.over_threshold(3, 250, Some(1)), "span");
+        assert!(!q.over_threshold(3, 250, None), "orderly ignores the span");
+        q.remove([10, 12]);
+        assert_eq!((q.in_flight.len(), q.in_flight_bytes), (1, 100));
+        assert!(!q.over_threshold(1, 100, Some(0)));
     }
 }
