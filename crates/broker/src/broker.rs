@@ -4,10 +4,11 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ferromq_protocol::body::{RegisterBrokerBody, TopicConfig, TopicConfigAndMappingSerializeWrapper};
+use ferromq_protocol::body::{perm, RegisterBrokerBody, TopicConfig, TopicConfigAndMappingSerializeWrapper};
 use ferromq_protocol::header::{
     RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, UnRegisterBrokerRequestHeader,
 };
@@ -71,6 +72,9 @@ pub struct Broker {
     pub(crate) uniq_ids: UniqIdGenerator,
     /// Put and get counters behind the TPS figures of the stats requests.
     pub(crate) stats: BrokerStats,
+    /// `brokerPermission` as it is now: UPDATE_BROKER_CONFIG changes it at once (the one
+    /// broker key that takes effect without a restart, as in Java).
+    permission: AtomicI32,
     namesrv: RemotingClient,
     /// Wakes the registration loop when a topic is created.
     register_now: tokio::sync::Notify,
@@ -195,8 +199,32 @@ impl Broker {
         let _ = held.conn.send_response(response).await;
     }
 
+    /// The broker's current `brokerPermission` (PermName bits).
+    pub(crate) fn permission(&self) -> i32 {
+        self.permission.load(Ordering::Relaxed)
+    }
+
+    /// Changes `brokerPermission` at once and re-registers with the name servers so routes
+    /// show it. Java: `AdminBrokerProcessor#updateBrokerConfig` for `brokerPermission`.
+    pub(crate) fn set_permission(&self, permission: i32) {
+        let old = self.permission.swap(permission, Ordering::Relaxed);
+        if old != permission {
+            info!(old, new = permission, "broker permission changed");
+            self.topics().bump_data_version();
+            self.register_now.notify_one();
+        }
+    }
+
     fn registration(&self, compressed: bool) -> RemotingCommand {
-        let wrapper = self.topics().all();
+        let mut wrapper = self.topics().all();
+        // A broker that is not both readable and writable registers every topic with the
+        // broker's permission masked in, so clients route around it. Java: `registerBrokerAll`.
+        let permission = self.permission();
+        if !perm::is_writeable(permission) || !perm::is_readable(permission) {
+            for topic in wrapper.topic_config_table.values_mut() {
+                topic.perm &= permission;
+            }
+        }
         let body = RegisterBrokerBody {
             filter_server_list: Vec::new(),
             topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
@@ -310,6 +338,7 @@ pub async fn run(
         send_permits: Semaphore::new(config.send_thread_pool_queue_capacity),
         uniq_ids: UniqIdGenerator::new(store_host.ip()),
         stats: BrokerStats::default(),
+        permission: AtomicI32::new(config.broker_permission),
         namesrv: RemotingClient::new(ClientConfig::default()),
         register_now: tokio::sync::Notify::new(),
     });

@@ -11,7 +11,7 @@ use ferromq_broker::BrokerSettings;
 use ferromq_protocol::body::{
     ConsumeFromWhere, ConsumeStats, ConsumeType, ConsumerConnection, ConsumerData, ConsumerOffsetSerializeWrapper,
     GroupList, HeartbeatData, JsonBody, MessageModel, MessageQueue, ProducerConnection, ProducerData, ResetOffsetBody,
-    ResetOffsetBodyForC, SubscriptionData, TopicStatsTable,
+    ResetOffsetBodyForC, SubscriptionData, TopicRouteData, TopicStatsTable,
 };
 use ferromq_protocol::header::*;
 use ferromq_protocol::{request_code, response_code, LanguageCode, RemotingCommand};
@@ -548,6 +548,61 @@ async fn broker_config_update_that_cannot_be_persisted_is_refused_and_not_applie
     let r = c.call(&client, RemotingCommand::request(request_code::GET_BROKER_CONFIG)).await;
     let text = String::from_utf8(r.body.to_vec()).unwrap();
     assert!(text.contains("brokerPermission=6") && !text.contains("brokerPermission=4"), "{text}");
+    client.shutdown().await;
+    c.stop().await;
+}
+
+/// Polls the name server until `topic`'s route shows `perm` for the broker's queues.
+async fn wait_route_perm(c: &Cluster, topic: &str, perm: i32) {
+    let client = RemotingClient::new(ClientConfig::default());
+    let deadline = Instant::now() + T;
+    loop {
+        let req = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC)
+            .with_header(&GetRouteInfoRequestHeader { topic: topic.into(), accept_standard_json_only: Some(true) });
+        let r = client.invoke(&c.ns_addr, req, T).await.unwrap();
+        let now = (r.code == response_code::SUCCESS)
+            .then(|| TopicRouteData::decode(&r.body).unwrap().queue_datas.first().map(|q| q.perm))
+            .flatten();
+        if now == Some(perm) {
+            client.shutdown().await;
+            return;
+        }
+        assert!(Instant::now() < deadline, "{topic} route perm never became {perm} (now {now:?})");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_permission_update_takes_effect_at_once_and_is_re_registered() {
+    let c = Cluster::start(|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let update = |text: &str| RemotingCommand::request(request_code::UPDATE_BROKER_CONFIG).with_body(text.to_owned());
+    c.send(&client, "PermTopic", 0, 1).await;
+    wait_route_perm(&c, "PermTopic", 6).await;
+
+    // Read-only: sends are refused, pulls still served, routes show the topic read-only.
+    assert_eq!(c.call(&client, update("brokerPermission=4\n")).await.code, response_code::SUCCESS);
+    let r = c.call(&client, send_v2("PermTopic", 0, "refused")).await;
+    assert_eq!(r.code, response_code::NO_PERMISSION, "{:?}", r.remark);
+    assert!(r.remark.as_deref().unwrap_or_default().contains("sending message is forbidden"), "{:?}", r.remark);
+    let pull = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
+        consumer_group: "perm-group".into(),
+        topic: "PermTopic".into(),
+        queue_id: 0,
+        queue_offset: 0,
+        max_msg_nums: 32,
+        sys_flag: pull_sys_flag::SUBSCRIPTION,
+        subscription: Some("*".into()),
+        expression_type: Some("TAG".into()),
+        ..Default::default()
+    });
+    assert_eq!(c.call(&client, pull).await.code, response_code::SUCCESS);
+    wait_route_perm(&c, "PermTopic", 4).await;
+
+    // Writable again.
+    assert_eq!(c.call(&client, update("brokerPermission=6\n")).await.code, response_code::SUCCESS);
+    assert_eq!(c.call(&client, send_v2("PermTopic", 0, "accepted")).await.code, response_code::SUCCESS);
+    wait_route_perm(&c, "PermTopic", 6).await;
     client.shutdown().await;
     c.stop().await;
 }

@@ -381,6 +381,15 @@ impl TopicConfigManager {
         }
     }
 
+    /// Moves the table's version on without changing a topic, so name servers take the next
+    /// registration's topic table (after a broker permission change, whose effect on the
+    /// registered perms is computed at registration). Java: `getDataVersion().nextVersion()`
+    /// in `AdminBrokerProcessor#updateBrokerConfig`.
+    pub fn bump_data_version(&self) {
+        self.write().data_version.next_version();
+        self.file.mark_dirty();
+    }
+
     /// The table's current version.
     pub fn data_version(&self) -> DataVersion {
         self.read().data_version

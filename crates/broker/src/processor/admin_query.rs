@@ -248,7 +248,8 @@ impl Broker {
     /// in-memory settings GET_BROKER_CONFIG reports; if the write fails the update answers
     /// SYSTEM_ERROR and nothing changes (Java logs the failure and answers SUCCESS). The
     /// running broker works from the settings it started with, so most keys take effect at the
-    /// next start, and a changed `brokerPermission` is not re-registered at once.
+    /// next start; `brokerPermission` takes effect at once and is re-registered with the name
+    /// servers (topics registered with the broker's permission masked in, as Java).
     /// Java: `AdminBrokerProcessor#updateBrokerConfig`, `Configuration#update`/`#persist`.
     pub(crate) fn update_broker_config(&self, conn: &Connection, req: &RemotingCommand) -> RemotingCommand {
         info!(caller = %conn.remote_addr(), "broker config update requested");
@@ -281,7 +282,12 @@ impl Broker {
                 format!("cannot persist the broker config to {}: {e}", path.display()),
             );
         }
+        let permission = updated.broker.broker_permission;
         *settings = updated;
+        drop(settings);
+        if entries.iter().any(|(k, _)| k == "brokerPermission") {
+            self.set_permission(permission);
+        }
         info!(keys = entries.len(), ?unknown, path = %path.display(), caller = %conn.remote_addr(), "broker config updated");
         success(req)
     }

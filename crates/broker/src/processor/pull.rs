@@ -69,7 +69,7 @@ impl Broker {
             Ok(h) => h,
             Err(e) => return respond(response_code::SYSTEM_ERROR, e.to_string()),
         };
-        if !perm::is_readable(self.config.broker_permission) {
+        if !perm::is_readable(self.permission()) {
             return respond(
                 response_code::NO_PERMISSION,
                 format!("the broker[{}] pulling message is forbidden", self.config.broker_ip1),

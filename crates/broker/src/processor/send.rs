@@ -99,7 +99,7 @@ impl Broker {
                 "the broker is a slave and does not accept messages".into(),
             );
         }
-        if !perm::is_writeable(self.config.broker_permission) {
+        if !perm::is_writeable(self.permission()) {
             return fail(
                 response_code::NO_PERMISSION,
                 format!("the broker[{}] sending message is forbidden", self.config.broker_ip1),

@@ -31,7 +31,7 @@ impl Broker {
                 format!("subscription group not exist, {}", h.group),
             );
         };
-        if !perm::is_writeable(self.config.broker_permission) {
+        if !perm::is_writeable(self.permission()) {
             return failure(
                 &req,
                 response_code::NO_PERMISSION,
