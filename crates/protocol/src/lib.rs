@@ -6,6 +6,7 @@
 //! It deliberately does no I/O: no sockets, no files, no async runtime.
 
 pub mod body;
+pub mod civil_date;
 pub mod code;
 pub mod command;
 pub mod frame;

@@ -1,6 +1,7 @@
 //! Output helpers: aligned tables like mqadmin's, JSON printing, time formatting.
 
 use ferromq_client::admin::{json_to_string_pretty, JsonValue};
+use ferromq_protocol::civil_date::{civil_from_days, days_from_civil};
 
 /// A table printed with left-aligned, padded columns.
 pub(crate) struct Table {
@@ -88,32 +89,6 @@ pub(crate) fn parse_timestamp(text: &str) -> Option<i64> {
     }
     let days = days_from_civil(y, m, day);
     Some(((days * 86_400 + h * 3600 + min * 60 + sec) * 1000) + ms)
-}
-
-/// (year, month, day) to days since 1970-01-01 (Howard Hinnant's `days_from_civil`).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
-/// (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]

@@ -10,9 +10,8 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::civil_date::{civil_from_days, MS_PER_DAY};
 use crate::message::hex::push_upper_hex;
-
-const MS_PER_DAY: i64 = 86_400_000;
 
 /// Makes `UNIQ_KEY` values. Thread-safe: share one per process (or per producer).
 ///
@@ -79,19 +78,7 @@ fn now_ms() -> i64 {
 /// Start of the UTC month containing `ms`, in milliseconds since the Unix epoch.
 fn month_start_ms(ms: i64) -> i64 {
     let days = ms.div_euclid(MS_PER_DAY);
-    (days - (day_of_month(days) - 1)) * MS_PER_DAY
-}
-
-/// Day of the month (1..=31) of a day counted from 1970-01-01, in the proleptic Gregorian
-/// calendar (Howard Hinnant's `civil_from_days`, reduced to the day).
-fn day_of_month(days: i64) -> i64 {
-    let z = days + 719_468; // shift the epoch to 0000-03-01
-    let era = z.div_euclid(146_097);
-    let day_of_era = z - era * 146_097;
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153; // 0 = March
-    day_of_year - (153 * month_index + 2) / 5 + 1
+    (days - (civil_from_days(days).2 - 1)) * MS_PER_DAY
 }
 
 /// A per-process value that differs between processes started at the same time on the same
