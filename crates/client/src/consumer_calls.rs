@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use ferromq_protocol::body::{
-    ConsumeFromWhere, JsonBody, LockBatchRequestBody, LockBatchResponseBody, MessageQueue, SubscriptionData,
-    EXPRESSION_TYPE_TAG,
+    perm, ConsumeFromWhere, JsonBody, LockBatchRequestBody, LockBatchResponseBody, MessageQueue, SubscriptionData,
+    EXPRESSION_TYPE_TAG, MASTER_ID,
 };
 use ferromq_protocol::header::{
     pull_sys_flag, ConsumerSendMsgBackRequestHeader, GetMaxOffsetRequestHeader, OffsetResponseHeader,
@@ -86,6 +86,26 @@ impl ConsumerCalls<'_> {
         resp.decode_header::<OffsetResponseHeader>()
             .map(|h| h.offset)
             .map_err(|source| ClientError::Header { addr, source })
+    }
+
+    /// What a rebalance of `topic` starts from: its readable queues, from a fresh route (which
+    /// is installed for pulls and sends), and the address of a master broker of the topic to
+    /// ask for the group's members (`None` if the route names none).
+    /// Java: the inputs of `RebalanceImpl#rebalanceByTopic`.
+    pub(crate) async fn rebalance_inputs(
+        &self,
+        topic: &str,
+    ) -> Result<(Vec<MessageQueue>, Option<String>), ClientError> {
+        let route = self.instance.fetch_route(topic).await?;
+        self.instance.install_route(topic, &route);
+        let queues = route
+            .queue_datas
+            .iter()
+            .filter(|qd| perm::is_readable(qd.perm))
+            .flat_map(|qd| (0..qd.read_queue_nums).map(|q| MessageQueue::new(topic, qd.broker_name.clone(), q)))
+            .collect();
+        let master = route.broker_datas.iter().find_map(|bd| bd.broker_addrs.get(&MASTER_ID).cloned());
+        Ok((queues, master))
     }
 
     /// QUERY_CONSUMER_OFFSET; `None` on QUERY_NOT_FOUND.

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ferromq_protocol::body::{
-    perm, ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, MessageQueue, SubscriptionData, MASTER_ID, SUB_ALL,
+    ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, MessageQueue, SubscriptionData, SUB_ALL,
 };
 use tokio::sync::Notify;
 use tokio::task::{AbortHandle, JoinSet};
@@ -461,21 +461,14 @@ impl Inner {
     /// (clustering).
     async fn rebalance(self: &Arc<Self>) {
         let Some(topic) = self.subscribed_topic() else { return };
-        let route = match self.instance.fetch_route(&topic).await {
-            Ok(route) => route,
+        let (all, master) = match self.calls().rebalance_inputs(&topic).await {
+            Ok(inputs) => inputs,
             Err(e) => {
                 warn!(topic = %topic, error = %e, "rebalance: no route");
                 return;
             }
         };
-        self.instance.install_route(&topic, &route);
-        let all: Vec<MessageQueue> = route
-            .queue_datas
-            .iter()
-            .filter(|qd| perm::is_readable(qd.perm))
-            .flat_map(|qd| (0..qd.read_queue_nums).map(|q| MessageQueue::new(topic.clone(), qd.broker_name.clone(), q)))
-            .collect();
-        let Some(addr) = route.broker_datas.iter().find_map(|bd| bd.broker_addrs.get(&MASTER_ID).cloned()) else {
+        let Some(addr) = master else {
             warn!(topic = %topic, "rebalance: no master broker");
             return;
         };

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ferromq_protocol::body::{
-    perm, ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, MessageQueue, SubscriptionData, MASTER_ID,
+    ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, MessageQueue, SubscriptionData,
 };
 use ferromq_protocol::message::keys;
 use tokio::sync::{Notify, Semaphore};
@@ -485,25 +485,18 @@ impl Inner {
 
     /// The queues of `topic` this consumer gets. Java: `RebalanceImpl#rebalanceByTopic`.
     async fn share_of(&self, topic: &str) -> Option<Vec<MessageQueue>> {
-        let route = match self.instance.fetch_route(topic).await {
-            Ok(route) => route,
+        let (all, master) = match self.calls().rebalance_inputs(topic).await {
+            Ok(inputs) => inputs,
             Err(e) => {
                 debug!(topic = %topic, error = %e, "rebalance: no route");
                 return None;
             }
         };
-        self.instance.install_route(topic, &route);
-        let all: Vec<MessageQueue> = route
-            .queue_datas
-            .iter()
-            .filter(|qd| perm::is_readable(qd.perm))
-            .flat_map(|qd| (0..qd.read_queue_nums).map(|q| MessageQueue::new(topic, qd.broker_name.clone(), q)))
-            .collect();
         if self.broadcasting() {
             // Java: `RebalanceImpl#rebalanceByTopic`, BROADCASTING: every queue.
             return Some(all);
         }
-        let addr = route.broker_datas.iter().find_map(|bd| bd.broker_addrs.get(&MASTER_ID).cloned())?;
+        let addr = master?;
         match self.instance.consumer_ids(&addr, &self.config.group).await {
             Ok(cids) if !cids.is_empty() => {
                 Some(self.config.allocate_strategy.allocate(&all, &cids, self.instance.client_id()))
