@@ -256,6 +256,25 @@ fn read_contents(path: &Path) -> Result<Contents, MetadataError> {
     }
 }
 
+/// Replaces `path` with `bytes` as [`ConfigFile::persist`] does, without the backup: written
+/// to `<path>.tmp` and synced, renamed over `path`, the directory synced; a crash leaves the
+/// old or the new contents. Creates the directory if needed.
+///
+/// # Errors
+///
+/// [`MetadataError::Io`] naming the file or directory that failed.
+pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> Result<(), MetadataError> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&dir).map_err(|source| MetadataError::Io { path: dir.clone(), source })?;
+    let temp = with_suffix(path, TEMP_SUFFIX);
+    write_synced(&temp, bytes)?;
+    std::fs::rename(&temp, path).map_err(|source| MetadataError::Io { path: path.to_owned(), source })?;
+    sync_dir(&dir)
+}
+
 fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), MetadataError> {
     let io = |source| MetadataError::Io { path: path.to_owned(), source };
     let mut file = File::create(path).map_err(io)?;

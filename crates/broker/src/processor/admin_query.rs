@@ -27,6 +27,7 @@ use tracing::{debug, info, warn};
 
 use crate::broker::Broker;
 use crate::client::ClientChannelInfo;
+use crate::metadata::replace_file;
 use crate::processor::{failure, header_or_fail, success};
 use crate::stats::{clock_ms, BrokerStats};
 
@@ -274,12 +275,14 @@ impl Broker {
             Err(e) => return failure(req, response_code::SYSTEM_ERROR, e.to_string()),
         };
         let path = updated.config_store_path();
-        if let Err(e) = write_atomically(&path, updated.to_text().as_bytes()) {
-            warn!(path = %path.display(), error = %e, "broker config update not persisted; nothing applied");
+        if let Err(e) = replace_file(&path, updated.to_text().as_bytes()) {
+            // The OS reason is the error's source; the remark carries it to the admin tool.
+            let reason = std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| format!("{e}: {s}"));
+            warn!(path = %path.display(), error = %reason, "broker config update not persisted; nothing applied");
             return failure(
                 req,
                 response_code::SYSTEM_ERROR,
-                format!("cannot persist the broker config to {}: {e}", path.display()),
+                format!("cannot persist the broker config to {}: {reason}", path.display()),
             );
         }
         let permission = updated.broker.broker_permission;
@@ -449,20 +452,4 @@ impl Broker {
     fn queue(&self, topic: &str, queue_id: i32) -> MessageQueue {
         MessageQueue::new(topic, self.config.broker_name.as_str(), queue_id)
     }
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory, synced and then
-/// renamed over the old file, so a crash leaves either the old or the new settings.
-fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = std::path::PathBuf::from(tmp);
-    let mut file = std::fs::File::create(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path)
 }
