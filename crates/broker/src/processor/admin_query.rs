@@ -288,9 +288,7 @@ impl Broker {
         let permission = updated.broker.broker_permission;
         *settings = updated;
         drop(settings);
-        if entries.iter().any(|(k, _)| k == "brokerPermission") {
-            self.set_permission(permission);
-        }
+        self.set_permission(permission);
         info!(keys = entries.len(), ?unknown, path = %path.display(), caller = %conn.remote_addr(), "broker config updated");
         success(req)
     }
