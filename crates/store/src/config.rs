@@ -101,6 +101,10 @@ rocketmq_config! {
         /// `warmMapedFileEnable`: pre-touch new segments (FerroMQ always pre-touches in the
         /// background; kept for config compatibility).
         warm_mapped_file_enable: bool = "warmMapedFileEnable", default false;
+        /// `messageDelayLevel`: the delay of each level, level 1 first.
+        message_delay_level: crate::DelayLevels = "messageDelayLevel", default crate::DelayLevels::default();
+        /// `flushDelayOffsetInterval` (ms): how often delay-level progress is written.
+        flush_delay_offset_interval_ms: u64 = "flushDelayOffsetInterval", default 10_000;
     }
 }
 

@@ -5,6 +5,7 @@
 use ferromq_protocol::message::{keys, sysflag, MessageError, RecordOrBlank, RecordView};
 
 use crate::dispatch_request::DispatchRequest;
+use crate::DelayLevels;
 
 /// What is at a CommitLog position.
 #[derive(Debug)]
@@ -18,8 +19,9 @@ pub(crate) enum Scanned {
 }
 
 /// Parses the record at the start of `bytes`, which sits at CommitLog `offset`. With
-/// `check_crc` the body CRC must match.
-pub(crate) fn scan(bytes: &[u8], offset: i64, check_crc: bool) -> Scanned {
+/// `check_crc` the body CRC must match. `delays` gives schedule-topic records their delivery
+/// time as tagsCode.
+pub(crate) fn scan(bytes: &[u8], offset: i64, check_crc: bool, delays: &DelayLevels) -> Scanned {
     if bytes.len() >= 4 && bytes[..4] == [0, 0, 0, 0] {
         return Scanned::End(None);
     }
@@ -33,14 +35,18 @@ pub(crate) fn scan(bytes: &[u8], offset: i64, check_crc: bool) -> Scanned {
             return Scanned::End(Some(e));
         }
     }
-    match request_from(&view, offset) {
+    match request_from(&view, offset, delays) {
         Ok(req) => Scanned::Record(req),
         Err(e) => Scanned::End(Some(e)),
     }
 }
 
-fn request_from(view: &RecordView<'_>, offset: i64) -> Result<DispatchRequest, MessageError> {
+fn request_from(view: &RecordView<'_>, offset: i64, delays: &DelayLevels) -> Result<DispatchRequest, MessageError> {
     let topic = view.topic_str()?.to_owned();
+    let tags_code = match delays.schedule_tags_code(&topic, view.property(keys::DELAY)?, view.store_timestamp_ms) {
+        Some(deliver_at) => deliver_at,
+        None => view.tags_code()?,
+    };
     let keys = view.property(keys::KEYS)?.map(str::to_owned);
     let uniq_key = view.property(keys::UNIQ_KEY)?.map(str::to_owned);
     Ok(DispatchRequest {
@@ -48,7 +54,7 @@ fn request_from(view: &RecordView<'_>, offset: i64) -> Result<DispatchRequest, M
         queue_id: view.queue_id,
         commit_log_offset: offset,
         msg_size: view.total_size as i32,
-        tags_code: view.tags_code()?,
+        tags_code,
         store_timestamp: view.store_timestamp_ms,
         consume_queue_offset: view.queue_offset,
         keys,

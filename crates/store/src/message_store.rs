@@ -18,7 +18,7 @@ use tracing::{error, info, warn};
 use crate::checkpoint::Checkpoint;
 use crate::commit_log::CommitLog;
 use crate::config::StoreConfig;
-use crate::consume_queue::ConsumeQueueStore;
+use crate::consume_queue::{ConsumeQueueStore, CqUnit};
 use crate::dispatch::{goes_to_consume_queue, scan, Scanned};
 use crate::dispatch_request::DispatchRequest;
 use crate::flush::FlushService;
@@ -403,6 +403,14 @@ impl MessageStore {
         self.shared.consume_queues.find(topic, queue_id).map_or(0, |cq| cq.min_offset_in_queue())
     }
 
+    /// Up to `max` ConsumeQueue units of a queue from `queue_offset` (fewer at a segment end;
+    /// empty below the min offset, past the written units, or for an unknown queue). For
+    /// services that read a queue's index themselves, such as the broker's delay-level
+    /// scheduler, whose units carry delivery times as tagsCode.
+    pub fn consume_queue_units(&self, topic: &str, queue_id: i32, queue_offset: i64, max: usize) -> Vec<CqUnit> {
+        self.shared.consume_queues.find(topic, queue_id).map_or_else(Vec::new, |cq| cq.iter_from(queue_offset, max))
+    }
+
     /// Store time of a queue's first message.
     pub fn earliest_message_time(&self, topic: &str, queue_id: i32) -> Option<i64> {
         let cq = self.shared.consume_queues.find(topic, queue_id)?;
@@ -477,10 +485,13 @@ impl MessageStore {
         self.shared.commit_log.inject_flush_failure(fail);
     }
 
-    /// Waits (up to `timeout`) until every appended record is dispatched.
+    /// Waits (up to `timeout`) until every record appended before the call is dispatched.
+    /// With the transient store pool that includes records not yet committed to the file
+    /// (dispatch sees them once the commit service has run).
     pub fn wait_dispatched(&self, timeout: Duration) -> bool {
         let deadline = std::time::Instant::now() + timeout;
-        while self.dispatch_behind_bytes() > 0 {
+        let appended = self.shared.commit_log.queue().max_offset();
+        while self.shared.reput_from.load(Ordering::Acquire) < appended {
             if std::time::Instant::now() >= deadline {
                 return false;
             }
@@ -605,7 +616,7 @@ fn reput_loop(shared: &Shared) {
         let mut pos = 0usize;
         let mut next = from;
         while pos < data.len() {
-            match scan(&data[pos..], from + pos as i64, false) {
+            match scan(&data[pos..], from + pos as i64, false, &shared.config.message_delay_level) {
                 Scanned::Record(req) => {
                     pos += req.msg_size as usize;
                     shared.dispatch(&req);

@@ -17,6 +17,7 @@ use crate::config::StoreConfig;
 use crate::consume_queue::ConsumeQueueStore;
 use crate::dispatch::{scan, Scanned};
 use crate::dispatch_request::DispatchRequest;
+use crate::DelayLevels;
 
 /// What recovery did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -55,6 +56,7 @@ pub(crate) fn recover(
         start = start.min(i);
     }
     let check_crc = config.check_crc_on_recover;
+    let delays = &config.message_delay_level;
     let mut end = files[start].file_from_offset();
     let mut torn = false;
     'files: for file in &files[start..] {
@@ -65,8 +67,9 @@ pub(crate) fn recover(
         let valid_len = file.loaded_len().min(file_size);
         let mut pos = 0usize;
         loop {
-            let scanned =
-                file.with_raw(pos, valid_len.saturating_sub(pos), |bytes| scan(bytes, from + pos as i64, check_crc));
+            let scanned = file.with_raw(pos, valid_len.saturating_sub(pos), |bytes| {
+                scan(bytes, from + pos as i64, check_crc, delays)
+            });
             match scanned {
                 Some(Scanned::Record(req)) => {
                     pos += req.msg_size as usize;
@@ -106,9 +109,11 @@ pub(crate) fn recover(
 /// later data may be missing from consume queues and index), or the first segment.
 fn start_by_checkpoint(files: &[std::sync::Arc<crate::MappedFile>], min_timestamp: i64) -> usize {
     for (i, file) in files.iter().enumerate().rev() {
-        let first_ts = file.with_raw(0, file.file_size(), |bytes| match scan(bytes, file.file_from_offset(), false) {
-            Scanned::Record(req) => Some(req.store_timestamp),
-            _ => None,
+        let first_ts = file.with_raw(0, file.file_size(), |bytes| {
+            match scan(bytes, file.file_from_offset(), false, &DelayLevels::default()) {
+                Scanned::Record(req) => Some(req.store_timestamp),
+                _ => None,
+            }
         });
         if let Some(Some(ts)) = first_ts {
             if ts <= min_timestamp {

@@ -331,3 +331,49 @@ async fn transient_pool_store_serves_and_survives_a_restart() {
     let store = MessageStore::open(pooled(dir.path()), host()).unwrap();
     assert_eq!(bodies(&store, "TP", 0), (0..60).map(|i| format!("m{i}")).collect::<Vec<_>>());
 }
+
+/// Schedule-topic records are indexed by delivery time (store time + level delay), also when
+/// recovery rebuilds the consume queue after a crash.
+#[tokio::test]
+async fn schedule_topic_units_carry_the_delivery_time() {
+    use ferromq_store::SCHEDULE_TOPIC;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = StoreConfig {
+        message_delay_level: ferromq_store::DelayLevels::parse("1s 5s 1d").unwrap(),
+        ..config(dir.path(), FlushDiskType::SyncFlush)
+    };
+    let delayed = |level: &str, queue_id: i32| StoredMessage {
+        properties: format!("DELAY\u{1}{level}\u{2}REAL_TOPIC\u{1}T\u{2}REAL_QID\u{1}0\u{2}TAGS\u{1}a\u{2}"),
+        ..msg(SCHEDULE_TOPIC, queue_id, "d", "a", "k")
+    };
+    let check = |store: &MessageStore| {
+        for (queue_id, delay) in [(0, 1_000), (1, 5_000), (2, 86_400_000)] {
+            let units = store.consume_queue_units(SCHEDULE_TOPIC, queue_id, 0, 1);
+            assert_eq!(units.len(), 1, "queue {queue_id}");
+            let stored = store.message_store_time(SCHEDULE_TOPIC, queue_id, 0).unwrap();
+            assert_eq!(units[0].tags_code, stored + delay, "queue {queue_id}");
+        }
+        // Level 9 is beyond the three configured: clamped to the last.
+        let units = store.consume_queue_units(SCHEDULE_TOPIC, 2, 1, 10);
+        let stored = store.message_store_time(SCHEDULE_TOPIC, 2, 1).unwrap();
+        assert_eq!(units[0].tags_code, stored + 86_400_000);
+        // Other topics keep the tag hash.
+        let plain = store.consume_queue_units("Plain", 0, 0, 1);
+        assert_eq!(plain[0].tags_code, tags_code(Some("a")));
+    };
+    {
+        let store = MessageStore::open(cfg.clone(), host()).unwrap();
+        for (level, q) in [("1", 0), ("2", 1), ("3", 2), ("9", 2)] {
+            assert_eq!(store.put_message(delayed(level, q)).await.status, PutMessageStatus::PutOk);
+        }
+        assert_eq!(store.put_message(msg("Plain", 0, "p", "a", "k")).await.status, PutMessageStatus::PutOk);
+        assert!(store.wait_dispatched(Duration::from_secs(10)));
+        check(&store);
+    }
+    // Simulated crash: consume queues rebuilt from the CommitLog.
+    std::fs::remove_dir_all(dir.path().join("consumequeue")).unwrap();
+    std::fs::write(dir.path().join("abort"), b"1").unwrap();
+    let store = MessageStore::open(cfg, host()).unwrap();
+    assert!(store.wait_dispatched(Duration::from_secs(10)));
+    check(&store);
+}
