@@ -12,6 +12,8 @@ Modes:
     produce          send --count messages with send_sync. Message i (i from --start) has body
                      "m-<i>", key "k-<i>", tag TagA for even i and TagB for odd i (--tags), and
                      the user property color=<red|green|blue>[i % 3].
+                     With --delay-level N > 0 every message carries that delay level (the
+                     broker holds it in SCHEDULE_TOPIC_XXXX until due).
     produce-orderly  for each key of --order-keys (comma separated), send --count messages with
                      send_orderly. The selector argument is the key's index in --order-keys; the
                      selector picks queue (index % queue count), so every message of one key goes
@@ -41,7 +43,8 @@ offset), so "sent" lines have no queue_id; produce-orderly reports the queue its
 (queue_id) and the queue count it was offered (mq_size). msg_id is the client-made UNIQ_KEY.
 A consumed message's "props" holds the properties named by --props (default color, order_key,
 seq and CLUSTER, which a Java broker adds; missing ones are left out) and "uniq_key" the
-UNIQ_KEY property; push-consume adds "received_at_ms", the wall-clock time (ms since the epoch)
+UNIQ_KEY property; push-consume adds "recv_seq" (1, 2, ... in the order the listener got the
+messages) and "received_at_ms", the wall-clock time (ms since the epoch)
 the listener got the message, to compare with store_timestamp.
 outcome is one of: ok, incomplete, start_failed, send_failed, error, import_failed, timeout,
 crashed.
@@ -104,6 +107,8 @@ def parse_args(argv):
     ap.add_argument("--count", type=int, default=10,
                     help="produce: messages to send; produce-orderly: messages per key (default 10)")
     ap.add_argument("--start", type=int, default=0, help="produce: index of the first message (default 0)")
+    ap.add_argument("--delay-level", type=int, default=0,
+                    help="produce: delay level of every message (default 0: not delayed)")
     ap.add_argument("--tags", default="TagA,TagB",
                     help="produce: comma separated tags, used in turn (default TagA,TagB)")
     ap.add_argument("--order-keys", default="A,B,C", help="produce-orderly: comma separated keys (default A,B,C)")
@@ -114,6 +119,8 @@ def parse_args(argv):
     ap.add_argument("--expression", default="*", help="consumers: subscription expression (default *)")
     ap.add_argument("--expect", type=int, default=None,
                     help="consumers: distinct messages that make the run a success (required)")
+    ap.add_argument("--orderly", action="store_true",
+                    help="push-consume: an orderly consumer (broker queue locks, one queue at a time)")
     ap.add_argument("--settle-s", type=float, default=0.0,
                     help="push-consume: keep listening this long after --expect arrived (default 0)")
     ap.add_argument("--props", default="color,order_key,seq,CLUSTER",
@@ -227,6 +234,10 @@ def produce(args, dll, client):
             msg.set_tags(fields["tag"])
             msg.set_body(fields["body"])
             msg.set_property("color", fields["color"])
+            if args.delay_level > 0:
+                msg.set_delay_time_level(args.delay_level)
+                fields["delay_level"] = args.delay_level
+            fields["sent_at_ms"] = int(time.time() * 1000)
             try:
                 res = producer.send_sync(msg)
             except Exception as e:
@@ -282,7 +293,7 @@ def push_consume(args, dll, client, wait_until):
     if args.expect == 0:
         enough.set()
 
-    consumer = PushConsumer(args.group)
+    consumer = PushConsumer(args.group, orderly=args.orderly)
     consumer.set_namesrv_addr(args.namesrv)
     set_log_level(dll, "push", consumer._handle, args.client_log_level)
 
@@ -291,6 +302,7 @@ def push_consume(args, dll, client, wait_until):
         rec["received_at_ms"] = int(time.time() * 1000)
         with lock:
             total[0] += 1
+            rec["recv_seq"] = total[0]
             seen.add(message_identity(rec))
             if len(seen) >= args.expect:
                 enough.set()

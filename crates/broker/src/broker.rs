@@ -78,6 +78,10 @@ pub struct Broker {
     namesrv: RemotingClient,
     /// Wakes the registration loop when a topic is created.
     register_now: tokio::sync::Notify,
+    /// SQL92 subscriptions registered through heartbeats.
+    pub(crate) consumer_filters: crate::filter::ConsumerFilterManager,
+    /// Ends of transactions waiting to be written as op messages.
+    pub(crate) tx_ops: crate::transaction::op_writer::OpQueue,
 }
 
 impl std::fmt::Debug for Broker {
@@ -115,6 +119,13 @@ impl Broker {
             d.register(code, move |conn, req| {
                 let b = b.clone();
                 async move { Some(b.send(conn, req).await) }
+            });
+        }
+        {
+            let b = self.clone();
+            d.register(request_code::END_TRANSACTION, move |conn, req| {
+                let b = b.clone();
+                async move { Some(b.end_transaction(conn, req).await) }
             });
         }
         {
@@ -177,6 +188,13 @@ impl Broker {
             d.register(request_code::INVOKE_BROKER_TO_RESET_OFFSET, move |_conn, req| {
                 let b = b.clone();
                 async move { Some(b.invoke_broker_to_reset_offset(&req).await) }
+            });
+        }
+        {
+            let b = self.clone();
+            d.register(request_code::GET_CONSUMER_RUNNING_INFO, move |_conn, req| {
+                let b = b.clone();
+                async move { Some(b.get_consumer_running_info(&req).await) }
             });
         }
         let b = self.clone();
@@ -341,6 +359,8 @@ pub async fn run(
         permission: AtomicI32::new(config.broker_permission),
         namesrv: RemotingClient::new(ClientConfig::default()),
         register_now: tokio::sync::Notify::new(),
+        tx_ops: Default::default(),
+        consumer_filters: Default::default(),
     });
     {
         let b = Arc::downgrade(&broker);
@@ -407,6 +427,7 @@ pub async fn run(
                         let now = now_ms();
                         b.producers.scan_not_active(now);
                         b.consumers.scan_not_active(now);
+                        b.consumer_filters.retain_groups(|g| b.consumers.group(g).is_some());
                     }
                     _ = persist.tick() => {
                         // File writes and fsyncs stay off the async workers.
@@ -421,8 +442,16 @@ pub async fn run(
         });
     }
 
+    if !broker.is_slave() {
+        crate::schedule::start(&broker, &mut tasks);
+        let b = broker.clone();
+        tasks.spawn(async move { b.run_op_writer().await });
+        tasks.spawn(crate::transaction::check::run(broker.clone()));
+    }
+
     let served = server.serve(listener, shutdown).await;
     tasks.shutdown().await;
+    broker.flush_transaction_ops().await;
     broker.unregister_all().await;
     broker.namesrv.shutdown().await;
     if let Err(e) = broker.metadata.persist_all() {

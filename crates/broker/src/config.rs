@@ -96,8 +96,18 @@ rocketmq_config! {
         trace_on: bool = "traceOn", default true;
         /// `slaveReadEnable`.
         slave_read_enable: bool = "slaveReadEnable", default false;
-        /// `messageDelayLevel`.
-        message_delay_level: String = "messageDelayLevel", default "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h".to_owned();
+        /// `enablePropertyFilter`: serve SQL92 subscriptions.
+        enable_property_filter: bool = "enablePropertyFilter", default false;
+        /// `rejectTransactionMessage`: refuse half (prepared) messages with NO_PERMISSION.
+        reject_transaction_message: bool = "rejectTransactionMessage", default false;
+        /// `transactionCheckInterval` (ms) between two runs of the check-back service.
+        transaction_check_interval: u64 = "transactionCheckInterval", default 30_000;
+        /// `transactionTimeOut` (ms): age of a half message before its producer is asked.
+        transaction_time_out: i64 = "transactionTimeOut", default 6_000;
+        /// `transactionCheckMax`: check-backs before a half message is discarded.
+        transaction_check_max: i32 = "transactionCheckMax", default 15;
+        /// `transactionOpMsgMaxSize` (bytes): largest body of one op (done-marker) message.
+        transaction_op_msg_max_size: usize = "transactionOpMsgMaxSize", default 4_096;
         /// `maxReconsumeTimes` default for groups without their own.
         max_reconsume_times: i32 = "maxReconsumeTimes", default 16;
         /// `sendThreadPoolQueueCapacity`: sends waiting for the store before SYSTEM_BUSY.

@@ -5,10 +5,13 @@
 mod broker;
 pub mod client;
 mod config;
+mod filter;
 mod long_polling;
 pub mod metadata;
 mod processor;
+mod schedule;
 mod stats;
+mod transaction;
 
 pub use broker::{run, Broker, BrokerError};
 pub use config::{BrokerConfig, BrokerRole, BrokerSettings};

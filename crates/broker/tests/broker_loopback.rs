@@ -329,7 +329,11 @@ async fn restart_keeps_messages_offsets_and_topics() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn send_back_goes_to_retry_then_dead_letter_topic() {
-    let c = Cluster::start(|_| {}).await;
+    // Retries wait in the delay levels (3 + reconsume times): make those short.
+    let c = Cluster::start(|s| {
+        s.store.message_delay_level = ferromq_store::DelayLevels::parse("1s 1s 1s 1s 1s 1s").unwrap();
+    })
+    .await;
     let client = RemotingClient::new(ClientConfig::default());
     let r = client.invoke(&c.broker_addr, send_v2("Work", 0, "job", "T", "k"), T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS);

@@ -1,5 +1,7 @@
 //! SIGKILL the standalone broker process under SYNC_FLUSH load; after a restart on the same
-//! data directory every acknowledged message is pulled back.
+//! data directory every acknowledged message is pulled back. The same for delayed messages
+//! killed in the middle of their schedule: every acknowledged one is delivered after the
+//! restart (at least once).
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -34,20 +36,28 @@ impl Drop for Standalone {
 fn start(dir: &std::path::Path, ns_port: u16, broker_port: u16) -> Standalone {
     let conf = dir.join("broker.conf");
     let mut f = std::fs::File::create(&conf).unwrap();
-    writeln!(f, "flushDiskType=SYNC_FLUSH\nmapedFileSizeCommitLog=4194304\nregisterNameServerPeriod=10000").unwrap();
+    writeln!(
+        f,
+        "flushDiskType=SYNC_FLUSH\nmapedFileSizeCommitLog=4194304\nregisterNameServerPeriod=10000\nmessageDelayLevel=1s 2s 3s"
+    )
+    .unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_ferromq"))
         .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
         .arg(dir.join("data"))
         .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string(), "-c"])
         .arg(&conf)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(if std::env::var_os("CRASH_TEST_LOGS").is_some() { Stdio::inherit() } else { Stdio::null() })
+        .stderr(if std::env::var_os("CRASH_TEST_LOGS").is_some() { Stdio::inherit() } else { Stdio::null() })
         .spawn()
         .unwrap();
     Standalone(child)
 }
 
 fn send(topic: &str, queue_id: i32, body: String) -> RemotingCommand {
+    send_with(topic, queue_id, body, None)
+}
+
+fn send_with(topic: &str, queue_id: i32, body: String, properties: Option<String>) -> RemotingCommand {
     let h: SendMessageRequestHeaderV2 = SendMessageRequestHeader {
         producer_group: "pg".into(),
         topic: topic.into(),
@@ -55,6 +65,7 @@ fn send(topic: &str, queue_id: i32, body: String) -> RemotingCommand {
         default_topic_queue_nums: QUEUES,
         queue_id,
         born_timestamp: 1,
+        properties,
         ..Default::default()
     }
     .into();
@@ -115,13 +126,27 @@ async fn every_acknowledged_message_survives_sigkill_under_sync_flush() {
     let _process = start(dir.path(), ns_port, broker_port);
     let client = RemotingClient::new(ClientConfig::default());
     wait_ready(&client, &broker).await;
+    let found = pull_all(&client, &broker, TOPIC).await;
+    let lost: Vec<&String> = acked.difference(&found).collect();
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged messages lost, e.g. {:?}",
+        lost.len(),
+        lost.iter().take(5).collect::<Vec<_>>()
+    );
+    println!("{} acknowledged messages all recovered ({} stored)", acked.len(), found.len());
+    client.shutdown().await;
+}
+
+/// Every message body of `topic`'s queues, from offset 0.
+async fn pull_all(client: &RemotingClient, broker: &str, topic: &str) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
     for queue_id in 0..QUEUES {
         let mut offset = 0;
         loop {
             let pull = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
                 consumer_group: "verify".into(),
-                topic: TOPIC.into(),
+                topic: topic.into(),
                 queue_id,
                 queue_offset: offset,
                 max_msg_nums: 32,
@@ -130,7 +155,7 @@ async fn every_acknowledged_message_survives_sigkill_under_sync_flush() {
                 expression_type: Some("TAG".into()),
                 ..Default::default()
             });
-            let r = client.invoke(&broker, pull, Duration::from_secs(5)).await.unwrap();
+            let r = client.invoke(broker, pull, Duration::from_secs(5)).await.unwrap();
             if r.code != response_code::SUCCESS {
                 break;
             }
@@ -141,13 +166,63 @@ async fn every_acknowledged_message_survives_sigkill_under_sync_flush() {
             offset = r.decode_header::<PullMessageResponseHeader>().unwrap().next_begin_offset;
         }
     }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delayed_messages_survive_sigkill_in_the_middle_of_their_schedule() {
+    const DELAYED: &str = "DelayedCrash";
+    let dir = tempfile::tempdir().unwrap();
+    let (ns_port, broker_port) = (free_port(), free_port());
+    let broker = format!("127.0.0.1:{broker_port}");
+    let mut process = start(dir.path(), ns_port, broker_port);
+    let client = RemotingClient::new(ClientConfig::default());
+    wait_ready(&client, &broker).await;
+
+    // Levels 1 s, 2 s and 3 s, sent over about two seconds: when the kill comes some are
+    // delivered, some due, some still waiting.
+    let mut acked = BTreeSet::new();
+    let began = Instant::now();
+    for i in 0..300u32 {
+        let level = 1 + i % 3;
+        let body = format!("d{i}-L{level}");
+        let props = format!("DELAY\u{1}{level}\u{2}WAIT\u{1}true\u{2}");
+        let r = client
+            .invoke(&broker, send_with(DELAYED, (i % 4) as i32, body.clone(), Some(props)), Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        acked.insert(body);
+        tokio::time::sleep(Duration::from_millis(6)).await;
+    }
+    let kill_after =
+        2_000 + (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_millis() % 1_000);
+    println!("sent in {:?}; killing the broker {kill_after} ms after the first send", began.elapsed());
+    tokio::time::sleep(Duration::from_millis(u64::from(kill_after)).saturating_sub(began.elapsed())).await;
+    let before_kill = pull_all(&client, &broker, DELAYED).await.len();
+    process.0.kill().unwrap(); // SIGKILL
+    process.0.wait().unwrap();
+    client.shutdown().await;
+    drop(process);
+
+    let _process = start(dir.path(), ns_port, broker_port);
+    let client = RemotingClient::new(ClientConfig::default());
+    wait_ready(&client, &broker).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let found = loop {
+        let found = pull_all(&client, &broker, DELAYED).await;
+        if acked.is_subset(&found) || Instant::now() > deadline {
+            break found;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     let lost: Vec<&String> = acked.difference(&found).collect();
     assert!(
         lost.is_empty(),
-        "{} acknowledged messages lost, e.g. {:?}",
+        "{} delayed messages never delivered, e.g. {:?}",
         lost.len(),
         lost.iter().take(5).collect::<Vec<_>>()
     );
-    println!("{} acknowledged messages all recovered ({} stored)", acked.len(), found.len());
+    println!("{before_kill} delivered before the kill; all {} delivered after the restart", acked.len());
     client.shutdown().await;
 }

@@ -313,6 +313,91 @@ fn cpp_client_orderly_send_keeps_each_key_in_its_selected_queue() {
             );
         }
     }
+    // (e) An orderly push consumer (broker queue locks) gets each key's messages in send order.
+    let push = h.client(
+        "e-push-orderly",
+        &server,
+        &[
+            "push-consume",
+            "--orderly",
+            "--topic",
+            topic,
+            "--group",
+            "CG_E2E_ORDER",
+            "--expect",
+            "12",
+            "--settle-s",
+            "0.5",
+        ],
+    );
+    h.expect_success(&server, &push, "(e) orderly push consumer gets the 12 messages");
+    let mut delivered: BTreeMap<String, Vec<(i64, i64)>> = BTreeMap::new();
+    for m in push.events("message") {
+        let props = m.get("props");
+        let key = props.and_then(|p| p.str("order_key")).unwrap_or_default().to_owned();
+        let seq: i64 = props.and_then(|p| p.str("seq")).and_then(|s| s.parse().ok()).unwrap_or(-1);
+        delivered.entry(key).or_default().push((m.int("recv_seq").unwrap_or(-1), seq));
+    }
+    for key in keys {
+        let mut d = delivered.remove(key).unwrap_or_default();
+        d.sort();
+        let seqs: Vec<i64> = d.iter().map(|e| e.1).collect();
+        if seqs != (0..per_key as i64).collect::<Vec<_>>() {
+            h.fail(&server, Some(&push), &format!("(e) orderly push: key {key} delivered as seqs {seqs:?}"));
+        }
+    }
+    let status = server.stop();
+    if status.code() != Some(0) {
+        h.fail(&server, None, &format!("standalone did not exit with 0 after SIGTERM: {status:?}"));
+    }
+}
+
+#[test]
+fn cpp_client_delayed_messages_arrive_after_their_level() {
+    let h = Harness::new();
+    let mut server = h.start_standalone();
+    let topic = "CppE2eDelayed";
+    // (g) Level 2 is 5 s with RocketMQ's default levels.
+    let produce = h.client(
+        "g-produce-delayed",
+        &server,
+        &["produce", "--topic", topic, "--group", "PG_E2E_DELAY", "--count", "6", "--delay-level", "2"],
+    );
+    h.expect_success(&server, &produce, "(g) delayed produce");
+    let sent_at: BTreeMap<String, i64> =
+        produce.events("sent").filter_map(|s| Some((s.str("key")?.to_owned(), s.int("sent_at_ms")?))).collect();
+    if sent_at.len() != 6 {
+        h.fail(&server, Some(&produce), &format!("(g) expected 6 sent lines with keys, got {}", sent_at.len()));
+    }
+    let push = h.client(
+        "g-push-delayed",
+        &server,
+        &["push-consume", "--topic", topic, "--group", "CG_E2E_DELAY", "--expect", "6", "--settle-s", "0.5"],
+    );
+    h.expect_success(&server, &push, "(g) the push consumer gets the 6 delayed messages");
+    let received: Vec<&Json> = push.events("message").collect();
+    let keys: BTreeSet<&str> = received.iter().filter_map(|m| m.str("keys")).collect();
+    if keys.len() != 6 {
+        h.fail(&server, Some(&push), &format!("(g) expected 6 distinct messages, got keys {keys:?}"));
+    }
+    for m in &received {
+        let key = m.str("keys").unwrap_or_default();
+        let (Some(sent), Some(got)) = (sent_at.get(key), m.int("received_at_ms")) else {
+            h.fail(&server, Some(&push), &format!("(g) a message without a matching send: {m}"));
+        };
+        // Due 5 s after it was stored; generous upper margin for a loaded machine.
+        let waited = got - sent;
+        if !(4_500..=20_000).contains(&waited) {
+            h.fail(
+                &server,
+                Some(&push),
+                &format!("(g) message {key} arrived {waited} ms after its send, not ~5 s: {m}"),
+            );
+        }
+        if m.str("topic") != Some(topic) {
+            h.fail(&server, Some(&push), &format!("(g) delivered with the wrong topic: {m}"));
+        }
+    }
     let status = server.stop();
     if status.code() != Some(0) {
         h.fail(&server, None, &format!("standalone did not exit with 0 after SIGTERM: {status:?}"));

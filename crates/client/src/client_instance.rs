@@ -1,6 +1,7 @@
 //! `ClientInstance`: what every producer (and later consumer) of one client id shares: name
 //! servers with fail-over, the route cache, broker addresses, heartbeats and the connections.
-//! Java: `MQClientInstance` with the route and heartbeat parts of `MQClientAPIImpl`.
+//! Java: `MQClientInstance` with the route and heartbeat parts of `MQClientAPIImpl`. The
+//! requests brokers send to the client are served by `broker_requests`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, UdpSocket};
@@ -12,15 +13,15 @@ use ferromq_protocol::body::{
     ConsumerData, ConsumerListByGroupResponseBody, HeartbeatData, JsonBody, ProducerData, TopicRouteData,
 };
 use ferromq_protocol::header::{
-    GetConsumerListByGroupRequestHeader, GetRouteInfoRequestHeader, NotifyConsumerIdsChangedRequestHeader,
-    UnregisterClientRequestHeader,
+    GetConsumerListByGroupRequestHeader, GetRouteInfoRequestHeader, UnregisterClientRequestHeader,
 };
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
-use ferromq_remoting::{Dispatcher, RemotingClient};
+use ferromq_remoting::RemotingClient;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 
+use crate::broker_requests::{self, ConsumerControl, ConsumerTable};
 use crate::error::ClientError;
 use crate::publish_info::PublishInfo;
 
@@ -95,8 +96,8 @@ pub struct ClientInstance {
     producer_groups: Mutex<BTreeSet<String>>,
     /// Consumer group -> what heartbeats say about it.
     consumer_groups: Mutex<BTreeMap<String, ConsumerData>>,
-    /// Consumer group -> woken when a broker sends NOTIFY_CONSUMER_IDS_CHANGED.
-    rebalance_triggers: RebalanceTriggers,
+    /// Consumer group -> its rebalance trigger and control, for the requests brokers send.
+    consumer_table: ConsumerTable,
     tasks: Mutex<JoinSet<()>>,
     stop_tx: watch::Sender<bool>,
 }
@@ -105,23 +106,10 @@ impl ClientInstance {
     /// A client with `config`; its background task (route refresh, heartbeats) runs until
     /// [`ClientInstance::shutdown`]. Must be called inside a tokio runtime.
     pub fn new(config: ClientConfig) -> Arc<Self> {
-        // NOTIFY_CONSUMER_IDS_CHANGED wakes the group's rebalance; other server-initiated
-        // requests get REQUEST_CODE_NOT_SUPPORTED.
-        let rebalance_triggers = RebalanceTriggers::default();
-        let mut dispatcher = Dispatcher::new();
-        let triggers = rebalance_triggers.clone();
-        dispatcher.register_sync(request_code::NOTIFY_CONSUMER_IDS_CHANGED, move |_, req| {
-            match req.decode_header::<NotifyConsumerIdsChangedRequestHeader>() {
-                Ok(h) => {
-                    debug!(consumer_group = %h.consumer_group, "consumer ids changed");
-                    if let Some(n) = lock(&triggers.0).get(&h.consumer_group) {
-                        n.notify_one();
-                    }
-                }
-                Err(e) => warn!(error = %e, "bad NOTIFY_CONSUMER_IDS_CHANGED header"),
-            }
-            None
-        });
+        // Requests brokers send (consumer ids changed, offset reset, running info) are served
+        // by `broker_requests`; other codes get REQUEST_CODE_NOT_SUPPORTED.
+        let consumer_table = ConsumerTable::default();
+        let dispatcher = broker_requests::dispatcher(&consumer_table, &config);
         let remoting = RemotingClient::with_handler(ferromq_remoting::ClientConfig::default(), Arc::new(dispatcher));
         let (stop_tx, _) = watch::channel(false);
         let instance = Arc::new(ClientInstance {
@@ -133,7 +121,7 @@ impl ClientInstance {
             brokers: Mutex::new(HashMap::new()),
             producer_groups: Mutex::new(BTreeSet::new()),
             consumer_groups: Mutex::new(BTreeMap::new()),
-            rebalance_triggers,
+            consumer_table,
             tasks: Mutex::new(JoinSet::new()),
             stop_tx,
         });
@@ -182,13 +170,19 @@ impl ClientInstance {
     }
 
     /// Adds a consumer group to the heartbeats; `trigger` is woken on
-    /// NOTIFY_CONSUMER_IDS_CHANGED. False if the group is already registered.
-    pub(crate) fn register_consumer(&self, data: ConsumerData, trigger: Arc<Notify>) -> bool {
+    /// NOTIFY_CONSUMER_IDS_CHANGED, `control` serves offset resets and running-info requests.
+    /// False if the group is already registered.
+    pub(crate) fn register_consumer(
+        &self,
+        data: ConsumerData,
+        trigger: Arc<Notify>,
+        control: Weak<dyn ConsumerControl>,
+    ) -> bool {
         let mut groups = lock(&self.consumer_groups);
         if groups.contains_key(&data.group_name) {
             return false;
         }
-        lock(&self.rebalance_triggers.0).insert(data.group_name.clone(), trigger);
+        self.consumer_table.insert(&data.group_name, trigger, control);
         groups.insert(data.group_name.clone(), data);
         true
     }
@@ -203,7 +197,7 @@ impl ClientInstance {
     /// Removes the consumer group and tells every broker. Java: `unregisterConsumer`.
     pub(crate) async fn unregister_consumer(&self, group: &str) {
         lock(&self.consumer_groups).remove(group);
-        lock(&self.rebalance_triggers.0).remove(group);
+        self.consumer_table.remove(group);
         let header = UnregisterClientRequestHeader {
             client_id: self.client_id.clone(),
             producer_group: None,
@@ -398,10 +392,6 @@ async fn background(instance: Weak<ClientInstance>, mut stop: watch::Receiver<bo
         }
     }
 }
-
-/// Consumer group -> the notifier of its rebalance, shared with the request handler.
-#[derive(Debug, Clone, Default)]
-struct RebalanceTriggers(Arc<Mutex<HashMap<String, Arc<Notify>>>>);
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())

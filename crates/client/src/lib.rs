@@ -8,8 +8,10 @@
 pub mod admin;
 
 mod allocate;
+mod broker_requests;
 mod client_instance;
 mod consumer_calls;
+mod consumer_stats;
 mod error;
 mod fault;
 mod lite_pull_consumer;

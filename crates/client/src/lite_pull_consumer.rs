@@ -3,10 +3,13 @@
 //! among the group's consumers ([`LitePullConsumer::subscribe`], averagely, recomputed on a
 //! timer and when a broker says the group changed). Offsets live on the broker.
 //! Java: `DefaultLitePullConsumer` / `DefaultLitePullConsumerImpl`.
+//! Offset resets and running-info requests from brokers are served in `control`.
+
+mod control;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ferromq_protocol::body::{
@@ -19,6 +22,7 @@ use tracing::{debug, info, warn};
 use crate::allocate::AllocateStrategy;
 use crate::client_instance::{lock, ClientConfig, ClientInstance};
 use crate::consumer_calls::{ConsumerCalls, PullParams};
+use crate::consumer_stats::epoch_ms;
 use crate::error::ClientError;
 use crate::message_ext::MessageExt;
 use crate::subscription::build_subscription;
@@ -108,6 +112,27 @@ struct QueueState {
     buffered: usize,
     /// The pull task; none before [`LitePullConsumer::start`].
     task: Option<AbortHandle>,
+    /// When a pull of the queue last answered, ms since the epoch (at first, when assigned).
+    last_pull_ms: i64,
+    /// When the application last polled messages of the queue, ms since the epoch (at first,
+    /// when assigned).
+    last_consume_ms: i64,
+}
+
+impl QueueState {
+    /// A queue with nothing consumed yet.
+    fn new(epoch: u64, task: Option<AbortHandle>) -> Self {
+        let now_ms = epoch_ms();
+        QueueState {
+            epoch,
+            consumed: None,
+            dirty: false,
+            buffered: 0,
+            task,
+            last_pull_ms: now_ms,
+            last_consume_ms: now_ms,
+        }
+    }
 }
 
 /// Messages of one pull.
@@ -141,6 +166,11 @@ struct Inner {
     tasks: Mutex<JoinSet<()>>,
     /// The pull tasks of the queues.
     pulls: Mutex<JoinSet<()>>,
+    /// When the consumer last started, ms since the epoch.
+    start_ms: AtomicI64,
+    /// Held while consumed offsets are committed, so a periodic commit of an old offset
+    /// cannot land after an offset reset's commit.
+    commits: tokio::sync::Mutex<()>,
 }
 
 /// A consumer the application polls. Create, [`assign`](Self::assign) or
@@ -175,6 +205,8 @@ impl LitePullConsumer {
                 rebalance_now: Arc::new(Notify::new()),
                 tasks: Mutex::new(JoinSet::new()),
                 pulls: Mutex::new(JoinSet::new()),
+                start_ms: AtomicI64::new(0),
+                commits: tokio::sync::Mutex::new(()),
             }),
         }
     }
@@ -200,9 +232,11 @@ impl LitePullConsumer {
         if inner.running.load(Ordering::Acquire) {
             return Err(inner.illegal("the consumer is already started"));
         }
-        if !inner.instance.register_consumer(inner.consumer_data(), inner.rebalance_now.clone()) {
+        let control: Weak<Inner> = Arc::downgrade(inner);
+        if !inner.instance.register_consumer(inner.consumer_data(), inner.rebalance_now.clone(), control) {
             return Err(inner.illegal("the consumer group has been created before"));
         }
+        inner.start_ms.store(epoch_ms(), Ordering::Relaxed);
         inner.running.store(true, Ordering::Release);
         {
             let mut tasks = lock(&inner.tasks);
@@ -255,7 +289,7 @@ impl LitePullConsumer {
             let mut st = lock(&inner.state);
             st.queues.clear();
             for mq in queues {
-                st.queues.insert(mq, QueueState { epoch: 0, consumed: None, dirty: false, buffered: 0, task: None });
+                st.queues.insert(mq, QueueState::new(0, None));
             }
         }
         Ok(())
@@ -317,24 +351,10 @@ impl LitePullConsumer {
     /// # Errors
     /// [`ClientError::IllegalState`] if `mq` is not assigned.
     pub fn seek(&self, mq: &MessageQueue, offset: i64) -> Result<(), ClientError> {
-        let inner = &self.inner;
-        let mut st = lock(&inner.state);
-        if !st.queues.contains_key(mq) {
-            return Err(inner.illegal(&format!("the message queue is not assigned: {mq:?}")));
+        if self.inner.seek(mq, offset) {
+            return Ok(());
         }
-        st.buffer.retain(|b| &b.mq != mq);
-        st.next_epoch += 1;
-        let epoch = st.next_epoch;
-        let task = inner.running.load(Ordering::Acquire).then(|| spawn_pull(inner, mq.clone(), epoch, Some(offset)));
-        let q = st.queues.get_mut(mq).expect("checked above");
-        if let Some(old) = std::mem::replace(&mut q.task, task) {
-            old.abort();
-        }
-        q.epoch = epoch;
-        q.buffered = 0;
-        q.consumed = Some(offset);
-        q.dirty = true;
-        Ok(())
+        Err(self.inner.illegal(&format!("the message queue is not assigned: {mq:?}")))
     }
 
     /// The offset the broker keeps for `mq` in this group; `None` when it keeps none.
@@ -406,6 +426,28 @@ impl Inner {
         }
     }
 
+    /// Moves consumption of `mq` to `offset` (see [`LitePullConsumer::seek`]); false if `mq`
+    /// is not assigned.
+    fn seek(self: &Arc<Self>, mq: &MessageQueue, offset: i64) -> bool {
+        let mut st = lock(&self.state);
+        if !st.queues.contains_key(mq) {
+            return false;
+        }
+        st.buffer.retain(|b| &b.mq != mq);
+        st.next_epoch += 1;
+        let epoch = st.next_epoch;
+        let task = self.running.load(Ordering::Acquire).then(|| spawn_pull(self, mq.clone(), epoch, Some(offset)));
+        let q = st.queues.get_mut(mq).expect("checked above");
+        if let Some(old) = std::mem::replace(&mut q.task, task) {
+            old.abort();
+        }
+        q.epoch = epoch;
+        q.buffered = 0;
+        q.consumed = Some(offset);
+        q.dirty = true;
+        true
+    }
+
     /// Takes the oldest live batch, moving its queue's consumed offset past it.
     fn take_batch(&self) -> Option<Vec<MessageExt>> {
         let mut st = lock(&self.state);
@@ -415,6 +457,7 @@ impl Inner {
                 continue;
             }
             q.buffered = q.buffered.saturating_sub(batch.msgs.len());
+            q.last_consume_ms = epoch_ms();
             if let Some(last) = batch.msgs.last() {
                 q.consumed = Some(last.queue_offset() + 1);
                 q.dirty = true;
@@ -447,7 +490,7 @@ impl Inner {
                 st.next_epoch += 1;
                 let epoch = st.next_epoch;
                 let task = Some(spawn_pull(self, mq.clone(), epoch, None));
-                st.queues.insert(mq, QueueState { epoch, consumed: None, dirty: false, buffered: 0, task });
+                st.queues.insert(mq, QueueState::new(epoch, task));
             }
         }
         for (mq, offset) in removed {
@@ -504,6 +547,7 @@ impl Inner {
     }
 
     async fn commit_all(&self) -> Result<(), ClientError> {
+        let _commits = self.commits.lock().await;
         let dirty: Vec<(MessageQueue, i64)> = lock(&self.state)
             .queues
             .iter()
@@ -582,11 +626,12 @@ impl Inner {
             match self.pull_once(&mq, offset).await {
                 Ok((next, msgs)) => {
                     offset = next;
+                    let mut st = lock(&self.state);
+                    let Some(q) = st.queues.get_mut(&mq).filter(|q| q.epoch == epoch) else { return };
+                    q.last_pull_ms = epoch_ms();
                     if msgs.is_empty() {
                         continue;
                     }
-                    let mut st = lock(&self.state);
-                    let Some(q) = st.queues.get_mut(&mq).filter(|q| q.epoch == epoch) else { return };
                     q.buffered += msgs.len();
                     st.buffer.push_back(Batch { mq: mq.clone(), epoch, msgs });
                     drop(st);

@@ -5,12 +5,13 @@
 //! (CONSUMER_SEND_MSG_BACK) and return through the retry topic.
 //! Java: `DefaultMQPushConsumer` / `DefaultMQPushConsumerImpl` /
 //! `ConsumeMessageConcurrentlyService` (clustering, concurrent listeners only).
+//! Offset resets and running-info requests from brokers are served in `control`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ferromq_protocol::body::{
     ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, MessageQueue, SubscriptionData,
@@ -23,11 +24,13 @@ use tracing::{debug, info, warn};
 use crate::allocate::AllocateStrategy;
 use crate::client_instance::{lock, ClientConfig, ClientInstance};
 use crate::consumer_calls::{retry_topic, ConsumerCalls, PullParams, RETRY_PREFIX};
+use crate::consumer_stats::{epoch_ms, ConsumerStats};
 use crate::error::ClientError;
 use crate::local_offset_store::{default_offset_store_dir, LocalOffsetStore};
 use crate::message_ext::MessageExt;
 use crate::subscription::build_subscription;
 
+mod control;
 mod orderly;
 
 pub use orderly::{ConsumeOrderlyStatus, MessageListenerOrderly};
@@ -164,6 +167,11 @@ struct QueueState {
     wake: Arc<Notify>,
     /// Orderly: held during a listener call. Java: `ProcessQueue#consumeLock`.
     consuming: Arc<tokio::sync::Mutex<()>>,
+    /// When a pull of the queue last answered, ms since the epoch (at first, when assigned).
+    last_pull_ms: i64,
+    /// When a listener call last finished with the queue, ms since the epoch (at first, when
+    /// assigned).
+    last_consume_ms: i64,
 }
 
 impl QueueState {
@@ -238,6 +246,16 @@ struct Inner {
     pulls: Mutex<JoinSet<()>>,
     /// Listener calls and their send-backs.
     consumes: Mutex<JoinSet<()>>,
+    /// Pull and consume rates by topic, for running-info requests.
+    stats: ConsumerStats,
+    /// When the consumer last started, ms since the epoch.
+    start_ms: AtomicI64,
+    /// Held while the assignment changes (rebalance, offset reset), so the two never
+    /// interleave.
+    reassign: tokio::sync::Mutex<()>,
+    /// Held while consumed offsets are committed, so a periodic commit of an old offset
+    /// cannot land after an offset reset's commit.
+    commits: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -282,6 +300,10 @@ impl PushConsumer {
                 tasks: Mutex::new(JoinSet::new()),
                 pulls: Mutex::new(JoinSet::new()),
                 consumes: Mutex::new(JoinSet::new()),
+                stats: ConsumerStats::new(Instant::now()),
+                start_ms: AtomicI64::new(0),
+                reassign: tokio::sync::Mutex::new(()),
+                commits: tokio::sync::Mutex::new(()),
             }),
         }
     }
@@ -351,9 +373,11 @@ impl PushConsumer {
             let retry = retry_topic(&inner.config.group);
             lock(&inner.state).subscriptions.insert(retry.clone(), build_subscription(&retry, "*"));
         }
-        if !inner.instance.register_consumer(inner.consumer_data(), inner.rebalance_now.clone()) {
+        let control: Weak<Inner> = Arc::downgrade(inner);
+        if !inner.instance.register_consumer(inner.consumer_data(), inner.rebalance_now.clone(), control) {
             return Err(inner.illegal("the consumer group has been created before"));
         }
+        inner.start_ms.store(epoch_ms(), Ordering::Relaxed);
         inner.running.store(true, Ordering::Release);
         {
             let mut tasks = lock(&inner.tasks);
@@ -457,6 +481,7 @@ impl Inner {
 
     /// Commits every queue whose consumed offset moved. Java: `persistConsumerOffset`.
     async fn commit_all(&self) -> Result<(), ClientError> {
+        let _commits = self.commits.lock().await;
         let dirty: Vec<(MessageQueue, i64)> = lock(&self.state)
             .queues
             .iter()
@@ -512,6 +537,7 @@ impl Inner {
     /// Recomputes the queues of every subscribed topic; a topic whose share is unknown keeps
     /// its current queues.
     async fn rebalance(self: &Arc<Self>) {
+        let _reassign = self.reassign.lock().await;
         let topics: Vec<String> = lock(&self.state).subscriptions.keys().cloned().collect();
         let mut wanted = BTreeSet::new();
         for topic in topics {
@@ -564,6 +590,8 @@ impl Inner {
                     locked_until: self.needs_locks().then(|| tokio::time::Instant::now() + orderly::LOCK_MAX_LIVE),
                     wake: Arc::new(Notify::new()),
                     consuming: Arc::new(tokio::sync::Mutex::new(())),
+                    last_pull_ms: epoch_ms(),
+                    last_consume_ms: epoch_ms(),
                 };
                 if self.orderly() {
                     let mut consumes = lock(&self.consumes);
@@ -648,8 +676,11 @@ impl Inner {
                 Some(false) => {}
             }
             let Some(sub) = lock(&self.state).subscriptions.get(&mq.topic).cloned() else { return };
+            let asked = Instant::now();
             match self.calls().pull(&mq, offset, &sub, params).await {
                 Ok((next, msgs)) => {
+                    let now = Instant::now();
+                    self.stats.record_pull(&mq.topic, now.duration_since(asked), msgs.len(), now);
                     let previous = offset;
                     offset = next;
                     if !self.accept(&mq, epoch, previous, next, &msgs) {
@@ -675,6 +706,7 @@ impl Inner {
     fn accept(&self, mq: &MessageQueue, epoch: u64, previous: i64, next: i64, msgs: &[MessageExt]) -> bool {
         let mut st = lock(&self.state);
         let Some(q) = st.queues.get_mut(mq).filter(|q| q.epoch == epoch) else { return false };
+        q.last_pull_ms = epoch_ms();
         q.add(msgs);
         if self.orderly() {
             q.pending.extend(msgs.iter().map(|m| (m.queue_offset(), m.clone())));
@@ -716,13 +748,19 @@ impl Inner {
                     return;
                 }
                 let batch = msgs.clone();
-                match tokio::task::spawn_blocking(move || listener(&batch)).await {
+                let started = Instant::now();
+                let status = match tokio::task::spawn_blocking(move || listener(&batch)).await {
                     Ok(status) => status,
                     Err(e) => {
                         warn!(topic = %mq.topic, queue_id = mq.queue_id, error = %e, "listener panicked");
                         ConsumeStatus::ReconsumeLater
                     }
-                }
+                };
+                let (ok, failed) =
+                    if status == ConsumeStatus::ConsumeSuccess { (msgs.len(), 0) } else { (0, msgs.len()) };
+                let now = Instant::now();
+                self.stats.record_consume(&mq.topic, now.duration_since(started), ok, failed, now);
+                status
             };
             let mut failed = Vec::new();
             if status == ConsumeStatus::ReconsumeLater && self.broadcasting() {
@@ -744,6 +782,7 @@ impl Inner {
                 msgs.iter().map(MessageExt::queue_offset).filter(|o| !failed.iter().any(|f| f.queue_offset() == *o));
             let done: Vec<i64> = done.collect();
             if let Some(q) = lock(&self.state).queues.get_mut(&mq).filter(|q| q.epoch == epoch) {
+                q.last_consume_ms = epoch_ms();
                 q.remove(done);
             }
             if failed.is_empty() {
@@ -810,6 +849,8 @@ mod tests {
             locked_until: None,
             wake: Arc::new(Notify::new()),
             consuming: Arc::new(tokio::sync::Mutex::new(())),
+            last_pull_ms: 0,
+            last_consume_ms: 0,
         }
     }
 

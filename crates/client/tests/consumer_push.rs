@@ -22,6 +22,8 @@ async fn cluster() -> LocalCluster {
     LocalCluster::start(|s| {
         s.broker.broker_ip1 = "127.0.0.1".to_owned();
         s.broker.auto_create_topic_enable = true;
+        // Retries wait in delay level 3 + reconsume times: one second each here.
+        s.set("messageDelayLevel", "1s 1s 1s 1s 1s 1s 1s 1s").unwrap();
     })
     .await
 }

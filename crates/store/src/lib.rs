@@ -42,6 +42,7 @@ pub use mapped_file::{offset_to_file_name, MappedFile, TransientBuffer, OS_PAGE_
 pub use mapped_file_queue::MappedFileQueue;
 pub use message_store::{ArrivalListener, MessageStore, StoreError};
 pub use put_result::{AppendResult, PutMessageResult, PutMessageStatus};
+pub use read::MessageFilter;
 pub use retention::{
     disk_used_percent, DiskUsageProbe, RetentionReport, DELETE_FILES_BATCH_MAX, MANUAL_DELETE_RUNS,
     RETENTION_INITIAL_DELAY, RETENTION_INTERVAL,

@@ -344,7 +344,7 @@ impl MessageStore {
     }
 
     /// Reads up to `max_msg_nums` messages (and about `max_total_bytes`) of a queue from
-    /// `offset`, keeping those whose tag hash passes `filter`. Java:
+    /// `offset`, keeping those `filter` matches (by tagsCode, then by the stored record). Java:
     /// `DefaultMessageStore#getMessage`.
     pub fn get_message(
         &self,
@@ -353,7 +353,7 @@ impl MessageStore {
         offset: i64,
         max_msg_nums: usize,
         max_total_bytes: usize,
-        filter: Option<&dyn Fn(i64) -> bool>,
+        filter: Option<&dyn crate::read::MessageFilter>,
     ) -> GetMessageResult {
         let began = std::time::Instant::now();
         let view = self.shared_view();

@@ -49,6 +49,25 @@ fn batch_full(
     }
 }
 
+/// Decides which messages a read returns. Java: `MessageFilter`.
+pub trait MessageFilter {
+    /// Whether the unit may match, from its ConsumeQueue tagsCode alone (tag hash codes).
+    fn is_matched_by_consume_queue(&self, tags_code: i64) -> bool;
+    /// Whether the stored record (its bytes in the CommitLog) matches; asked only for units
+    /// that passed [`is_matched_by_consume_queue`](Self::is_matched_by_consume_queue). SQL92
+    /// filters evaluate the record's properties here.
+    fn is_matched_by_commit_log(&self, _record: &[u8]) -> bool {
+        true
+    }
+}
+
+/// A closure over the tagsCode filters by the ConsumeQueue only.
+impl<F: Fn(i64) -> bool> MessageFilter for F {
+    fn is_matched_by_consume_queue(&self, tags_code: i64) -> bool {
+        self(tags_code)
+    }
+}
+
 pub(crate) fn get_message(
     view: &StoreView<'_>,
     topic: &str,
@@ -56,7 +75,7 @@ pub(crate) fn get_message(
     offset: i64,
     max_msg_nums: usize,
     max_total_bytes: usize,
-    filter: Option<&dyn Fn(i64) -> bool>,
+    filter: Option<&dyn MessageFilter>,
 ) -> GetMessageResult {
     let mut result = GetMessageResult {
         status: GetMessageStatus::NoMessageInQueue,
@@ -126,10 +145,11 @@ pub(crate) fn get_message(
                 // A blank pre-fill entry: nothing stored there.
                 continue;
             }
-            if filter.is_some_and(|f| !f(unit.tags_code)) {
+            if filter.is_some_and(|f| !f.is_matched_by_consume_queue(unit.tags_code)) {
                 continue;
             }
             match view.commit_log.get_message(unit.commit_log_offset, size) {
+                Some(msg) if filter.is_some_and(|f| !f.is_matched_by_commit_log(&msg)) => {}
                 Some(msg) => {
                     bytes += msg.len();
                     result.messages.push(msg);

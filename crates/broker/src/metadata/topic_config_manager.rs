@@ -9,7 +9,8 @@
 //!
 //! Every change bumps the table's `DataVersion`. Administrative changes (`update`, `delete`)
 //! are persisted before the call returns (blocking on fsync); topics the broker creates by
-//! itself on the request path only mark the table dirty for the periodic persist. Name
+//! itself on the request path are written at once without fsync and made durable by the
+//! periodic persist. Name
 //! validation and attribute modification lists (`+message.type=FIFO`) are the processors' job.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -441,10 +442,13 @@ impl TopicConfigManager {
             self.file.mark_dirty();
             config
         };
-        // Written by the broker's periodic persist (every few seconds, off the request path),
-        // not here: an fsync on the request path took seconds while the store was flushing, and
-        // a topic lost in a crash is simply created again by the next send (Java writes these
-        // inline, without fsync).
+        // Written here without fsync, as Java writes it inline, so a killed process keeps the
+        // topic (its messages are acknowledged, and pulls of an unknown topic fail); the
+        // periodic persist makes it durable off the request path. An fsync here took seconds
+        // while the store was flushing.
+        if let Err(e) = self.file.persist_unsynced(|| self.all()) {
+            warn!(topic, error = %e, "created topic not written yet; the periodic persist retries");
+        }
         if let Some(hook) = self.created_hook.get() {
             hook(&created);
         }

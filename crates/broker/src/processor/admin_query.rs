@@ -1,8 +1,9 @@
 //! Admin queries and offset operations: UPDATE_BROKER_CONFIG (25), GET_ALL_DELAY_OFFSET (45),
 //! GET_TOPIC_STATS_INFO (202), GET_CONSUMER_CONNECTION_LIST (203), GET_PRODUCER_CONNECTION_LIST
 //! (204), GET_CONSUME_STATS (208), INVOKE_BROKER_TO_RESET_OFFSET (222),
-//! QUERY_TOPIC_CONSUME_BY_WHO (300), CLONE_GROUP_OFFSET (314).
-//! Java: `AdminBrokerProcessor`, `Broker2Client#resetOffset`.
+//! QUERY_TOPIC_CONSUME_BY_WHO (300), GET_CONSUMER_RUNNING_INFO (307, forwarded to the client),
+//! CLONE_GROUP_OFFSET (314).
+//! Java: `AdminBrokerProcessor`, `Broker2Client#resetOffset` / `#callClient`.
 //!
 //! Not tracked yet, so reported as 0: put TPS per topic and consume TPS per group (Java's
 //! `BrokerStatsManager`). Java's pull-offset table is not kept either, so a queue's pull offset
@@ -17,11 +18,11 @@ use ferromq_protocol::body::{
 };
 use ferromq_protocol::header::{
     CloneGroupOffsetRequestHeader, GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader,
-    GetProducerConnectionListRequestHeader, GetTopicStatsInfoRequestHeader, QueryTopicConsumeByWhoRequestHeader,
-    ResetOffsetRequestHeader,
+    GetConsumerRunningInfoRequestHeader, GetProducerConnectionListRequestHeader, GetTopicStatsInfoRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader, ResetOffsetRequestHeader,
 };
 use ferromq_protocol::{properties_text, request_code, response_code, LanguageCode, RemotingCommand};
-use ferromq_remoting::Connection;
+use ferromq_remoting::{Connection, RemotingError};
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 
@@ -43,6 +44,10 @@ const CONFIG_BLACK_LIST_DEFAULT: &str = "configBlackList;brokerConfigPath";
 const RESET_NOTIFY_TIMEOUT: Duration = Duration::from_secs(1);
 /// Clients older than this (`V3_0_7_SNAPSHOT`) do not understand RESET_CONSUMER_CLIENT_OFFSET.
 const RESET_CLIENT_MIN_VERSION: i32 = 28;
+/// Clients older than this (`V3_1_8_SNAPSHOT`) cannot answer requests forwarded to them.
+const CALL_CLIENT_MIN_VERSION: i32 = 62;
+/// How long a request forwarded to a client may take. Java: `Broker2Client#callClient`.
+const CALL_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Blank as Java's `UtilAll.isBlank`: absent, empty or whitespace only.
 fn non_blank(text: Option<&str>) -> Option<&str> {
@@ -443,6 +448,62 @@ impl Broker {
             warn!(topic = %h.topic, group = %h.group, left = sends.len(), timeout = ?RESET_NOTIFY_TIMEOUT,
                 "offset reset notices not queued in time; given up");
             sends.abort_all();
+        }
+    }
+
+    /// Asks the named consumer client for its running info and answers with what it answers.
+    /// Java: `AdminBrokerProcessor#getConsumerRunningInfo`.
+    pub(crate) async fn get_consumer_running_info(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, GetConsumerRunningInfoRequestHeader);
+        self.call_consumer(req, &h.consumer_group, &h.client_id).await
+    }
+
+    /// Forwards `req` (code, header fields and body) to the connection of `client_id` in
+    /// `group` and returns the client's response; SYSTEM_ERROR when the client is not online
+    /// or too old, CONSUME_MSG_TIMEOUT when it does not answer in time.
+    /// Java: `AdminBrokerProcessor#callConsumer`, `Broker2Client#callClient`.
+    async fn call_consumer(&self, req: &RemotingCommand, group: &str, client_id: &str) -> RemotingCommand {
+        let Some(member) = self.consumers.find_channel(group, client_id) else {
+            return failure(
+                req,
+                response_code::SYSTEM_ERROR,
+                format!("The Consumer <{group}> <{client_id}> not online"),
+            );
+        };
+        if member.version < CALL_CLIENT_MIN_VERSION {
+            let remark = format!(
+                "The Consumer <{client_id}> Version <{}> too low to finish, please upgrade it to V3_1_8_SNAPSHOT",
+                member.version
+            );
+            return failure(req, response_code::SYSTEM_ERROR, remark);
+        }
+        let mut forwarded = RemotingCommand::request(req.code);
+        // The Java broker's requests say JAVA; clients see the same here.
+        forwarded.language = LanguageCode::Java;
+        forwarded.ext_fields = req.ext_fields.clone();
+        forwarded.body = req.body.clone();
+        match member.connection.invoke(forwarded, CALL_CLIENT_TIMEOUT).await {
+            Ok(mut response) => {
+                debug!(group, client_id, code = response.code, "consumer answered a forwarded request");
+                response.opaque = req.opaque;
+                response
+            }
+            Err(e @ RemotingError::Timeout { .. }) => {
+                warn!(group, client_id, error = %e, "consumer did not answer a forwarded request in time");
+                failure(
+                    req,
+                    response_code::CONSUME_MSG_TIMEOUT,
+                    format!("consumer <{group}> <{client_id}> Timeout: {e}"),
+                )
+            }
+            Err(e) => {
+                warn!(group, client_id, error = %e, "request forwarded to a consumer failed");
+                failure(
+                    req,
+                    response_code::SYSTEM_ERROR,
+                    format!("invoke consumer <{group}> <{client_id}> Exception: {e}"),
+                )
+            }
         }
     }
 

@@ -42,6 +42,15 @@ impl Broker {
                     }
                 }
             }
+            for sub in &consumer.subscription_data_set {
+                self.consumer_filters.register(
+                    &sub.topic,
+                    &consumer.group_name,
+                    &sub.sub_string,
+                    &sub.expression_type,
+                    sub.sub_version,
+                );
+            }
             let changed = self.consumers.register_consumer(
                 &consumer.group_name,
                 info.clone(),

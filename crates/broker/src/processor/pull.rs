@@ -6,13 +6,13 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use ferromq_protocol::body::{perm, SubscriptionData};
 use ferromq_protocol::header::{pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader};
-use ferromq_protocol::message::java_string_hash;
 use ferromq_protocol::{response_code, RemotingCommand};
 use ferromq_remoting::Connection;
 use ferromq_store::GetMessageStatus;
 use tracing::debug;
 
 use crate::broker::Broker;
+use crate::filter::{self, PullFilter, EXPRESSION_TYPE_TAG};
 use crate::long_polling::HeldPull;
 use crate::processor::{failure, send::BUSY_REMARK};
 use crate::stats::{clock_ms, BrokerStats};
@@ -21,15 +21,6 @@ use crate::stats::{clock_ms, BrokerStats};
 const MAX_PULL_MSG_NUMS: i32 = 1000;
 /// Byte budget of one pull when the client does not say (the store applies its own limits).
 const DEFAULT_MAX_PULL_BYTES: usize = 8 * 1024 * 1024;
-
-/// What a pull filters on: the subscription's tag hash codes, or everything.
-pub(crate) fn tag_filter(sub_string: &str) -> Option<Vec<i64>> {
-    let s = sub_string.trim();
-    if s.is_empty() || s == "*" {
-        return None;
-    }
-    Some(s.split("||").map(str::trim).filter(|t| !t.is_empty()).map(|t| i64::from(java_string_hash(t))).collect())
-}
 
 /// Outcome of processing a pull once.
 pub(crate) enum PullOutcome {
@@ -112,15 +103,32 @@ impl Broker {
             );
         }
         let has_subscription = h.sys_flag & pull_sys_flag::SUBSCRIPTION != 0;
-        let sub_string = if has_subscription {
-            let expression_type = h.expression_type.as_deref().unwrap_or("TAG");
-            if !expression_type.eq_ignore_ascii_case("TAG") {
-                return respond(response_code::SUBSCRIPTION_PARSE_FAILED, format!(
-                    "parse the consumer's subscription[{}] failed, group: {}: expression type {expression_type} is not supported yet",
-                    h.subscription.as_deref().unwrap_or(""), h.consumer_group
-                ));
+        let filter = if has_subscription {
+            let sub_string = h.subscription.clone().unwrap_or_else(|| "*".to_owned());
+            let expression_type = h.expression_type.as_deref().filter(|t| !t.is_empty());
+            if filter::is_tag_type(expression_type) {
+                PullFilter::tags(&sub_string)
+            } else {
+                let expression_type = expression_type.unwrap_or(EXPRESSION_TYPE_TAG);
+                if !self.config.enable_property_filter {
+                    return respond(
+                        response_code::SYSTEM_ERROR,
+                        format!("The broker does not support consumer to filter message by {expression_type}"),
+                    );
+                }
+                match filter::build(&sub_string, expression_type, h.sub_version) {
+                    Ok(data) => PullFilter::Sql(std::sync::Arc::new(data)),
+                    Err(e) => {
+                        return respond(
+                            response_code::SUBSCRIPTION_PARSE_FAILED,
+                            format!(
+                                "parse the consumer's subscription[{sub_string}] failed, group: {}: {e}",
+                                h.consumer_group
+                            ),
+                        )
+                    }
+                }
             }
-            h.subscription.clone().unwrap_or_else(|| "*".to_owned())
         } else {
             if self.consumers.group(&h.consumer_group).is_none() {
                 return respond(
@@ -141,7 +149,29 @@ impl Broker {
                     "the consumer's subscription not latest".into(),
                 );
             }
-            sub.sub_string
+            if filter::is_tag_type(Some(sub.expression_type.as_str())) {
+                PullFilter::tags(&sub.sub_string)
+            } else {
+                if !self.config.enable_property_filter {
+                    return respond(
+                        response_code::SYSTEM_ERROR,
+                        format!("The broker does not support consumer to filter message by {}", sub.expression_type),
+                    );
+                }
+                let Some(data) = self.consumer_filters.get(&h.topic, &h.consumer_group) else {
+                    return respond(
+                        response_code::FILTER_DATA_NOT_EXIST,
+                        "The broker's consumer filter data is not exist!Your expression may be wrong!".into(),
+                    );
+                };
+                if data.client_version < h.sub_version {
+                    return respond(
+                        response_code::FILTER_DATA_NOT_LATEST,
+                        "the consumer's consumer filter data not latest".into(),
+                    );
+                }
+                PullFilter::Sql(data)
+            }
         };
         // A server-side offset reset (INVOKE_BROKER_TO_RESET_OFFSET) is handed to the next pull
         // of the queue, which moves the consumer there (Java: `useServerSideResetOffset`).
@@ -160,12 +190,10 @@ impl Broker {
                     });
             return PullOutcome::Respond(response);
         }
-        let tag_codes = tag_filter(&sub_string);
-        let filter_codes = tag_codes.clone();
-        let filter = move |code: i64| filter_codes.as_ref().is_none_or(|c| c.contains(&code));
         let max_nums = h.max_msg_nums.clamp(1, MAX_PULL_MSG_NUMS) as usize;
         let max_bytes = h.max_msg_bytes.filter(|b| *b > 0).map_or(DEFAULT_MAX_PULL_BYTES, |b| b as usize);
         let result = self.store.get_message(&h.topic, h.queue_id, h.queue_offset, max_nums, max_bytes, Some(&filter));
+        let tag_codes = filter.tag_codes();
 
         let (code, mut suggest) = match result.status {
             GetMessageStatus::Found => (response_code::SUCCESS, 0),

@@ -5,15 +5,18 @@ use bytes::Bytes;
 use ferromq_protocol::body::{perm, TopicConfig, TopicFilterType};
 use ferromq_protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
 use ferromq_protocol::message::{decode_batch, keys, sysflag, MessageProperties, StoredMessage};
-use ferromq_protocol::{response_code, RemotingCommand};
+use ferromq_protocol::{response_code, version, RemotingCommand};
 use ferromq_remoting::Connection;
 use ferromq_store::{PutMessageResult, PutMessageStatus};
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
-use crate::broker::Broker;
-use crate::metadata::{is_not_allowed_send_topic, validate_topic, RETRY_GROUP_TOPIC_PREFIX};
+use crate::broker::{now_ms, Broker};
+use crate::metadata::{dlq_topic, is_not_allowed_send_topic, validate_topic, RETRY_GROUP_TOPIC_PREFIX};
 use crate::processor::failure;
+use crate::processor::send_back::DLQ_NUMS_PER_GROUP;
+use crate::schedule;
 use crate::stats::clock_ms;
+use crate::transaction;
 
 /// Remark of a send refused because too many sends are already waiting for the store.
 pub(crate) const BUSY_REMARK: &str = "[REJECTREQUEST]system busy, start flow control for a while";
@@ -41,20 +44,24 @@ impl Broker {
         // As Java, the header's batch flag (V2 key `m`) decides, not the request code.
         let batch = header.batch == Some(true);
         if sysflag::transaction_value(sys_flag) == sysflag::TRANSACTION_PREPARED_TYPE {
-            // Half messages need the transaction service (half/op topics and check-back); until
-            // it exists they are refused rather than stored where no one would commit them.
-            return failure(
-                &req,
-                response_code::NO_PERMISSION,
-                format!(
-                "the broker[{}] sending transaction message is forbidden: transactional messages are not supported yet",
-                self.config.broker_ip1
-            ),
-            );
+            if self.config.reject_transaction_message {
+                return failure(
+                    &req,
+                    response_code::NO_PERMISSION,
+                    format!("the broker[{}] sending transaction message is forbidden", self.config.broker_ip1),
+                );
+            }
+            if batch {
+                return failure(&req, response_code::MESSAGE_ILLEGAL, "batch messages cannot be transactional");
+            }
         }
+        let target = match self.retry_or_dead_letter(&req, &header, queue_id) {
+            Ok(t) => t,
+            Err(response) => return *response,
+        };
         let mut transaction_id = None;
         let result = if batch {
-            match self.build_batch(&conn, &req, &header, queue_id, sys_flag) {
+            match self.build_batch(&conn, &req, &header, &target, sys_flag) {
                 Ok(msgs) => self.store.put_messages(msgs).await,
                 Err(response) => return *response,
             }
@@ -69,7 +76,7 @@ impl Broker {
             let (msg, uniq) = self.build_message(
                 &conn,
                 &header,
-                queue_id,
+                &target,
                 sys_flag,
                 header.properties.as_deref().unwrap_or(""),
                 req.body.clone(),
@@ -167,19 +174,21 @@ impl Broker {
     }
 
     /// One stored message from a send: the broker adds CLUSTER and, if the producer did not
-    /// set one, UNIQ_KEY. Returns the message and its UNIQ_KEY.
+    /// set one, UNIQ_KEY; a DELAY level sends it to the schedule queue of its level. Returns
+    /// the message and its UNIQ_KEY.
     #[allow(clippy::too_many_arguments)]
     fn build_message(
         &self,
         conn: &Connection,
         header: &SendMessageRequestHeader,
-        queue_id: i32,
+        target: &SendTarget,
         sys_flag: i32,
         properties: &str,
         body: Bytes,
         flag: i32,
     ) -> (StoredMessage, String) {
         let mut props = MessageProperties::decode(properties);
+        let (mut topic, mut queue_id) = (target.topic.clone(), target.queue_id);
         props.insert(keys::CLUSTER, self.config.broker_cluster_name.as_str());
         let uniq = match props.get(keys::UNIQ_KEY) {
             Some(u) => u.to_owned(),
@@ -189,8 +198,28 @@ impl Broker {
                 u
             }
         };
+        if target.dead_letter {
+            // Java marks a message it moves to the DLQ so that it is not delayed.
+            props.insert(keys::DELAY, "0");
+        }
+        let mut sys_flag = sys_flag;
+        match sysflag::transaction_value(sys_flag) {
+            sysflag::TRANSACTION_PREPARED_TYPE => {
+                // A half message: delayed (if at all) only once committed.
+                sys_flag = transaction::to_half_queue(&mut topic, &mut queue_id, &mut props, sys_flag);
+            }
+            sysflag::TRANSACTION_NOT_TYPE | sysflag::TRANSACTION_COMMIT_TYPE => {
+                schedule::to_schedule_queue(
+                    &mut topic,
+                    &mut queue_id,
+                    &mut props,
+                    &self.store.config().message_delay_level,
+                );
+            }
+            _ => {}
+        }
         let msg = StoredMessage {
-            topic: header.topic.clone(),
+            topic,
             queue_id,
             flag,
             body,
@@ -210,7 +239,7 @@ impl Broker {
         conn: &Connection,
         req: &RemotingCommand,
         header: &SendMessageRequestHeader,
-        queue_id: i32,
+        target: &SendTarget,
         sys_flag: i32,
     ) -> Result<Vec<StoredMessage>, Box<RemotingCommand>> {
         let fail = |code, remark: String| Err(Box::new(failure(req, code, remark)));
@@ -239,10 +268,59 @@ impl Broker {
                 return fail(response_code::MESSAGE_ILLEGAL, "batch messages cannot be delayed".into());
             }
             let (msg, _) =
-                self.build_message(conn, header, queue_id, sys_flag, &entry.properties, entry.body, entry.flag);
+                self.build_message(conn, header, target, sys_flag, &entry.properties, entry.body, entry.flag);
             out.push(msg);
         }
         Ok(out)
+    }
+
+    /// Java `handleRetryAndDLQ`: a message a consumer sends itself to `%RETRY%<group>` (the
+    /// client's fallback when CONSUMER_SEND_MSG_BACK fails) goes to the group's dead-letter
+    /// topic once its reconsume times exceed the group's maximum, or at once while the group
+    /// holds orderly queue locks.
+    fn retry_or_dead_letter(
+        &self,
+        req: &RemotingCommand,
+        header: &SendMessageRequestHeader,
+        queue_id: i32,
+    ) -> Result<SendTarget, Box<RemotingCommand>> {
+        let plain = SendTarget { topic: header.topic.clone(), queue_id, dead_letter: false };
+        let Some(group) = header.topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) else { return Ok(plain) };
+        let Some(config) = self.groups().find(group, self.config.auto_create_subscription_group) else {
+            return Err(Box::new(failure(
+                req,
+                response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+                format!("subscription group not exist, {group}"),
+            )));
+        };
+        let mut max_reconsume = config.retry_max_times;
+        if req.version >= version::V3_4_9 {
+            if let Some(m) = header.max_reconsume_times {
+                max_reconsume = m;
+            }
+        }
+        let reconsume = header.reconsume_times.unwrap_or(0);
+        let locked = !self.locks.is_lock_all_expired(group, now_ms());
+        if reconsume <= max_reconsume && !locked {
+            return Ok(plain);
+        }
+        let dlq = dlq_topic(group);
+        let created =
+            self.topics().create_topic_in_send_back(&dlq, DLQ_NUMS_PER_GROUP, perm::PERM_WRITE | perm::PERM_READ, 0);
+        match created {
+            Ok(c) => self.on_topic_created(&c),
+            Err(e) => {
+                return Err(Box::new(failure(req, response_code::SYSTEM_ERROR, format!("topic[{dlq}] not exist: {e}"))))
+            }
+        }
+        info!(
+            group,
+            reconsume_times = reconsume,
+            max_reconsume_times = max_reconsume,
+            orderly_locks = locked,
+            "retry message sent to the dead-letter queue"
+        );
+        Ok(SendTarget { topic: dlq, queue_id: 0, dead_letter: true })
     }
 
     fn send_response(
@@ -281,6 +359,14 @@ impl Broker {
         response.ext_fields.insert("TRACE_ON".into(), self.config.trace_on.to_string());
         response
     }
+}
+
+/// Where a sent message is stored (before a DELAY level moves it to the schedule topic).
+#[derive(Debug)]
+struct SendTarget {
+    topic: String,
+    queue_id: i32,
+    dead_letter: bool,
 }
 
 /// A queue for a send that did not choose one.

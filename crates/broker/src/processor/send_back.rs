@@ -14,9 +14,10 @@ use tracing::info;
 use crate::broker::Broker;
 use crate::metadata::{dlq_topic, retry_topic};
 use crate::processor::{failure, success};
+use crate::schedule;
 
 /// Queues of a dead-letter topic (Java: `DLQ_NUMS_PER_GROUP`).
-const DLQ_NUMS_PER_GROUP: i32 = 1;
+pub(crate) const DLQ_NUMS_PER_GROUP: i32 = 1;
 
 impl Broker {
     pub(crate) async fn consumer_send_msg_back(&self, conn: Connection, req: RemotingCommand) -> RemotingCommand {
@@ -92,12 +93,25 @@ impl Broker {
         props.insert(keys::ORIGIN_MESSAGE_ID, origin);
         // The retry is not flushed before the answer: the original is already durable.
         props.insert(keys::WAIT, "false");
+        let mut stored_topic = topic.clone();
+        let mut queue_id = (original.physical_offset.rem_euclid(i64::from(queue_nums.max(1)))) as i32;
         if to_dlq {
             props.insert(keys::DLQ_ORIGIN_TOPIC, original.topic.as_str());
+            props.remove(keys::DELAY);
+        } else {
+            // The retry waits in the schedule queue of its level: the header's, or one more
+            // step of the 10s, 30s, 1m ... schedule for each earlier attempt.
+            let level = if h.delay_level > 0 { h.delay_level } else { 3 + original.reconsume_times };
+            props.insert(keys::DELAY, level.to_string());
+            schedule::to_schedule_queue(
+                &mut stored_topic,
+                &mut queue_id,
+                &mut props,
+                &self.store.config().message_delay_level,
+            );
         }
-        let queue_id = (original.physical_offset.rem_euclid(i64::from(queue_nums.max(1)))) as i32;
         let retry = StoredMessage {
-            topic: topic.clone(),
+            topic: stored_topic,
             queue_id,
             flag: original.flag,
             body: original.body.clone(),
@@ -109,7 +123,6 @@ impl Broker {
             reconsume_times: original.reconsume_times + 1,
             ..StoredMessage::default()
         };
-        // Without the schedule service (delay levels) the retry is delivered at once.
         let result = self.store.put_message(retry).await;
         match result.status {
             PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout => {

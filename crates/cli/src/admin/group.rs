@@ -1,13 +1,14 @@
 //! Consumer- and producer-group commands: updateSubGroup, deleteSubGroup, consumerProgress,
 //! consumerConnection, producerConnection, resetOffsetByTime.
-//! Java: `tools/command/consumer/*`, `connection/*`, `offset/ResetOffsetByTimeCommand`.
+//! Java: `tools/command/consumer/*`, `connection/*`, `offset/ResetOffsetByTimeCommand` (and
+//! `ResetOffsetByTimeOldCommand` for groups a broker cannot reset because none is online).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ferromq_client::admin::{json, SubscriptionGroupConfig};
+use ferromq_client::admin::{json, AdminError, SubscriptionGroupConfig};
 use ferromq_protocol::body::{Connection, ConsumeType, ConsumerConnection, MessageQueue, OffsetWrapper};
-use ferromq_protocol::version;
+use ferromq_protocol::{response_code, version};
 
 use crate::admin::output::{format_ms, parse_timestamp, print_json, Table};
 use crate::admin::{target_brokers, Ctx};
@@ -115,7 +116,7 @@ pub(crate) async fn delete_sub_group(ctx: &Ctx, a: DeleteSubGroupArgs) -> anyhow
 }
 
 /// Every master broker the name server knows, as (broker name, address).
-async fn all_masters(ctx: &Ctx) -> anyhow::Result<Vec<(String, String)>> {
+pub(crate) async fn all_masters(ctx: &Ctx) -> anyhow::Result<Vec<(String, String)>> {
     let info = ctx.client.cluster_info().await?;
     Ok(info
         .broker_addr_table
@@ -235,7 +236,7 @@ impl GroupConsumeInfo {
 
 /// Java's `MQVersion.getVersionDesc` for the versions FerroMQ names; other ordinals print as
 /// `V#<ordinal>`.
-fn version_desc(ordinal: i32) -> String {
+pub(crate) fn version_desc(ordinal: i32) -> String {
     let known = [
         (version::V3_4_9, "V3_4_9"),
         (version::V4_0_0, "V4_0_0"),
@@ -406,7 +407,9 @@ pub(crate) struct ResetOffsetByTimeArgs {
     /// (read as UTC; mqadmin reads it in the JVM's local time zone).
     #[arg(short = 's', long = "timestamp")]
     timestamp: String,
-    /// Reset even if the new offset is ahead of the consumed one (true|false).
+    /// Reset even if the new offset is ahead of the consumed one (true|false, default true).
+    /// A 5.x broker (FerroMQ's included) ignores it, as Java's does; it counts when this tool
+    /// commits the offsets of an offline group itself.
     #[arg(short = 'f', long = "force")]
     force: Option<bool>,
 }
@@ -422,11 +425,20 @@ pub(crate) async fn reset_offset_by_time(ctx: &Ctx, a: ResetOffsetByTimeArgs) ->
             )
         })?
     };
+    let force = a.force.unwrap_or(true);
+    let brokers = ctx.client.route_brokers(&a.topic).await?;
     let mut offsets = BTreeMap::new();
-    for (_, addr) in ctx.client.route_brokers(&a.topic).await? {
-        let body =
-            ctx.client.reset_offset_by_time(&addr, &a.topic, &a.group, timestamp, a.force.unwrap_or(true)).await?;
-        offsets.extend(body.offset_table);
+    for (_, addr) in &brokers {
+        match ctx.client.reset_offset_by_time(addr, &a.topic, &a.group, timestamp, force).await {
+            Ok(body) => offsets.extend(body.offset_table),
+            // A broker that resets through the online consumers (Java 4.x, or 5.x without
+            // `useServerSideResetOffset`) refuses when none is online; mqadmin then commits the
+            // offsets itself, on every broker of the topic.
+            Err(AdminError::Response { code: response_code::CONSUMER_NOT_ONLINE, .. }) => {
+                return reset_offline_group(ctx, &a, &brokers, timestamp, force).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
     if ctx.json {
         let items: Vec<_> = offsets
@@ -445,4 +457,117 @@ pub(crate) async fn reset_offset_by_time(ctx: &Ctx, a: ResetOffsetByTimeArgs) ->
     }
     table.print();
     Ok(())
+}
+
+/// One queue of an offline reset. Java: `RollbackStats`.
+struct RollbackStats {
+    queue: MessageQueue,
+    broker_offset: i64,
+    consumer_offset: i64,
+    timestamp_offset: i64,
+    rollback_offset: i64,
+}
+
+/// The offset an offline reset commits: the one found by time when forced or when it moves
+/// the group back, else none (the group keeps its offset).
+/// Java: `DefaultMQAdminExtImpl#resetOffsetConsumeOffset`.
+fn rollback_to(force: bool, timestamp_offset: i64, consumer_offset: i64) -> Option<i64> {
+    (force || timestamp_offset <= consumer_offset).then_some(timestamp_offset)
+}
+
+/// resetOffsetByTime for a group no broker can tell (no consumer online at a broker that
+/// resets through its consumers): on every broker of the topic, each queue's offset at
+/// `timestamp` (the end for -1) is committed with UPDATE_CONSUMER_OFFSET, unless it is ahead of
+/// the group's offset and `force` is off. Queues the group has no offset on start from their
+/// minimum offset. Java: `ResetOffsetByTimeOldCommand`, `DefaultMQAdminExtImpl#resetOffsetByTimestampOld`.
+async fn reset_offline_group(
+    ctx: &Ctx,
+    a: &ResetOffsetByTimeArgs,
+    brokers: &[(String, String)],
+    timestamp: i64,
+    force: bool,
+) -> anyhow::Result<()> {
+    let mut stats = Vec::new();
+    for (broker_name, addr) in brokers {
+        let consumed = ctx.client.consume_stats(addr, &a.group, Some(&a.topic)).await?;
+        let mut queues: Vec<(MessageQueue, OffsetWrapper)> =
+            consumed.offset_table.into_iter().filter(|(q, _)| q.topic == a.topic).collect();
+        if queues.is_empty() {
+            let table = ctx.client.topic_stats(addr, &a.topic).await?;
+            queues = table
+                .offset_table
+                .into_iter()
+                .filter(|(q, _)| &q.broker_name == broker_name)
+                .map(|(q, t)| {
+                    let wrapper = OffsetWrapper {
+                        broker_offset: t.max_offset,
+                        consumer_offset: t.min_offset,
+                        ..OffsetWrapper::default()
+                    };
+                    (q, wrapper)
+                })
+                .collect();
+        }
+        for (queue, wrapper) in queues {
+            let timestamp_offset = if timestamp == -1 {
+                ctx.client.max_offset(addr, &queue).await?
+            } else {
+                ctx.client.search_offset(addr, &queue, timestamp).await?
+            };
+            let mut rollback_offset = wrapper.consumer_offset;
+            if let Some(offset) = rollback_to(force, timestamp_offset, wrapper.consumer_offset) {
+                ctx.client.update_consumer_offset(addr, &a.group, &a.topic, queue.queue_id, offset).await?;
+                rollback_offset = offset;
+            }
+            stats.push(RollbackStats {
+                queue,
+                broker_offset: wrapper.broker_offset,
+                consumer_offset: wrapper.consumer_offset,
+                timestamp_offset,
+                rollback_offset,
+            });
+        }
+    }
+    if ctx.json {
+        let items: Vec<_> = stats
+            .iter()
+            .map(|r| {
+                json!({ "brokerName": r.queue.broker_name, "queueId": r.queue.queue_id, "offset": r.rollback_offset,
+                    "brokerOffset": r.broker_offset, "consumerOffset": r.consumer_offset,
+                    "timestampOffset": r.timestamp_offset })
+            })
+            .collect();
+        return print_json(&json!({ "group": a.group, "topic": a.topic, "timestamp": timestamp, "force": force,
+            "offline": true, "offsets": items }));
+    }
+    println!(
+        "reset consumer offset by specified consumerGroup[{}], topic[{}], force[{force}], timestamp(string)[{}], \
+         timestamp(long)[{timestamp}]",
+        a.group, a.topic, a.timestamp
+    );
+    println!(
+        "{:<20}  {:<20}  {:<20}  {:<20}  {:<20}  {:<20}",
+        "#brokerName", "#queueId", "#brokerOffset", "#consumerOffset", "#timestampOffset", "#resetOffset"
+    );
+    for r in &stats {
+        let name: String = r.queue.broker_name.chars().take(32).collect();
+        println!(
+            "{name:<20}  {:<20}  {:<20}  {:<20}  {:<20}  {:<20}",
+            r.queue.queue_id, r.broker_offset, r.consumer_offset, r.timestamp_offset, r.rollback_offset
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offline_reset_moves_back_always_and_forward_only_when_forced() {
+        assert_eq!(rollback_to(false, 3, 10), Some(3));
+        assert_eq!(rollback_to(false, 10, 10), Some(10));
+        assert_eq!(rollback_to(false, 12, 10), None);
+        assert_eq!(rollback_to(true, 12, 10), Some(12));
+    }
 }

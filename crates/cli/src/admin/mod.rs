@@ -3,6 +3,7 @@
 //! with `--json`. Commands live in one file per concept; this module parses and dispatches.
 
 mod broker;
+mod consumer_status;
 mod group;
 mod message;
 mod output;
@@ -60,6 +61,8 @@ enum AdminCommand {
     ConsumerConnection(group::ConsumerConnectionArgs),
     /// Show a producer group's online clients.
     ProducerConnection(group::ProducerConnectionArgs),
+    /// Show what each online consumer of a group reports about itself.
+    ConsumerStatus(consumer_status::ConsumerStatusArgs),
     /// Move a consumer group's offsets to a point in time.
     ResetOffsetByTime(group::ResetOffsetByTimeArgs),
     /// Find messages by key.
@@ -123,6 +126,7 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::ConsumerProgress(a) => group::consumer_progress(ctx, a).await,
         AdminCommand::ConsumerConnection(a) => group::consumer_connection(ctx, a).await,
         AdminCommand::ProducerConnection(a) => group::producer_connection(ctx, a).await,
+        AdminCommand::ConsumerStatus(a) => consumer_status::consumer_status(ctx, a).await,
         AdminCommand::ResetOffsetByTime(a) => group::reset_offset_by_time(ctx, a).await,
         AdminCommand::QueryMsgByKey(a) => message::query_msg_by_key(ctx, a).await,
         AdminCommand::QueryMsgById(a) => message::query_msg_by_id(ctx, a).await,

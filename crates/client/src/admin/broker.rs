@@ -1,20 +1,22 @@
 //! Broker admin calls: topics, subscription groups, broker config and runtime, consumer and
-//! producer views, offset resets. Java: `MQClientAPIImpl#createTopic` and friends.
+//! producer views, offset resets and searches, consumer running info.
+//! Java: `MQClientAPIImpl#createTopic` and friends.
 
 use std::collections::BTreeMap;
 
 use ferromq_protocol::body::{
-    ConsumeStats, ConsumerConnection, KVTable, ProducerConnection, ResetOffsetBody, SubscriptionGroupConfig,
-    SubscriptionGroupWrapper, TopicConfig, TopicFilterType, TopicStatsTable,
+    ConsumeStats, ConsumerConnection, ConsumerRunningInfo, KVTable, MessageQueue, ProducerConnection, ResetOffsetBody,
+    SubscriptionGroupConfig, SubscriptionGroupWrapper, TopicConfig, TopicFilterType, TopicStatsTable,
 };
 use ferromq_protocol::header::{
     CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader,
-    GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader, GetProducerConnectionListRequestHeader,
-    GetTopicStatsInfoRequestHeader, ResetOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
+    GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader, GetConsumerRunningInfoRequestHeader,
+    GetMaxOffsetRequestHeader, GetProducerConnectionListRequestHeader, GetTopicStatsInfoRequestHeader,
+    OffsetResponseHeader, ResetOffsetRequestHeader, SearchOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
 use ferromq_protocol::{properties_text, request_code, RemotingCommand};
 
-use crate::admin::client::{code_name, AdminClient};
+use crate::admin::client::{code_name, decode_header, AdminClient};
 use crate::admin::error::AdminError;
 
 /// The topic new topics are modelled on (Java: `TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC`).
@@ -204,6 +206,67 @@ impl AdminClient {
         };
         let request = RemotingCommand::request(request_code::INVOKE_BROKER_TO_RESET_OFFSET).with_header(&header);
         self.call_body(addr, request).await
+    }
+
+    /// GET_CONSUMER_RUNNING_INFO through the broker at `addr`, which asks the consumer client
+    /// `client_id` of `group`; with `jstack`, the client adds a dump of its tasks.
+    /// Java: `MQClientAPIImpl#getConsumerRunningInfo`.
+    ///
+    /// # Errors
+    /// SYSTEM_ERROR when the client is not online at that broker (or does not run the group),
+    /// CONSUME_MSG_TIMEOUT when it does not answer, and transport failures, naming `addr`.
+    pub async fn consumer_running_info(
+        &self,
+        addr: &str,
+        group: &str,
+        client_id: &str,
+        jstack: bool,
+    ) -> Result<ConsumerRunningInfo, AdminError> {
+        let header = GetConsumerRunningInfoRequestHeader {
+            consumer_group: group.to_owned(),
+            client_id: client_id.to_owned(),
+            jstack_enable: Some(jstack),
+        };
+        let request = RemotingCommand::request(request_code::GET_CONSUMER_RUNNING_INFO).with_header(&header);
+        self.call_body(addr, request).await
+    }
+
+    /// SEARCH_OFFSET_BY_TIMESTAMP: the offset of the first message of `mq` stored at or after
+    /// `timestamp_ms`. Java: `MQClientAPIImpl#searchOffset`.
+    ///
+    /// # Errors
+    /// The broker's refusal or a transport failure, naming `addr`.
+    pub async fn search_offset(&self, addr: &str, mq: &MessageQueue, timestamp_ms: i64) -> Result<i64, AdminError> {
+        let header = SearchOffsetRequestHeader {
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            timestamp: timestamp_ms,
+            boundary_type: None,
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        let request = RemotingCommand::request(request_code::SEARCH_OFFSET_BY_TIMESTAMP).with_header(&header);
+        self.offset_call(addr, request).await
+    }
+
+    /// GET_MAX_OFFSET: the offset after the last message of `mq`. Java: `MQClientAPIImpl#getMaxOffset`.
+    ///
+    /// # Errors
+    /// The broker's refusal or a transport failure, naming `addr`.
+    pub async fn max_offset(&self, addr: &str, mq: &MessageQueue) -> Result<i64, AdminError> {
+        let header = GetMaxOffsetRequestHeader {
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            committed: None,
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        self.offset_call(addr, RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&header)).await
+    }
+
+    /// Sends a request answered with an offset header.
+    async fn offset_call(&self, addr: &str, request: RemotingCommand) -> Result<i64, AdminError> {
+        let name = code_name(request.code);
+        let response = self.call_ok(addr, request).await?;
+        decode_header::<OffsetResponseHeader>(addr, name, &response).map(|h| h.offset)
     }
 
     /// UPDATE_CONSUMER_OFFSET: commits a group's offset on one queue.

@@ -27,7 +27,7 @@ const IDLE_RECHECK: Duration = Duration::from_millis(100);
 
 /// How long the removal of a queue waits for its running listener call before giving up the
 /// unlock (the broker lease then expires). Java: `removeUnnecessaryMessageQueue`'s 1 s `tryLock`.
-const REMOVE_WAIT_FOR_CONSUME: Duration = Duration::from_secs(1);
+pub(super) const REMOVE_WAIT_FOR_CONSUME: Duration = Duration::from_secs(1);
 
 /// What an orderly listener says about the messages it was given.
 /// Java: `ConsumeOrderlyStatus`.
@@ -171,6 +171,7 @@ impl Inner {
     /// Removes consumed messages of the queue at `epoch`.
     fn finish(&self, mq: &MessageQueue, epoch: u64, offsets: &[i64]) {
         if let Some(q) = lock(&self.state).queues.get_mut(mq).filter(|q| q.epoch == epoch) {
+            q.last_consume_ms = crate::consumer_stats::epoch_ms();
             for o in offsets {
                 q.pending.remove(o);
             }
@@ -220,13 +221,19 @@ impl Inner {
         let Ok(_permit) = self.consume_permits.clone().acquire_owned().await else {
             return ConsumeOrderlyStatus::SuspendCurrentQueueAMoment;
         };
-        match tokio::task::spawn_blocking(move || listener(&batch)).await {
+        let count = batch.len();
+        let started = std::time::Instant::now();
+        let status = match tokio::task::spawn_blocking(move || listener(&batch)).await {
             Ok(status) => status,
             Err(e) => {
                 warn!(topic = %mq.topic, queue_id = mq.queue_id, error = %e, "orderly listener panicked");
                 ConsumeOrderlyStatus::SuspendCurrentQueueAMoment
             }
-        }
+        };
+        let (ok, failed) = if status == ConsumeOrderlyStatus::Success { (count, 0) } else { (0, count) };
+        let now = std::time::Instant::now();
+        self.stats.record_consume(&mq.topic, now.duration_since(started), ok, failed, now);
+        status
     }
 
     /// After a suspend: messages past `max_reconsume_times` go to the dead-letter topic

@@ -13,6 +13,7 @@ mod connection;
 mod consume_stats;
 mod consumer_list;
 mod consumer_offset;
+mod consumer_running_info;
 mod data_version;
 mod error;
 mod group_list;
@@ -42,6 +43,11 @@ pub use connection::{Connection, ConsumerConnection, ProducerConnection};
 pub use consume_stats::{ConsumeStats, OffsetWrapper};
 pub use consumer_list::ConsumerListByGroupResponseBody;
 pub use consumer_offset::{ConsumerOffsetSerializeWrapper, TOPIC_GROUP_SEPARATOR};
+pub use consumer_running_info::{
+    ConsumeStatus, ConsumerRunningInfo, PopProcessQueueInfo, ProcessQueueInfo, PROP_CLIENT_VERSION,
+    PROP_CONSUMER_START_TIMESTAMP, PROP_CONSUME_ORDERLY, PROP_CONSUME_TYPE, PROP_NAMESERVER_ADDR,
+    PROP_THREADPOOL_CORE_SIZE,
+};
 pub use data_version::DataVersion;
 pub use error::BodyError;
 pub use group_list::GroupList;

@@ -1,4 +1,5 @@
-//! Client-management headers: unregister, consumer lists, consumer-id change notices, retry.
+//! Client-management headers: unregister, consumer lists, consumer-id change notices, retry,
+//! consumer running info.
 
 use super::command_header;
 
@@ -39,5 +40,17 @@ command_header! {
         pub unit_mode: Option<bool> => "unitMode",
         pub max_reconsume_times: Option<i32> => "maxReconsumeTimes",
         pub broker_name: Option<String> => "bname",
+    }
+}
+
+command_header! {
+    /// GET_CONSUMER_RUNNING_INFO (307), from an admin tool to a broker and forwarded by the
+    /// broker to the named client.
+    pub struct GetConsumerRunningInfoRequestHeader {
+        pub consumer_group: String => "consumerGroup",
+        #[doc = "The client asked, `ip@instanceName`."]
+        pub client_id: String => "clientId",
+        #[doc = "Also ask for a thread dump (Java writes it always; absent reads as false)."]
+        pub jstack_enable: Option<bool> => "jstackEnable",
     }
 }

@@ -1,0 +1,114 @@
+//! END_TRANSACTION (37): the producer's decision on a half message, sent oneway after its
+//! local transaction or in answer to a check-back. Commit stores a copy in the real topic and
+//! queue, then marks the half message done; rollback only marks it done; unknown does
+//! nothing (the check-back will ask again). Java: `EndTransactionProcessor`.
+
+use ferromq_protocol::header::EndTransactionRequestHeader;
+use ferromq_protocol::message::{keys, sysflag, MessageProperties, StoredMessage};
+use ferromq_protocol::{response_code, RemotingCommand};
+use ferromq_remoting::Connection;
+use ferromq_store::PutMessageStatus;
+use tracing::{info, warn};
+
+use crate::broker::Broker;
+use crate::processor::{failure, success};
+use crate::schedule;
+use crate::stats::clock_ms;
+
+impl Broker {
+    pub(crate) async fn end_transaction(&self, conn: Connection, req: RemotingCommand) -> RemotingCommand {
+        let h: EndTransactionRequestHeader = match req.decode_header() {
+            Ok(h) => h,
+            Err(e) => return failure(&req, response_code::SYSTEM_ERROR, e.to_string()),
+        };
+        if self.is_slave() {
+            return failure(
+                &req,
+                response_code::SLAVE_NOT_AVAILABLE,
+                "Store is slave mode, so end transaction is forbidden. ",
+            );
+        }
+        let decision = h.commit_or_rollback;
+        if decision != sysflag::TRANSACTION_COMMIT_TYPE && decision != sysflag::TRANSACTION_ROLLBACK_TYPE {
+            // Unknown (0) or anything else: the half message waits for the check-back.
+            info!(producer_group = %h.producer_group, msg_id = %h.msg_id, decision, from_check = h.from_transaction_check.unwrap_or(false), remote_addr = %conn.remote_addr(), "transaction left undecided");
+            return success(&req);
+        }
+        let half = match self.find_half_message(&h) {
+            Ok(m) => m,
+            Err(remark) => return failure(&req, response_code::SYSTEM_ERROR, remark),
+        };
+        if decision == sysflag::TRANSACTION_COMMIT_TYPE {
+            let committed = committed_message(self, &half, h.commit_log_offset);
+            let topic = committed.topic.clone();
+            let result = self.store.put_message(committed).await;
+            match result.status {
+                PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout => {
+                    if let Some(append) = &result.append {
+                        self.stats.topic_put_nums.add(&topic, append.msg_num as u64, clock_ms());
+                    }
+                }
+                status => {
+                    warn!(topic = %topic, ?status, remark = ?result.remark, "committed message not stored");
+                    return failure(
+                        &req,
+                        response_code::SYSTEM_ERROR,
+                        result.remark.unwrap_or_else(|| format!("store the committed message failed: {status:?}")),
+                    );
+                }
+            }
+        }
+        self.mark_half_done(half.queue_id, half.queue_offset).await;
+        success(&req)
+    }
+
+    /// The half message the request names, checked as Java's `checkPrepareMessage` does.
+    fn find_half_message(&self, h: &EndTransactionRequestHeader) -> Result<StoredMessage, String> {
+        let bytes = self
+            .store
+            .look_message_by_offset(h.commit_log_offset)
+            .ok_or_else(|| "Find prepared transaction message failed".to_owned())?;
+        let (half, _) = StoredMessage::decode_shared(&bytes)
+            .map_err(|e| format!("Find prepared transaction message failed: {e}"))?;
+        if half.topic != crate::metadata::RMQ_SYS_TRANS_HALF_TOPIC {
+            return Err("Find prepared transaction message failed: not a half message".into());
+        }
+        if half.property(keys::PGROUP) != Some(h.producer_group.as_str()) {
+            return Err("The producer group wrong".into());
+        }
+        if half.queue_offset != h.tran_state_table_offset {
+            return Err("The transaction state table offset wrong".into());
+        }
+        if half.physical_offset != h.commit_log_offset {
+            return Err("The commit log offset wrong".into());
+        }
+        Ok(half)
+    }
+}
+
+/// The committed copy: real topic and queue, REAL_TOPIC / REAL_QID / TRAN_MSG removed, system
+/// flag COMMIT, PREPARED TRANSACTION OFFSET = the half message's CommitLog offset; a DELAY
+/// level still applies (the commit passes through the schedule). Java:
+/// `EndTransactionProcessor#endMessageTransaction`.
+fn committed_message(broker: &Broker, half: &StoredMessage, half_offset: i64) -> StoredMessage {
+    let mut props = MessageProperties::decode(&half.properties);
+    let mut topic = props.remove(keys::REAL_TOPIC).unwrap_or_else(|| half.topic.clone());
+    let mut queue_id: i32 = props.remove(keys::REAL_QID).and_then(|q| q.trim().parse().ok()).unwrap_or(0);
+    props.remove(keys::TRAN_MSG);
+    props.insert(keys::WAIT, "false");
+    schedule::to_schedule_queue(&mut topic, &mut queue_id, &mut props, &broker.store.config().message_delay_level);
+    StoredMessage {
+        topic,
+        queue_id,
+        flag: half.flag,
+        body: half.body.clone(),
+        properties: props.encode(),
+        sys_flag: sysflag::with_transaction_value(half.sys_flag, sysflag::TRANSACTION_COMMIT_TYPE),
+        born_timestamp_ms: half.born_timestamp_ms,
+        born_host: half.born_host,
+        store_host: broker.store_host,
+        reconsume_times: half.reconsume_times,
+        prepared_transaction_offset: half_offset,
+        ..StoredMessage::default()
+    }
+}

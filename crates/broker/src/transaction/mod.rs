@@ -1,0 +1,98 @@
+//! Transactional messages. A producer sends a half (prepared) message, which the broker keeps
+//! in `RMQ_SYS_TRANS_HALF_TOPIC` where no consumer sees it; END_TRANSACTION then commits it
+//! (a copy goes to its real topic and queue) or rolls it back. Either way an op message in
+//! `RMQ_SYS_TRANS_OP_HALF_TOPIC` (tag `d`, body: half queue offsets) marks the half message
+//! done. Half messages left undecided past `transactionTimeOut` are checked back: the broker
+//! asks a live producer of the group with CHECK_TRANSACTION_STATE, and discards them to
+//! `TRANS_CHECK_MAX_TIME_TOPIC` after `transactionCheckMax` checks. Progress of the check is
+//! kept as consumer offsets of group `CID_RMQ_SYS_TRANS`. Java: `broker/transaction/*`,
+//! `EndTransactionProcessor`, `TransactionalMessageBridge#parseHalfMessageInner`.
+//!
+//! Files: `end.rs` serves END_TRANSACTION, `op_writer.rs` batches the op messages,
+//! `check.rs` is the check-back service.
+
+pub(crate) mod check;
+pub(crate) mod end;
+pub(crate) mod op_writer;
+
+use ferromq_protocol::message::{keys, sysflag, MessageProperties};
+
+use crate::metadata::RMQ_SYS_TRANS_HALF_TOPIC;
+
+/// The consumer group whose offsets record how far the check has gone.
+pub(crate) const CID_RMQ_SYS_TRANS: &str = "CID_RMQ_SYS_TRANS";
+/// Tag of op messages (Java: `TransactionalMessageUtil.REMOVE_TAG`).
+pub(crate) const REMOVE_TAG: &str = "d";
+
+/// Turns a prepared message into a half message: REAL_TOPIC / REAL_QID keep where it goes,
+/// `__transactionId__` is its UNIQ_KEY, it moves to the half topic's queue 0, and its system
+/// flag loses the transaction bits so that it is dispatched to the half queue (which only the
+/// broker reads). Returns the new system flag. Java: `parseHalfMessageInner`.
+pub(crate) fn to_half_queue(
+    topic: &mut String,
+    queue_id: &mut i32,
+    props: &mut MessageProperties,
+    sys_flag: i32,
+) -> i32 {
+    if let Some(uniq) = props.get(keys::UNIQ_KEY).filter(|u| !u.is_empty()).map(str::to_owned) {
+        props.insert(keys::TRANSACTION_ID, uniq);
+    }
+    props.insert(keys::REAL_TOPIC, std::mem::replace(topic, RMQ_SYS_TRANS_HALF_TOPIC.to_owned()));
+    props.insert(keys::REAL_QID, queue_id.to_string());
+    *queue_id = 0;
+    sysflag::with_transaction_value(sys_flag, sysflag::TRANSACTION_NOT_TYPE)
+}
+
+/// The half queue offsets an op message marks done: 5.x writes them comma-terminated
+/// (`"12,13,"`), 4.x one per message (`"12"`); both read here. Tokens that are not numbers are
+/// skipped, as Java skips them.
+pub(crate) fn parse_op_body(body: &[u8]) -> Vec<i64> {
+    String::from_utf8_lossy(body).split(',').filter_map(|t| t.trim().parse().ok()).collect()
+}
+
+/// Op message bodies for `offsets`, each at most `max_size` bytes (at least one offset each).
+pub(crate) fn op_bodies(offsets: &[i64], max_size: usize) -> Vec<String> {
+    let mut bodies = Vec::new();
+    let mut body = String::new();
+    for offset in offsets {
+        let token = format!("{offset},");
+        if !body.is_empty() && body.len() + token.len() > max_size {
+            bodies.push(std::mem::take(&mut body));
+        }
+        body.push_str(&token);
+    }
+    if !body.is_empty() {
+        bodies.push(body);
+    }
+    bodies
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_message_keeps_its_destination_and_transaction_id() {
+        let mut topic = "Orders".to_owned();
+        let mut queue_id = 3;
+        let mut props = MessageProperties::decode("TRAN_MSG\u{1}true\u{2}PGROUP\u{1}pg\u{2}UNIQ_KEY\u{1}ABC\u{2}");
+        let flag = to_half_queue(&mut topic, &mut queue_id, &mut props, sysflag::TRANSACTION_PREPARED_TYPE | 1);
+        assert_eq!((topic.as_str(), queue_id), (RMQ_SYS_TRANS_HALF_TOPIC, 0));
+        assert_eq!(flag, 1, "transaction bits cleared, others kept");
+        assert_eq!(props.get(keys::REAL_TOPIC), Some("Orders"));
+        assert_eq!(props.get(keys::REAL_QID), Some("3"));
+        assert_eq!(props.get(keys::TRANSACTION_ID), Some("ABC"));
+        assert_eq!(props.get(keys::TRAN_MSG), Some("true"));
+    }
+
+    #[test]
+    fn op_bodies_read_both_forms_and_split_by_size() {
+        assert_eq!(parse_op_body(b"123"), vec![123]);
+        assert_eq!(parse_op_body(b"1,2,3,"), vec![1, 2, 3]);
+        assert_eq!(parse_op_body(b"1,x,,3"), vec![1, 3]);
+        assert_eq!(op_bodies(&[1, 2, 3], 4096), vec!["1,2,3,".to_owned()]);
+        assert_eq!(op_bodies(&[100, 200, 300], 8), vec!["100,200,".to_owned(), "300,".to_owned()]);
+        assert_eq!(op_bodies(&[123_456], 2), vec!["123456,".to_owned()], "one offset always fits");
+        assert!(op_bodies(&[], 10).is_empty());
+    }
+}

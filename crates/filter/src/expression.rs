@@ -1,0 +1,565 @@
+//! A compiled filter expression and its evaluation against a message's properties.
+//!
+//! The tree has the same shape Java's parser builds, so that evaluation order, short-circuits
+//! and null handling come out the same: `a <> b` is `NOT (a = b)`, `IS NULL` is an equality
+//! with a NULL constant, `BETWEEN` is `>= AND <=` and `NOT BETWEEN` is `< OR >`, and a bare
+//! property used as a condition is wrapped in a boolean cast. Parsing lives in `parser.rs`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::hash::{BuildHasher, Hash};
+use std::marker::PhantomData;
+
+use crate::error::EvalError;
+use crate::java_number::{compare_doubles, parse_double};
+use crate::value::{compare, Value};
+
+/// A parsed SQL92 filter, ready to evaluate against messages. Build one with
+/// [`parse`](crate::parse).
+///
+/// `Display` writes an equivalent expression in canonical form (keywords upper-case, operands
+/// parenthesized where needed), which parses back to an equal `Expression`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expression {
+    pub(crate) root: Node,
+}
+
+/// The result of evaluating a filter: SQL's three-valued logic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Truth {
+    /// The condition holds; only this matches.
+    True,
+    /// The condition does not hold.
+    False,
+    /// The condition depends on a property the message does not carry (SQL's unknown, Java's
+    /// `null` result).
+    Unknown,
+}
+
+impl Truth {
+    /// Whether this is [`Truth::True`].
+    pub fn is_true(self) -> bool {
+        self == Truth::True
+    }
+}
+
+/// Read access to a message's properties by name.
+///
+/// Java evaluates against `MessageEvaluationContext`, a `Map<String, String>` of the user and
+/// system properties (TAGS, KEYS, ...); a missing name is null.
+pub trait Properties {
+    /// The value of property `name`, or `None` if the message does not carry it.
+    fn property(&self, name: &str) -> Option<&str>;
+}
+
+impl<K, V, S> Properties for HashMap<K, V, S>
+where
+    K: std::borrow::Borrow<str> + Hash + Eq,
+    V: AsRef<str>,
+    S: BuildHasher,
+{
+    fn property(&self, name: &str) -> Option<&str> {
+        self.get(name).map(AsRef::as_ref)
+    }
+}
+
+impl<K, V> Properties for BTreeMap<K, V>
+where
+    K: std::borrow::Borrow<str> + Ord,
+    V: AsRef<str>,
+{
+    fn property(&self, name: &str) -> Option<&str> {
+        self.get(name).map(AsRef::as_ref)
+    }
+}
+
+/// A list of name/value pairs; the first pair with the name wins.
+impl<K: AsRef<str>, V: AsRef<str>> Properties for [(K, V)] {
+    fn property(&self, name: &str) -> Option<&str> {
+        self.iter().find(|(k, _)| k.as_ref() == name).map(|(_, v)| v.as_ref())
+    }
+}
+
+/// [`Properties`] backed by a lookup function, for property stores this crate does not know.
+/// Build one with [`properties_fn`].
+pub struct PropertiesFn<'a, F> {
+    lookup: F,
+    // Ties the values' lifetime to this struct so `property` can hand them out.
+    values: PhantomData<&'a str>,
+}
+
+impl<F> fmt::Debug for PropertiesFn<'_, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PropertiesFn")
+    }
+}
+
+/// Wraps a lookup function as [`Properties`]: `properties_fn(|name| message.get(name))`.
+pub fn properties_fn<'a, F>(lookup: F) -> PropertiesFn<'a, F>
+where
+    F: Fn(&str) -> Option<&'a str>,
+{
+    PropertiesFn { lookup, values: PhantomData }
+}
+
+impl<'a, F> Properties for PropertiesFn<'a, F>
+where
+    F: Fn(&str) -> Option<&'a str>,
+{
+    fn property(&self, name: &str) -> Option<&str> {
+        (self.lookup)(name)
+    }
+}
+
+impl Expression {
+    /// Evaluates the filter against one message's properties.
+    ///
+    /// Java: `Expression#evaluate` with a `MessageEvaluationContext`.
+    ///
+    /// # Errors
+    ///
+    /// Where Java's evaluation throws: a property compared with a number that is not a valid
+    /// Java number of that type, or a boolean compared with a string in the order Java cannot
+    /// handle. Evaluation stops at the first such comparison it reaches, in Java's order, so
+    /// `TRUE OR a > 1` never fails but `a > 1 OR TRUE` fails when `a` is not a number.
+    pub fn evaluate<P: Properties + ?Sized>(&self, properties: &P) -> Result<Truth, EvalError> {
+        Ok(match eval(&self.root, properties)? {
+            Value::Bool(true) => Truth::True,
+            Value::Bool(false) => Truth::False,
+            // The root is always boolean-typed (the parser guarantees it), so this is null.
+            _ => Truth::Unknown,
+        })
+    }
+
+    /// Whether a message with these properties passes the filter: only a [`Truth::True`]
+    /// result does, and an evaluation error counts as no match, as in Java's
+    /// `ExpressionMessageFilter#isMatchedByCommitLog`.
+    pub fn matches<P: Properties + ?Sized>(&self, properties: &P) -> bool {
+        matches!(self.evaluate(properties), Ok(Truth::True))
+    }
+}
+
+/// One node of the tree. Each variant names the Java class that behaves the same way.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Node {
+    /// `ConstantExpression` (numbers, strings) and `BooleanConstantExpression` (TRUE, FALSE,
+    /// NULL).
+    Literal(Literal),
+    /// `PropertyExpression`.
+    Property(Box<str>),
+    /// `UnaryExpression.createNegate`.
+    Negate(Box<Node>),
+    /// `UnaryExpression.createNOT`; the operand is boolean-typed.
+    Not(Box<Node>),
+    /// `UnaryExpression.createBooleanCast`: a property used as a condition.
+    BooleanCast(Box<Node>),
+    /// `LogicExpression.createAND`.
+    And(Box<Node>, Box<Node>),
+    /// `LogicExpression.createOR`.
+    Or(Box<Node>, Box<Node>),
+    /// `ComparisonExpression.doCreateEqual`; also `IS NULL` with a NULL literal on the right.
+    Equal(Box<Node>, Box<Node>),
+    /// `ComparisonExpression.createGreaterThan` and friends.
+    Order(OrderOp, Box<Node>, Box<Node>),
+    /// `ComparisonExpression.createBetween` (`value >= low AND value <= high`) and
+    /// `createNotBetween` (`value < low OR value > high`). Java builds those trees with the
+    /// value shared by both comparisons; evaluating it once gives the same result, and a
+    /// separate node avoids copying the value's subtree.
+    Between { value: Box<Node>, low: Box<Node>, high: Box<Node>, negated: bool },
+    /// `UnaryExpression.createInExpression`.
+    In { property: Box<str>, values: InList, negated: bool },
+    /// `ComparisonExpression.ContainsExpression` and friends.
+    Text { op: TextOp, negated: bool, operand: Box<Node>, pattern: Box<str> },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Literal {
+    Null,
+    Bool(bool),
+    Int(i32),
+    Long(i64),
+    Double(f64),
+    Str(Box<str>),
+}
+
+impl Literal {
+    pub(crate) fn value(&self) -> Value<'_> {
+        match self {
+            Literal::Null => Value::Null,
+            Literal::Bool(b) => Value::Bool(*b),
+            Literal::Int(i) => Value::Int(*i),
+            Literal::Long(l) => Value::Long(*l),
+            Literal::Double(d) => Value::Double(*d),
+            Literal::Str(s) => Value::Str(s),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OrderOp {
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+impl OrderOp {
+    fn holds(self, ordering: std::cmp::Ordering) -> bool {
+        match self {
+            OrderOp::Gt => ordering.is_gt(),
+            OrderOp::Ge => ordering.is_ge(),
+            OrderOp::Lt => ordering.is_lt(),
+            OrderOp::Le => ordering.is_le(),
+        }
+    }
+
+    fn padded_symbol(self) -> &'static str {
+        match self {
+            OrderOp::Gt => " > ",
+            OrderOp::Ge => " >= ",
+            OrderOp::Lt => " < ",
+            OrderOp::Le => " <= ",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TextOp {
+    Contains,
+    StartsWith,
+    EndsWith,
+}
+
+impl TextOp {
+    fn holds(self, haystack: &str, pattern: &str) -> bool {
+        match self {
+            TextOp::Contains => haystack.contains(pattern),
+            TextOp::StartsWith => haystack.starts_with(pattern),
+            TextOp::EndsWith => haystack.ends_with(pattern),
+        }
+    }
+
+    fn keyword(self) -> &'static str {
+        match self {
+            TextOp::Contains => "CONTAINS",
+            TextOp::StartsWith => "STARTSWITH",
+            TextOp::EndsWith => "ENDSWITH",
+        }
+    }
+}
+
+/// The string list of an `IN`, sorted and without duplicates so lookups are a binary search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct InList(Vec<Box<str>>);
+
+impl InList {
+    pub(crate) fn new(mut values: Vec<Box<str>>) -> InList {
+        values.sort_unstable();
+        values.dedup();
+        InList(values)
+    }
+
+    fn contains(&self, value: &str) -> bool {
+        self.0.binary_search_by(|v| (**v).cmp(value)).is_ok()
+    }
+}
+
+/// Evaluates `node`, in Java's operand order. This is where evaluation recurses, so it only
+/// dispatches: unoptimized builds give a function one stack slot per temporary of every
+/// branch, and keeping the branches in helpers keeps the per-level cost small.
+fn eval<'a, P: Properties + ?Sized>(node: &'a Node, props: &'a P) -> Result<Value<'a>, EvalError> {
+    match node {
+        Node::Literal(literal) => Ok(literal.value()),
+        Node::Property(name) => Ok(props.property(name).map_or(Value::Null, Value::Str)),
+        Node::Negate(operand) => eval(operand, props).map(negate),
+        Node::Not(operand) => eval(operand, props).map(not),
+        Node::BooleanCast(operand) => eval(operand, props).map(boolean_cast),
+        Node::And(left, right) => eval_and(left, right, props),
+        Node::Or(left, right) => eval_or(left, right, props),
+        Node::Equal(left, right) => eval_equal(left, right, props),
+        Node::Order(op, left, right) => eval_order(*op, left, right, props),
+        Node::Between { value, low, high, negated } => eval_between(value, low, high, *negated, props),
+        Node::In { property, values, negated } => Ok(eval_in(property, values, *negated, props)),
+        Node::Text { op, negated, operand, pattern } => eval_text(*op, *negated, operand, pattern, props),
+    }
+}
+
+/// Java negates numbers only; a string or boolean gives null.
+fn negate(value: Value<'_>) -> Value<'_> {
+    match value {
+        Value::Int(i) => Value::Int(i.wrapping_neg()),
+        Value::Long(l) => Value::Long(l.wrapping_neg()),
+        Value::Double(d) => Value::Double(-d),
+        _ => Value::Null,
+    }
+}
+
+fn not(value: Value<'_>) -> Value<'_> {
+    match value {
+        Value::Bool(b) => Value::Bool(!b),
+        _ => Value::Null,
+    }
+}
+
+/// Java: `createBooleanCast`. Property values are strings, never Boolean objects, so a
+/// present property casts to false.
+fn boolean_cast(value: Value<'_>) -> Value<'_> {
+    match value {
+        Value::Null => Value::Null,
+        Value::Bool(b) => Value::Bool(b),
+        _ => Value::Bool(false),
+    }
+}
+
+/// Java: `LogicExpression.createAND`. The right side is skipped when the left decides, which
+/// matters because the right side might fail.
+fn eval_and<'a, P: Properties + ?Sized>(left: &'a Node, right: &'a Node, props: &'a P) -> Result<Value<'a>, EvalError> {
+    let l = truth(eval(left, props)?);
+    if l == Some(false) {
+        return Ok(Value::Bool(false));
+    }
+    Ok(and(l, truth(eval(right, props)?)))
+}
+
+/// Java: `LogicExpression.createOR`, short-circuiting like AND.
+fn eval_or<'a, P: Properties + ?Sized>(left: &'a Node, right: &'a Node, props: &'a P) -> Result<Value<'a>, EvalError> {
+    let l = truth(eval(left, props)?);
+    if l == Some(true) {
+        return Ok(Value::Bool(true));
+    }
+    Ok(or(l, truth(eval(right, props)?)))
+}
+
+/// Java: `ComparisonExpression.doCreateEqual`. Both sides are evaluated first.
+fn eval_equal<'a, P: Properties + ?Sized>(left: &'a Node, right: &'a Node, props: &'a P) -> Result<Value<'a>, EvalError> {
+    let l = eval(left, props)?;
+    let r = eval(right, props)?;
+    Ok(match (l, r) {
+        (Value::Null, Value::Null) => Value::Bool(true),
+        // Java answers null only when the left side is null; a null right side (including
+        // IS NULL on a present value) is simply not equal.
+        (Value::Null, _) => Value::Null,
+        (_, Value::Null) => Value::Bool(false),
+        (l, r) => Value::Bool(compare(l, r)?.is_eq()),
+    })
+}
+
+fn eval_order<'a, P: Properties + ?Sized>(
+    op: OrderOp,
+    left: &'a Node,
+    right: &'a Node,
+    props: &'a P,
+) -> Result<Value<'a>, EvalError> {
+    let l = eval(left, props)?;
+    order(op, l, right, props)
+}
+
+/// `value >= low AND value <= high`, or `value < low OR value > high` when negated, with the
+/// value evaluated once.
+fn eval_between<'a, P: Properties + ?Sized>(
+    value: &'a Node,
+    low: &'a Node,
+    high: &'a Node,
+    negated: bool,
+    props: &'a P,
+) -> Result<Value<'a>, EvalError> {
+    let v = eval(value, props)?;
+    if negated {
+        let lt = truth(order(OrderOp::Lt, v, low, props)?);
+        if lt == Some(true) {
+            return Ok(Value::Bool(true));
+        }
+        Ok(or(lt, truth(order(OrderOp::Gt, v, high, props)?)))
+    } else {
+        let ge = truth(order(OrderOp::Ge, v, low, props)?);
+        if ge == Some(false) {
+            return Ok(Value::Bool(false));
+        }
+        Ok(and(ge, truth(order(OrderOp::Le, v, high, props)?)))
+    }
+}
+
+/// Java: `UnaryExpression.createInExpression`; a missing property is null, not false.
+fn eval_in<'a, P: Properties + ?Sized>(property: &str, values: &InList, negated: bool, props: &'a P) -> Value<'a> {
+    match props.property(property) {
+        None => Value::Null,
+        Some(v) => Value::Bool(values.contains(v) != negated),
+    }
+}
+
+/// Java: `ContainsExpression` and friends. Null and non-strings are false for both the plain
+/// and the NOT form, and an empty pattern is false before the operand is even evaluated.
+fn eval_text<'a, P: Properties + ?Sized>(
+    op: TextOp,
+    negated: bool,
+    operand: &'a Node,
+    pattern: &str,
+    props: &'a P,
+) -> Result<Value<'a>, EvalError> {
+    if pattern.is_empty() {
+        return Ok(Value::Bool(false));
+    }
+    Ok(match eval(operand, props)? {
+        Value::Str(s) => Value::Bool(op.holds(s, pattern) != negated),
+        _ => Value::Bool(false),
+    })
+}
+
+/// Java: the `>`, `>=`, `<`, `<=` forms of `ComparisonExpression#evaluate`, with the left
+/// side already evaluated. A null left side yields null without evaluating the right one.
+fn order<'a, P: Properties + ?Sized>(
+    op: OrderOp,
+    left: Value<'a>,
+    right: &'a Node,
+    props: &'a P,
+) -> Result<Value<'a>, EvalError> {
+    if left == Value::Null {
+        return Ok(Value::Null);
+    }
+    let ordering = match (left, eval(right, props)?) {
+        (_, Value::Null) => return Ok(Value::Null),
+        // Java refuses to order two strings and reads both as doubles instead.
+        (Value::Str(l), Value::Str(r)) => compare_doubles(parse_double(l)?, parse_double(r)?),
+        (l, r) => compare(l, r)?,
+    };
+    Ok(Value::Bool(op.holds(ordering)))
+}
+
+/// SQL AND of two truths where the left one is not false.
+fn and(l: Option<bool>, r: Option<bool>) -> Value<'static> {
+    match (l, r) {
+        (_, Some(false)) | (Some(false), _) => Value::Bool(false),
+        (Some(true), Some(true)) => Value::Bool(true),
+        _ => Value::Null,
+    }
+}
+
+/// SQL OR of two truths where the left one is not true.
+fn or(l: Option<bool>, r: Option<bool>) -> Value<'static> {
+    match (l, r) {
+        (_, Some(true)) | (Some(true), _) => Value::Bool(true),
+        (Some(false), Some(false)) => Value::Bool(false),
+        _ => Value::Null,
+    }
+}
+
+/// A boolean-typed operand's value as SQL truth; these only produce booleans or null.
+fn truth(value: Value<'_>) -> Option<bool> {
+    match value {
+        Value::Bool(b) => Some(b),
+        _ => None,
+    }
+}
+
+impl fmt::Display for Expression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_node(f, &self.root)
+    }
+}
+
+/// Writes a node. Like `eval`, this recursion point only dispatches, to keep frames small.
+fn write_node(f: &mut fmt::Formatter<'_>, node: &Node) -> fmt::Result {
+    match node {
+        Node::Literal(literal) => write_literal(f, literal),
+        Node::Property(name) => f.write_str(name),
+        Node::BooleanCast(operand) => write_node(f, operand),
+        Node::Negate(operand) => write_negate(f, operand),
+        Node::Not(operand) => write_prefixed(f, "NOT ", operand),
+        Node::And(l, r) => write_binary(f, l, " AND ", r),
+        Node::Or(l, r) => write_binary(f, l, " OR ", r),
+        Node::Equal(l, r) if matches!(**r, Node::Literal(Literal::Null)) => write_suffixed(f, l, " IS NULL"),
+        Node::Equal(l, r) => write_binary(f, l, " = ", r),
+        Node::Order(op, l, r) => write_binary(f, l, op.padded_symbol(), r),
+        Node::Between { value, low, high, negated } => write_between(f, value, low, high, *negated),
+        Node::In { property, values, negated } => write_in(f, property, values, *negated),
+        Node::Text { op, negated, operand, pattern } => write_text(f, *op, *negated, operand, pattern),
+    }
+}
+
+/// A minus sign, then the operand; anything but a single token is parenthesized so that no
+/// `--` (a comment) can appear.
+fn write_negate(f: &mut fmt::Formatter<'_>, operand: &Node) -> fmt::Result {
+    f.write_str("-")?;
+    match operand {
+        Node::Literal(_) | Node::Property(_) => write_node(f, operand),
+        _ => write_parenthesized(f, operand),
+    }
+}
+
+fn write_prefixed(f: &mut fmt::Formatter<'_>, prefix: &str, operand: &Node) -> fmt::Result {
+    f.write_str(prefix)?;
+    write_operand(f, operand)
+}
+
+fn write_suffixed(f: &mut fmt::Formatter<'_>, operand: &Node, suffix: &str) -> fmt::Result {
+    write_operand(f, operand)?;
+    f.write_str(suffix)
+}
+
+fn write_binary(f: &mut fmt::Formatter<'_>, l: &Node, op: &str, r: &Node) -> fmt::Result {
+    write_operand(f, l)?;
+    f.write_str(op)?;
+    write_operand(f, r)
+}
+
+fn write_between(f: &mut fmt::Formatter<'_>, value: &Node, low: &Node, high: &Node, negated: bool) -> fmt::Result {
+    write_operand(f, value)?;
+    f.write_str(if negated { " NOT BETWEEN " } else { " BETWEEN " })?;
+    write_binary(f, low, " AND ", high)
+}
+
+fn write_in(f: &mut fmt::Formatter<'_>, property: &str, values: &InList, negated: bool) -> fmt::Result {
+    f.write_str(property)?;
+    f.write_str(if negated { " NOT IN (" } else { " IN (" })?;
+    for (i, v) in values.0.iter().enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        write_string(f, v)?;
+    }
+    f.write_str(")")
+}
+
+fn write_text(f: &mut fmt::Formatter<'_>, op: TextOp, negated: bool, operand: &Node, pattern: &str) -> fmt::Result {
+    write_operand(f, operand)?;
+    f.write_str(if negated { " NOT " } else { " " })?;
+    f.write_str(op.keyword())?;
+    f.write_str(" ")?;
+    write_string(f, pattern)
+}
+
+/// Writes an operand, in parentheses unless it is a single token or a negated one (`-5`).
+/// Parentheses never change the tree, so this is always safe.
+fn write_operand(f: &mut fmt::Formatter<'_>, node: &Node) -> fmt::Result {
+    match node {
+        Node::Literal(_) | Node::Property(_) | Node::BooleanCast(_) => write_node(f, node),
+        Node::Negate(inner) if matches!(**inner, Node::Literal(_) | Node::Property(_)) => write_node(f, node),
+        _ => write_parenthesized(f, node),
+    }
+}
+
+fn write_parenthesized(f: &mut fmt::Formatter<'_>, node: &Node) -> fmt::Result {
+    f.write_str("(")?;
+    write_node(f, node)?;
+    f.write_str(")")
+}
+
+fn write_literal(f: &mut fmt::Formatter<'_>, literal: &Literal) -> fmt::Result {
+    match literal {
+        Literal::Null => f.write_str("NULL"),
+        Literal::Bool(true) => f.write_str("TRUE"),
+        Literal::Bool(false) => f.write_str("FALSE"),
+        Literal::Int(i) => write!(f, "{i}"),
+        Literal::Long(l) => write!(f, "{l}"),
+        // Debug prints the shortest text that reads back to the same double and always has a
+        // '.' or an exponent, which is what the grammar's floating-point literal needs.
+        Literal::Double(d) => write!(f, "{d:?}"),
+        Literal::Str(s) => write_string(f, s),
+    }
+}
+
+fn write_string(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {
+    f.write_str("'")?;
+    f.write_str(&s.replace('\'', "''"))?;
+    f.write_str("'")
+}
