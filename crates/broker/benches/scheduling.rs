@@ -106,6 +106,21 @@ async fn delay_levels(n: usize) -> f64 {
     rate
 }
 
+/// The baseline of the same run: plain sends of the same size, `IN_FLIGHT` at a time.
+async fn plain_sends(n: usize) -> f64 {
+    let c = LocalCluster::start(|_| {}).await;
+    let client = Arc::new(RemotingClient::new(ClientConfig::default()));
+    let props = MessageProperties::new();
+    let body = vec![b'x'; 1024];
+    let began = Instant::now();
+    let sent = pipeline(&client, &c.broker_addr, n, |_| send("BenchPlain", &body, &props, 0)).await;
+    let rate = n as f64 / began.elapsed().as_secs_f64();
+    assert!(sent.iter().all(|r| r.code == response_code::SUCCESS));
+    client.shutdown().await;
+    c.stop().await;
+    rate
+}
+
 async fn transactions(n: usize) -> f64 {
     let c = LocalCluster::start(|_| {}).await;
     let client = Arc::new(RemotingClient::new(ClientConfig::default()));
@@ -161,11 +176,17 @@ fn main() {
     let n: usize = std::env::var("FERROMQ_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
+        let plain = plain_sends(n).await;
+        println!("baseline: {n} plain sends of 1 KiB at {plain:.0} msg/s ({IN_FLIGHT} in flight)");
         let moved = delay_levels(n).await;
-        println!("delay levels: {n} messages of 1 KiB moved from SCHEDULE_TOPIC_XXXX at {moved:.0} msg/s");
+        println!(
+            "delay levels: {n} messages of 1 KiB moved from SCHEDULE_TOPIC_XXXX at {moved:.0} msg/s ({:.2} x baseline)",
+            moved / plain
+        );
         let committed = transactions(n).await;
         println!(
-            "transactions: {n} half sends + commits of 1 KiB at {committed:.0} committed msg/s ({IN_FLIGHT} in flight)"
+            "transactions: {n} half sends + commits of 1 KiB at {committed:.0} committed msg/s ({:.2} x baseline)",
+            committed / plain
         );
     });
 }
