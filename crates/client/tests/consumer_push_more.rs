@@ -361,3 +361,29 @@ async fn orderly_message_past_max_reconsume_times_goes_to_the_dead_letter_topic(
     assert_eq!(resp.decode_header::<OffsetResponseHeader>().unwrap().offset, 1, "d-1 in the dead-letter topic");
     rc.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orderly_consumption_resumes_in_order_after_consumer_and_broker_restarts() {
+    let mut c = cluster().await;
+    produce_ordered(&c, "OrderedRestart", 0, 5).await;
+    let ok = |_: &MessageExt| ConsumeOrderlyStatus::Success;
+    let (first, seen_first) = start_orderly(&c, "cg_orderly_restart", "r1", "OrderedRestart", |_| {}, ok).await;
+    wait_orderly(&seen_first, "the first 20", |s| s.len() >= 4 * 5).await;
+    // A clean shutdown commits the offsets and releases the queue locks.
+    first.shutdown().await;
+
+    // The broker restarts (same data, new port) between the two consumer lives.
+    c.restart_broker().await;
+    c.wait_registered("OrderedRestart").await;
+    produce_ordered(&c, "OrderedRestart", 5, 10).await;
+    let (second, seen_second) = start_orderly(&c, "cg_orderly_restart", "r2", "OrderedRestart", |_| {}, ok).await;
+    wait_orderly(&seen_second, "the next 20", |s| s.len() >= 4 * 5).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    second.shutdown().await;
+    let first = seen_first.lock().unwrap().clone();
+    let second = seen_second.lock().unwrap().clone();
+    for k in 0..KEYS {
+        assert_eq!(per_key(&first, k), in_send_order(k, 0, 5), "first life, key k{k}: {first:?}");
+        assert_eq!(per_key(&second, k), in_send_order(k, 5, 10), "second life starts at the committed offsets, key k{k}: {second:?}");
+    }
+}
