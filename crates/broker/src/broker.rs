@@ -360,8 +360,22 @@ pub async fn run(
         namesrv: RemotingClient::new(ClientConfig::default()),
         register_now: tokio::sync::Notify::new(),
         tx_ops: Default::default(),
-        consumer_filters: Default::default(),
+        consumer_filters: crate::filter::ConsumerFilterManager::new(
+            config.max_error_rate_of_bloom_filter,
+            config.expect_consumer_num_use_filter,
+        ),
     });
+    if config.enable_calc_filter_bit_map {
+        if settings.store.enable_consume_queue_ext {
+            let b = Arc::downgrade(&broker);
+            store.set_bit_map_calculator(Arc::new(move |req| {
+                let b = b.upgrade()?;
+                b.consumer_filters.calc_bit_map(&req.topic, req.properties.as_deref()?)
+            }));
+        } else {
+            warn!("enableCalcFilterBitMap needs enableConsumeQueueExt; no bitmaps are stored");
+        }
+    }
     {
         let b = Arc::downgrade(&broker);
         store.on_message_arrival(Arc::new(move |req| {

@@ -98,6 +98,13 @@ rocketmq_config! {
         slave_read_enable: bool = "slaveReadEnable", default false;
         /// `enablePropertyFilter`: serve SQL92 subscriptions.
         enable_property_filter: bool = "enablePropertyFilter", default false;
+        /// `enableCalcFilterBitMap`: store the SQL92 bloom-filter bitmap of each message (needs
+        /// the store's `enableConsumeQueueExt`).
+        enable_calc_filter_bit_map: bool = "enableCalcFilterBitMap", default false;
+        /// `expectConsumerNumUseFilter`: bloom filter sizing.
+        expect_consumer_num_use_filter: i32 = "expectConsumerNumUseFilter", default 32;
+        /// `maxErrorRateOfBloomFilter` (%): bloom filter sizing.
+        max_error_rate_of_bloom_filter: i32 = "maxErrorRateOfBloomFilter", default 20;
         /// `rejectTransactionMessage`: refuse half (prepared) messages with NO_PERMISSION.
         reject_transaction_message: bool = "rejectTransactionMessage", default false;
         /// `transactionCheckInterval` (ms) between two runs of the check-back service.

@@ -191,3 +191,61 @@ async fn heartbeat_registered_sql92_filters_and_versions_are_checked() {
     client.shutdown().await;
     c.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bloom_bitmaps_in_the_consume_queue_ext_mark_matching_messages() {
+    let c = LocalCluster::start(|s| {
+        s.broker.enable_property_filter = true;
+        s.broker.enable_calc_filter_bit_map = true;
+        s.store.enable_consume_queue_ext = true;
+    })
+    .await;
+    let client = RemotingClient::new(ClientConfig::default());
+    // The topic exists before the consumer registers; its expression is then known at dispatch.
+    let r = client.invoke(&c.broker_addr, send_request("SqlBloom", 0, b"first", &[("a", "0")]), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS);
+    heartbeat(&client, &c.broker_addr, "SqlBloom", "a >= 5", 1).await;
+    // Dispatch compares store times with the registration time (ms): step past it.
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    for i in 1..10 {
+        let a = i.to_string();
+        let r = client
+            .invoke(&c.broker_addr, send_request("SqlBloom", 0, format!("b{i}").as_bytes(), &[("a", &a)]), T)
+            .await
+            .unwrap();
+        assert_eq!(r.code, response_code::SUCCESS);
+    }
+    let mut got = pull_all(&client, &c.broker_addr, "SqlBloom", None, 1).await;
+    got.sort();
+    assert_eq!(got, ["b5", "b6", "b7", "b8", "b9"]);
+    client.shutdown().await;
+    // A copy of the queue files (the page cache has them; the running broker keeps its own).
+    let copy = tempfile::tempdir().unwrap();
+    let root = copy.path();
+    for (dir, file_size_dir) in [("consumequeue", "SqlBloom/0"), ("consumequeue_ext", "SqlBloom/0")] {
+        let to = root.join(dir).join(file_size_dir);
+        std::fs::create_dir_all(&to).unwrap();
+        for f in std::fs::read_dir(c.dir().join("store").join(dir).join(file_size_dir)).unwrap() {
+            let f = f.unwrap();
+            std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
+        }
+    }
+    c.stop().await;
+
+    // The stored bitmaps: the bits of `sqlcg#SqlBloom` in messages 5..9 only.
+    let bloom = ferromq_filter::BloomFilter::new(20, 32).unwrap();
+    let positions = bloom.subscription_positions("sqlcg", "SqlBloom");
+    let ext = ferromq_store::ExtOptions { root: root.join("consumequeue_ext"), file_size: 48 * 1024 * 1024 };
+    let cq =
+        ferromq_store::ConsumeQueue::open_with_ext(&root.join("consumequeue"), "SqlBloom", 0, 20 * 1000, Some(&ext))
+            .unwrap();
+    cq.recover().unwrap();
+    let units = cq.iter_from_with_ext(0, 32);
+    assert_eq!(units.len(), 10);
+    let hits: Vec<bool> = units
+        .iter()
+        .map(|(_, e)| e.as_ref().and_then(|e| e.filter_bit_map.as_deref()).is_some_and(|b| bloom.is_hit(b, &positions)))
+        .collect();
+    assert_eq!(hits, [false, false, false, false, false, true, true, true, true, true]);
+    assert!(units[0].1.as_ref().unwrap().filter_bit_map.is_none(), "no expression was registered for the first");
+}

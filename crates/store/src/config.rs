@@ -101,6 +101,14 @@ rocketmq_config! {
         /// `warmMapedFileEnable`: pre-touch new segments (FerroMQ always pre-touches in the
         /// background; kept for config compatibility).
         warm_mapped_file_enable: bool = "warmMapedFileEnable", default false;
+        /// `enableConsumeQueueExt`: ConsumeQueue extension files (store time and the
+        /// SQL92 bloom-filter bitmap per message).
+        enable_consume_queue_ext: bool = "enableConsumeQueueExt", default false;
+        /// `mappedFileSizeConsumeQueueExt` (bytes per extension file).
+        mapped_file_size_consume_queue_ext: u64 = "mappedFileSizeConsumeQueueExt", default 48 * 1024 * 1024;
+        /// `bitMapLengthConsumeQueueExt` (bits; Java sizes a scratch buffer with it, the
+        /// bitmaps themselves take the bloom filter's length).
+        bit_map_length_consume_queue_ext: u32 = "bitMapLengthConsumeQueueExt", default 64;
         /// `messageDelayLevel`: the delay of each level, level 1 first.
         message_delay_level: crate::DelayLevels = "messageDelayLevel", default crate::DelayLevels::default();
         /// `flushDelayOffsetInterval` (ms): how often delay-level progress is written.
@@ -126,6 +134,11 @@ impl StoreConfig {
     /// Directory of ConsumeQueues.
     pub fn consume_queue_dir(&self) -> PathBuf {
         self.store_path_root_dir.join("consumequeue")
+    }
+
+    /// Directory of ConsumeQueue extension files.
+    pub fn consume_queue_ext_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("consumequeue_ext")
     }
 
     /// Directory of IndexFiles.

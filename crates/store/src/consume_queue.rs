@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use tracing::{debug, info, warn};
 
+use crate::consume_queue_ext::{is_ext_addr, ConsumeQueueExt, CqExtUnit};
 use crate::dispatch_request::DispatchRequest;
 use crate::mapped_file_queue::MappedFileQueue;
 
@@ -172,6 +173,18 @@ pub struct ConsumeQueue {
     max_physic_offset: AtomicI64,
     /// Byte offset of the first unit that points at a live record (or the end when none does).
     min_logic_offset: AtomicI64,
+    /// The extension files (`enableConsumeQueueExt`): units' tagsCode slots hold addresses there.
+    ext: Option<ConsumeQueueExt>,
+}
+
+/// Where a queue's extension files live and how large they are (`enableConsumeQueueExt`,
+/// `mappedFileSizeConsumeQueueExt`).
+#[derive(Debug, Clone)]
+pub struct ExtOptions {
+    /// The `consumequeue_ext` directory.
+    pub root: PathBuf,
+    /// Bytes per extension file.
+    pub file_size: usize,
 }
 
 impl ConsumeQueue {
@@ -183,6 +196,20 @@ impl ConsumeQueue {
     /// `InvalidInput` for a segment size that is not a positive multiple of 20 or a topic that
     /// is not a safe directory name; I/O errors and inconsistent segment files from loading.
     pub fn open(root: &Path, topic: &str, queue_id: i32, file_size: usize) -> io::Result<ConsumeQueue> {
+        ConsumeQueue::open_with_ext(root, topic, queue_id, file_size, None)
+    }
+
+    /// As [`open`](Self::open), with extension files when `ext` is given.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open), and the extension files' errors.
+    pub fn open_with_ext(
+        root: &Path,
+        topic: &str,
+        queue_id: i32,
+        file_size: usize,
+        ext: Option<&ExtOptions>,
+    ) -> io::Result<ConsumeQueue> {
         if file_size == 0 || !file_size.is_multiple_of(CQ_STORE_UNIT_SIZE) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -195,6 +222,7 @@ impl ConsumeQueue {
             io::Error::new(e.kind(), format!("consume queue {topic}/{queue_id}: loading {}: {e}", dir.display()))
         })?;
         let min = files.min_offset();
+        let ext = ext.map(|o| ConsumeQueueExt::open(&o.root, topic, queue_id, o.file_size)).transpose()?;
         Ok(ConsumeQueue {
             topic: topic.to_owned(),
             queue_id,
@@ -203,6 +231,7 @@ impl ConsumeQueue {
             writer: Mutex::new(()),
             max_physic_offset: AtomicI64::new(0),
             min_logic_offset: AtomicI64::new(min),
+            ext,
         })
     }
 
@@ -244,6 +273,17 @@ impl ConsumeQueue {
     /// `GAP_FILL_MAX_UNITS`; `InvalidData` for an offset below the end whose record is new
     /// (the queue order is broken); I/O errors creating segments.
     pub fn put(&self, req: &DispatchRequest) -> io::Result<bool> {
+        self.put_with_bit_map(req, None)
+    }
+
+    /// As [`put`](Self::put); with extension files, the unit's tagsCode, store time and
+    /// `bit_map` go to an extension unit and the ConsumeQueue unit holds its address (Java:
+    /// `putMessagePositionInfoWrapper`). Should the extension write fail, the unit keeps the
+    /// plain tagsCode (logged), as in Java.
+    ///
+    /// # Errors
+    /// As [`put`](Self::put).
+    pub fn put_with_bit_map(&self, req: &DispatchRequest, bit_map: Option<&[u8]>) -> io::Result<bool> {
         let end = req.commit_log_offset.checked_add(i64::from(req.msg_size));
         let Some(end) = end.filter(|_| req.commit_log_offset >= 0 && req.msg_size > 0) else {
             return Err(self.error(
@@ -288,7 +328,21 @@ impl ConsumeQueue {
         if expect > current {
             self.fill_blanks(current, expect, fresh)?;
         }
-        self.append_unit(expect, &encode_unit(req.commit_log_offset, req.msg_size, req.tags_code))?;
+        let tags_code = match &self.ext {
+            Some(ext) => {
+                let unit = CqExtUnit {
+                    tags_code: req.tags_code,
+                    msg_store_time: req.store_timestamp,
+                    filter_bit_map: bit_map.map(<[u8]>::to_vec),
+                };
+                ext.put(&unit).unwrap_or_else(|e| {
+                    warn!(topic = %self.topic, queue_id = self.queue_id, error = %e, "consume queue ext write failed");
+                    req.tags_code
+                })
+            }
+            None => req.tags_code,
+        };
+        self.append_unit(expect, &encode_unit(req.commit_log_offset, req.msg_size, tags_code))?;
         self.max_physic_offset.store(end, Ordering::Release);
         if no_live_unit {
             self.min_logic_offset.store(expect, Ordering::Release);
@@ -370,13 +424,41 @@ impl ConsumeQueue {
         if queue_offset < self.min_offset_in_queue() {
             return None;
         }
-        self.unit_at(queue_offset)
+        self.unit_at(queue_offset).map(|u| self.resolve(u).0)
+    }
+
+    /// A unit with its real tagsCode and extension unit, when its tagsCode is an extension
+    /// address that resolves (otherwise as stored).
+    fn resolve(&self, mut unit: CqUnit) -> (CqUnit, Option<CqExtUnit>) {
+        let Some(ext) = self.ext.as_ref().filter(|_| is_ext_addr(unit.tags_code)) else { return (unit, None) };
+        match ext.get(unit.tags_code) {
+            Some(e) => {
+                unit.tags_code = e.tags_code;
+                (unit, Some(e))
+            }
+            None => (unit, None),
+        }
+    }
+
+    /// As [`iter_from`](Self::iter_from), each unit with its extension unit (resolved tagsCode;
+    /// `None` without extension files, or for an address that no longer resolves, whose raw
+    /// tagsCode is then kept: see [`is_ext_addr`]).
+    pub fn iter_from_with_ext(&self, queue_offset: i64, max: usize) -> Vec<(CqUnit, Option<CqExtUnit>)> {
+        self.iter_raw(queue_offset, max).into_iter().map(|u| self.resolve(u)).collect()
     }
 
     /// Up to `max` consecutive units from `queue_offset`, stopping at the end of its segment or
     /// of the written data (Java: `iterateFrom`, which is bounded by one segment too). Empty
     /// when `queue_offset` is below the min or not written.
     pub fn iter_from(&self, queue_offset: i64, max: usize) -> Vec<CqUnit> {
+        let units = self.iter_raw(queue_offset, max);
+        if self.ext.is_none() {
+            return units;
+        }
+        units.into_iter().map(|u| self.resolve(u).0).collect()
+    }
+
+    fn iter_raw(&self, queue_offset: i64, max: usize) -> Vec<CqUnit> {
         if max == 0 || queue_offset < self.min_offset_in_queue() {
             return Vec::new();
         }
@@ -479,6 +561,10 @@ impl ConsumeQueue {
         self.max_physic_offset.store(max_physic, Ordering::Release);
         let min = self.first_real_unit_from(first.file_from_offset(), end);
         self.min_logic_offset.store(min, Ordering::Release);
+        if let Some(ext) = &self.ext {
+            ext.recover().map_err(|e| self.context(e, "recovering the ext files"))?;
+            self.cut_ext_after_last_unit()?;
+        }
         info!(topic = %self.topic, queue_id = self.queue_id, min_offset = min / UNIT, max_offset = end / UNIT,
             max_physic, "consume queue recovered");
         Ok(())
@@ -555,7 +641,31 @@ impl ConsumeQueue {
         }
         let max_physic = self.last_real_end_before(self.files.max_offset());
         self.max_physic_offset.store(max_physic, Ordering::Release);
+        if cut.is_some() && self.ext.is_some() {
+            self.cut_ext_after_last_unit()?;
+        }
         Ok(())
+    }
+
+    /// Drops extension units after the one the last unit points to (after recovery or a cut).
+    fn cut_ext_after_last_unit(&self) -> io::Result<()> {
+        let Some(ext) = &self.ext else { return Ok(()) };
+        let mut q = self.files.max_offset() / UNIT - 1;
+        let first = self.files.min_offset() / UNIT;
+        while q >= first {
+            match self.unit_at(q) {
+                Some(u) if is_ext_addr(u.tags_code) => {
+                    return ext
+                        .truncate_by_max_address(u.tags_code)
+                        .map_err(|e| self.context(e, "cutting the ext files"))
+                }
+                Some(u) if u.is_blank() => q -= 1,
+                // A unit written without the extension (enabled later): nothing to cut by.
+                Some(_) => return Ok(()),
+                None => break,
+            }
+        }
+        ext.truncate_all().map_err(|e| self.context(e, "cutting the ext files"))
     }
 
     /// Moves the min offset to the first unit whose record is at or above `commit_log_min`,
@@ -613,6 +723,12 @@ impl ConsumeQueue {
             deleted += 1;
         }
         self.correct_min_offset_locked(commit_log_min);
+        if let Some(ext) = &self.ext {
+            // Extension units before the first unit still in the queue are not referenced.
+            if let Some(u) = self.unit_at(self.min_offset_in_queue()).filter(|u| is_ext_addr(u.tags_code)) {
+                ext.delete_before_address(u.tags_code).map_err(|e| self.context(e, "deleting expired ext files"))?;
+            }
+        }
         Ok(deleted)
     }
 
@@ -621,6 +737,9 @@ impl ConsumeQueue {
     /// # Errors
     /// The `msync` failure.
     pub fn flush(&self) -> io::Result<()> {
+        if let Some(ext) = &self.ext {
+            ext.flush().map_err(|e| self.context(e, "flushing the ext files"))?;
+        }
         self.files.flush().map(|_| ()).map_err(|e| self.context(e, "flushing"))
     }
 
@@ -637,6 +756,9 @@ impl ConsumeQueue {
     pub fn destroy(&self) -> io::Result<()> {
         let _writer = self.writer();
         self.files.destroy().map_err(|e| self.context(e, "destroying"))?;
+        if let Some(ext) = &self.ext {
+            ext.destroy().map_err(|e| self.context(e, "destroying the ext files"))?;
+        }
         self.max_physic_offset.store(0, Ordering::Release);
         self.min_logic_offset.store(0, Ordering::Release);
         // Best effort: a stray non-segment file keeps the directory, which is harmless.
@@ -655,6 +777,7 @@ type QueueTable = HashMap<String, HashMap<i32, Arc<ConsumeQueue>>>;
 pub struct ConsumeQueueStore {
     root: PathBuf,
     file_size: usize,
+    ext: Option<ExtOptions>,
     table: RwLock<QueueTable>,
 }
 
@@ -666,6 +789,14 @@ impl ConsumeQueueStore {
     /// # Errors
     /// I/O errors listing directories; a queue that fails to open.
     pub fn load(root: &Path, file_size: usize) -> io::Result<ConsumeQueueStore> {
+        ConsumeQueueStore::load_with_ext(root, file_size, None)
+    }
+
+    /// As [`load`](Self::load); with `ext`, every queue has extension files.
+    ///
+    /// # Errors
+    /// As [`load`](Self::load).
+    pub fn load_with_ext(root: &Path, file_size: usize, ext: Option<ExtOptions>) -> io::Result<ConsumeQueueStore> {
         std::fs::create_dir_all(root)
             .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", root.display())))?;
         let mut table = QueueTable::new();
@@ -677,13 +808,13 @@ impl ConsumeQueueStore {
                     debug!(path = %queue_entry.path().display(), "ignoring non-numeric consume queue directory");
                     continue;
                 };
-                let queue = ConsumeQueue::open(root, &topic, queue_id, file_size)?;
+                let queue = ConsumeQueue::open_with_ext(root, &topic, queue_id, file_size, ext.as_ref())?;
                 table.entry(topic.clone()).or_default().insert(queue_id, Arc::new(queue));
             }
         }
         let queues: usize = table.values().map(HashMap::len).sum();
         info!(root = %root.display(), topics = table.len(), queues, "consume queues loaded");
-        Ok(ConsumeQueueStore { root: root.to_owned(), file_size, table: RwLock::new(table) })
+        Ok(ConsumeQueueStore { root: root.to_owned(), file_size, ext, table: RwLock::new(table) })
     }
 
     fn read_table(&self) -> std::sync::RwLockReadGuard<'_, QueueTable> {
@@ -708,7 +839,7 @@ impl ConsumeQueueStore {
         if let Some(q) = queues.get(&queue_id) {
             return Ok(q.clone());
         }
-        let q = Arc::new(ConsumeQueue::open(&self.root, topic, queue_id, self.file_size)?);
+        let q = Arc::new(ConsumeQueue::open_with_ext(&self.root, topic, queue_id, self.file_size, self.ext.as_ref())?);
         queues.insert(queue_id, q.clone());
         Ok(q)
     }
@@ -775,6 +906,11 @@ impl ConsumeQueueStore {
         let removed = self.write_table().remove(topic);
         for q in removed.into_iter().flat_map(HashMap::into_values) {
             q.destroy()?;
+        }
+        if let Some(ext) = &self.ext {
+            if let Err(e) = std::fs::remove_dir_all(ext.root.join(topic)) {
+                debug!(topic, error = %e, "consume queue ext directory not removed");
+            }
         }
         match std::fs::remove_dir_all(self.root.join(topic)) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => {

@@ -21,7 +21,7 @@ pub(crate) enum Scanned {
 /// Parses the record at the start of `bytes`, which sits at CommitLog `offset`. With
 /// `check_crc` the body CRC must match. `delays` gives schedule-topic records their delivery
 /// time as tagsCode.
-pub(crate) fn scan(bytes: &[u8], offset: i64, check_crc: bool, delays: &DelayLevels) -> Scanned {
+pub(crate) fn scan(bytes: &[u8], offset: i64, check_crc: bool, delays: &DelayLevels, keep_properties: bool) -> Scanned {
     if bytes.len() >= 4 && bytes[..4] == [0, 0, 0, 0] {
         return Scanned::End(None);
     }
@@ -35,13 +35,18 @@ pub(crate) fn scan(bytes: &[u8], offset: i64, check_crc: bool, delays: &DelayLev
             return Scanned::End(Some(e));
         }
     }
-    match request_from(&view, offset, delays) {
+    match request_from(&view, offset, delays, keep_properties) {
         Ok(req) => Scanned::Record(req),
         Err(e) => Scanned::End(Some(e)),
     }
 }
 
-fn request_from(view: &RecordView<'_>, offset: i64, delays: &DelayLevels) -> Result<DispatchRequest, MessageError> {
+fn request_from(
+    view: &RecordView<'_>,
+    offset: i64,
+    delays: &DelayLevels,
+    keep_properties: bool,
+) -> Result<DispatchRequest, MessageError> {
     let topic = view.topic_str()?.to_owned();
     let tags_code = match delays.schedule_tags_code(&topic, view.property(keys::DELAY)?, view.store_timestamp_ms) {
         Some(deliver_at) => deliver_at,
@@ -61,6 +66,7 @@ fn request_from(view: &RecordView<'_>, offset: i64, delays: &DelayLevels) -> Res
         uniq_key,
         sys_flag: view.sys_flag,
         prepared_transaction_offset: view.prepared_transaction_offset,
+        properties: if keep_properties { Some(view.properties_str()?.to_owned()) } else { None },
     })
 }
 

@@ -26,4 +26,7 @@ pub struct DispatchRequest {
     pub sys_flag: i32,
     /// PREPARED TRANSACTION OFFSET.
     pub prepared_transaction_offset: i64,
+    /// The properties string, kept only while a bitmap calculator needs it (see
+    /// `MessageStore::set_bit_map_calculator`).
+    pub properties: Option<String>,
 }

@@ -12,6 +12,7 @@ mod checkpoint;
 mod commit_log;
 mod config;
 mod consume_queue;
+mod consume_queue_ext;
 mod delay_level;
 mod dispatch;
 mod dispatch_request;
@@ -32,7 +33,8 @@ mod transient_pool;
 pub use checkpoint::Checkpoint;
 pub use commit_log::{AppendError, CommitLog};
 pub use config::{FlushDiskType, StoreConfig};
-pub use consume_queue::{ConsumeQueue, ConsumeQueueStore, CqUnit, CQ_STORE_UNIT_SIZE};
+pub use consume_queue::{ConsumeQueue, ConsumeQueueStore, CqUnit, ExtOptions, CQ_STORE_UNIT_SIZE};
+pub use consume_queue_ext::{is_ext_addr, ConsumeQueueExt, CqExtUnit};
 pub use delay_level::{DelayLevels, DEFAULT_MESSAGE_DELAY_LEVEL, SCHEDULE_TOPIC};
 pub use dispatch_request::DispatchRequest;
 pub use get_result::{GetMessageResult, GetMessageStatus, QueryMessageResult};
@@ -40,7 +42,7 @@ pub use index_file::{index_file_size, index_key_hash, IndexFile, HASH_SLOT_SIZE,
 pub use index_service::{IndexService, QueryOffsetResult};
 pub use mapped_file::{offset_to_file_name, MappedFile, TransientBuffer, OS_PAGE_SIZE};
 pub use mapped_file_queue::MappedFileQueue;
-pub use message_store::{ArrivalListener, MessageStore, StoreError};
+pub use message_store::{ArrivalListener, BitMapCalculator, MessageStore, StoreError};
 pub use put_result::{AppendResult, PutMessageResult, PutMessageStatus};
 pub use read::MessageFilter;
 pub use retention::{

@@ -18,7 +18,7 @@ use tracing::{error, info, warn};
 use crate::checkpoint::Checkpoint;
 use crate::commit_log::CommitLog;
 use crate::config::StoreConfig;
-use crate::consume_queue::{ConsumeQueueStore, CqUnit};
+use crate::consume_queue::{ConsumeQueueStore, CqUnit, ExtOptions};
 use crate::dispatch::{goes_to_consume_queue, scan, Scanned};
 use crate::dispatch_request::DispatchRequest;
 use crate::flush::FlushService;
@@ -82,9 +82,21 @@ struct Shared {
     memory_budget_bytes: i64,
     retention: RetentionService,
     stats: StatsRecorder,
+    /// Computes the bloom-filter bitmap of dispatched records (with extension files only).
+    bit_map: RwLock<Option<BitMapCalculator>>,
 }
 
+/// Computes a dispatched record's bloom-filter bitmap from its topic and properties (the
+/// broker's SQL92 subscriptions); `None` stores no bitmap. Java:
+/// `CommitLogDispatcherCalcBitMap`.
+pub type BitMapCalculator = Arc<dyn Fn(&DispatchRequest) -> Option<Vec<u8>> + Send + Sync>;
+
 impl Shared {
+    /// Whether dispatch must keep each record's properties (for the bitmap calculator).
+    fn keeps_properties(&self) -> bool {
+        self.config.enable_consume_queue_ext && self.bit_map.read().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
     fn dispatch(&self, req: &DispatchRequest) {
         // Index first: once a message is consumable it is also findable by key.
         if let Err(e) = self.index.build_index(req) {
@@ -93,7 +105,9 @@ impl Shared {
         if goes_to_consume_queue(req) {
             match self.consume_queues.find_or_create(&req.topic, req.queue_id) {
                 Ok(cq) => {
-                    if let Err(e) = cq.put(req) {
+                    let calculator = self.bit_map.read().unwrap_or_else(|e| e.into_inner()).clone();
+                    let bit_map = calculator.filter(|_| req.properties.is_some()).and_then(|f| f(req));
+                    if let Err(e) = cq.put_with_bit_map(req, bit_map.as_deref()) {
                         error!(topic = %req.topic, queue_id = req.queue_id, physical_offset = req.commit_log_offset,
                             error = %e, "consume queue write failed");
                     }
@@ -206,7 +220,8 @@ impl MessageStore {
         let commit_log = Arc::new(commit_log);
         let cq_dir = config.consume_queue_dir();
         let consume_queues =
-            ConsumeQueueStore::load(&cq_dir, config.consume_queue_file_size() as usize).map_err(io_err(&cq_dir))?;
+            ConsumeQueueStore::load_with_ext(&cq_dir, config.consume_queue_file_size() as usize, ext_options(&config))
+                .map_err(io_err(&cq_dir))?;
         let index = IndexService::load(&config.index_dir(), &config, last_exit_ok, checkpoint.index_msg_timestamp())
             .map_err(io_err(config.index_dir()))?;
 
@@ -227,6 +242,7 @@ impl MessageStore {
             memory_budget_bytes,
             retention: RetentionService::new(&config),
             stats: StatsRecorder::new(crate::commit_log::now_ms()),
+            bit_map: RwLock::new(None),
         });
 
         shared.consume_queues.recover_all().map_err(io_err(&cq_dir))?;
@@ -279,6 +295,12 @@ impl MessageStore {
     /// The configuration.
     pub fn config(&self) -> &StoreConfig {
         &self.shared.config
+    }
+
+    /// Sets the bloom-filter bitmap calculator run on every dispatched record (effective with
+    /// `enableConsumeQueueExt` only; records dispatched before it is set get no bitmap).
+    pub fn set_bit_map_calculator(&self, calculator: BitMapCalculator) {
+        *self.shared.bit_map.write().unwrap_or_else(|e| e.into_inner()) = Some(calculator);
     }
 
     /// Registers a listener for dispatched (consumable) messages.
@@ -465,6 +487,20 @@ impl MessageStore {
         self.shared.commit_log.max_offset()
     }
 
+    /// CommitLog offset below which every appended byte is on disk. The timer wheel holds
+    /// its checkpoint back until the messages it re-put are this durable.
+    pub fn flushed_phy_offset(&self) -> i64 {
+        let segments = self.shared.commit_log.queue().segments();
+        // A full segment's end-of-file blank leaves its write position short of the file
+        // size, so compare with the write position, not the size.
+        for f in &segments {
+            if f.flushed_position() < f.wrote_position() {
+                return f.file_from_offset() + f.flushed_position() as i64;
+            }
+        }
+        segments.last().map_or(0, |f| f.file_from_offset() + f.wrote_position() as i64)
+    }
+
     /// CommitLog bytes not yet dispatched to the consume queues.
     pub fn dispatch_behind_bytes(&self) -> i64 {
         self.max_phy_offset() - self.shared.reput_from.load(Ordering::Acquire)
@@ -616,7 +652,13 @@ fn reput_loop(shared: &Shared) {
         let mut pos = 0usize;
         let mut next = from;
         while pos < data.len() {
-            match scan(&data[pos..], from + pos as i64, false, &shared.config.message_delay_level) {
+            match scan(
+                &data[pos..],
+                from + pos as i64,
+                false,
+                &shared.config.message_delay_level,
+                shared.keeps_properties(),
+            ) {
                 Scanned::Record(req) => {
                     pos += req.msg_size as usize;
                     shared.dispatch(&req);
@@ -636,4 +678,12 @@ fn reput_loop(shared: &Shared) {
         }
         shared.reput_from.store(next, Ordering::Release);
     }
+}
+
+/// The extension files' settings when `enableConsumeQueueExt` is on.
+fn ext_options(config: &StoreConfig) -> Option<ExtOptions> {
+    config.enable_consume_queue_ext.then(|| ExtOptions {
+        root: config.consume_queue_ext_dir(),
+        file_size: usize::try_from(config.mapped_file_size_consume_queue_ext).unwrap_or(usize::MAX),
+    })
 }

@@ -3,6 +3,7 @@
 use crate::commit_log::CommitLog;
 use crate::config::StoreConfig;
 use crate::consume_queue::ConsumeQueueStore;
+use crate::consume_queue_ext::{is_ext_addr, CqExtUnit};
 use crate::get_result::{GetMessageResult, GetMessageStatus};
 
 /// Largest amount a single read may return, whatever the caller asks (Java:
@@ -51,8 +52,9 @@ fn batch_full(
 
 /// Decides which messages a read returns. Java: `MessageFilter`.
 pub trait MessageFilter {
-    /// Whether the unit may match, from its ConsumeQueue tagsCode alone (tag hash codes).
-    fn is_matched_by_consume_queue(&self, tags_code: i64) -> bool;
+    /// Whether the unit may match, from its ConsumeQueue tagsCode (tag hash codes) and, with
+    /// extension files, its extension unit (store time and bloom-filter bitmap).
+    fn is_matched_by_consume_queue(&self, tags_code: i64, ext: Option<&CqExtUnit>) -> bool;
     /// Whether the stored record (its bytes in the CommitLog) matches; asked only for units
     /// that passed [`is_matched_by_consume_queue`](Self::is_matched_by_consume_queue). SQL92
     /// filters evaluate the record's properties here.
@@ -63,7 +65,7 @@ pub trait MessageFilter {
 
 /// A closure over the tagsCode filters by the ConsumeQueue only.
 impl<F: Fn(i64) -> bool> MessageFilter for F {
-    fn is_matched_by_consume_queue(&self, tags_code: i64) -> bool {
+    fn is_matched_by_consume_queue(&self, tags_code: i64, _ext: Option<&CqExtUnit>) -> bool {
         self(tags_code)
     }
 }
@@ -124,12 +126,12 @@ pub(crate) fn get_message(
     let mut max_phy_pulling = 0i64;
     let mut scanned = 0usize;
     while next < max && scanned < scan_limit && result.messages.is_empty() {
-        let units = cq.iter_from(next, scan_limit - scanned);
+        let units = cq.iter_from_with_ext(next, scan_limit - scanned);
         if units.is_empty() {
             result.status = GetMessageStatus::OffsetFoundNull;
             break;
         }
-        for unit in units {
+        for (unit, ext) in units {
             if next >= max {
                 break;
             }
@@ -145,7 +147,10 @@ pub(crate) fn get_message(
                 // A blank pre-fill entry: nothing stored there.
                 continue;
             }
-            if filter.is_some_and(|f| !f.is_matched_by_consume_queue(unit.tags_code)) {
+            // An extension address that no longer resolves says nothing about the tags: the
+            // record decides (Java passes a null tagsCode).
+            let unknown_tags = ext.is_none() && is_ext_addr(unit.tags_code);
+            if !unknown_tags && filter.is_some_and(|f| !f.is_matched_by_consume_queue(unit.tags_code, ext.as_ref())) {
                 continue;
             }
             match view.commit_log.get_message(unit.commit_log_offset, size) {

@@ -68,7 +68,7 @@ pub(crate) fn recover(
         let mut pos = 0usize;
         loop {
             let scanned = file.with_raw(pos, valid_len.saturating_sub(pos), |bytes| {
-                scan(bytes, from + pos as i64, check_crc, delays)
+                scan(bytes, from + pos as i64, check_crc, delays, false)
             });
             match scanned {
                 Some(Scanned::Record(req)) => {
@@ -110,7 +110,7 @@ pub(crate) fn recover(
 fn start_by_checkpoint(files: &[std::sync::Arc<crate::MappedFile>], min_timestamp: i64) -> usize {
     for (i, file) in files.iter().enumerate().rev() {
         let first_ts = file.with_raw(0, file.file_size(), |bytes| {
-            match scan(bytes, file.file_from_offset(), false, &DelayLevels::default()) {
+            match scan(bytes, file.file_from_offset(), false, &DelayLevels::default(), false) {
                 Scanned::Record(req) => Some(req.store_timestamp),
                 _ => None,
             }

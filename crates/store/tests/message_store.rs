@@ -377,3 +377,76 @@ async fn schedule_topic_units_carry_the_delivery_time() {
     assert!(store.wait_dispatched(Duration::from_secs(10)));
     check(&store);
 }
+
+/// With `enableConsumeQueueExt`, units carry extension addresses: reads see the real
+/// tagsCode, store time and the calculator's bitmap, also after an unclean restart that
+/// rebuilds the queues, and filters get the extension unit.
+#[tokio::test]
+async fn consume_queue_ext_keeps_tags_store_time_and_bitmaps() {
+    use ferromq_store::{is_ext_addr, CqExtUnit, MessageFilter};
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = StoreConfig {
+        enable_consume_queue_ext: true,
+        mapped_file_size_consume_queue_ext: 200, // a few units per file: rolls
+        ..config(dir.path(), FlushDiskType::SyncFlush)
+    };
+    // The bitmap: one byte, the body's last digit.
+    let calculator: ferromq_store::BitMapCalculator = std::sync::Arc::new(|req| {
+        let p = req.properties.as_deref()?;
+        let key = p.split('\u{2}').find_map(|kv| kv.strip_prefix("KEYS\u{1}"))?;
+        Some(vec![key.as_bytes()[key.len() - 1] - b'0'])
+    });
+    struct OddBits;
+    impl MessageFilter for OddBits {
+        fn is_matched_by_consume_queue(&self, tags_code: i64, ext: Option<&CqExtUnit>) -> bool {
+            assert!(!is_ext_addr(tags_code), "filters see the real tagsCode");
+            ext.and_then(|e| e.filter_bit_map.as_ref()).is_some_and(|b| b[0] % 2 == 1)
+        }
+    }
+    let check = |store: &MessageStore, with_bitmaps: bool| {
+        let units = store.consume_queue_units("X", 0, 0, 32);
+        assert_eq!(units.len(), 10);
+        for u in &units {
+            assert_eq!(u.tags_code, tags_code(Some(if u.queue_offset % 2 == 0 { "even" } else { "odd" })));
+        }
+        let r = store.get_message("X", 0, 0, 32, 1 << 20, Some(&OddBits));
+        let got: Vec<String> = r
+            .messages
+            .iter()
+            .map(|m| String::from_utf8(StoredMessage::decode(m).unwrap().0.body.to_vec()).unwrap())
+            .collect();
+        if with_bitmaps {
+            assert_eq!(got, ["m1", "m3", "m5", "m7", "m9"]);
+        } else {
+            assert!(got.is_empty(), "no bitmaps after a rebuild without the calculator: {got:?}");
+        }
+    };
+    {
+        let store = MessageStore::open(cfg.clone(), host()).unwrap();
+        store.set_bit_map_calculator(calculator.clone());
+        put_all(&store, "X", 0, 10).await;
+        assert!(store.wait_dispatched(Duration::from_secs(10)));
+        check(&store, true);
+        assert!(dir.path().join("consumequeue_ext/X/0").read_dir().unwrap().count() > 1, "ext files rolled");
+        store.shutdown();
+    }
+    // Clean restart: everything as it was.
+    {
+        let store = MessageStore::open(cfg.clone(), host()).unwrap();
+        check(&store, true);
+        store.shutdown();
+    }
+    // Crash with the queues lost: rebuilt from the CommitLog (no calculator during recovery).
+    std::fs::remove_dir_all(dir.path().join("consumequeue")).unwrap();
+    std::fs::remove_dir_all(dir.path().join("consumequeue_ext")).unwrap();
+    std::fs::write(dir.path().join("abort"), b"1").unwrap();
+    let store = MessageStore::open(cfg, host()).unwrap();
+    assert!(store.wait_dispatched(Duration::from_secs(10)));
+    check(&store, false);
+    store.set_bit_map_calculator(calculator);
+    let r = store.put_message(msg("X", 0, "m10", "even", "k11")).await;
+    assert_eq!(r.status, PutMessageStatus::PutOk);
+    assert!(store.wait_dispatched(Duration::from_secs(10)));
+    let r = store.get_message("X", 0, 0, 32, 1 << 20, Some(&OddBits));
+    assert_eq!(r.messages.len(), 1, "the new message has its bitmap");
+}

@@ -117,7 +117,7 @@ impl Broker {
                     );
                 }
                 match filter::build(&sub_string, expression_type, h.sub_version) {
-                    Ok(data) => PullFilter::Sql(std::sync::Arc::new(data)),
+                    Ok(data) => PullFilter::Sql(std::sync::Arc::new(data), self.consumer_filters.bloom()),
                     Err(e) => {
                         return respond(
                             response_code::SUBSCRIPTION_PARSE_FAILED,
@@ -170,7 +170,7 @@ impl Broker {
                         "the consumer's consumer filter data not latest".into(),
                     );
                 }
-                PullFilter::Sql(data)
+                PullFilter::Sql(data, self.consumer_filters.bloom())
             }
         };
         // A server-side offset reset (INVOKE_BROKER_TO_RESET_OFFSET) is handed to the next pull
