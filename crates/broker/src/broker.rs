@@ -160,6 +160,7 @@ impl Broker {
         sync!(request_code::SEARCH_OFFSET_BY_TIMESTAMP, |b, conn, req| b.search_offset_by_timestamp(req));
         sync!(request_code::HEART_BEAT, |b, conn, req| b.heart_beat(conn, req));
         sync!(request_code::UNREGISTER_CLIENT, |b, conn, req| b.unregister_client(conn, req));
+        sync!(request_code::CHECK_CLIENT_CONFIG, |b, conn, req| b.check_client_config(req));
         sync!(request_code::GET_CONSUMER_LIST_BY_GROUP, |b, conn, req| b.get_consumer_list_by_group(req));
         sync!(request_code::LOCK_BATCH_MQ, |b, conn, req| b.lock_batch_mq(req));
         sync!(request_code::UNLOCK_BATCH_MQ, |b, conn, req| b.unlock_batch_mq(req));

@@ -249,3 +249,37 @@ async fn bloom_bitmaps_in_the_consume_queue_ext_mark_matching_messages() {
     assert_eq!(hits, [false, false, false, false, false, true, true, true, true, true]);
     assert!(units[0].1.as_ref().unwrap().filter_bit_map.is_none(), "no expression was registered for the first");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_client_config_answers_whether_a_subscription_can_be_served() {
+    use ferromq_protocol::body::CheckClientRequestBody;
+    let check = |expression: &str, expression_type: &str| {
+        let body = CheckClientRequestBody {
+            client_id: "c".into(),
+            group: "sqlcg".into(),
+            subscription_data: Some(SubscriptionData {
+                topic: "T".into(),
+                sub_string: expression.into(),
+                expression_type: expression_type.into(),
+                ..SubscriptionData::default()
+            }),
+            namespace: None,
+        };
+        RemotingCommand::request(request_code::CHECK_CLIENT_CONFIG).with_body(body.encode())
+    };
+    let off = LocalCluster::start(|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let r = client.invoke(&off.broker_addr, check("a > 1", "SQL92"), T).await.unwrap();
+    assert_eq!(r.code, response_code::SYSTEM_ERROR);
+    let r = client.invoke(&off.broker_addr, check("TagA || TagB", "TAG"), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS);
+    off.stop().await;
+    let on = LocalCluster::start(|s| s.broker.enable_property_filter = true).await;
+    let r = client.invoke(&on.broker_addr, check("a > 1", "SQL92"), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS);
+    let r = client.invoke(&on.broker_addr, check("a >", "SQL92"), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUBSCRIPTION_PARSE_FAILED);
+    assert!(r.remark.is_some_and(|m| !m.is_empty()));
+    client.shutdown().await;
+    on.stop().await;
+}

@@ -1,11 +1,13 @@
-//! The requests brokers send to a client, and the consumers' side of them:
+//! The requests brokers send to a client, and the clients' side of them:
+//! CHECK_TRANSACTION_STATE (39) asks a transactional producer about a half message,
 //! NOTIFY_CONSUMER_IDS_CHANGED (40) wakes the group's rebalance, RESET_CONSUMER_CLIENT_OFFSET
 //! (220) moves the group's queues to new offsets, GET_CONSUMER_RUNNING_INFO (307) reports the
 //! group's state for an admin tool. Every other code gets REQUEST_CODE_NOT_SUPPORTED.
 //! Java: `ClientRemotingProcessor`, `MQClientInstance#resetOffset` / `#consumerRunningInfo`.
 //!
-//! The consumers do the work through [`ConsumerControl`]; this module only decodes, finds the
-//! group and answers. Transactional check-backs are not served yet.
+//! The consumers do the work through [`ConsumerControl`], transactional producers through the
+//! bounded queue of [`TransactionChecks`]; this module only decodes, finds the group and
+//! answers.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -18,14 +20,17 @@ use ferromq_protocol::body::{
 };
 use ferromq_protocol::civil_date::civil_from_days;
 use ferromq_protocol::header::{
-    GetConsumerRunningInfoRequestHeader, NotifyConsumerIdsChangedRequestHeader, ResetOffsetRequestHeader,
+    CheckTransactionStateRequestHeader, GetConsumerRunningInfoRequestHeader, NotifyConsumerIdsChangedRequestHeader,
+    ResetOffsetRequestHeader,
 };
+use ferromq_protocol::message::keys;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
-use ferromq_remoting::Dispatcher;
-use tokio::sync::Notify;
+use ferromq_remoting::{Connection, Dispatcher};
+use tokio::sync::{mpsc, Notify};
 use tracing::{debug, info, warn};
 
 use crate::client_instance::{lock, ClientConfig};
+use crate::message_ext::{decode_checked, MessageExt};
 
 /// Java's name of [`ferromq_protocol::version::CURRENT`], the version this client reports
 /// (`MQVersion.getVersionDesc`).
@@ -91,9 +96,49 @@ impl ConsumerTable {
     }
 }
 
+/// A broker's question about a half message, for the transactional producer of its group.
+#[derive(Debug)]
+pub(crate) struct TransactionCheck {
+    /// The connection the question came on; the answer goes back on it.
+    pub(crate) conn: Connection,
+    pub(crate) header: CheckTransactionStateRequestHeader,
+    /// The half message with its real topic and queue.
+    pub(crate) msg: MessageExt,
+}
+
+/// Producer group -> the queue of its transactional producer's check worker. Shared by the
+/// instance (which registers producers) and the dispatcher (which queues the checks).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TransactionChecks(Arc<Mutex<HashMap<String, mpsc::Sender<TransactionCheck>>>>);
+
+impl TransactionChecks {
+    /// False if the group already has a transactional producer here.
+    pub(crate) fn insert(&self, group: &str, queue: mpsc::Sender<TransactionCheck>) -> bool {
+        let mut groups = lock(&self.0);
+        if groups.contains_key(group) {
+            return false;
+        }
+        groups.insert(group.to_owned(), queue);
+        true
+    }
+
+    pub(crate) fn remove(&self, group: &str) {
+        lock(&self.0).remove(group);
+    }
+
+    fn queue(&self, group: &str) -> Option<mpsc::Sender<TransactionCheck>> {
+        lock(&self.0).get(group).cloned()
+    }
+}
+
 /// The handlers of the requests brokers send, for the clients of `config`.
-pub(crate) fn dispatcher(table: &ConsumerTable, config: &ClientConfig) -> Dispatcher {
+pub(crate) fn dispatcher(table: &ConsumerTable, checks: &TransactionChecks, config: &ClientConfig) -> Dispatcher {
     let mut dispatcher = Dispatcher::new();
+    let checks = checks.clone();
+    dispatcher.register_sync(request_code::CHECK_TRANSACTION_STATE, move |conn, req| {
+        check_transaction_state(&checks, conn, req);
+        None
+    });
     let consumers = table.clone();
     dispatcher.register_sync(request_code::NOTIFY_CONSUMER_IDS_CHANGED, move |_, req| {
         match req.decode_header::<NotifyConsumerIdsChangedRequestHeader>() {
@@ -121,6 +166,51 @@ pub(crate) fn dispatcher(table: &ConsumerTable, config: &ClientConfig) -> Dispat
         Some(consumer_running_info(&consumers, &config, req))
     });
     dispatcher
+}
+
+/// CHECK_TRANSACTION_STATE: a oneway question, queued for the producer of the message's
+/// group (its `PGROUP`). Nothing is answered here: the producer's worker sends END_TRANSACTION
+/// once its listener has decided. When the worker's queue is full the check is dropped; the
+/// broker asks again on its next run. Java: `ClientRemotingProcessor#checkTransactionState`
+/// and the bounded `checkExecutor` of `DefaultMQProducerImpl`.
+fn check_transaction_state(checks: &TransactionChecks, conn: &Connection, req: &RemotingCommand) {
+    let remote_addr = conn.remote_addr();
+    let header = match req.decode_header::<CheckTransactionStateRequestHeader>() {
+        Ok(h) => h,
+        Err(e) => {
+            warn!(%remote_addr, error = %e, "bad CHECK_TRANSACTION_STATE header");
+            return;
+        }
+    };
+    let broker_name = header.broker_name.clone().unwrap_or_default();
+    let msg = match decode_checked(&broker_name, &req.body) {
+        Ok(msg) => msg,
+        Err(e) => {
+            warn!(%remote_addr, error = %e, "CHECK_TRANSACTION_STATE message does not decode");
+            return;
+        }
+    };
+    let Some(group) = msg.property(keys::PGROUP).map(str::to_owned) else {
+        warn!(%remote_addr, topic = %msg.topic(), "checked half message names no producer group");
+        return;
+    };
+    let Some(queue) = checks.queue(&group) else {
+        debug!(%remote_addr, producer_group = %group, "transaction check for a group this client does not run");
+        return;
+    };
+    debug!(%remote_addr, producer_group = %group, topic = %msg.topic(), physical_offset = header.commit_log_offset,
+        "transaction check queued");
+    let check = TransactionCheck { conn: conn.clone(), header, msg };
+    match queue.try_send(check) {
+        Ok(()) => {}
+        Err(mpsc::error::TrySendError::Full(check)) => {
+            warn!(%remote_addr, producer_group = %group, physical_offset = check.header.commit_log_offset,
+                "transaction check dropped: the check queue is full");
+        }
+        Err(mpsc::error::TrySendError::Closed(_)) => {
+            debug!(%remote_addr, producer_group = %group, "transaction check for a producer shutting down");
+        }
+    }
 }
 
 /// RESET_CONSUMER_CLIENT_OFFSET: a oneway notice, so failures are only logged.

@@ -1,5 +1,5 @@
-//! `ClientInstance`: what every producer (and later consumer) of one client id shares: name
-//! servers with fail-over, the route cache, broker addresses, heartbeats and the connections.
+//! `ClientInstance`: what every producer and consumer of one client id shares: name servers
+//! with fail-over, the route cache, broker addresses, heartbeats and the connections.
 //! Java: `MQClientInstance` with the route and heartbeat parts of `MQClientAPIImpl`. The
 //! requests brokers send to the client are served by `broker_requests`.
 
@@ -17,11 +17,11 @@ use ferromq_protocol::header::{
 };
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::RemotingClient;
-use tokio::sync::{watch, Notify};
+use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 
-use crate::broker_requests::{self, ConsumerControl, ConsumerTable};
+use crate::broker_requests::{self, ConsumerControl, ConsumerTable, TransactionCheck, TransactionChecks};
 use crate::error::ClientError;
 use crate::publish_info::PublishInfo;
 
@@ -98,6 +98,12 @@ pub struct ClientInstance {
     consumer_groups: Mutex<BTreeMap<String, ConsumerData>>,
     /// Consumer group -> its rebalance trigger and control, for the requests brokers send.
     consumer_table: ConsumerTable,
+    /// Producer group -> its transactional producer's check queue.
+    transaction_checks: TransactionChecks,
+    /// Woken when a route names a master broker not seen before, so that it gets a heartbeat
+    /// at once rather than on the next timer tick: a broker checks transactions back only
+    /// with producers whose heartbeat it has.
+    new_broker: Arc<Notify>,
     tasks: Mutex<JoinSet<()>>,
     stop_tx: watch::Sender<bool>,
 }
@@ -106,10 +112,12 @@ impl ClientInstance {
     /// A client with `config`; its background task (route refresh, heartbeats) runs until
     /// [`ClientInstance::shutdown`]. Must be called inside a tokio runtime.
     pub fn new(config: ClientConfig) -> Arc<Self> {
-        // Requests brokers send (consumer ids changed, offset reset, running info) are served
-        // by `broker_requests`; other codes get REQUEST_CODE_NOT_SUPPORTED.
+        // Requests brokers send (transaction checks, consumer ids changed, offset reset,
+        // running info) are served by `broker_requests`; other codes get
+        // REQUEST_CODE_NOT_SUPPORTED.
         let consumer_table = ConsumerTable::default();
-        let dispatcher = broker_requests::dispatcher(&consumer_table, &config);
+        let transaction_checks = TransactionChecks::default();
+        let dispatcher = broker_requests::dispatcher(&consumer_table, &transaction_checks, &config);
         let remoting = RemotingClient::with_handler(ferromq_remoting::ClientConfig::default(), Arc::new(dispatcher));
         let (stop_tx, _) = watch::channel(false);
         let instance = Arc::new(ClientInstance {
@@ -122,10 +130,12 @@ impl ClientInstance {
             producer_groups: Mutex::new(BTreeSet::new()),
             consumer_groups: Mutex::new(BTreeMap::new()),
             consumer_table,
+            transaction_checks,
+            new_broker: Arc::new(Notify::new()),
             tasks: Mutex::new(JoinSet::new()),
             stop_tx,
         });
-        let task = background(Arc::downgrade(&instance), instance.stop_tx.subscribe());
+        let task = background(Arc::downgrade(&instance), instance.new_broker.clone(), instance.stop_tx.subscribe());
         lock(&instance.tasks).spawn(task);
         info!(client_id = %instance.client_id, "client instance started");
         instance
@@ -167,6 +177,17 @@ impl ClientInstance {
                 Err(e) => warn!(remote_addr = %addr, error = %e, "unregister client failed"),
             }
         }
+    }
+
+    /// Routes the brokers' CHECK_TRANSACTION_STATE requests of `group` to `queue`. False if
+    /// the group already has a transactional producer in this instance.
+    pub(crate) fn register_transaction_checks(&self, group: &str, queue: mpsc::Sender<TransactionCheck>) -> bool {
+        self.transaction_checks.insert(group, queue)
+    }
+
+    /// Stops routing `group`'s transaction checks; later ones are ignored.
+    pub(crate) fn unregister_transaction_checks(&self, group: &str) {
+        self.transaction_checks.remove(group);
     }
 
     /// Adds a consumer group to the heartbeats; `trigger` is woken on
@@ -263,11 +284,17 @@ impl ClientInstance {
 
     /// Caches publish info for `topic` built from `route` (possibly a template's).
     pub(crate) fn install_route(&self, topic: &str, route: &TopicRouteData) -> Arc<PublishInfo> {
+        let mut new_master = false;
         {
             let mut brokers = lock(&self.brokers);
+            let known: BTreeSet<String> = brokers.values().filter_map(|m| m.get(&0).cloned()).collect();
             for bd in &route.broker_datas {
+                new_master |= bd.broker_addrs.get(&0).is_some_and(|a| !known.contains(a));
                 brokers.insert(bd.broker_name.clone(), bd.broker_addrs.clone());
             }
+        }
+        if new_master {
+            self.new_broker.notify_one();
         }
         let info = Arc::new(PublishInfo::from_route(topic, route));
         lock(&self.routes).insert(topic.to_owned(), info.clone());
@@ -362,9 +389,9 @@ impl ClientInstance {
     }
 }
 
-/// Route refresh and heartbeats until stopped. Holds only a weak reference, so dropping
-/// every `Arc` also ends it.
-async fn background(instance: Weak<ClientInstance>, mut stop: watch::Receiver<bool>) {
+/// Route refresh and heartbeats (on the timer and when a new master broker appears) until
+/// stopped. Holds only a weak reference, so dropping every `Arc` also ends it.
+async fn background(instance: Weak<ClientInstance>, new_broker: Arc<Notify>, mut stop: watch::Receiver<bool>) {
     let (poll, beat) = match instance.upgrade() {
         Some(i) => (i.config.poll_name_server_interval, i.config.heartbeat_broker_interval),
         None => return,
@@ -386,6 +413,10 @@ async fn background(instance: Weak<ClientInstance>, mut stop: watch::Receiver<bo
                 i.refresh_all_routes().await;
             }
             _ = beat_tick.tick() => {
+                let Some(i) = instance.upgrade() else { return };
+                i.heartbeat_all().await;
+            }
+            () = new_broker.notified() => {
                 let Some(i) = instance.upgrade() else { return };
                 i.heartbeat_all().await;
             }

@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use ferromq_protocol::body::{
-    perm, ConsumeFromWhere, JsonBody, LockBatchRequestBody, LockBatchResponseBody, MessageQueue, SubscriptionData,
-    EXPRESSION_TYPE_TAG, MASTER_ID,
+    perm, CheckClientRequestBody, ConsumeFromWhere, JsonBody, LockBatchRequestBody, LockBatchResponseBody,
+    MessageQueue, SubscriptionData, EXPRESSION_TYPE_TAG, MASTER_ID,
 };
 use ferromq_protocol::header::{
     pull_sys_flag, ConsumerSendMsgBackRequestHeader, GetMaxOffsetRequestHeader, OffsetResponseHeader,
@@ -14,7 +14,7 @@ use ferromq_protocol::header::{
     UpdateConsumerOffsetRequestHeader,
 };
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
-use tracing::warn;
+use tracing::{debug, error, warn};
 
 use crate::client_instance::ClientInstance;
 use crate::error::ClientError;
@@ -210,7 +210,7 @@ impl ConsumerCalls<'_> {
             suspend_timeout_millis: params.broker_suspend_max.as_millis() as i64,
             subscription: Some(sub.sub_string.clone()),
             sub_version: sub.sub_version,
-            expression_type: Some(EXPRESSION_TYPE_TAG.to_owned()),
+            expression_type: Some(expression_type(sub).to_owned()),
             broker_name: Some(mq.broker_name.clone()),
             ..Default::default()
         };
@@ -237,7 +237,9 @@ impl ConsumerCalls<'_> {
             code: response_code::SUCCESS,
             remark: format!("undecodable pull body: {e}"),
         })?;
-        if !sub.tags_set.is_empty() && !sub.class_filter_mode {
+        // Tag codes collide, so tag subscriptions are checked again by the tag itself; the
+        // broker's SQL92 verdict is final. Java: `PullAPIWrapper#processPullResult`.
+        if sub.is_tag_type() && !sub.tags_set.is_empty() && !sub.class_filter_mode {
             msgs.retain(|m| m.tags().is_some_and(|t| sub.tags_set.contains(t)));
         }
         Ok((h.next_begin_offset, msgs))
@@ -273,6 +275,50 @@ impl ConsumerCalls<'_> {
 }
 
 impl ConsumerCalls<'_> {
+    /// CHECK_CLIENT_CONFIG of a non-tag subscription with a master broker of its topic: a
+    /// broker that cannot evaluate the expression (no `enablePropertyFilter`, or the
+    /// expression does not compile) refuses it, so the consumer fails to start instead of
+    /// pulling in vain. Tag subscriptions and topics without a route are not checked. A broker
+    /// that does not serve the request is let through with a warning: its pulls will tell.
+    /// Java: `MQClientInstance#checkClientInBroker`, `MQClientAPIImpl#checkClientInBroker`.
+    pub(crate) async fn check_client_config(&self, sub: &SubscriptionData) -> Result<(), ClientError> {
+        if sub.is_tag_type() {
+            return Ok(());
+        }
+        let addr = match self.rebalance_inputs(&sub.topic).await {
+            Ok((_, Some(addr))) => addr,
+            Ok((_, None)) | Err(ClientError::RouteNotFound { .. }) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let body = CheckClientRequestBody {
+            client_id: self.instance.client_id().to_owned(),
+            group: self.group.to_owned(),
+            subscription_data: Some(sub.clone()),
+            namespace: None,
+        };
+        let req = RemotingCommand::request(request_code::CHECK_CLIENT_CONFIG).with_body(body.encode());
+        let resp = self
+            .instance
+            .remoting()
+            .invoke(&addr, req, self.instance.config().mq_client_api_timeout)
+            .await
+            .map_err(|source| ClientError::Remoting { topic: sub.topic.clone(), addr: addr.clone(), source })?;
+        match resp.code {
+            response_code::SUCCESS => Ok(()),
+            response_code::REQUEST_CODE_NOT_SUPPORTED => {
+                warn!(topic = %sub.topic, consumer_group = self.group, remote_addr = %addr,
+                    expression_type = %sub.expression_type, "the broker cannot check the subscription; pulls will show whether it filters by it");
+                Ok(())
+            }
+            _ => Err(ClientError::Broker {
+                topic: sub.topic.clone(),
+                broker_addr: addr,
+                code: resp.code,
+                remark: resp.remark.unwrap_or_default(),
+            }),
+        }
+    }
+
     fn lock_request(&self, code: i32, mqs: &BTreeSet<MessageQueue>) -> RemotingCommand {
         let body = LockBatchRequestBody {
             client_id: self.instance.client_id().to_owned(),
@@ -306,6 +352,53 @@ impl ConsumerCalls<'_> {
             return Err(Self::broker_error(first, addr, resp));
         }
         Ok(())
+    }
+}
+
+/// The expression type a pull names: the subscription's, `TAG` when it has none.
+fn expression_type(sub: &SubscriptionData) -> &str {
+    if sub.expression_type.is_empty() {
+        EXPRESSION_TYPE_TAG
+    } else {
+        &sub.expression_type
+    }
+}
+
+/// Consecutive failed pulls of a queue between two full log lines; the others are logged at
+/// debug, so a broker refusing every pull leaves one line per queue and about half a minute.
+const PULL_FAILURE_LOG_EVERY: u32 = 30;
+
+/// Logs the `failures`-th failed pull in a row of a queue (from 1), with a cause operators can
+/// act on where the broker gives one. The pull loop waits before the next pull either way,
+/// as Java's pull callback does (`executePullRequestLater`).
+pub(crate) fn log_pull_failure(mq: &MessageQueue, offset: i64, sub: &SubscriptionData, e: &ClientError, failures: u32) {
+    if failures % PULL_FAILURE_LOG_EVERY != 1 {
+        debug!(topic = %mq.topic, queue_id = mq.queue_id, offset, failures, error = %e, "pull failed again");
+        return;
+    }
+    let code = match e {
+        ClientError::Broker { code, .. } => Some(*code),
+        _ => None,
+    };
+    match code {
+        Some(response_code::SYSTEM_ERROR) if !sub.is_tag_type() => {
+            error!(topic = %mq.topic, queue_id = mq.queue_id, expression_type = %sub.expression_type, failures, error = %e,
+                "pull refused: the broker does not filter by this expression type (is enablePropertyFilter off?)");
+        }
+        Some(response_code::SUBSCRIPTION_PARSE_FAILED) => {
+            error!(topic = %mq.topic, queue_id = mq.queue_id, expression_type = %sub.expression_type, failures, error = %e,
+                "pull refused: the broker cannot parse the subscription expression");
+        }
+        Some(
+            response_code::FILTER_DATA_NOT_EXIST
+            | response_code::FILTER_DATA_NOT_LATEST
+            | response_code::SUBSCRIPTION_NOT_EXIST
+            | response_code::SUBSCRIPTION_NOT_LATEST,
+        ) => {
+            warn!(topic = %mq.topic, queue_id = mq.queue_id, failures, error = %e,
+                "pull refused: the broker does not have the latest subscription yet, retrying later");
+        }
+        _ => warn!(topic = %mq.topic, queue_id = mq.queue_id, offset, failures, error = %e, "pull failed"),
     }
 }
 

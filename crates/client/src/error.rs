@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use ferromq_protocol::body::BodyError;
+use ferromq_protocol::message::MessageError;
 use ferromq_protocol::HeaderError;
 use ferromq_remoting::RemotingError;
 
@@ -130,6 +131,15 @@ pub enum ClientError {
         group: String,
         /// What is wrong.
         reason: String,
+    },
+    /// Message data from a broker (a record, an offset message id) could not be read.
+    #[error("bad message data for topic {topic:?}")]
+    BadMessage {
+        /// The topic.
+        topic: String,
+        /// The cause.
+        #[source]
+        source: MessageError,
     },
     /// Compressing the body failed.
     #[error("cannot compress message body")]

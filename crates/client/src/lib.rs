@@ -2,8 +2,10 @@
 //! protocol to name servers and brokers. It depends on no server crate.
 //!
 //! [`ClientInstance`] is what the clients of one client id share (name servers, routes,
-//! heartbeats, connections); [`Producer`] sends [`Message`]s; [`LitePullConsumer`] pulls
+//! heartbeats, connections); [`Producer`] sends [`Message`]s; [`TransactionProducer`] sends
+//! half messages ended by a [`TransactionListener`]; [`LitePullConsumer`] pulls
 //! [`MessageExt`]s the application polls; [`PushConsumer`] calls the application's listener.
+//! Consumers subscribe with a tag expression or a SQL92 [`MessageSelector`].
 
 pub mod admin;
 
@@ -23,6 +25,7 @@ mod publish_info;
 mod push_consumer;
 mod send_result;
 mod subscription;
+mod transaction_producer;
 mod validators;
 
 pub use allocate::{allocate_averagely, AllocateStrategy, DEFAULT_VIRTUAL_NODES};
@@ -39,5 +42,8 @@ pub use push_consumer::{
     ConsumeOrderlyStatus, ConsumeStatus, MessageListener, MessageListenerOrderly, PushConsumer, PushConsumerConfig,
 };
 pub use send_result::{SendResult, SendStatus};
-pub use subscription::build_subscription;
+pub use subscription::{build_subscription, MessageSelector};
+pub use transaction_producer::{
+    LocalTransactionState, TransactionCheckConfig, TransactionListener, TransactionProducer, TransactionSendResult,
+};
 pub use validators::{check_message, check_topic, TOPIC_MAX_LEN};

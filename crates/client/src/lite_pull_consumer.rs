@@ -21,11 +21,11 @@ use tracing::{debug, info, warn};
 
 use crate::allocate::AllocateStrategy;
 use crate::client_instance::{lock, ClientConfig, ClientInstance};
-use crate::consumer_calls::{ConsumerCalls, PullParams};
+use crate::consumer_calls::{log_pull_failure, ConsumerCalls, PullParams};
 use crate::consumer_stats::epoch_ms;
 use crate::error::ClientError;
 use crate::message_ext::MessageExt;
-use crate::subscription::build_subscription;
+use crate::subscription::{build_subscription, MessageSelector};
 
 /// Messages buffered per queue before its pulls pause. Java: `pullThresholdForQueue`.
 pub const PULL_THRESHOLD_FOR_QUEUE: usize = 1000;
@@ -226,11 +226,15 @@ impl LitePullConsumer {
     ///
     /// # Errors
     /// [`ClientError::IllegalState`] if running or the group is already registered in the
-    /// instance.
+    /// instance; [`ClientError::Broker`] if the broker refuses a SQL92 subscription (see
+    /// [`MessageSelector::sql`]).
     pub async fn start(&self) -> Result<(), ClientError> {
         let inner = &self.inner;
         if inner.running.load(Ordering::Acquire) {
             return Err(inner.illegal("the consumer is already started"));
+        }
+        if let Some(sub) = inner.subscription() {
+            inner.calls().check_client_config(&sub).await?;
         }
         let control: Weak<Inner> = Arc::downgrade(inner);
         if !inner.instance.register_consumer(inner.consumer_data(), inner.rebalance_now.clone(), control) {
@@ -295,13 +299,17 @@ impl LitePullConsumer {
         Ok(())
     }
 
-    /// Consumes `topic`'s messages matching the tag expression (`*`, `TagA || TagB`), sharing
-    /// the queues with the group's other consumers.
+    /// Consumes `topic`'s messages that `selector` picks (a tag expression such as `*` or
+    /// `TagA || TagB`, also given as a plain string, or [`MessageSelector::sql`]), sharing the
+    /// queues with the group's other consumers.
+    /// Java: `subscribe(String, String)` and `subscribe(String, MessageSelector)`.
     ///
     /// # Errors
-    /// [`ClientError::IllegalState`] after [`assign`](Self::assign) or for a second topic.
-    pub async fn subscribe(&self, topic: &str, tag_expression: &str) -> Result<(), ClientError> {
+    /// [`ClientError::IllegalState`] after [`assign`](Self::assign) or for a second topic;
+    /// [`ClientError::Validation`] for a bad topic name or an empty SQL92 expression.
+    pub async fn subscribe(&self, topic: &str, selector: impl Into<MessageSelector>) -> Result<(), ClientError> {
         crate::validators::check_topic(topic)?;
+        let sub = selector.into().subscription(topic)?;
         let inner = &self.inner;
         {
             let mut st = lock(&inner.state);
@@ -312,7 +320,7 @@ impl LitePullConsumer {
                 }
                 _ => {}
             }
-            st.mode = Mode::Subscribe(build_subscription(topic, tag_expression));
+            st.mode = Mode::Subscribe(sub);
         }
         if inner.running.load(Ordering::Acquire) {
             inner.instance.update_consumer(inner.consumer_data());
@@ -588,14 +596,18 @@ impl Inner {
 
     /// One PULL_MESSAGE held by the broker up to `broker_suspend_max`; the next offset and the
     /// messages matching the subscription (everything in assign mode).
-    async fn pull_once(&self, mq: &MessageQueue, offset: i64) -> Result<(i64, Vec<MessageExt>), ClientError> {
-        let sub = self.subscription().unwrap_or_else(|| build_subscription(&mq.topic, SUB_ALL));
+    async fn pull_once(
+        &self,
+        mq: &MessageQueue,
+        offset: i64,
+        sub: &SubscriptionData,
+    ) -> Result<(i64, Vec<MessageExt>), ClientError> {
         let params = PullParams {
             batch_size: self.config.pull_batch_size,
             broker_suspend_max: self.config.broker_suspend_max,
             timeout: self.config.consumer_timeout_when_suspend,
         };
-        self.calls().pull(mq, offset, &sub, params).await
+        self.calls().pull(mq, offset, sub, params).await
     }
 
     /// Pulls `mq` from `start` (else its start offset) into the buffer until the task is
@@ -614,6 +626,7 @@ impl Inner {
             },
         };
         debug!(topic = %mq.topic, queue_id = mq.queue_id, offset, "pulls start");
+        let mut failures = 0;
         loop {
             match self.queue_status(&mq, epoch) {
                 None => return,
@@ -623,8 +636,10 @@ impl Inner {
                 }
                 Some(false) => {}
             }
-            match self.pull_once(&mq, offset).await {
+            let sub = self.subscription().unwrap_or_else(|| build_subscription(&mq.topic, SUB_ALL));
+            match self.pull_once(&mq, offset, &sub).await {
                 Ok((next, msgs)) => {
+                    failures = 0;
                     offset = next;
                     let mut st = lock(&self.state);
                     let Some(q) = st.queues.get_mut(&mq).filter(|q| q.epoch == epoch) else { return };
@@ -641,7 +656,8 @@ impl Inner {
                     if !self.running.load(Ordering::Acquire) {
                         return;
                     }
-                    warn!(topic = %mq.topic, queue_id = mq.queue_id, offset, error = %e, "pull failed");
+                    failures += 1;
+                    log_pull_failure(&mq, offset, &sub, &e, failures);
                     tokio::time::sleep(PULL_DELAY_ON_EXCEPTION).await;
                 }
             }

@@ -1,5 +1,6 @@
-//! `MessageExt`: a message as a consumer receives it, with its queue and offset.
-//! Java: `MessageExt` as `MessageDecoder#decodes` builds it for the client.
+//! `MessageExt`: a message as a consumer receives it (or a transactional producer is asked
+//! about it), with its queue and offset. Java: `MessageExt` as `MessageDecoder#decodes` builds
+//! it for the client.
 
 use std::io::Read;
 
@@ -52,6 +53,27 @@ impl MessageExt {
     pub fn reconsume_times(&self) -> i32 {
         self.stored.reconsume_times
     }
+
+    /// The transaction id of a transactional message: `__transactionId__` as the broker set
+    /// it, else the `UNIQ_KEY`. Java: `MessageExt#getTransactionId` as
+    /// `ClientRemotingProcessor#checkTransactionState` fills it.
+    pub fn transaction_id(&self) -> Option<&str> {
+        self.property(keys::TRANSACTION_ID).or_else(|| self.property(keys::UNIQ_KEY)).filter(|id| !id.is_empty())
+    }
+}
+
+/// Inflates a compressed body in place; a body that does not inflate is kept as stored, with
+/// a warning.
+fn inflate(stored: &mut StoredMessage) {
+    if stored.sys_flag & sysflag::COMPRESSED_FLAG == 0 {
+        return;
+    }
+    let mut inflated = Vec::new();
+    match flate2::read::ZlibDecoder::new(&stored.body[..]).read_to_end(&mut inflated) {
+        Ok(_) => stored.body = Bytes::from(inflated),
+        Err(e) => warn!(topic = %stored.topic, queue_offset = stored.queue_offset, error = %e,
+            "compressed body does not inflate, kept as stored"),
+    }
 }
 
 /// Decodes a PULL_MESSAGE body, inflating compressed bodies. A body that does not inflate is
@@ -59,15 +81,44 @@ impl MessageExt {
 pub(crate) fn decode_pulled(mq: &MessageQueue, body: &[u8]) -> Result<Vec<MessageExt>, MessageError> {
     let mut out = Vec::new();
     for mut stored in StoredMessage::decode_all(body)? {
-        if stored.sys_flag & sysflag::COMPRESSED_FLAG != 0 {
-            let mut inflated = Vec::new();
-            match flate2::read::ZlibDecoder::new(&stored.body[..]).read_to_end(&mut inflated) {
-                Ok(_) => stored.body = Bytes::from(inflated),
-                Err(e) => warn!(topic = %mq.topic, queue_offset = stored.queue_offset, error = %e,
-                    "compressed body does not inflate, kept as stored"),
-            }
-        }
+        inflate(&mut stored);
         out.push(MessageExt { message_queue: mq.clone(), stored });
     }
     Ok(out)
+}
+
+/// Decodes the half message of a CHECK_TRANSACTION_STATE body (one stored record, with the
+/// real topic and queue) from broker `broker_name`, inflating a compressed body.
+/// Java: `MessageDecoder#decode`.
+pub(crate) fn decode_checked(broker_name: &str, body: &[u8]) -> Result<MessageExt, MessageError> {
+    let (mut stored, _) = StoredMessage::decode(body)?;
+    inflate(&mut stored);
+    let message_queue = MessageQueue::new(&stored.topic, broker_name, stored.queue_id);
+    Ok(MessageExt { message_queue, stored })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    #[test]
+    fn checked_half_message_is_inflated_and_keeps_its_real_queue() {
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(b"the body").unwrap();
+        let stored = StoredMessage {
+            topic: "Orders".into(),
+            queue_id: 3,
+            sys_flag: sysflag::COMPRESSED_FLAG,
+            body: Bytes::from(z.finish().unwrap()),
+            properties: "UNIQ_KEY\u{1}U1\u{2}PGROUP\u{1}pg\u{2}".into(),
+            ..StoredMessage::default()
+        };
+        let msg = decode_checked("broker-a", &stored.encode().unwrap()).unwrap();
+        assert_eq!(msg.message_queue, MessageQueue::new("Orders", "broker-a", 3));
+        assert_eq!(&msg.body()[..], b"the body");
+        assert_eq!(msg.transaction_id(), Some("U1"), "the UNIQ_KEY when the broker set no id");
+        assert!(decode_checked("broker-a", b"short").is_err());
+    }
 }

@@ -240,19 +240,28 @@ impl Producer {
         }
     }
 
-    /// Validates, sets UNIQ_KEY and compresses. Java: the start of `sendKernelImpl`.
-    fn prepare(&self, mut msg: Message) -> Result<Prepared, ClientError> {
-        check_message(&msg, self.config.max_message_size)?;
-        self.ensure_running()?;
-        let msg_id = match msg.uniq_id() {
+    /// The message's UNIQ_KEY, set to a new id first if it has none.
+    pub(crate) fn ensure_uniq_key(&self, msg: &mut Message) -> String {
+        match msg.uniq_id() {
             Some(id) => id.to_owned(),
             None => {
                 let id = self.ids.next_id();
                 msg.properties.insert(keys::UNIQ_KEY, id.clone());
                 id
             }
-        };
+        }
+    }
+
+    /// Validates, sets UNIQ_KEY and compresses; `TRAN_MSG=true` makes it a prepared (half)
+    /// message. Java: the start of `sendKernelImpl`.
+    fn prepare(&self, mut msg: Message) -> Result<Prepared, ClientError> {
+        check_message(&msg, self.config.max_message_size)?;
+        self.ensure_running()?;
+        let msg_id = self.ensure_uniq_key(&mut msg);
         let mut sys_flag = 0;
+        if is_prepared(&msg) {
+            sys_flag |= sysflag::TRANSACTION_PREPARED_TYPE;
+        }
         let mut body = msg.body;
         if body.len() > self.config.compress_msg_body_over_howmuch {
             body = compress(&body)?;
@@ -291,14 +300,12 @@ impl Producer {
                     reason: "TimeDelayLevel is not supported for batching".into(),
                 });
             }
-            let id = match msg.uniq_id() {
-                Some(id) => id.to_owned(),
-                None => {
-                    let id = self.ids.next_id();
-                    msg.properties.insert(keys::UNIQ_KEY, id.clone());
-                    id
-                }
-            };
+            // The broker refuses prepared batches; a batch never carries the prepared flag,
+            // so the half messages would be stored as plain ones instead.
+            if is_prepared(&msg) {
+                return Err(ClientError::Validation { topic, reason: "batch messages cannot be transactional".into() });
+            }
+            let id = self.ensure_uniq_key(&mut msg);
             ids.push(id);
             entries.push(BatchEntry { flag: msg.flag, body: msg.body, properties: msg.properties.encode() });
         }
@@ -458,6 +465,12 @@ impl Producer {
             }
         }
     }
+}
+
+/// Whether `msg` is a transactional half message (`TRAN_MSG` parses as true, as Java's
+/// `Boolean.parseBoolean` reads it).
+fn is_prepared(msg: &Message) -> bool {
+    msg.property(keys::TRAN_MSG).is_some_and(|v| v.eq_ignore_ascii_case("true"))
 }
 
 /// Whether a sync send should try another queue after `e`.

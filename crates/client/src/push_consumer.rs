@@ -23,12 +23,12 @@ use tracing::{debug, info, warn};
 
 use crate::allocate::AllocateStrategy;
 use crate::client_instance::{lock, ClientConfig, ClientInstance};
-use crate::consumer_calls::{retry_topic, ConsumerCalls, PullParams, RETRY_PREFIX};
+use crate::consumer_calls::{log_pull_failure, retry_topic, ConsumerCalls, PullParams, RETRY_PREFIX};
 use crate::consumer_stats::{epoch_ms, ConsumerStats};
 use crate::error::ClientError;
 use crate::local_offset_store::{default_offset_store_dir, LocalOffsetStore};
 use crate::message_ext::MessageExt;
-use crate::subscription::build_subscription;
+use crate::subscription::{build_subscription, MessageSelector};
 
 mod control;
 mod orderly;
@@ -326,15 +326,19 @@ impl PushConsumer {
         *lock(&self.inner.listener) = Some(Arc::new(listener));
     }
 
-    /// Consumes `topic`'s messages matching the tag expression (`*`, `TagA || TagB`). May be
-    /// called for several topics, before or after start.
+    /// Consumes `topic`'s messages that `selector` picks: a tag expression (`*`,
+    /// `TagA || TagB`, also given as a plain string) or [`MessageSelector::sql`]. May be called
+    /// for several topics, before or after start; a later call for a topic replaces its
+    /// subscription. Java: `subscribe(String, String)` and `subscribe(String, MessageSelector)`.
     ///
     /// # Errors
-    /// [`ClientError::Validation`] for a bad topic name; route errors after start.
-    pub async fn subscribe(&self, topic: &str, tag_expression: &str) -> Result<(), ClientError> {
+    /// [`ClientError::Validation`] for a bad topic name or an empty SQL92 expression; route
+    /// errors after start.
+    pub async fn subscribe(&self, topic: &str, selector: impl Into<MessageSelector>) -> Result<(), ClientError> {
         crate::validators::check_topic(topic)?;
+        let sub = selector.into().subscription(topic)?;
         let inner = &self.inner;
-        lock(&inner.state).subscriptions.insert(topic.to_owned(), build_subscription(topic, tag_expression));
+        lock(&inner.state).subscriptions.insert(topic.to_owned(), sub);
         if inner.running.load(Ordering::Acquire) {
             inner.instance.update_consumer(inner.consumer_data());
             inner.instance.refresh_route(topic).await?;
@@ -354,7 +358,8 @@ impl PushConsumer {
     ///
     /// # Errors
     /// [`ClientError::IllegalState`] if running, without a listener, or the group is already
-    /// registered in the instance.
+    /// registered in the instance; [`ClientError::Broker`] if a broker refuses a SQL92
+    /// subscription (see [`MessageSelector::sql`]).
     pub async fn start(&self) -> Result<(), ClientError> {
         let inner = &self.inner;
         if inner.running.load(Ordering::Acquire) {
@@ -362,6 +367,10 @@ impl PushConsumer {
         }
         if lock(&inner.listener).is_none() && lock(&inner.orderly_listener).is_none() {
             return Err(inner.illegal("no message listener registered"));
+        }
+        let subs: Vec<SubscriptionData> = lock(&inner.state).subscriptions.values().cloned().collect();
+        for sub in &subs {
+            inner.calls().check_client_config(sub).await?;
         }
         if inner.broadcasting() {
             let base = inner.config.offset_store_dir.clone().unwrap_or_else(default_offset_store_dir);
@@ -666,6 +675,7 @@ impl Inner {
             timeout: self.config.consumer_timeout_when_suspend,
         };
         debug!(topic = %mq.topic, queue_id = mq.queue_id, offset, "pulls start");
+        let mut failures = 0;
         loop {
             match self.queue_status(&mq, epoch) {
                 None => return,
@@ -679,6 +689,7 @@ impl Inner {
             let asked = Instant::now();
             match self.calls().pull(&mq, offset, &sub, params).await {
                 Ok((next, msgs)) => {
+                    failures = 0;
                     let now = Instant::now();
                     self.stats.record_pull(&mq.topic, now.duration_since(asked), msgs.len(), now);
                     let previous = offset;
@@ -694,7 +705,8 @@ impl Inner {
                     if !self.running.load(Ordering::Acquire) {
                         return;
                     }
-                    warn!(topic = %mq.topic, queue_id = mq.queue_id, offset, error = %e, "pull failed");
+                    failures += 1;
+                    log_pull_failure(&mq, offset, &sub, &e, failures);
                     tokio::time::sleep(PULL_DELAY_ON_EXCEPTION).await;
                 }
             }

@@ -384,6 +384,10 @@ async fn orderly_consumption_resumes_in_order_after_consumer_and_broker_restarts
     let second = seen_second.lock().unwrap().clone();
     for k in 0..KEYS {
         assert_eq!(per_key(&first, k), in_send_order(k, 0, 5), "first life, key k{k}: {first:?}");
-        assert_eq!(per_key(&second, k), in_send_order(k, 5, 10), "second life starts at the committed offsets, key k{k}: {second:?}");
+        assert_eq!(
+            per_key(&second, k),
+            in_send_order(k, 5, 10),
+            "second life starts at the committed offsets, key k{k}: {second:?}"
+        );
     }
 }

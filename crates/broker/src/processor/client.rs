@@ -1,9 +1,10 @@
 //! Client management: HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38),
-//! LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42). Java: `ClientManageProcessor`,
+//! LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42), CHECK_CLIENT_CONFIG (46). Java: `ClientManageProcessor`,
 //! `ConsumerManageProcessor`, `AdminBrokerProcessor#lockBatchMQ`.
 
 use ferromq_protocol::body::{
-    perm, ConsumerListByGroupResponseBody, HeartbeatData, JsonBody, LockBatchRequestBody, LockBatchResponseBody,
+    perm, CheckClientRequestBody, ConsumerListByGroupResponseBody, HeartbeatData, JsonBody, LockBatchRequestBody,
+    LockBatchResponseBody,
 };
 use ferromq_protocol::header::{GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader};
 use ferromq_protocol::{response_code, RemotingCommand};
@@ -68,6 +69,34 @@ impl Broker {
             self.producers.register(&producer.group_name, info.clone());
         }
         success(req)
+    }
+
+    /// Whether the broker can serve a consumer's subscription: tag subscriptions always; SQL92
+    /// only with `enablePropertyFilter` and an expression that compiles. Java:
+    /// `ClientManageProcessor#checkClientConfig`.
+    pub(crate) fn check_client_config(&self, req: &RemotingCommand) -> RemotingCommand {
+        let body = match CheckClientRequestBody::decode(&req.body) {
+            Ok(b) => b,
+            Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("malformed check request: {e}")),
+        };
+        let Some(sub) = body.subscription_data else { return success(req) };
+        if crate::filter::is_tag_type(Some(sub.expression_type.as_str())) {
+            return success(req);
+        }
+        if !self.config.enable_property_filter {
+            return failure(
+                req,
+                response_code::SYSTEM_ERROR,
+                format!("The broker does not support consumer to filter message by {}", sub.expression_type),
+            );
+        }
+        match crate::filter::build(&sub.sub_string, &sub.expression_type, sub.sub_version) {
+            Ok(_) => success(req),
+            Err(e) => {
+                info!(group = %body.group, client_id = %body.client_id, expression = %sub.sub_string, error = %e, "subscription does not compile");
+                failure(req, response_code::SUBSCRIPTION_PARSE_FAILED, e)
+            }
+        }
     }
 
     pub(crate) fn unregister_client(&self, conn: &Connection, req: &RemotingCommand) -> RemotingCommand {

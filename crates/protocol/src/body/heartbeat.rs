@@ -171,6 +171,27 @@ impl Default for SubscriptionData {
     }
 }
 
+/// The CHECK_CLIENT_CONFIG (46) body: a consumer asks the broker, before it starts, whether
+/// it can serve a subscription (a SQL92 one needs `enablePropertyFilter` and must compile).
+/// Java: `CheckClientRequestBody`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CheckClientRequestBody {
+    /// The asking client's id.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub client_id: String,
+    /// Its consumer group.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub group: String,
+    /// The subscription to check.
+    pub subscription_data: Option<SubscriptionData>,
+    /// The client's namespace (5.x), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+impl JsonBody for CheckClientRequestBody {}
+
 impl SubscriptionData {
     /// True for a tag expression: type `TAG` or empty. Java: `ExpressionType#isTagType`.
     pub fn is_tag_type(&self) -> bool {
@@ -181,6 +202,28 @@ impl SubscriptionData {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn check_client_body_is_javas() {
+        let body = CheckClientRequestBody {
+            client_id: "c1".into(),
+            group: "g".into(),
+            subscription_data: Some(SubscriptionData {
+                topic: "T".into(),
+                sub_string: "a > 1".into(),
+                expression_type: EXPRESSION_TYPE_SQL92.into(),
+                sub_version: 7,
+                ..SubscriptionData::default()
+            }),
+            namespace: None,
+        };
+        let json = String::from_utf8(body.encode().to_vec()).unwrap();
+        assert_eq!(
+            json,
+            r#"{"clientId":"c1","group":"g","subscriptionData":{"classFilterMode":false,"codeSet":[],"expressionType":"SQL92","subString":"a > 1","subVersion":7,"tagsSet":[],"topic":"T"}}"#
+        );
+        assert_eq!(CheckClientRequestBody::decode(json.as_bytes()).unwrap(), body);
+    }
 
     #[test]
     fn reads_cpp_client_heartbeat() {

@@ -52,8 +52,8 @@ pub use data_version::DataVersion;
 pub use error::BodyError;
 pub use group_list::GroupList;
 pub use heartbeat::{
-    ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, MessageModel, ProducerData, SubscriptionData,
-    EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG, SUB_ALL,
+    CheckClientRequestBody, ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, MessageModel, ProducerData,
+    SubscriptionData, EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG, SUB_ALL,
 };
 pub use kv_table::KVTable;
 pub use lock_batch::{LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody};
