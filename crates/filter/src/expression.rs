@@ -116,6 +116,14 @@ impl Expression {
     ///
     /// Java: `Expression#evaluate` with a `MessageEvaluationContext`.
     ///
+    /// Property values are strings. Compared with a number literal, a value is read as that
+    /// literal's Java type: `Integer.valueOf` for integer literals that fit an int,
+    /// `Long.valueOf` for larger ones, `Double.valueOf` for literals with a point or exponent.
+    /// So `price > 100` fails on a price of "129.5" while `price > 100.0` works. Two properties
+    /// ordered with `<`, `>` are both read as doubles; `=` on two strings compares the text.
+    /// A missing property makes a comparison unknown, except that Java's `=` answers false (not
+    /// unknown) when only its right side is missing.
+    ///
     /// # Errors
     ///
     /// Where Java's evaluation throws: a property compared with a number that is not a valid
@@ -331,7 +339,11 @@ fn eval_or<'a, P: Properties + ?Sized>(left: &'a Node, right: &'a Node, props: &
 }
 
 /// Java: `ComparisonExpression.doCreateEqual`. Both sides are evaluated first.
-fn eval_equal<'a, P: Properties + ?Sized>(left: &'a Node, right: &'a Node, props: &'a P) -> Result<Value<'a>, EvalError> {
+fn eval_equal<'a, P: Properties + ?Sized>(
+    left: &'a Node,
+    right: &'a Node,
+    props: &'a P,
+) -> Result<Value<'a>, EvalError> {
     let l = eval(left, props)?;
     let r = eval(right, props)?;
     Ok(match (l, r) {
@@ -562,4 +574,178 @@ fn write_string(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {
     f.write_str("'")?;
     f.write_str(&s.replace('\'', "''"))?;
     f.write_str("'")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse;
+
+    fn eval_with(text: &str, props: &[(&str, &str)]) -> Result<Truth, EvalError> {
+        parse(text).unwrap_or_else(|e| panic!("{text:?}: {e}")).evaluate(props)
+    }
+
+    fn truth_of(text: &str, props: &[(&str, &str)]) -> Truth {
+        eval_with(text, props).unwrap_or_else(|e| panic!("{text:?} with {props:?}: {e}"))
+    }
+
+    use Truth::{False, True, Unknown};
+
+    #[test]
+    fn logic_is_three_valued_and_short_circuits() {
+        let props = [("t", "1"), ("f", "2")];
+        for (text, expected) in [
+            ("t = 1 AND f = 2", True),
+            ("t = 1 AND f = 1", False),
+            ("t = 1 AND missing = 1", Unknown),
+            ("missing = 1 AND f = 1", False),
+            ("t = 1 OR missing = 1", True),
+            ("missing = 1 OR t = 1", True),
+            ("missing = 1 OR t = 2", Unknown),
+            ("t = 2 OR f = 1", False),
+            ("NOT missing = 1", Unknown),
+            ("NOT (t = 2)", True),
+            ("NULL OR TRUE", True),
+            ("NULL AND FALSE", False),
+            ("NOT NULL", Unknown),
+        ] {
+            assert_eq!(truth_of(text, &props), expected, "{text}");
+        }
+        // The side that would fail is never evaluated when the other decides.
+        let props = [("n", "abc")];
+        assert_eq!(truth_of("TRUE OR n > 1", &props), True);
+        assert_eq!(truth_of("FALSE AND n > 1", &props), False);
+        assert!(eval_with("n > 1 OR TRUE", &props).is_err());
+        assert!(eval_with("NULL OR n > 1", &props).is_err());
+    }
+
+    #[test]
+    fn equality_with_a_missing_property_depends_on_the_side() {
+        // Java answers null only for a null left side; a null right side is plain inequality.
+        assert_eq!(truth_of("a = 'x'", &[]), Unknown);
+        assert_eq!(truth_of("'x' = a", &[]), False);
+        assert_eq!(truth_of("a <> 'x'", &[]), Unknown);
+        assert_eq!(truth_of("'x' <> a", &[]), True);
+        assert_eq!(truth_of("a = b", &[("a", "1")]), False);
+        assert_eq!(truth_of("a = b", &[("b", "1")]), Unknown);
+        assert_eq!(truth_of("a = b", &[]), True, "two nulls are equal");
+    }
+
+    #[test]
+    fn is_null_tests_presence() {
+        assert_eq!(truth_of("a IS NULL", &[]), True);
+        assert_eq!(truth_of("a IS NULL", &[("a", "")]), False);
+        assert_eq!(truth_of("a IS NOT NULL", &[("a", "")]), True);
+        assert_eq!(truth_of("(a = 1) IS NULL", &[]), True);
+        assert_eq!(truth_of("5 IS NULL", &[]), False);
+    }
+
+    #[test]
+    fn numbers_compare_with_numeric_property_strings() {
+        let props = [("i", "5"), ("l", "3000000000"), ("d", "2.5"), ("s", "abc"), ("sp", " 7 "), ("nan", "NaN")];
+        for (text, expected) in [
+            ("i = 5", Ok(True)),
+            ("i = 5.0", Ok(True)),
+            ("i > 4", Ok(True)),
+            ("i BETWEEN 5 AND 5", Ok(True)),
+            ("l > 2999999999", Ok(True)),
+            ("d < 3", Err(EvalError::NumberFormat { target: "int" })),
+            ("d < 3.0", Ok(True)),
+            ("l > 5", Err(EvalError::NumberFormat { target: "int" })),
+            ("s = 5", Err(EvalError::NumberFormat { target: "int" })),
+            ("s <> 5", Err(EvalError::NumberFormat { target: "int" })),
+            ("sp = 7", Err(EvalError::NumberFormat { target: "int" })),
+            ("sp = 7.0", Ok(True)),
+            ("nan > 1e300", Ok(True)),
+            ("nan = 1.5", Ok(False)),
+            ("i > d", Ok(True)),
+            ("s > i", Err(EvalError::NumberFormat { target: "double" })),
+            ("-i = -5", Ok(Unknown)),
+        ] {
+            assert_eq!(eval_with(text, &props), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn strings_and_booleans() {
+        let props = [("a", "hello"), ("t", "TRUE"), ("q", "it's")];
+        assert_eq!(truth_of("a = 'hello'", &props), True);
+        assert_eq!(truth_of("a = 'Hello'", &props), False);
+        assert_eq!(truth_of("q = 'it''s'", &props), True);
+        assert_eq!(truth_of("t = TRUE", &props), True, "the string is read as a Java boolean");
+        assert_eq!(truth_of("a = FALSE", &props), True, "anything but \"true\" reads as false");
+        assert_eq!(eval_with("TRUE = t", &props), Err(EvalError::BooleanComparedWithString));
+        assert_eq!(truth_of("1 = TRUE", &props), False);
+        assert_eq!(truth_of("(a = 'hello') = TRUE", &props), True);
+        // A bare property is a boolean cast, and property values are never booleans.
+        assert_eq!(truth_of("t", &props), False);
+        assert_eq!(truth_of("missing", &props), Unknown);
+        assert_eq!(truth_of("NOT t", &props), True);
+        // NOT binds tighter than =, so this compares a boolean with a string.
+        assert_eq!(eval_with("NOT a = 'x'", &props), Err(EvalError::BooleanComparedWithString));
+    }
+
+    #[test]
+    fn in_and_text_operators_treat_missing_properties_differently() {
+        let props = [("a", "axb")];
+        assert_eq!(truth_of("a IN ('axb', 'y')", &props), True);
+        assert_eq!(truth_of("a NOT IN ('axb')", &props), False);
+        assert_eq!(truth_of("missing IN ('x')", &props), Unknown);
+        assert_eq!(truth_of("missing NOT IN ('x')", &props), Unknown);
+        assert_eq!(truth_of("a CONTAINS 'x'", &props), True);
+        assert_eq!(truth_of("a STARTSWITH 'ax'", &props), True);
+        assert_eq!(truth_of("a ENDSWITH 'xb'", &props), True);
+        assert_eq!(truth_of("a NOT CONTAINS 'z'", &props), True);
+        assert_eq!(truth_of("missing CONTAINS 'x'", &props), False);
+        assert_eq!(truth_of("missing NOT CONTAINS 'x'", &props), False);
+        assert_eq!(truth_of("a CONTAINS ''", &props), False);
+        assert_eq!(truth_of("a NOT CONTAINS ''", &props), False);
+        assert_eq!(truth_of("5 CONTAINS '5'", &props), False, "only strings contain anything");
+        assert_eq!(truth_of("'é€' STARTSWITH 'é'", &props), True);
+    }
+
+    #[test]
+    fn between_is_two_comparisons_with_one_evaluation() {
+        let props = [("a", "5"), ("s", "x")];
+        assert_eq!(truth_of("a BETWEEN 5 AND 10", &props), True);
+        assert_eq!(truth_of("a BETWEEN 6 AND 10", &props), False);
+        assert_eq!(truth_of("a NOT BETWEEN 6 AND 10", &props), True);
+        assert_eq!(truth_of("a NOT BETWEEN 1 AND 10", &props), False);
+        assert_eq!(truth_of("missing BETWEEN 1 AND 10", &props), Unknown);
+        assert_eq!(truth_of("a BETWEEN missing AND 10", &props), Unknown);
+        assert_eq!(truth_of("a BETWEEN 6 AND s", &props), False, "the upper bound is never read");
+        assert!(eval_with("a BETWEEN 1 AND s", &props).is_err());
+        assert_eq!(truth_of("a NOT BETWEEN 10 AND 1", &props), True);
+    }
+
+    #[test]
+    fn expressions_can_be_shared_between_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Expression>();
+    }
+
+    #[test]
+    fn matches_only_on_true() {
+        let filter = parse("a > 1").unwrap();
+        assert!(filter.matches(&[("a", "2")][..]));
+        assert!(!filter.matches(&[("a", "1")][..]));
+        assert!(!filter.matches(&[("b", "2")][..]));
+        assert!(!filter.matches(&[("a", "x")][..]), "an evaluation error is no match");
+    }
+
+    #[test]
+    fn properties_come_from_maps_slices_and_functions() {
+        let filter = parse("a = 'x' AND b = 'y'").unwrap();
+        let owned: HashMap<String, String> = [("a".into(), "x".into()), ("b".into(), "y".into())].into();
+        let borrowed: HashMap<&str, &str> = [("a", "x"), ("b", "y")].into();
+        let tree: BTreeMap<String, &str> = [("a".into(), "x"), ("b".into(), "y")].into();
+        let pairs = vec![("a".to_owned(), "x".to_owned()), ("b".to_owned(), "y".to_owned())];
+        assert!(filter.matches(&owned));
+        assert!(filter.matches(&borrowed));
+        assert!(filter.matches(&tree));
+        assert!(filter.matches(pairs.as_slice()));
+        assert!(filter.matches(&properties_fn(|name| borrowed.get(name).copied())));
+        let dynamic: &dyn Properties = &owned;
+        assert!(filter.matches(dynamic));
+    }
 }

@@ -56,9 +56,9 @@ fn parse_integer(s: &str, min: i64, max: i64) -> Option<i64> {
 /// Multilingual Plane, as Java 17's `Character.digit(char, 10)` knows them. Java's parsers
 /// read a string one UTF-16 unit at a time, so digits outside that plane never count.
 const DIGIT_ZEROS: [u32; 37] = [
-    0x0030, 0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6, 0x0D66,
-    0x0DE6, 0x0E50, 0x0ED0, 0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50,
-    0x1BB0, 0x1C40, 0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10,
+    0x0030, 0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6, 0x0D66, 0x0DE6,
+    0x0E50, 0x0ED0, 0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40,
+    0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0xFF10,
 ];
 
 /// Java: `Character.digit(c, 10)`.
@@ -88,9 +88,7 @@ fn parse_java_double(s: &str) -> Option<f64> {
     match body.as_bytes().first()? {
         b'N' => return (body == "NaN").then_some(f64::NAN),
         b'I' => return (body == "Infinity").then_some(signed(f64::INFINITY)),
-        b'0' if matches!(body.as_bytes().get(1), Some(b'x' | b'X')) => {
-            return parse_hex_double(&body[2..]).map(signed)
-        }
+        b'0' if matches!(body.as_bytes().get(1), Some(b'x' | b'X')) => return parse_hex_double(&body[2..]).map(signed),
         _ => {}
     }
     let end = decimal_end(body.as_bytes())?;
@@ -301,7 +299,28 @@ mod tests {
         assert_eq!(ok("1e400"), f64::INFINITY);
         assert_eq!(ok("1e-400"), 0.0);
         assert_eq!(ok("3000000000"), 3e9);
-        for bad in ["", " ", ".", "+", "e5", "1e", "1e+", "1.2.3", "1dd", "1x", "nan", "inf", "infinity", "+-1", "1 2", "Infinityx", "0x", "0x1", "1,5", "٣"] {
+        for bad in [
+            "",
+            " ",
+            ".",
+            "+",
+            "e5",
+            "1e",
+            "1e+",
+            "1.2.3",
+            "1dd",
+            "1x",
+            "nan",
+            "inf",
+            "infinity",
+            "+-1",
+            "1 2",
+            "Infinityx",
+            "0x",
+            "0x1",
+            "1,5",
+            "٣",
+        ] {
             assert!(parse_double(bad).is_err(), "{bad:?}");
         }
     }

@@ -172,13 +172,7 @@ impl<'s> Lexer<'s> {
                     let rest = &self.src[self.pos + 2..];
                     match rest.find("*/") {
                         Some(i) => self.pos += 2 + i + 2,
-                        None => {
-                            return Err(FilterError::at(
-                                self.src,
-                                self.pos,
-                                ParseErrorKind::UnterminatedComment,
-                            ))
-                        }
+                        None => return Err(FilterError::at(self.src, self.pos, ParseErrorKind::UnterminatedComment)),
                     }
                 }
                 _ => match bytes.get(self.pos) {
@@ -331,7 +325,16 @@ mod tests {
         assert_eq!(lex("123 45L 7l 0").unwrap(), [(Decimal, "123"), (Decimal, "45L"), (Decimal, "7l"), (Decimal, "0")]);
         assert_eq!(
             lex("1.5 5. .5 1e5 1E+5 2.5e-3 00.5 0e1").unwrap(),
-            [(Float, "1.5"), (Float, "5."), (Float, ".5"), (Float, "1e5"), (Float, "1E+5"), (Float, "2.5e-3"), (Float, "00.5"), (Float, "0e1")]
+            [
+                (Float, "1.5"),
+                (Float, "5."),
+                (Float, ".5"),
+                (Float, "1e5"),
+                (Float, "1E+5"),
+                (Float, "2.5e-3"),
+                (Float, "00.5"),
+                (Float, "0e1")
+            ]
         );
         // No leading zeros, no hex, no suffix on zero: the rest becomes further tokens.
         assert_eq!(lex("007").unwrap(), [(Decimal, "0"), (Decimal, "0"), (Decimal, "7")]);

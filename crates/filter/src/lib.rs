@@ -1,7 +1,7 @@
 //! RocketMQ's SQL92 message filter and the consume-queue bloom filter, as plain values.
 //!
 //! A consumer that subscribes with expression type `SQL92` sends a condition over message
-//! properties, such as `region = 'eu' AND price > 100`. The broker compiles it once with
+//! properties, such as `region = 'eu' AND level >= 3`. The broker compiles it once with
 //! [`parse`] and then asks [`Expression::matches`] for every candidate message. With
 //! `enableCalcFilterBitMap`, it also evaluates subscriptions at dispatch time and records the
 //! result in a [`BloomFilter`] bitmap, so pulls can skip messages without reading them.

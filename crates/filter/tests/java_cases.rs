@@ -14,7 +14,15 @@ fn messages() -> Vec<HashMap<&'static str, &'static str>> {
         &[("a", "3000000000"), ("b", "2.5"), ("c", "abc")],
         &[("a", " 7 "), ("b", "NaN"), ("c", "-0.0")],
         &[("a", "5.5"), ("b", "0x10p0"), ("c", "1d")],
-        &[("a", "hello"), ("b", "-3"), ("c", "TRUE"), ("value", "axb"), ("TAGS", "''tag''"), ("up", "up"), ("low", "low")],
+        &[
+            ("a", "hello"),
+            ("b", "-3"),
+            ("c", "TRUE"),
+            ("value", "axb"),
+            ("TAGS", "''tag''"),
+            ("up", "up"),
+            ("low", "low"),
+        ],
         &[("a", "3"), ("b", "5"), ("c", "6"), ("d", "1"), ("x", "axbdc")],
     ];
     maps.iter().map(|pairs| pairs.iter().copied().collect()).collect()
