@@ -47,6 +47,9 @@ pub enum BrokerError {
     /// The store failed to open.
     #[error("message store")]
     Store(#[from] StoreError),
+    /// The timer wheel failed to open.
+    #[error("timer wheel")]
+    Timer(#[from] ferromq_timer::TimerError),
     /// Metadata files failed to load.
     #[error("broker metadata")]
     Metadata(#[from] MetadataError),
@@ -78,6 +81,10 @@ pub struct Broker {
     namesrv: RemotingClient,
     /// Wakes the registration loop when a topic is created.
     register_now: tokio::sync::Notify,
+    /// The timer wheel (masters with `timerWheelEnable`).
+    pub(crate) timer: Option<Arc<ferromq_timer::TimerMessageStore>>,
+    /// The wheel's settings (also checked by sends when the wheel is not running).
+    pub(crate) timer_config: ferromq_timer::TimerConfig,
     /// SQL92 subscriptions registered through heartbeats.
     pub(crate) consumer_filters: crate::filter::ConsumerFilterManager,
     /// Ends of transactions waiting to be written as op messages.
@@ -119,6 +126,13 @@ impl Broker {
             d.register(code, move |conn, req| {
                 let b = b.clone();
                 async move { Some(b.send(conn, req).await) }
+            });
+        }
+        {
+            let b = self.clone();
+            d.register(request_code::RECALL_MESSAGE, move |conn, req| {
+                let b = b.clone();
+                async move { Some(b.recall_message(conn, req).await) }
             });
         }
         {
@@ -338,11 +352,22 @@ pub async fn run(
                 auto_create_topic_enable: config.auto_create_topic_enable,
                 cluster_topic_enable: config.cluster_topic_enable,
                 broker_topic_enable: config.broker_topic_enable,
+                timer_wheel_enable: settings.store.timer_wheel_enable,
                 ..TopicConfigOptions::default()
             },
             ..MetadataOptions::default()
         },
     )?;
+    let timer_config = crate::timer::timer_config(&settings.store);
+    let timer = if timer_config.timer_wheel_enable && config.broker_role != BrokerRole::Slave {
+        let (cfg, root, s) = (timer_config.clone(), settings.store.store_path_root_dir.clone(), store.clone());
+        let opened = tokio::task::spawn_blocking(move || ferromq_timer::TimerMessageStore::open(cfg, &root, s))
+            .await
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
+        Some(opened)
+    } else {
+        None
+    };
     let (pull_hold, mut woken) = PullHold::new(config.pull_thread_pool_queue_capacity);
     let broker = Arc::new(Broker {
         settings: RwLock::new(settings.clone()),
@@ -361,6 +386,8 @@ pub async fn run(
         namesrv: RemotingClient::new(ClientConfig::default()),
         register_now: tokio::sync::Notify::new(),
         tx_ops: Default::default(),
+        timer: timer.clone(),
+        timer_config,
         consumer_filters: crate::filter::ConsumerFilterManager::new(
             config.max_error_rate_of_bloom_filter,
             config.expect_consumer_num_use_filter,
@@ -464,8 +491,20 @@ pub async fn run(
         tasks.spawn(crate::transaction::check::run(broker.clone()));
     }
 
+    let (stop_timer, timer_stopped) = tokio::sync::oneshot::channel::<()>();
+    let timer_task = timer.map(|t| {
+        tokio::spawn(t.run(async {
+            let _ = timer_stopped.await;
+        }))
+    });
+
     let served = server.serve(listener, shutdown).await;
     tasks.shutdown().await;
+    // The wheel stops (final flush and checkpoint) before the store does.
+    let _ = stop_timer.send(());
+    if let Some(task) = timer_task {
+        let _ = task.await;
+    }
     broker.flush_transaction_ops().await;
     broker.unregister_all().await;
     broker.namesrv.shutdown().await;

@@ -105,6 +105,10 @@ rocketmq_config! {
         expect_consumer_num_use_filter: i32 = "expectConsumerNumUseFilter", default 32;
         /// `maxErrorRateOfBloomFilter` (%): bloom filter sizing.
         max_error_rate_of_bloom_filter: i32 = "maxErrorRateOfBloomFilter", default 20;
+        /// `recallMessageEnable`: serve RECALL_MESSAGE (cancel a pending timer message).
+        recall_message_enable: bool = "recallMessageEnable", default false;
+        /// `allowRecallWhenBrokerNotWriteable`.
+        allow_recall_when_broker_not_writeable: bool = "allowRecallWhenBrokerNotWriteable", default true;
         /// `rejectTransactionMessage`: refuse half (prepared) messages with NO_PERMISSION.
         reject_transaction_message: bool = "rejectTransactionMessage", default false;
         /// `transactionCheckInterval` (ms) between two runs of the check-back service.

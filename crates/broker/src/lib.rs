@@ -11,6 +11,7 @@ pub mod metadata;
 mod processor;
 mod schedule;
 mod stats;
+mod timer;
 mod transaction;
 
 pub use broker::{run, Broker, BrokerError};

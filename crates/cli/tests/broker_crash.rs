@@ -1,7 +1,7 @@
 //! SIGKILL the standalone broker process under SYNC_FLUSH load; after a restart on the same
-//! data directory every acknowledged message is pulled back. The same for delayed messages
-//! killed in the middle of their schedule: every acknowledged one is delivered after the
-//! restart (at least once).
+//! data directory every acknowledged message is pulled back. The same for delayed and timer
+//! messages killed in the middle of their schedule: every acknowledged one is delivered after
+//! the restart (at least once).
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -185,8 +185,12 @@ async fn delayed_messages_survive_sigkill_in_the_middle_of_their_schedule() {
     let began = Instant::now();
     for i in 0..300u32 {
         let level = 1 + i % 3;
-        let body = format!("d{i}-L{level}");
-        let props = format!("DELAY\u{1}{level}\u{2}WAIT\u{1}true\u{2}");
+        // Even: a delay level; odd: a timer-wheel delay of the same length.
+        let (body, props) = if i % 2 == 0 {
+            (format!("d{i}-L{level}"), format!("DELAY\u{1}{level}\u{2}WAIT\u{1}true\u{2}"))
+        } else {
+            (format!("t{i}-{level}s"), format!("TIMER_DELAY_MS\u{1}{}\u{2}WAIT\u{1}true\u{2}", level * 1000))
+        };
         let r = client
             .invoke(&broker, send_with(DELAYED, (i % 4) as i32, body.clone(), Some(props)), Duration::from_secs(5))
             .await

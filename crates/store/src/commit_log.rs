@@ -6,6 +6,10 @@
 //! copies the bytes into the mapping. A batch is encoded as consecutive records and written
 //! contiguously into one segment. Java: `CommitLog`, `DefaultAppendMessageCallback`.
 
+mod replica;
+
+pub use replica::{ReplicaAppend, ReplicaAppendError};
+
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io;
@@ -65,6 +69,9 @@ fn illegal(e: MessageError) -> AppendError {
 struct WriterState {
     /// Next queue offset per topic and queue id (Java: `topicQueueTable`).
     topic_queue_table: HashMap<String, HashMap<i32, i64>>,
+    /// On a replica: the first bytes of a record whose rest has not arrived from the master
+    /// yet. Only whole records are written, so a torn record never reaches the file.
+    replica_pending: Vec<u8>,
 }
 
 impl WriterState {
@@ -321,7 +328,12 @@ impl CommitLog {
     }
 
     fn segment_for_append(&self) -> Result<Arc<crate::MappedFile>, AppendError> {
-        let file = self.queue.last_or_create(0).map_err(|e| {
+        self.segment_for_append_from(0)
+    }
+
+    /// As `segment_for_append`; an empty queue starts at the segment holding `start_offset`.
+    fn segment_for_append_from(&self, start_offset: i64) -> Result<Arc<crate::MappedFile>, AppendError> {
+        let file = self.queue.last_or_create(start_offset).map_err(|e| {
             warn!(error = %e, "cannot create the next commit log segment");
             AppendError::new(
                 PutMessageStatus::CreateMappedFileFailed,
@@ -358,6 +370,27 @@ impl CommitLog {
             return None;
         }
         file.slice(pos, size as usize)
+    }
+
+    /// Raw bytes from `offset` for replication: at most `max_bytes`, never past the end of the
+    /// segment holding `offset`. Past a sealed segment's end-of-file blank marker this is the
+    /// unused tail up to the segment's end, which masters ship too (Java's write position
+    /// covers it). `None` when nothing is readable at `offset` yet, or any more.
+    pub fn data_for_replica(&self, offset: i64, max_bytes: usize) -> Option<Bytes> {
+        let file = self.queue.find(offset)?;
+        let pos = usize::try_from(offset - file.file_from_offset()).ok()?;
+        if pos >= file.file_size() {
+            return None;
+        }
+        // A sealed segment is shipped through to its end, blank marker and unused space alike.
+        if let Some(sealed) = file.slice_sealed(pos, (file.file_size() - pos).min(max_bytes)) {
+            return Some(sealed);
+        }
+        let committed = file.committed_position();
+        if pos < committed {
+            return file.slice(pos, (committed - pos).min(max_bytes));
+        }
+        None
     }
 
     /// Every written byte from `offset` to the end of its segment (for dispatch).

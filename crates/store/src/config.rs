@@ -109,6 +109,23 @@ rocketmq_config! {
         /// `bitMapLengthConsumeQueueExt` (bits; Java sizes a scratch buffer with it, the
         /// bitmaps themselves take the bloom filter's length).
         bit_map_length_consume_queue_ext: u32 = "bitMapLengthConsumeQueueExt", default 64;
+        /// `timerWheelEnable`: messages with a delivery time (TIMER_DELIVER_MS ...) go to the
+        /// timer wheel; when false they are refused.
+        timer_wheel_enable: bool = "timerWheelEnable", default true;
+        /// `timerPrecisionMs`: width of a timer-wheel slot (100, 200, 500 or 1000).
+        timer_precision_ms: u32 = "timerPrecisionMs", default 1000;
+        /// `timerRollWindowSlot`: slots ahead beyond which timer messages are rolled.
+        timer_roll_window_slot: u32 = "timerRollWindowSlot", default 3600 * 24 * 2;
+        /// `timerMaxDelaySec`: furthest delivery time a send may ask for.
+        timer_max_delay_sec: u32 = "timerMaxDelaySec", default 3600 * 24 * 3;
+        /// `timerFlushIntervalMs`.
+        timer_flush_interval_ms: u64 = "timerFlushIntervalMs", default 1000;
+        /// `mappedFileSizeTimerLog` (bytes per timerlog segment).
+        mapped_file_size_timer_log: u64 = "mappedFileSizeTimerLog", default 100 * 1024 * 1024;
+        /// `timerEnableRetryUntilSuccess`.
+        timer_enable_retry_until_success: bool = "timerEnableRetryUntilSuccess", default false;
+        /// `timerCongestNumEachSlot`: timer sends to a slot holding more are throttled.
+        timer_congest_num_each_slot: i32 = "timerCongestNumEachSlot", default i32::MAX;
         /// `messageDelayLevel`: the delay of each level, level 1 first.
         message_delay_level: crate::DelayLevels = "messageDelayLevel", default crate::DelayLevels::default();
         /// `flushDelayOffsetInterval` (ms): how often delay-level progress is written.

@@ -31,7 +31,7 @@ mod stats;
 mod transient_pool;
 
 pub use checkpoint::Checkpoint;
-pub use commit_log::{AppendError, CommitLog};
+pub use commit_log::{AppendError, CommitLog, ReplicaAppend, ReplicaAppendError};
 pub use config::{FlushDiskType, StoreConfig};
 pub use consume_queue::{ConsumeQueue, ConsumeQueueStore, CqUnit, ExtOptions, CQ_STORE_UNIT_SIZE};
 pub use consume_queue_ext::{is_ext_addr, ConsumeQueueExt, CqExtUnit};
@@ -42,7 +42,7 @@ pub use index_file::{index_file_size, index_key_hash, IndexFile, HASH_SLOT_SIZE,
 pub use index_service::{IndexService, QueryOffsetResult};
 pub use mapped_file::{offset_to_file_name, MappedFile, TransientBuffer, OS_PAGE_SIZE};
 pub use mapped_file_queue::MappedFileQueue;
-pub use message_store::{ArrivalListener, BitMapCalculator, MessageStore, StoreError};
+pub use message_store::{ArrivalListener, BitMapCalculator, CommitLogListener, MessageStore, StoreError};
 pub use put_result::{AppendResult, PutMessageResult, PutMessageStatus};
 pub use read::MessageFilter;
 pub use retention::{

@@ -83,7 +83,8 @@ struct Window {
 impl AsRef<[u8]> for Window {
     fn as_ref(&self) -> &[u8] {
         // SAFETY: `start + len` is within the mapping and below the write position when the
-        // window was made (checked in `MappedFile::slice`); that region is immutable (see Inner).
+        // window was made (checked in `MappedFile::slice`), or inside a sealed file nothing
+        // writes any more (`MappedFile::slice_sealed`); that region is immutable (see Inner).
         unsafe { std::slice::from_raw_parts(self.inner.map.as_ptr().add(self.start), self.len) }
     }
 }
@@ -305,6 +306,18 @@ impl MappedFile {
     pub fn slice(&self, pos: usize, len: usize) -> Option<Bytes> {
         let end = pos.checked_add(len)?;
         if end > self.committed_position() {
+            return None;
+        }
+        Some(Bytes::from_owner(Window { inner: self.inner.clone(), start: pos, len }))
+    }
+
+    /// A zero-copy slice of a sealed file's bytes past its write position: the unused space
+    /// after the end-of-file blank marker, which replication ships as part of the segment.
+    /// `None` unless the file is full and fully committed (nothing writes it any more) and
+    /// `[pos, pos + len)` lies inside the file.
+    pub fn slice_sealed(&self, pos: usize, len: usize) -> Option<Bytes> {
+        let end = pos.checked_add(len)?;
+        if end > self.file_size || !self.is_full() || self.committed_position() != self.wrote_position() {
             return None;
         }
         Some(Bytes::from_owner(Window { inner: self.inner.clone(), start: pos, len }))

@@ -280,6 +280,28 @@ impl MappedFileQueue {
         Ok(Some(f))
     }
 
+    /// Deletes every segment if none holds a written byte, together with any segment prepared
+    /// in advance (a stray file would break the contiguity check at the next load). Returns
+    /// whether the queue is empty now. A replica uses it when its only segment was created but
+    /// never written and its master ships from another offset.
+    ///
+    /// # Errors
+    /// Deleting failed.
+    pub fn clear_if_empty(&self) -> io::Result<bool> {
+        let mut files = self.files_mut();
+        if files.iter().any(|f| f.wrote_position() > 0) {
+            return Ok(false);
+        }
+        if let Some(p) = &self.preallocator {
+            p.discard()?;
+        }
+        for f in files.drain(..) {
+            info!(file = %f.path().display(), "removing empty segment");
+            f.destroy()?;
+        }
+        Ok(true)
+    }
+
     /// Deletes every segment and the directory's segment files.
     ///
     /// # Errors
@@ -369,6 +391,20 @@ impl Preallocator {
         }
         st.requested = Some(from);
         cv.notify_all();
+    }
+
+    /// Forgets any requested segment and deletes the one prepared, waiting for one being made.
+    fn discard(&self) -> io::Result<()> {
+        let (lock, cv) = &*self.shared;
+        let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
+        st.requested = None;
+        while st.in_progress.is_some() {
+            st = cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        if let Some((_, Ok(file))) = st.ready.take() {
+            file.destroy()?;
+        }
+        Ok(())
     }
 
     /// The pre-created segment at `from`, waiting for it if it is being made; `None` when it

@@ -59,6 +59,11 @@ fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> StoreError
 /// Called with every dispatched message (long polling wakes parked pulls from here).
 pub type ArrivalListener = Arc<dyn Fn(&DispatchRequest) + Send + Sync>;
 
+/// Called with the CommitLog's new end offset when the dispatch thread sees it grow (before
+/// it dispatches the new records). Replication wakes its senders from here. It runs on the
+/// dispatch thread: it must be quick and must not block.
+pub type CommitLogListener = Arc<dyn Fn(i64) + Send + Sync>;
+
 /// State shared by the store's threads.
 struct Shared {
     config: StoreConfig,
@@ -71,6 +76,7 @@ struct Shared {
     /// Store time of the newest dispatched record.
     last_dispatched_timestamp: AtomicI64,
     listeners: RwLock<Vec<ArrivalListener>>,
+    commit_log_listeners: RwLock<Vec<CommitLogListener>>,
     wake_reput: (Mutex<()>, Condvar),
     /// Set by the dispatch thread (under `wake_reput`'s lock) while it waits.
     reput_sleeping: AtomicBool,
@@ -132,6 +138,12 @@ impl Shared {
         if self.reput_sleeping.load(Ordering::SeqCst) {
             let _guard = self.wake_reput.0.lock();
             self.wake_reput.1.notify_one();
+        }
+    }
+
+    fn announce_commit_log_end(&self, end: i64) {
+        for listener in self.commit_log_listeners.read().unwrap_or_else(|e| e.into_inner()).iter() {
+            listener(end);
         }
     }
 
@@ -235,6 +247,7 @@ impl MessageStore {
             reput_from: AtomicI64::new(0),
             last_dispatched_timestamp: AtomicI64::new(0),
             listeners: RwLock::new(Vec::new()),
+            commit_log_listeners: RwLock::new(Vec::new()),
             wake_reput: (Mutex::new(()), Condvar::new()),
             reput_sleeping: AtomicBool::new(false),
             wake_flusher: (Mutex::new(()), Condvar::new()),
@@ -306,6 +319,61 @@ impl MessageStore {
     /// Registers a listener for dispatched (consumable) messages.
     pub fn on_message_arrival(&self, listener: ArrivalListener) {
         self.shared.listeners.write().unwrap_or_else(|e| e.into_inner()).push(listener);
+    }
+
+    /// Registers a listener for CommitLog growth (see [`CommitLogListener`]).
+    pub fn on_commit_log_advance(&self, listener: CommitLogListener) {
+        self.shared.commit_log_listeners.write().unwrap_or_else(|e| e.into_inner()).push(listener);
+    }
+
+    /// Raw CommitLog bytes from `offset` for replication: at most `max_bytes`, never past the
+    /// end of the segment holding `offset`, possibly cutting a record. Past a segment's
+    /// end-of-file blank marker this is the unused space up to the segment's end, which a
+    /// master ships too. `None` when nothing is readable at `offset`: not written yet, or
+    /// deleted (below [`min_phy_offset`](Self::min_phy_offset)). Java:
+    /// `DefaultMessageStore#getCommitLogData`.
+    pub fn read_commit_log(&self, offset: i64, max_bytes: usize) -> Option<Bytes> {
+        self.shared.commit_log.data_for_replica(offset, max_bytes)
+    }
+
+    /// Appends CommitLog bytes a master shipped from `offset` (a replica). `offset` must be
+    /// where this replica's CommitLog ends (the previous call's
+    /// [`next_offset`](crate::ReplicaAppend::next_offset)); an empty CommitLog starts at
+    /// `offset`, a segment boundary. Records are checked and written whole, so the dispatch
+    /// thread builds ConsumeQueues and the index as on the master, and recovery after a crash
+    /// cuts at most a torn tail. Flushing follows this store's `flushDiskType` (see
+    /// [`wait_flushed`](Self::wait_flushed)). Java: `DefaultMessageStore#appendToCommitLog`.
+    ///
+    /// # Errors
+    /// [`ReplicaAppendError`](crate::ReplicaAppendError): an offset other than this replica's
+    /// end, bytes that are not records at this position (diverged logs), a store that takes
+    /// no writes, or a segment that cannot be created.
+    pub fn append_replicated(
+        &self,
+        offset: i64,
+        bytes: &[u8],
+    ) -> Result<crate::ReplicaAppend, crate::ReplicaAppendError> {
+        let appended = self.shared.commit_log.append_replicated(offset, bytes)?;
+        self.shared.notify_reput();
+        Ok(appended)
+    }
+
+    /// Under SYNC_FLUSH: waits (sharing the group commit, at most `syncFlushTimeout`) until
+    /// the CommitLog is on disk up to `offset`, and says whether it is. Under ASYNC_FLUSH: says
+    /// whether it already is, without waiting. A replica under SYNC_FLUSH acknowledges only
+    /// what this returns true for.
+    pub async fn wait_flushed(&self, offset: i64) -> bool {
+        if self.flushed_phy_offset() >= offset {
+            return true;
+        }
+        let rx = {
+            let flush = self.flush.lock().unwrap_or_else(|e| e.into_inner());
+            if !flush.is_sync() {
+                return false;
+            }
+            flush.request(offset)
+        };
+        matches!(tokio::time::timeout(self.shared.config.sync_flush_timeout(), rx).await, Ok(Ok(true)))
     }
 
     /// Appends one message and, under SYNC_FLUSH unless its WAIT property is "false", waits
@@ -615,6 +683,7 @@ fn stats_loop(shared: &Shared) {
 
 /// Follows the CommitLog and dispatches each record. Java: `ReputMessageService`.
 fn reput_loop(shared: &Shared) {
+    let mut announced_end = -1;
     while !shared.stop.load(Ordering::Acquire) {
         // With the transient pool, appends become readable when committed; this thread is
         // woken by every put, so committing here publishes them at once (Java's commit service
@@ -622,6 +691,10 @@ fn reput_loop(shared: &Shared) {
         shared.commit_log.commit();
         let from = shared.reput_from.load(Ordering::Acquire);
         let max = shared.commit_log.max_offset();
+        if max != announced_end {
+            announced_end = max;
+            shared.announce_commit_log_end(max);
+        }
         if from >= max {
             let guard = shared.wake_reput.0.lock().unwrap_or_else(|e| e.into_inner());
             // Announce the sleep before the last look, so a put that lands in between sees the

@@ -14,8 +14,8 @@ use crate::broker::{now_ms, Broker};
 use crate::metadata::{dlq_topic, is_not_allowed_send_topic, validate_topic, RETRY_GROUP_TOPIC_PREFIX};
 use crate::processor::failure;
 use crate::processor::send_back::DLQ_NUMS_PER_GROUP;
-use crate::schedule;
 use crate::stats::clock_ms;
+use crate::timer::HookRefusal;
 use crate::transaction;
 
 /// Remark of a send refused because too many sends are already waiting for the store.
@@ -60,6 +60,7 @@ impl Broker {
             Err(response) => return *response,
         };
         let mut transaction_id = None;
+        let mut recall_handle = None;
         let result = if batch {
             match self.build_batch(&conn, &req, &header, &target, sys_flag) {
                 Ok(msgs) => self.store.put_messages(msgs).await,
@@ -73,7 +74,7 @@ impl Broker {
                     format!("the message body size over max value, MAX: {}", self.store.config().max_message_size),
                 );
             }
-            let (msg, uniq) = self.build_message(
+            let built = match self.build_message(
                 &conn,
                 &header,
                 &target,
@@ -81,15 +82,20 @@ impl Broker {
                 header.properties.as_deref().unwrap_or(""),
                 req.body.clone(),
                 header.flag,
-            );
+                true,
+            ) {
+                Ok(b) => b,
+                Err((code, remark)) => return failure(&req, code, remark),
+            };
             // The UNIQ_KEY travels back as the transaction id (5.x).
-            transaction_id = Some(uniq);
-            self.store.put_message(msg).await
+            transaction_id = Some(built.uniq);
+            recall_handle = built.recall_handle;
+            self.store.put_message(built.msg).await
         };
         if let Some(append) = result.append.as_ref().filter(|_| result.status == PutMessageStatus::PutOk) {
             self.stats.topic_put_nums.add(&header.topic, append.msg_num as u64, clock_ms());
         }
-        self.send_response(&req, queue_id, result, transaction_id)
+        self.send_response(&req, queue_id, result, transaction_id, recall_handle)
     }
 
     /// Java `msgCheck`: permissions, topic name, topic existence (auto-creating it), queue id.
@@ -174,8 +180,8 @@ impl Broker {
     }
 
     /// One stored message from a send: the broker adds CLUSTER and, if the producer did not
-    /// set one, UNIQ_KEY; a DELAY level sends it to the schedule queue of its level. Returns
-    /// the message and its UNIQ_KEY.
+    /// set one, UNIQ_KEY; a half message goes to the half queue; with `hooks`, a delivery time
+    /// sends it to the timer wheel and a DELAY level to the schedule queue of its level.
     #[allow(clippy::too_many_arguments)]
     fn build_message(
         &self,
@@ -186,7 +192,8 @@ impl Broker {
         properties: &str,
         body: Bytes,
         flag: i32,
-    ) -> (StoredMessage, String) {
+        hooks: bool,
+    ) -> Result<BuiltMessage, HookRefusal> {
         let mut props = MessageProperties::decode(properties);
         let (mut topic, mut queue_id) = (target.topic.clone(), target.queue_id);
         props.insert(keys::CLUSTER, self.config.broker_cluster_name.as_str());
@@ -203,18 +210,14 @@ impl Broker {
             props.insert(keys::DELAY, "0");
         }
         let mut sys_flag = sys_flag;
+        let mut recall_handle = None;
         match sysflag::transaction_value(sys_flag) {
             sysflag::TRANSACTION_PREPARED_TYPE => {
                 // A half message: delayed (if at all) only once committed.
                 sys_flag = transaction::to_half_queue(&mut topic, &mut queue_id, &mut props, sys_flag);
             }
-            sysflag::TRANSACTION_NOT_TYPE | sysflag::TRANSACTION_COMMIT_TYPE => {
-                schedule::to_schedule_queue(
-                    &mut topic,
-                    &mut queue_id,
-                    &mut props,
-                    &self.store.config().message_delay_level,
-                );
+            sysflag::TRANSACTION_NOT_TYPE | sysflag::TRANSACTION_COMMIT_TYPE if hooks => {
+                recall_handle = self.route_delivery_time(&mut topic, &mut queue_id, &mut props)?;
             }
             _ => {}
         }
@@ -231,7 +234,7 @@ impl Broker {
             reconsume_times: header.reconsume_times.unwrap_or(0),
             ..StoredMessage::default()
         };
-        (msg, uniq)
+        Ok(BuiltMessage { msg, uniq, recall_handle })
     }
 
     fn build_batch(
@@ -267,9 +270,11 @@ impl Broker {
             if props.get(keys::DELAY).is_some_and(|d| d != "0") {
                 return fail(response_code::MESSAGE_ILLEGAL, "batch messages cannot be delayed".into());
             }
-            let (msg, _) =
-                self.build_message(conn, header, target, sys_flag, &entry.properties, entry.body, entry.flag);
-            out.push(msg);
+            // No delivery-time hooks for batches (their DELAY is refused above), as in Java.
+            match self.build_message(conn, header, target, sys_flag, &entry.properties, entry.body, entry.flag, false) {
+                Ok(built) => out.push(built.msg),
+                Err((code, remark)) => return fail(code, remark),
+            }
         }
         Ok(out)
     }
@@ -329,6 +334,7 @@ impl Broker {
         queue_id: i32,
         result: PutMessageResult,
         transaction_id: Option<String>,
+        recall_handle: Option<String>,
     ) -> RemotingCommand {
         let code = match result.status {
             PutMessageStatus::PutOk => response_code::SUCCESS,
@@ -353,12 +359,20 @@ impl Broker {
                 queue_offset: append.logics_offset,
                 transaction_id,
                 batch_uniq_id: None,
-                recall_handle: None,
+                recall_handle,
             });
         response.ext_fields.insert("MSG_REGION".into(), self.config.region_id.clone());
         response.ext_fields.insert("TRACE_ON".into(), self.config.trace_on.to_string());
         response
     }
+}
+
+/// A message built from a send, its UNIQ_KEY and, for a timer message, its recall handle.
+#[derive(Debug)]
+struct BuiltMessage {
+    msg: StoredMessage,
+    uniq: String,
+    recall_handle: Option<String>,
 }
 
 /// Where a sent message is stored (before a DELAY level moves it to the schedule topic).

@@ -12,8 +12,8 @@ use tracing::{info, warn};
 
 use crate::broker::Broker;
 use crate::processor::{failure, success};
-use crate::schedule;
 use crate::stats::clock_ms;
+use crate::timer::HookRefusal;
 
 impl Broker {
     pub(crate) async fn end_transaction(&self, conn: Connection, req: RemotingCommand) -> RemotingCommand {
@@ -39,7 +39,10 @@ impl Broker {
             Err(remark) => return failure(&req, response_code::SYSTEM_ERROR, remark),
         };
         if decision == sysflag::TRANSACTION_COMMIT_TYPE {
-            let committed = committed_message(self, &half, h.commit_log_offset);
+            let committed = match committed_message(self, &half, h.commit_log_offset) {
+                Ok(m) => m,
+                Err((code, remark)) => return failure(&req, code, remark),
+            };
             let topic = committed.topic.clone();
             let result = self.store.put_message(committed).await;
             match result.status {
@@ -87,17 +90,17 @@ impl Broker {
 }
 
 /// The committed copy: real topic and queue, REAL_TOPIC / REAL_QID / TRAN_MSG removed, system
-/// flag COMMIT, PREPARED TRANSACTION OFFSET = the half message's CommitLog offset; a DELAY
-/// level still applies (the commit passes through the schedule). Java:
+/// flag COMMIT, PREPARED TRANSACTION OFFSET = the half message's CommitLog offset; a delivery
+/// time or DELAY level still applies (the commit passes through the timer or the schedule). Java:
 /// `EndTransactionProcessor#endMessageTransaction`.
-fn committed_message(broker: &Broker, half: &StoredMessage, half_offset: i64) -> StoredMessage {
+fn committed_message(broker: &Broker, half: &StoredMessage, half_offset: i64) -> Result<StoredMessage, HookRefusal> {
     let mut props = MessageProperties::decode(&half.properties);
     let mut topic = props.remove(keys::REAL_TOPIC).unwrap_or_else(|| half.topic.clone());
     let mut queue_id: i32 = props.remove(keys::REAL_QID).and_then(|q| q.trim().parse().ok()).unwrap_or(0);
     props.remove(keys::TRAN_MSG);
     props.insert(keys::WAIT, "false");
-    schedule::to_schedule_queue(&mut topic, &mut queue_id, &mut props, &broker.store.config().message_delay_level);
-    StoredMessage {
+    broker.route_delivery_time(&mut topic, &mut queue_id, &mut props)?;
+    Ok(StoredMessage {
         topic,
         queue_id,
         flag: half.flag,
@@ -110,5 +113,5 @@ fn committed_message(broker: &Broker, half: &StoredMessage, half_offset: i64) ->
         reconsume_times: half.reconsume_times,
         prepared_transaction_offset: half_offset,
         ..StoredMessage::default()
-    }
+    })
 }

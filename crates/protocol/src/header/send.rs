@@ -126,3 +126,21 @@ command_header! {
         pub recall_handle: Option<String> => "recallHandle",
     }
 }
+
+command_header! {
+    /// RECALL_MESSAGE (370): cancel a pending timer message by the recall handle its send
+    /// returned. Java: `RecallMessageRequestHeader`.
+    pub struct RecallMessageRequestHeader {
+        pub producer_group: Option<String> => "producerGroup",
+        pub topic: String => "topic",
+        pub recall_handle: String => "recallHandle",
+        pub broker_name: Option<String> => "bname",
+    }
+}
+
+command_header! {
+    /// The RECALL_MESSAGE answer: the UNIQ_KEY of the recalled message.
+    pub struct RecallMessageResponseHeader {
+        pub msg_id: Option<String> => "msgId",
+    }
+}
