@@ -1,7 +1,9 @@
 //! SIGKILL the standalone broker process under SYNC_FLUSH load; after a restart on the same
 //! data directory every acknowledged message is pulled back. The same for delayed and timer
 //! messages killed in the middle of their schedule: every acknowledged one is delivered after
-//! the restart (at least once).
+//! the restart (at least once). And for transactions: killed with half messages committed,
+//! rolled back and undecided, every committed one is delivered after the restart, the
+//! undecided ones are checked back, and nothing rolled back is ever delivered.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -38,7 +40,8 @@ fn start(dir: &std::path::Path, ns_port: u16, broker_port: u16) -> Standalone {
     let mut f = std::fs::File::create(&conf).unwrap();
     writeln!(
         f,
-        "flushDiskType=SYNC_FLUSH\nmapedFileSizeCommitLog=4194304\nregisterNameServerPeriod=10000\nmessageDelayLevel=1s 2s 3s"
+        "flushDiskType=SYNC_FLUSH\nmapedFileSizeCommitLog=4194304\nregisterNameServerPeriod=10000\nmessageDelayLevel=1s 2s 3s\n\
+         transactionCheckInterval=500\ntransactionTimeOut=1000"
     )
     .unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_ferromq"))
@@ -229,4 +232,173 @@ async fn delayed_messages_survive_sigkill_in_the_middle_of_their_schedule() {
     );
     println!("{before_kill} delivered before the kill; all {} delivered after the restart", acked.len());
     client.shutdown().await;
+}
+
+/// A prepared send as the Java producer makes it (born now: the check-back ages messages by
+/// their born time).
+fn half_send(topic: &str, body: &str) -> RemotingCommand {
+    let props = "TRAN_MSG\u{1}true\u{2}PGROUP\u{1}txpg\u{2}WAIT\u{1}true\u{2}".to_owned();
+    let h: SendMessageRequestHeaderV2 = SendMessageRequestHeader {
+        producer_group: "txpg".into(),
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: QUEUES,
+        queue_id: 0,
+        sys_flag: ferromq_protocol::message::sysflag::TRANSACTION_PREPARED_TYPE,
+        born_timestamp: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64,
+        properties: Some(props),
+        ..Default::default()
+    }
+    .into();
+    RemotingCommand::request(request_code::SEND_MESSAGE_V2).with_header(&h).with_body(body.as_bytes().to_vec())
+}
+
+/// The producer's decision for a body: `c..` commit, `r..` roll back, `u<i>` commit when i is
+/// even (decided only when the broker checks back).
+fn decision(body: &str) -> i32 {
+    use ferromq_protocol::message::sysflag::{TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE};
+    let commit = match body.as_bytes()[0] {
+        b'c' => true,
+        b'r' => false,
+        _ => body[1..].parse::<u32>().unwrap().is_multiple_of(2),
+    };
+    if commit {
+        TRANSACTION_COMMIT_TYPE
+    } else {
+        TRANSACTION_ROLLBACK_TYPE
+    }
+}
+
+fn end_request(
+    group: &str,
+    queue_offset: i64,
+    commit_log_offset: i64,
+    msg_id: &str,
+    decision: i32,
+    from_check: bool,
+) -> RemotingCommand {
+    RemotingCommand::request(request_code::END_TRANSACTION)
+        .with_header(&ferromq_protocol::header::EndTransactionRequestHeader {
+            topic: None,
+            producer_group: group.into(),
+            tran_state_table_offset: queue_offset,
+            commit_log_offset,
+            commit_or_rollback: decision,
+            from_transaction_check: Some(from_check),
+            msg_id: msg_id.into(),
+            transaction_id: None,
+            broker_name: None,
+        })
+        .into_oneway()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_survive_sigkill_with_commits_rollbacks_and_undecided_halves() {
+    use ferromq_protocol::header::CheckTransactionStateRequestHeader;
+    use ferromq_protocol::message::decode_offset_msg_id;
+    const TX: &str = "TxCrash";
+    let dir = tempfile::tempdir().unwrap();
+    let (ns_port, broker_port) = (free_port(), free_port());
+    let broker = format!("127.0.0.1:{broker_port}");
+    let mut process = start(dir.path(), ns_port, broker_port);
+
+    // The producer answers check-backs on its own connection, by the message body.
+    let mut d = ferromq_remoting::Dispatcher::new();
+    d.register(
+        request_code::CHECK_TRANSACTION_STATE,
+        |conn: ferromq_remoting::Connection, req: RemotingCommand| async move {
+            let h: CheckTransactionStateRequestHeader = req.decode_header().unwrap();
+            let m = StoredMessage::decode_all(&req.body).unwrap().remove(0);
+            let body = String::from_utf8(m.body.to_vec()).unwrap();
+            let msg_id = h.msg_id.clone().unwrap_or_default();
+            let end =
+                end_request("txpg", h.tran_state_table_offset, h.commit_log_offset, &msg_id, decision(&body), true);
+            let _ = conn.invoke_oneway(end).await;
+            None
+        },
+    );
+    let producer = Arc::new(RemotingClient::with_handler(ClientConfig::default(), Arc::new(d)));
+    wait_ready(&producer, &broker).await;
+    // Heartbeats keep the broker aware of the producer (also after the restart).
+    let heartbeats = {
+        let (producer, broker) = (producer.clone(), broker.clone());
+        tokio::spawn(async move {
+            let hb = ferromq_protocol::body::HeartbeatData {
+                client_id: "127.0.0.1@tx-crash".into(),
+                producer_data_set: vec![ferromq_protocol::body::ProducerData { group_name: "txpg".into() }],
+                ..Default::default()
+            };
+            loop {
+                let req = RemotingCommand::request(request_code::HEART_BEAT)
+                    .with_body(ferromq_protocol::body::JsonBody::encode(&hb));
+                let _ = producer.invoke(&broker, req, Duration::from_secs(2)).await;
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+        })
+    };
+
+    let mut committed = BTreeSet::new();
+    let mut rolled_back = BTreeSet::new();
+    for i in 0..90u32 {
+        let body = match i % 3 {
+            0 => format!("c{i}"),
+            1 => format!("r{i}"),
+            _ => format!("u{i}"),
+        };
+        let r = producer.invoke(&broker, half_send(TX, &body), Duration::from_secs(5)).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let h = r.decode_header::<ferromq_protocol::header::SendMessageResponseHeader>().unwrap();
+        let decided = decision(&body);
+        if decided == ferromq_protocol::message::sysflag::TRANSACTION_COMMIT_TYPE {
+            committed.insert(body.clone());
+        } else {
+            rolled_back.insert(body.clone());
+        }
+        if !body.starts_with('u') {
+            let (_, commit_log_offset) = decode_offset_msg_id(&h.msg_id).unwrap();
+            producer
+                .invoke_oneway(
+                    &broker,
+                    end_request("txpg", h.queue_offset, commit_log_offset, &h.msg_id, decided, false),
+                )
+                .await
+                .unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The early undecided ones are checked before the kill; the last second's only after.
+    let before = pull_all(&producer, &broker, TX).await;
+    process.0.kill().unwrap(); // SIGKILL
+    process.0.wait().unwrap();
+    drop(process);
+    let _process = start(dir.path(), ns_port, broker_port);
+    let client = RemotingClient::new(ClientConfig::default());
+    wait_ready(&client, &broker).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let found = loop {
+        let found = pull_all(&client, &broker, TX).await;
+        assert!(
+            found.is_disjoint(&rolled_back),
+            "rolled back messages delivered: {:?}",
+            found.intersection(&rolled_back).collect::<Vec<_>>()
+        );
+        if committed.is_subset(&found) || Instant::now() > deadline {
+            break found;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let missing: Vec<&String> = committed.difference(&found).collect();
+    assert!(missing.is_empty(), "committed transactions never delivered: {missing:?}");
+    // A few more check rounds: still nothing rolled back shows up.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let found = pull_all(&client, &broker, TX).await;
+    assert!(found.is_disjoint(&rolled_back));
+    println!(
+        "{} delivered before the kill; all {} committed delivered after the restart",
+        before.len(),
+        committed.len()
+    );
+    heartbeats.abort();
+    client.shutdown().await;
+    producer.shutdown().await;
 }
