@@ -251,14 +251,20 @@ impl LitePullConsumer {
         }
         let topic = inner.subscribed_topic();
         if let Some(topic) = topic {
-            // Routes give the brokers heartbeats go to.
-            inner.instance.refresh_route(&topic).await?;
+            // Routes give the brokers heartbeats go to. A topic whose route is not known yet
+            // (just created, or not yet registered) is picked up by the rebalance loop, as in
+            // Java and as the push consumer does.
+            if let Err(e) = inner.instance.refresh_route(&topic).await {
+                debug!(topic = %topic, error = %e, "no route yet");
+            }
             inner.instance.heartbeat_all().await;
             inner.rebalance().await;
         } else {
             let queues: BTreeSet<MessageQueue> = lock(&inner.state).queues.keys().cloned().collect();
             for topic in queues.iter().map(|q| q.topic.clone()).collect::<BTreeSet<_>>() {
-                inner.instance.refresh_route(&topic).await?;
+                if let Err(e) = inner.instance.refresh_route(&topic).await {
+                    debug!(topic = %topic, error = %e, "no route yet");
+                }
             }
             inner.instance.heartbeat_all().await;
             // Starts the tasks of queues assigned before start.
@@ -284,7 +290,9 @@ impl LitePullConsumer {
         let queues: BTreeSet<MessageQueue> = queues.into_iter().collect();
         if inner.running.load(Ordering::Acquire) {
             for topic in queues.iter().map(|q| q.topic.clone()).collect::<BTreeSet<_>>() {
-                inner.instance.refresh_route(&topic).await?;
+                if let Err(e) = inner.instance.refresh_route(&topic).await {
+                    debug!(topic = %topic, error = %e, "no route yet");
+                }
             }
             inner.instance.heartbeat_all().await;
             inner.set_assignment(queues).await;

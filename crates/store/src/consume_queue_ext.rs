@@ -113,7 +113,7 @@ impl ConsumeQueueExt {
     /// Appends `unit`; returns its address (see [`is_ext_addr`]). Java: `put`.
     ///
     /// # Errors
-    /// A unit larger than [`MAX_EXT_UNIT_SIZE`]; I/O errors creating a file.
+    /// A unit larger than `MAX_EXT_UNIT_SIZE` (32 767 bytes) or than a file; I/O errors creating a file.
     pub fn put(&self, unit: &CqExtUnit) -> io::Result<i64> {
         let bytes = unit.encode();
         if bytes.len() > MAX_EXT_UNIT_SIZE || bytes.len() + END_BLANK_DATA_LENGTH > self.file_size {

@@ -681,6 +681,18 @@ fn stats_loop(shared: &Shared) {
     crate::stats::run_sampler(&shared.stats, &shared.stop, &shared.wake_flusher);
 }
 
+/// While dispatching a batch, how many records pass between looks at the CommitLog's end for
+/// [`CommitLogListener`]s.
+const ANNOUNCE_EVERY_RECORDS: u32 = 32;
+
+/// Tells the CommitLog listeners about a new end, once per change.
+fn announce_if_grown(shared: &Shared, announced_end: &mut i64, end: i64) {
+    if end != *announced_end {
+        *announced_end = end;
+        shared.announce_commit_log_end(end);
+    }
+}
+
 /// Follows the CommitLog and dispatches each record. Java: `ReputMessageService`.
 fn reput_loop(shared: &Shared) {
     let mut announced_end = -1;
@@ -691,10 +703,7 @@ fn reput_loop(shared: &Shared) {
         shared.commit_log.commit();
         let from = shared.reput_from.load(Ordering::Acquire);
         let max = shared.commit_log.max_offset();
-        if max != announced_end {
-            announced_end = max;
-            shared.announce_commit_log_end(max);
-        }
+        announce_if_grown(shared, &mut announced_end, max);
         if from >= max {
             let guard = shared.wake_reput.0.lock().unwrap_or_else(|e| e.into_inner());
             // Announce the sleep before the last look, so a put that lands in between sees the
@@ -724,6 +733,7 @@ fn reput_loop(shared: &Shared) {
         };
         let mut pos = 0usize;
         let mut next = from;
+        let mut dispatched = 0u32;
         while pos < data.len() {
             match scan(
                 &data[pos..],
@@ -736,6 +746,11 @@ fn reput_loop(shared: &Shared) {
                     pos += req.msg_size as usize;
                     shared.dispatch(&req);
                     next = from + pos as i64;
+                    dispatched += 1;
+                    // A long batch must not delay replication of what is appended meanwhile.
+                    if dispatched.is_multiple_of(ANNOUNCE_EVERY_RECORDS) {
+                        announce_if_grown(shared, &mut announced_end, shared.commit_log.max_offset());
+                    }
                 }
                 Scanned::Blank => {
                     next = shared.commit_log.roll_next_file(from + pos as i64);

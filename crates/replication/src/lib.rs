@@ -1,0 +1,35 @@
+//! Master-to-slave CommitLog replication: RocketMQ's classic HA protocol (4.x, and 5.x
+//! outside controller mode), wire-compatible with Java brokers.
+//!
+//! - [`HaService`] runs on a master: it accepts slaves on the HA port (`haListenPort`, the
+//!   broker port + 1), ships each one raw CommitLog bytes from the offset it reports, and
+//!   keeps what each slave acknowledged, so SYNC_MASTER puts can
+//!   [wait for their replicas](HaService::wait_for_replicas).
+//! - [`HaClient`] runs on a slave: it connects to the master's HA address, appends what the
+//!   master ships with [`MessageStore::append_replicated`](ferromq_store::MessageStore::append_replicated)
+//!   (the store's dispatch then builds ConsumeQueues and the index as on the master) and
+//!   reports its offset back.
+//! - [`HaConfig`] holds the RocketMQ keys; [`HaRuntimeInfo`] is the GET_BROKER_HA_STATUS body.
+//!
+//! The wire format is in [`frame`]. This crate does not decide roles, refuse writes on
+//! slaves, or copy metadata between brokers: the broker does that.
+
+mod client;
+mod config;
+mod connection;
+mod error;
+mod flow;
+pub mod frame;
+mod runtime_info;
+mod service;
+
+pub use client::{HaClient, HaClientOptions};
+pub use config::HaConfig;
+pub use error::ReplicaWaitError;
+pub use runtime_info::{HaClientRuntimeInfo, HaConnectionRuntimeInfo, HaRuntimeInfo};
+pub use service::{HaService, MAX_SLAVE_CONNECTIONS};
+
+/// Resolves once `shutdown` turns true (or its sender is gone).
+async fn stopped(shutdown: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}
