@@ -47,6 +47,9 @@ pub enum BrokerError {
     /// The store failed to open.
     #[error("message store")]
     Store(#[from] StoreError),
+    /// The HA (replication) port could not be bound.
+    #[error("replication listener")]
+    HaListen(#[source] std::io::Error),
     /// The timer wheel failed to open.
     #[error("timer wheel")]
     Timer(#[from] ferromq_timer::TimerError),
@@ -81,6 +84,14 @@ pub struct Broker {
     namesrv: RemotingClient,
     /// Wakes the registration loop when a topic is created.
     register_now: tokio::sync::Notify,
+    /// Replication, master side: ships the CommitLog to slaves, counts their acks.
+    pub(crate) ha_service: Option<ferromq_replication::HaService>,
+    /// Replication, slave side: follows the master's CommitLog.
+    pub(crate) ha_client: Option<ferromq_replication::HaClient>,
+    /// `ip:port` slaves connect to (advertised in registrations).
+    pub(crate) ha_server_addr: String,
+    /// The master's broker address, learned from registration answers (slaves).
+    pub(crate) master_addr: RwLock<Option<String>>,
     /// The timer wheel (masters with `timerWheelEnable`).
     pub(crate) timer: Option<Arc<ferromq_timer::TimerMessageStore>>,
     /// The wheel's settings (also checked by sends when the wheel is not running).
@@ -175,6 +186,7 @@ impl Broker {
         sync!(request_code::HEART_BEAT, |b, conn, req| b.heart_beat(conn, req));
         sync!(request_code::UNREGISTER_CLIENT, |b, conn, req| b.unregister_client(conn, req));
         sync!(request_code::CHECK_CLIENT_CONFIG, |b, conn, req| b.check_client_config(req));
+        sync!(request_code::GET_BROKER_HA_STATUS, |b, conn, req| b.get_broker_ha_status(req));
         sync!(request_code::GET_CONSUMER_LIST_BY_GROUP, |b, conn, req| b.get_consumer_list_by_group(req));
         sync!(request_code::LOCK_BATCH_MQ, |b, conn, req| b.lock_batch_mq(req));
         sync!(request_code::UNLOCK_BATCH_MQ, |b, conn, req| b.unlock_batch_mq(req));
@@ -272,7 +284,7 @@ impl Broker {
                 broker_name: self.config.broker_name.clone(),
                 broker_addr: self.config.broker_addr(),
                 cluster_name: self.config.broker_cluster_name.clone(),
-                ha_server_addr: self.config.ha_server_addr(),
+                ha_server_addr: self.ha_server_addr.clone(),
                 broker_id: self.config.broker_id,
                 heartbeat_timeout_millis: None,
                 enable_acting_master: Some(false),
@@ -290,15 +302,44 @@ impl Broker {
             match self.namesrv.invoke(addr, request, NAMESRV_TIMEOUT).await {
                 Ok(r) if r.code == response_code::SUCCESS => {
                     if let Ok(h) = r.decode_header::<RegisterBrokerResponseHeader>() {
-                        if let Some(master) = h.master_addr.filter(|m| !m.is_empty()) {
-                            info!(namesrv = %addr, master_addr = %master, "registered; master known");
-                        }
+                        self.on_registered(addr, h);
                     }
                 }
                 Ok(r) => warn!(namesrv = %addr, code = r.code, remark = ?r.remark, "broker registration refused"),
                 Err(e) => warn!(namesrv = %addr, error = %e, "broker registration failed"),
             }
         }
+    }
+
+    /// A slave learns its master's addresses from the registration answer: the broker
+    /// address (metadata sync) and, unless `haMasterAddress` is set, the HA address.
+    fn on_registered(&self, namesrv: &str, h: RegisterBrokerResponseHeader) {
+        if !self.is_slave() {
+            return;
+        }
+        if let Some(master) = h.master_addr.filter(|m| !m.is_empty()) {
+            let mut known = self.master_addr.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if known.as_deref() != Some(master.as_str()) {
+                info!(namesrv, master_addr = %master, "master known");
+                *known = Some(master);
+            }
+        }
+        let settings = self.settings.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !settings.ha.ha_master_address.is_empty() {
+            return;
+        }
+        drop(settings);
+        if let (Some(client), Some(ha)) = (&self.ha_client, h.ha_server_addr.filter(|a| !a.is_empty())) {
+            if client.master_address().as_deref() != Some(ha.as_str()) {
+                info!(namesrv, ha_master_addr = %ha, "replicating from the master");
+                client.update_master_address(&ha);
+            }
+        }
+    }
+
+    /// The master's broker address, for a slave's metadata sync.
+    pub(crate) fn master_addr(&self) -> Option<String> {
+        self.master_addr.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     async fn unregister_all(&self) {
@@ -368,6 +409,23 @@ pub async fn run(
     } else {
         None
     };
+    // Replication: a master listens for slaves on the HA port (same interface as the broker
+    // port); a slave follows the master given by haMasterAddress or the name servers.
+    let bind_ip = listener.local_addr().map(|a| a.ip()).unwrap_or(std::net::Ipv4Addr::UNSPECIFIED.into());
+    let (ha_service, ha_client, ha_server_addr) = if config.broker_role == BrokerRole::Slave {
+        let client = ferromq_replication::HaClient::start(store.clone(), settings.ha.clone());
+        if !settings.ha.ha_master_address.is_empty() {
+            client.update_master_address(&settings.ha.ha_master_address);
+        }
+        (None, Some(client), String::new())
+    } else {
+        let ha_listener =
+            TcpListener::bind((bind_ip, settings.ha_listen_port())).await.map_err(BrokerError::HaListen)?;
+        let port = ha_listener.local_addr().map_err(BrokerError::HaListen)?.port();
+        let service = ferromq_replication::HaService::start(store.clone(), settings.ha.clone(), ha_listener)
+            .map_err(BrokerError::HaListen)?;
+        (Some(service), None, format!("{}:{port}", config.broker_ip2))
+    };
     let (pull_hold, mut woken) = PullHold::new(config.pull_thread_pool_queue_capacity);
     let broker = Arc::new(Broker {
         settings: RwLock::new(settings.clone()),
@@ -387,6 +445,10 @@ pub async fn run(
         register_now: tokio::sync::Notify::new(),
         tx_ops: Default::default(),
         timer: timer.clone(),
+        ha_service,
+        ha_client,
+        ha_server_addr,
+        master_addr: RwLock::new(None),
         timer_config,
         consumer_filters: crate::filter::ConsumerFilterManager::new(
             config.max_error_rate_of_bloom_filter,
@@ -484,6 +546,11 @@ pub async fn run(
         });
     }
 
+    if broker.is_slave() {
+        let b = broker.clone();
+        let interval = Duration::from_millis(config.slave_sync_interval);
+        tasks.spawn(crate::slave_sync::run_slave_sync(broker.clone(), move || b.master_addr(), interval));
+    }
     if !broker.is_slave() {
         crate::schedule::start(&broker, &mut tasks);
         let b = broker.clone();
@@ -506,6 +573,12 @@ pub async fn run(
         let _ = task.await;
     }
     broker.flush_transaction_ops().await;
+    if let Some(ha) = &broker.ha_service {
+        ha.shutdown().await;
+    }
+    if let Some(ha) = &broker.ha_client {
+        ha.shutdown().await;
+    }
     broker.unregister_all().await;
     broker.namesrv.shutdown().await;
     if let Err(e) = broker.metadata.persist_all() {

@@ -127,6 +127,9 @@ rocketmq_config! {
         pull_thread_pool_queue_capacity: usize = "pullThreadPoolQueueCapacity", default 100_000;
         /// `flushConsumerOffsetInterval` (ms).
         flush_consumer_offset_interval: u64 = "flushConsumerOffsetInterval", default 5_000;
+        /// `slaveSyncInterval` (ms) between two metadata syncs of a slave from its master
+        /// (FerroMQ key; Java 4.x hard-codes 10 s).
+        slave_sync_interval: u64 = "slaveSyncInterval", default 10_000;
         /// `serverChannelMaxIdleTimeSeconds`.
         server_channel_max_idle_time_seconds: u64 = "serverChannelMaxIdleTimeSeconds", default 120;
     }
@@ -136,11 +139,6 @@ impl BrokerConfig {
     /// `ip:port` registered with name servers.
     pub fn broker_addr(&self) -> String {
         format!("{}:{}", self.broker_ip1, self.listen_port)
-    }
-
-    /// `ip:port` of the HA service (listen port + 1).
-    pub fn ha_server_addr(&self) -> String {
-        format!("{}:{}", self.broker_ip2, u32::from(self.listen_port) + 1)
     }
 
     /// Name server addresses.
@@ -156,6 +154,8 @@ pub struct BrokerSettings {
     pub broker: BrokerConfig,
     /// Store settings.
     pub store: StoreConfig,
+    /// Replication settings (`ha*`, `slaveTimeout`, `inSyncReplicas` ...).
+    pub ha: ferromq_replication::HaConfig,
 }
 
 impl BrokerSettings {
@@ -171,8 +171,12 @@ impl BrokerSettings {
         if self.store.set(key, value)? {
             return Ok(true);
         }
-        // Keep unknown keys once, on the broker side, for echoing back.
         self.store.unknown.remove(key);
+        if self.ha.set(key, value)? {
+            return Ok(true);
+        }
+        // Keep unknown keys once, on the broker side, for echoing back.
+        self.ha.unknown.remove(key);
         self.broker.unknown.insert(key.to_owned(), value.to_owned());
         Ok(false)
     }
@@ -225,10 +229,21 @@ impl BrokerSettings {
         }
     }
 
-    /// Every setting as properties text (broker keys, then store keys).
+    /// The HA port: `haListenPort` when the file sets it (any value but Java's default
+    /// 10912; 0 picks a free port), else `listenPort + 1`, as Java 5 does.
+    pub fn ha_listen_port(&self) -> u16 {
+        if self.ha.ha_listen_port != ferromq_replication::HaConfig::default().ha_listen_port {
+            self.ha.ha_listen_port
+        } else {
+            self.broker.listen_port.wrapping_add(1)
+        }
+    }
+
+    /// Every setting as properties text (broker, store, then replication keys).
     pub fn to_text(&self) -> String {
         let mut all = self.broker.to_properties();
         all.extend(self.store.to_properties());
+        all.extend(self.ha.to_properties());
         ferromq_config::properties_text::to_text(all)
     }
 }
@@ -251,7 +266,11 @@ mod tests {
         assert!(s.store.unknown.is_empty());
         let text = s.to_text();
         assert!(text.contains("brokerName=broker-x") && text.contains("flushDiskType=SYNC_FLUSH"), "{text}");
-        assert_eq!(s.broker.ha_server_addr(), "127.0.0.1:20912");
+        assert_eq!(s.ha_listen_port(), 20912, "listenPort + 1 unless set");
+        s.set("haListenPort", "30000").unwrap();
+        assert_eq!(s.ha_listen_port(), 30000);
+        s.set("inSyncReplicas", "2").unwrap();
+        assert_eq!(s.ha.in_sync_replicas, 2);
     }
 
     #[test]

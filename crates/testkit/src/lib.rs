@@ -28,6 +28,8 @@ pub fn test_settings(dir: &Path, ns_addr: &str) -> BrokerSettings {
     s.store.mapped_file_size_consume_queue = 20 * 1000;
     s.store.max_hash_slot_num = 1000;
     s.store.max_index_num = 4000;
+    // Any free port for replication (brokers bind port 0 here, so listenPort + 1 is unknown).
+    s.ha.ha_listen_port = 0;
     s
 }
 

@@ -231,6 +231,33 @@ impl ConsumerOffsetManager {
         }
     }
 
+    /// Takes `master`'s committed offsets (a slave following its master): each `topic@group`
+    /// the master has gets the master's queue offsets, replacing the slave's for that key;
+    /// keys only the slave has are kept (commits made on the slave while its master was away).
+    /// The table takes the master's data version when it has one. Pending resets are not
+    /// touched. Marks the table dirty if anything changed and returns the number of keys whose
+    /// offsets changed; persisting is left to the caller, as for commits.
+    /// Java: `SlaveSynchronize#syncConsumerOffset` (`offsetTable.putAll`).
+    pub fn merge_all(&self, master: ConsumerOffsetSerializeWrapper) -> usize {
+        let mut state = self.write();
+        let mut changed = 0;
+        for (key, queues) in master.offset_table {
+            let queues: QueueOffsets = queues.into_iter().collect();
+            if state.offsets.get(&key) != Some(&queues) {
+                state.offsets.insert(key, queues);
+                changed += 1;
+            }
+        }
+        let version_changed = master.data_version.is_some_and(|v| v != state.data_version);
+        if let Some(version) = master.data_version {
+            state.data_version = version;
+        }
+        if changed > 0 || version_changed {
+            self.file.mark_dirty();
+        }
+        changed
+    }
+
     /// The table's current version.
     pub fn data_version(&self) -> DataVersion {
         self.read().data_version
@@ -305,6 +332,33 @@ mod tests {
         assert_eq!(offsets.data_version().counter, start);
         offsets.commit_offset("h", "g", "T", 0, 0);
         assert_eq!(offsets.data_version().counter, start + 1);
+    }
+
+    #[test]
+    fn merge_all_replaces_the_masters_keys_and_keeps_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let offsets = ConsumerOffsetManager::load(dir.path().join("o.json")).unwrap();
+        offsets.commit_offset("h", "g", "A", 0, 5);
+        offsets.commit_offset("h", "g", "A", 1, 6);
+        offsets.commit_offset("h", "g", "OnlyOnSlave", 0, 1);
+        offsets.persist().unwrap();
+        let version = DataVersion { counter: 3, state_version: 0, timestamp: 42 };
+        let master = ConsumerOffsetSerializeWrapper {
+            data_version: Some(version),
+            offset_table: BTreeMap::from([
+                ("A@g".to_owned(), BTreeMap::from([(0, 10)])),
+                ("B@g".to_owned(), BTreeMap::from([(2, 20)])),
+            ]),
+        };
+        assert_eq!(offsets.merge_all(master.clone()), 2);
+        assert!(offsets.is_dirty());
+        assert_eq!(offsets.query_group_offsets("g", "A"), BTreeMap::from([(0, 10)]), "the key is replaced whole");
+        assert_eq!(offsets.query_offset("g", "B", 2), Some(20));
+        assert_eq!(offsets.query_offset("g", "OnlyOnSlave", 0), Some(1));
+        assert_eq!(offsets.data_version(), version);
+        offsets.persist().unwrap();
+        assert_eq!(offsets.merge_all(master), 0);
+        assert!(!offsets.is_dirty(), "nothing changed");
     }
 
     #[test]

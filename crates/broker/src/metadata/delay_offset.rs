@@ -3,8 +3,9 @@
 //! of `SCHEDULE_TOPIC_XXXX` queue `level - 1`. Also the GET_ALL_DELAY_OFFSET body.
 //! Java: the offset table of `ScheduleMessageService`, `DelayOffsetSerializeWrapper`.
 //!
-//! Only the table; the delay service that advances it comes later. Like the consumer offsets
-//! it is written by the periodic persist when dirty.
+//! Only the table: the delay service (`schedule.rs`) advances it on a master, and a slave
+//! copies its master's. Like the consumer offsets it is written by the periodic persist when
+//! dirty.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -96,6 +97,22 @@ impl DelayOffsetTable {
         self.file.mark_dirty();
     }
 
+    /// Makes the table `master`'s (a slave following its master), taking its data version
+    /// when it has one. Marks the table dirty and returns true if anything changed; persisting
+    /// is left to the caller. Java: `SlaveSynchronize#syncDelayOffset`, which writes the
+    /// master's body as delayOffset.json and (Java 5) reloads the table from it.
+    pub fn replace_all(&self, master: DelayOffsetSerializeWrapper) -> bool {
+        let mut state = self.write();
+        let version = master.data_version.unwrap_or(state.data_version);
+        if state.offsets == master.offset_table && state.data_version == version {
+            return false;
+        }
+        state.offsets = master.offset_table;
+        state.data_version = version;
+        self.file.mark_dirty();
+        true
+    }
+
     /// A copy of the table with its version.
     pub fn snapshot(&self) -> DelayOffsetSerializeWrapper {
         let state = self.read();
@@ -158,5 +175,23 @@ mod tests {
         assert_eq!(table.data_version().counter, start + 1);
         assert_eq!(table.get(1), Some(199));
         assert_eq!(table.get(2), None);
+    }
+
+    #[test]
+    fn replace_all_takes_the_masters_table_and_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = DelayOffsetTable::load(dir.path().join("d.json")).unwrap();
+        table.set(5, 9);
+        table.persist().unwrap();
+        let version = DataVersion { counter: 7, state_version: 0, timestamp: 42 };
+        let master =
+            DelayOffsetSerializeWrapper { data_version: Some(version), offset_table: BTreeMap::from([(1, 3)]) };
+        assert!(table.replace_all(master.clone()));
+        assert_eq!((table.get(1), table.get(5), table.data_version()), (Some(3), None, version));
+        assert!(!table.replace_all(master), "same table and version: nothing to do");
+        // A 4.x master sends no version: the slave keeps its own.
+        assert!(table.replace_all(DelayOffsetSerializeWrapper { data_version: None, offset_table: BTreeMap::new() }));
+        assert_eq!((table.get(1), table.data_version()), (None, version));
+        assert!(table.persist_if_dirty().unwrap());
     }
 }

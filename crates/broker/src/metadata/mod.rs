@@ -8,6 +8,10 @@
 //! (every [`PERSIST_INTERVAL`]) and at shutdown. Persisting blocks on fsync: call it from a
 //! blocking thread, not an async task.
 //!
+//! A slave makes its tables copies of its master's (`replace_all` for topics, groups and delay
+//! offsets, `merge_all` for consumer offsets, as Java's `SlaveSynchronize` does); the broker's
+//! `slave_sync` task fetches them.
+//!
 //! Not here: request handling (the processors), registration with name servers (the broker
 //! core, told of new topics through [`TopicConfigManager::set_created_hook`]), the delay
 //! service, and consumer filter / POP / static-topic metadata.
@@ -20,6 +24,7 @@ mod subscription_group_manager;
 mod topic_config_manager;
 mod topic_validator;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -93,6 +98,33 @@ impl Default for MetadataOptions {
             topics: TopicConfigOptions::default(),
             groups: SubscriptionGroupOptions::default(),
         }
+    }
+}
+
+/// What replacing a table with a master's copy changed (see
+/// [`TopicConfigManager::replace_all`], [`SubscriptionGroupManager::replace_all`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReplaceSummary {
+    /// Entries the table did not have.
+    pub added: usize,
+    /// Entries whose value changed.
+    pub updated: usize,
+    /// Entries the new table does not have.
+    pub removed: usize,
+}
+
+impl ReplaceSummary {
+    /// Compares a table before and after a replacement.
+    pub(crate) fn between<V: PartialEq>(old: &HashMap<String, V>, new: &HashMap<String, V>) -> Self {
+        let mut summary = Self { removed: old.keys().filter(|k| !new.contains_key(*k)).count(), ..Self::default() };
+        for (key, value) in new {
+            match old.get(key) {
+                None => summary.added += 1,
+                Some(before) if before != value => summary.updated += 1,
+                Some(_) => {}
+            }
+        }
+        summary
     }
 }
 

@@ -19,7 +19,7 @@ use ferromq_protocol::body::DataVersion;
 
 use crate::metadata::config_file::ConfigFile;
 use crate::metadata::topic_validator::validate_group;
-use crate::metadata::MetadataError;
+use crate::metadata::{MetadataError, ReplaceSummary};
 use ferromq_protocol::body::{SubscriptionGroupConfig, SubscriptionGroupWrapper};
 
 /// The admin tools' consumer group.
@@ -296,6 +296,41 @@ impl SubscriptionGroupManager {
         self.read().data_version
     }
 
+    /// Makes the table a copy of `master`'s (a slave following its master) and persists it,
+    /// unless the table already has `master`'s data version: then nothing happens and `None`
+    /// is returned. Groups the master does not have are deleted, except the predefined groups
+    /// (which every load creates anyway); the table takes the master's data version and its
+    /// forbidden table. Java: `SlaveSynchronize#syncSubscriptionGroupConfig`, which leaves the
+    /// slave's forbidden table alone; here the slave follows the master's, so both refuse the
+    /// same consumers.
+    ///
+    /// # Errors
+    ///
+    /// Persist failures (the new table stays in memory and the table stays dirty).
+    pub fn replace_all(&self, master: SubscriptionGroupWrapper) -> Result<Option<ReplaceSummary>, MetadataError> {
+        let summary = {
+            let mut state = self.write();
+            if state.data_version == master.data_version {
+                return Ok(None);
+            }
+            let mut groups: HashMap<String, SubscriptionGroupConfig> =
+                master.subscription_group_table.into_iter().collect();
+            for name in PREDEFINED_GROUPS {
+                if let (false, Some(own)) = (groups.contains_key(name), state.groups.get(name)) {
+                    groups.insert(name.to_owned(), own.clone());
+                }
+            }
+            let summary = ReplaceSummary::between(&state.groups, &groups);
+            state.groups = groups;
+            state.forbidden = master.forbidden_table;
+            state.data_version = master.data_version;
+            self.file.mark_dirty();
+            summary
+        };
+        self.persist()?;
+        Ok(Some(summary))
+    }
+
     /// Writes subscriptionGroup.json now.
     ///
     /// # Errors
@@ -337,6 +372,33 @@ mod tests {
     fn load(dir: &tempfile::TempDir) -> SubscriptionGroupManager {
         SubscriptionGroupManager::load(dir.path().join("subscriptionGroup.json"), SubscriptionGroupOptions::default())
             .unwrap()
+    }
+
+    #[test]
+    fn replace_all_copies_the_master_but_keeps_predefined_groups() {
+        let dir = tempfile::tempdir().unwrap();
+        let groups = load(&dir);
+        groups.update(SubscriptionGroupConfig::new("onlyOnSlave")).unwrap();
+        let mut master = SubscriptionGroupWrapper {
+            data_version: DataVersion { counter: 9, state_version: 0, timestamp: 42 },
+            ..SubscriptionGroupWrapper::default()
+        };
+        let mut changed = SubscriptionGroupConfig::new(TOOLS_CONSUMER_GROUP);
+        changed.retry_max_times = 3;
+        master.subscription_group_table.insert(TOOLS_CONSUMER_GROUP.into(), changed.clone());
+        master.subscription_group_table.insert("g1".into(), SubscriptionGroupConfig::new("g1"));
+        master.forbidden_table.insert("g1".into(), BTreeMap::from([("T".to_owned(), 2)]));
+        let summary = groups.replace_all(master.clone()).unwrap().unwrap();
+        assert_eq!(summary, ReplaceSummary { added: 1, updated: 1, removed: 1 });
+        assert!(!groups.contains("onlyOnSlave"));
+        assert_eq!(groups.find(TOOLS_CONSUMER_GROUP, false), Some(changed));
+        assert!(groups.contains(CID_SYS_RMQ_TRANS), "predefined groups stay");
+        assert!(groups.is_forbidden("g1", "T", 1));
+        assert_eq!(groups.data_version(), master.data_version);
+        assert_eq!(groups.replace_all(master.clone()).unwrap(), None, "same version: nothing to do");
+        let reloaded = load(&dir);
+        assert!(reloaded.contains("g1") && !reloaded.contains("onlyOnSlave"));
+        assert_eq!(reloaded.data_version(), master.data_version);
     }
 
     #[test]

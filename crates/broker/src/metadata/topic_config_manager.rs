@@ -29,7 +29,7 @@ use crate::metadata::topic_validator::{
     RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_SELF_TEST_TOPIC, RMQ_SYS_TRACE_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC,
     RMQ_SYS_TRANS_OP_HALF_TOPIC, SYNC_BROKER_MEMBER_GROUP_PREFIX, TIMER_TOPIC,
 };
-use crate::metadata::MetadataError;
+use crate::metadata::{MetadataError, ReplaceSummary};
 
 /// Queues of `SCHEDULE_TOPIC_XXXX`: one per delay level.
 pub const SCHEDULE_TOPIC_QUEUE_NUMS: i32 = 18;
@@ -396,6 +396,40 @@ impl TopicConfigManager {
         self.read().data_version
     }
 
+    /// Makes the table a copy of `master`'s (a slave following its master) and persists it,
+    /// unless the table already has `master`'s data version: then nothing happens and `None`
+    /// is returned. Topics the master does not have are deleted, except this broker's own
+    /// system topics (which every load creates anyway, so the table after a restart is the
+    /// same as now); the table takes the master's data version, so the next call with an
+    /// unchanged master is a no-op. The created hook is not called.
+    /// Java: `SlaveSynchronize#syncTopicConfig` (4.x clears the table and copies the master's;
+    /// Java 5 deletes absent topics one by one with the same result).
+    ///
+    /// # Errors
+    ///
+    /// Persist failures (the new table stays in memory and the table stays dirty).
+    pub fn replace_all(&self, master: TopicConfigSerializeWrapper) -> Result<Option<ReplaceSummary>, MetadataError> {
+        let summary = {
+            let mut state = self.write();
+            if state.data_version == master.data_version {
+                return Ok(None);
+            }
+            let mut topics: HashMap<String, TopicConfig> = master.topic_config_table.into_iter().collect();
+            for name in &self.broker_system_topics {
+                if let (false, Some(own)) = (topics.contains_key(name), state.topics.get(name)) {
+                    topics.insert(name.clone(), own.clone());
+                }
+            }
+            let summary = ReplaceSummary::between(&state.topics, &topics);
+            state.topics = topics;
+            state.data_version = master.data_version;
+            self.file.mark_dirty();
+            summary
+        };
+        self.persist()?;
+        Ok(Some(summary))
+    }
+
     /// The options the table was loaded with.
     pub fn options(&self) -> &TopicConfigOptions {
         &self.options
@@ -591,6 +625,28 @@ mod tests {
         assert_eq!(topics.data_version().counter, version.counter + 2);
         // The 4-argument form leaves the flag alone.
         assert!(topics.create_topic_in_send_back("%RETRY%g", 1, 6, 0).unwrap().order);
+    }
+
+    #[test]
+    fn replace_all_copies_the_master_but_keeps_own_system_topics() {
+        let dir = tempfile::tempdir().unwrap();
+        let topics = load(&dir, TopicConfigOptions::default());
+        topics.update(TopicConfig::new("OnlyOnSlave", 1, 1)).unwrap();
+        let mut master = TopicConfigSerializeWrapper {
+            data_version: DataVersion { counter: 5, state_version: 0, timestamp: 42 },
+            topic_config_table: BTreeMap::new(),
+        };
+        master.topic_config_table.insert("T".into(), TopicConfig::new("T", 4, 4));
+        master.topic_config_table.insert("TBW102".into(), TopicConfig::new("TBW102", 2, 2));
+        let summary = topics.replace_all(master.clone()).unwrap().unwrap();
+        assert_eq!(summary, ReplaceSummary { added: 1, updated: 1, removed: 1 });
+        assert!(topics.contains("T") && !topics.contains("OnlyOnSlave"));
+        assert_eq!(topics.select("TBW102").unwrap().write_queue_nums, 2, "the master's config wins");
+        assert!(topics.contains("SCHEDULE_TOPIC_XXXX") && topics.contains("broker-a"), "own system topics stay");
+        assert_eq!(topics.data_version(), master.data_version);
+        assert_eq!(topics.replace_all(master.clone()).unwrap(), None, "same version: nothing to do");
+        let reloaded = load(&dir, TopicConfigOptions::default());
+        assert_eq!(reloaded.all(), topics.all(), "persisted");
     }
 
     #[test]

@@ -1,0 +1,143 @@
+//! Master and slave brokers of one broker name over real loopback TCP: the slave learns the
+//! master's HA address from the name server, follows its CommitLog and serves the messages;
+//! a SYNC_MASTER that needs one slave answers SLAVE_NOT_AVAILABLE before the slave is there
+//! and SUCCESS only once the slave has the message; GET_BROKER_HA_STATUS reports both sides.
+
+use std::time::{Duration, Instant};
+
+use ferromq_broker::{BrokerRole, BrokerSettings};
+use ferromq_protocol::body::JsonBody;
+use ferromq_protocol::header::*;
+use ferromq_protocol::message::StoredMessage;
+use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use ferromq_remoting::{ClientConfig, RemotingClient};
+use ferromq_replication::HaRuntimeInfo;
+use ferromq_testkit::{send_request, test_settings, LocalCluster};
+use tokio::net::TcpListener;
+
+const T: Duration = Duration::from_secs(10);
+
+struct Slave {
+    addr: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+    _dir: tempfile::TempDir,
+}
+
+async fn start_slave(ns_addr: &str) -> Slave {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s: BrokerSettings = test_settings(dir.path(), ns_addr);
+    s.broker.broker_id = 1;
+    s.broker.broker_role = BrokerRole::Slave;
+    s.broker.slave_sync_interval = 200;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        ferromq_broker::run(s, listener, async {
+            let _ = stopped.await;
+        })
+        .await
+        .expect("slave runs");
+    });
+    Slave { addr, stop, task, _dir: dir }
+}
+
+async fn ha_status(client: &RemotingClient, addr: &str) -> HaRuntimeInfo {
+    let r = client.invoke(addr, RemotingCommand::request(request_code::GET_BROKER_HA_STATUS), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    HaRuntimeInfo::decode(&r.body).unwrap()
+}
+
+async fn max_offset(client: &RemotingClient, addr: &str, topic: &str) -> i64 {
+    let req = RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&GetMaxOffsetRequestHeader {
+        topic: topic.into(),
+        queue_id: 0,
+        committed: None,
+        broker_name: None,
+    });
+    let r = client.invoke(addr, req, T).await.unwrap();
+    r.decode_header::<OffsetResponseHeader>().map(|h| h.offset).unwrap_or(-1)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_master_waits_for_its_slave_and_the_slave_serves_what_was_acknowledged() {
+    let c = LocalCluster::start(|s| {
+        s.broker.broker_role = BrokerRole::SyncMaster;
+        // 4.x behaviour: every send waits for one slave (the master counts as one).
+        s.ha.in_sync_replicas = 2;
+        s.ha.slave_timeout_ms = 3_000;
+    })
+    .await;
+    let client = RemotingClient::new(ClientConfig::default());
+    // No slave yet: stored, but the producer hears SLAVE_NOT_AVAILABLE (with the message id).
+    let r = client.invoke(&c.broker_addr, send_request("HaTopic", 0, b"early", &[]), T).await.unwrap();
+    assert_eq!(r.code, response_code::SLAVE_NOT_AVAILABLE, "{:?}", r.remark);
+    assert!(!r.decode_header::<SendMessageResponseHeader>().unwrap().msg_id.is_empty());
+
+    let slave = start_slave(&c.ns_addr).await;
+    let deadline = Instant::now() + T;
+    loop {
+        let info = ha_status(&client, &c.broker_addr).await;
+        if info.in_sync_slave_nums == 1 {
+            assert!(info.master);
+            assert_eq!(info.ha_connection_info.len(), 1);
+            break;
+        }
+        assert!(Instant::now() < deadline, "the slave never connected: {info:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Every acknowledged send is on the slave when the answer comes.
+    for i in 0..50 {
+        let body = format!("m{i}");
+        let r = client.invoke(&c.broker_addr, send_request("HaTopic", 0, body.as_bytes(), &[]), T).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let offset = r.decode_header::<SendMessageResponseHeader>().unwrap().queue_offset;
+        // The slave's consume queue follows its CommitLog by dispatch: allow it a moment.
+        let deadline = Instant::now() + T;
+        while max_offset(&client, &slave.addr, "HaTopic").await <= offset {
+            assert!(Instant::now() < deadline, "message {i} acknowledged but not on the slave");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    // The slave refuses writes and serves reads.
+    let r = client.invoke(&slave.addr, send_request("HaTopic", 0, b"x", &[]), T).await.unwrap();
+    assert_eq!(r.code, response_code::SERVICE_NOT_AVAILABLE);
+    let pull = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
+        consumer_group: "cg".into(),
+        topic: "HaTopic".into(),
+        queue_id: 0,
+        queue_offset: 0,
+        max_msg_nums: 64,
+        sys_flag: pull_sys_flag::SUBSCRIPTION,
+        subscription: Some("*".into()),
+        expression_type: Some("TAG".into()),
+        ..Default::default()
+    });
+    // The slave learns the topic from its metadata sync.
+    let deadline = Instant::now() + T;
+    let r = loop {
+        let r = client.invoke(&slave.addr, pull.clone(), T).await.unwrap();
+        if r.code != response_code::TOPIC_NOT_EXIST || Instant::now() > deadline {
+            break r;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let bodies: Vec<String> = StoredMessage::decode_all(&r.body)
+        .unwrap()
+        .into_iter()
+        .map(|m| String::from_utf8(m.body.to_vec()).unwrap())
+        .collect();
+    // One pull returns what the store's transfer limits allow; the first is the early one.
+    assert!(!bodies.is_empty() && bodies.len() <= 51);
+    assert_eq!(bodies[0], "early");
+    assert_eq!(bodies.get(1).map(String::as_str), Some("m0"));
+    let info = ha_status(&client, &slave.addr).await;
+    assert!(!info.master);
+
+    let _ = slave.stop.send(());
+    tokio::time::timeout(T, slave.task).await.unwrap().unwrap();
+    client.shutdown().await;
+    c.stop().await;
+}
