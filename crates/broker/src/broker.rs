@@ -32,6 +32,8 @@ use crate::stats::{self, BrokerStats};
 const PULL_EXPIRY_TICK: Duration = Duration::from_millis(100);
 /// How often silent clients are looked for (Java: every 10 s).
 const CLIENT_SCAN_INTERVAL: Duration = Duration::from_secs(10);
+/// How soon a slave registers again while the name servers know no master for it.
+const SLAVE_MASTER_RETRY: Duration = Duration::from_secs(1);
 /// Time allowed for one name-server registration call.
 const NAMESRV_TIMEOUT: Duration = Duration::from_secs(6);
 
@@ -509,8 +511,11 @@ pub async fn run(
         tasks.spawn(async move {
             loop {
                 b.register_all().await;
+                // A slave that does not know its master yet (it registered first) asks again
+                // soon rather than a whole period later: replication waits on the answer.
+                let wait = if b.is_slave() && b.master_addr().is_none() { SLAVE_MASTER_RETRY } else { period };
                 tokio::select! {
-                    _ = tokio::time::sleep(period) => {}
+                    _ = tokio::time::sleep(wait) => {}
                     _ = b.register_now.notified() => {}
                 }
             }

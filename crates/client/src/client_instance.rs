@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ferromq_protocol::body::{
-    ConsumerData, ConsumerListByGroupResponseBody, HeartbeatData, JsonBody, ProducerData, TopicRouteData,
+    ConsumerData, ConsumerListByGroupResponseBody, HeartbeatData, JsonBody, ProducerData, TopicRouteData, MASTER_ID,
 };
 use ferromq_protocol::header::{
     GetConsumerListByGroupRequestHeader, GetRouteInfoRequestHeader, UnregisterClientRequestHeader,
@@ -100,9 +100,10 @@ pub struct ClientInstance {
     consumer_table: ConsumerTable,
     /// Producer group -> its transactional producer's check queue.
     transaction_checks: TransactionChecks,
-    /// Woken when a route names a master broker not seen before, so that it gets a heartbeat
+    /// Woken when a route names a broker address not seen before, so that it gets a heartbeat
     /// at once rather than on the next timer tick: a broker checks transactions back only
-    /// with producers whose heartbeat it has.
+    /// with producers whose heartbeat it has, and a slave that took over reads while its
+    /// master is down answers rebalances only for consumers whose heartbeat it has.
     new_broker: Arc<Notify>,
     tasks: Mutex<JoinSet<()>>,
     stop_tx: watch::Sender<bool>,
@@ -160,7 +161,7 @@ impl ClientInstance {
         lock(&self.producer_groups).insert(group.to_owned())
     }
 
-    /// Removes the group and tells every broker. Java: `unregisterProducer` +
+    /// Removes the group and tells every broker, slaves included. Java: `unregisterProducer` +
     /// `unregisterClient`.
     pub(crate) async fn unregister_producer(&self, group: &str) {
         lock(&self.producer_groups).remove(group);
@@ -169,7 +170,7 @@ impl ClientInstance {
             producer_group: Some(group.to_owned()),
             consumer_group: None,
         };
-        for addr in self.master_addrs() {
+        for addr in self.broker_addrs(true) {
             let req = RemotingCommand::request(request_code::UNREGISTER_CLIENT).with_header(&header);
             match self.remoting.invoke(&addr, req, self.config.mq_client_api_timeout).await {
                 Ok(r) if r.code == response_code::SUCCESS => {}
@@ -215,7 +216,8 @@ impl ClientInstance {
         }
     }
 
-    /// Removes the consumer group and tells every broker. Java: `unregisterConsumer`.
+    /// Removes the consumer group and tells every broker, slaves included. Java:
+    /// `unregisterConsumer` + `unregisterClient`.
     pub(crate) async fn unregister_consumer(&self, group: &str) {
         lock(&self.consumer_groups).remove(group);
         self.consumer_table.remove(group);
@@ -224,7 +226,7 @@ impl ClientInstance {
             producer_group: None,
             consumer_group: Some(group.to_owned()),
         };
-        for addr in self.master_addrs() {
+        for addr in self.broker_addrs(true) {
             let req = RemotingCommand::request(request_code::UNREGISTER_CLIENT).with_header(&header);
             match self.remoting.invoke(&addr, req, self.config.mq_client_api_timeout).await {
                 Ok(r) if r.code == response_code::SUCCESS => {}
@@ -282,18 +284,20 @@ impl ClientInstance {
         Ok(self.install_route(topic, &route))
     }
 
-    /// Caches publish info for `topic` built from `route` (possibly a template's).
+    /// Caches publish info for `topic` built from `route` (possibly a template's). Each
+    /// broker name's addresses are replaced by the route's, so a broker the name server
+    /// dropped (a master that died) is no longer called.
     pub(crate) fn install_route(&self, topic: &str, route: &TopicRouteData) -> Arc<PublishInfo> {
-        let mut new_master = false;
+        let mut new_broker = false;
         {
             let mut brokers = lock(&self.brokers);
-            let known: BTreeSet<String> = brokers.values().filter_map(|m| m.get(&0).cloned()).collect();
+            let known: BTreeSet<String> = brokers.values().flat_map(|m| m.values().cloned()).collect();
             for bd in &route.broker_datas {
-                new_master |= bd.broker_addrs.get(&0).is_some_and(|a| !known.contains(a));
+                new_broker |= bd.broker_addrs.values().any(|a| !known.contains(a));
                 brokers.insert(bd.broker_name.clone(), bd.broker_addrs.clone());
             }
         }
-        if new_master {
+        if new_broker {
             self.new_broker.notify_one();
         }
         let info = Arc::new(PublishInfo::from_route(topic, route));
@@ -301,13 +305,30 @@ impl ClientInstance {
         info
     }
 
-    /// The master address of `broker_name`, if known.
+    /// The master address of `broker_name`, if known. Java: `findBrokerAddressInPublish`.
     pub(crate) fn master_addr(&self, broker_name: &str) -> Option<String> {
-        lock(&self.brokers).get(broker_name).and_then(|m| m.get(&0).cloned())
+        lock(&self.brokers).get(broker_name).and_then(|m| m.get(&MASTER_ID).cloned())
     }
 
-    fn master_addrs(&self) -> BTreeSet<String> {
-        lock(&self.brokers).values().filter_map(|m| m.get(&0).cloned()).collect()
+    /// The broker of `broker_name` to read from, preferring `broker_id`.
+    /// Java: `MQClientInstance#findBrokerAddressInSubscribe`; see [`select_broker`].
+    pub(crate) fn find_broker_in_subscribe(
+        &self,
+        broker_name: &str,
+        broker_id: i64,
+        only_this_broker: bool,
+    ) -> Option<FoundBroker> {
+        lock(&self.brokers).get(broker_name).and_then(|m| select_broker(m, broker_id, only_this_broker))
+    }
+
+    /// Every known master address, and with `slaves` every slave address too.
+    fn broker_addrs(&self, slaves: bool) -> BTreeSet<String> {
+        lock(&self.brokers)
+            .values()
+            .flat_map(|m| m.iter())
+            .filter(|(id, _)| slaves || **id == MASTER_ID)
+            .map(|(_, addr)| addr.clone())
+            .collect()
     }
 
     /// GET_ROUTEINFO_BY_TOPIC against the name servers, moving to the next on a transport
@@ -362,7 +383,9 @@ impl ClientInstance {
         }
     }
 
-    /// HEART_BEAT to every master broker, listing the producer and consumer groups.
+    /// HEART_BEAT to every master broker, and to the slaves too when there are consumer
+    /// groups (a consumer may pull from a slave, and asks it for the group's members while
+    /// the master is down), listing the producer and consumer groups.
     /// Java: `sendHeartbeatToAllBroker`.
     pub(crate) async fn heartbeat_all(&self) {
         let groups: Vec<ProducerData> =
@@ -371,6 +394,7 @@ impl ClientInstance {
         if groups.is_empty() && consumers.is_empty() {
             return;
         }
+        let addrs = self.broker_addrs(!consumers.is_empty());
         let body = HeartbeatData {
             client_id: self.client_id.clone(),
             producer_data_set: groups,
@@ -378,7 +402,7 @@ impl ClientInstance {
             ..Default::default()
         }
         .encode();
-        for addr in self.master_addrs() {
+        for addr in addrs {
             let req = RemotingCommand::request(request_code::HEART_BEAT).with_body(body.clone());
             match self.remoting.invoke(&addr, req, self.config.mq_client_api_timeout).await {
                 Ok(r) if r.code == response_code::SUCCESS => {}
@@ -424,6 +448,37 @@ async fn background(instance: Weak<ClientInstance>, new_broker: Arc<Notify>, mut
     }
 }
 
+/// A broker chosen for a call: its address and whether it is a slave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FoundBroker {
+    pub(crate) addr: String,
+    pub(crate) slave: bool,
+}
+
+/// Picks from one broker name's addresses (broker id -> address): `broker_id`; for a slave
+/// id that is not there, the next id; then, unless `only_this_broker`, the lowest id present
+/// (the master when it is alive, else a slave). Java:
+/// `MQClientInstance#findBrokerAddressInSubscribe` (whose `HashMap` of small ids iterates in
+/// id order).
+pub(crate) fn select_broker(
+    addrs: &BTreeMap<i64, String>,
+    broker_id: i64,
+    only_this_broker: bool,
+) -> Option<FoundBroker> {
+    if let Some(addr) = addrs.get(&broker_id) {
+        return Some(FoundBroker { addr: addr.clone(), slave: broker_id != MASTER_ID });
+    }
+    if broker_id != MASTER_ID {
+        if let Some(addr) = addrs.get(&(broker_id + 1)) {
+            return Some(FoundBroker { addr: addr.clone(), slave: true });
+        }
+    }
+    if only_this_broker {
+        return None;
+    }
+    addrs.iter().next().map(|(id, addr)| FoundBroker { addr: addr.clone(), slave: *id != MASTER_ID })
+}
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -431,6 +486,25 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn subscribe_lookup_prefers_the_id_then_the_next_slave_then_the_lowest_id() {
+        let both = BTreeMap::from([(0, "m:1".to_owned()), (1, "s1:1".to_owned())]);
+        let found = |addr: &str, slave| Some(FoundBroker { addr: addr.to_owned(), slave });
+        assert_eq!(select_broker(&both, 1, false), found("s1:1", true));
+        assert_eq!(select_broker(&both, 0, false), found("m:1", false));
+        assert_eq!(select_broker(&both, 0, true), found("m:1", false));
+        // The suggested slave left the route: its next id, else the master.
+        let two_slaves = BTreeMap::from([(0, "m:1".to_owned()), (2, "s2:1".to_owned())]);
+        assert_eq!(select_broker(&two_slaves, 1, false), found("s2:1", true));
+        assert_eq!(select_broker(&two_slaves, 3, false), found("m:1", false));
+        assert_eq!(select_broker(&two_slaves, 3, true), None);
+        // The master left the route: a slave serves, unless only the master will do.
+        let no_master = BTreeMap::from([(1, "s1:1".to_owned()), (2, "s2:1".to_owned())]);
+        assert_eq!(select_broker(&no_master, 0, false), found("s1:1", true));
+        assert_eq!(select_broker(&no_master, 0, true), None);
+        assert_eq!(select_broker(&BTreeMap::new(), 0, false), None);
+    }
 
     #[test]
     fn client_id_is_ip_at_instance_name() {

@@ -1,5 +1,9 @@
-//! Broker calls of the consumers: offsets, long-polling pulls and send-back. Java: the
-//! consumer parts of `MQClientAPIImpl` and `PullAPIWrapper`.
+//! Broker calls of the consumers: offsets, long-polling pulls and send-back, each sent to the
+//! broker Java's client picks for it. Pulls go to the broker id the last answer suggested
+//! (`pull_node`), so consumers read from a slave when the master sends them there or the
+//! master is gone; offsets are committed to the master, or to a slave while there is none.
+//! Java: the consumer parts of `MQClientAPIImpl` and `PullAPIWrapper`, and
+//! `RemoteBrokerOffsetStore`.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -16,15 +20,18 @@ use ferromq_protocol::header::{
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use tracing::{debug, error, warn};
 
-use crate::client_instance::ClientInstance;
+use crate::client_instance::{ClientInstance, FoundBroker};
 use crate::error::ClientError;
 use crate::message_ext::{decode_pulled, MessageExt};
+use crate::pull_node::PullNodeTable;
 
 /// The broker calls of one consumer group.
 #[derive(Debug)]
 pub(crate) struct ConsumerCalls<'a> {
     pub(crate) instance: &'a ClientInstance,
     pub(crate) group: &'a str,
+    /// The consumer's pull-from-which-broker table.
+    pub(crate) pull_nodes: &'a PullNodeTable,
 }
 
 /// What a long-polling pull asks for.
@@ -33,41 +40,108 @@ pub(crate) struct PullParams {
     pub(crate) batch_size: i32,
     pub(crate) broker_suspend_max: Duration,
     pub(crate) timeout: Duration,
+    /// The consumed offset to commit along with the pull (push consumers in clustering mode,
+    /// once it is above 0); only a master takes it. Java: `commitOffsetEnable` and
+    /// `commitOffsetValue` of `DefaultMQPushConsumerImpl#pullMessage`.
+    pub(crate) commit_offset: Option<i64>,
+}
+
+/// Which broker of a queue's broker name a call goes to.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    /// The master only. Java: `findBrokerAddressInPublish`.
+    Master,
+    /// `broker_id`, with the fall-backs of [`crate::client_instance::select_broker`].
+    /// Java: `findBrokerAddressInSubscribe`.
+    Subscribe { broker_id: i64, only_this_broker: bool },
+}
+
+/// The master if there is one, else (`only_this_broker: false`) a slave.
+const MASTER_ELSE_SLAVE: Target = Target::Subscribe { broker_id: MASTER_ID, only_this_broker: false };
+
+/// Where an UPDATE_CONSUMER_OFFSET landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Committed {
+    /// On the master: the offset is safe.
+    ToMaster,
+    /// On a slave, because the route has no master: commit it again once the master is
+    /// back, or the master keeps its older offset.
+    ToSlave,
+}
+
+/// The sys flag of a pull: long polling with the subscription, and the commit offset only
+/// when pulling from a master (a slave's consumer offsets are copies of the master's).
+/// Java: `PullSysFlag.buildSysFlag` in `DefaultMQPushConsumerImpl#pullMessage` and
+/// `clearCommitOffsetFlag` in `PullAPIWrapper#pullKernelImpl`.
+fn pull_flags(commit_offset: bool, from_slave: bool) -> i32 {
+    let mut flags = pull_sys_flag::SUSPEND | pull_sys_flag::SUBSCRIPTION;
+    if commit_offset && !from_slave {
+        flags |= pull_sys_flag::COMMIT_OFFSET;
+    }
+    flags
 }
 
 impl ConsumerCalls<'_> {
-    async fn broker_addr(&self, mq: &MessageQueue) -> Result<String, ClientError> {
-        if let Some(addr) = self.instance.master_addr(&mq.broker_name) {
-            return Ok(addr);
+    fn find(&self, mq: &MessageQueue, target: Target) -> Option<FoundBroker> {
+        match target {
+            Target::Master => self.instance.master_addr(&mq.broker_name).map(|addr| FoundBroker { addr, slave: false }),
+            Target::Subscribe { broker_id, only_this_broker } => {
+                self.instance.find_broker_in_subscribe(&mq.broker_name, broker_id, only_this_broker)
+            }
+        }
+    }
+
+    /// The broker for a call about `mq`: by `target` in the cached route, else by
+    /// `after_refresh` in a fresh one.
+    async fn broker_for(
+        &self,
+        mq: &MessageQueue,
+        target: Target,
+        after_refresh: Target,
+    ) -> Result<FoundBroker, ClientError> {
+        if let Some(found) = self.find(mq, target) {
+            return Ok(found);
         }
         self.instance.refresh_route(&mq.topic).await?;
-        self.instance
-            .master_addr(&mq.broker_name)
+        self.find(mq, after_refresh)
             .ok_or_else(|| ClientError::BrokerNotFound { topic: mq.topic.clone(), broker_name: mq.broker_name.clone() })
     }
 
-    async fn call(
+    async fn invoke(
         &self,
         mq: &MessageQueue,
+        addr: &str,
         req: RemotingCommand,
         timeout: Duration,
-    ) -> Result<(String, RemotingCommand), ClientError> {
-        let addr = self.broker_addr(mq).await?;
-        let resp = self
-            .instance
-            .remoting()
-            .invoke(&addr, req, timeout)
-            .await
-            .map_err(|source| ClientError::Remoting { topic: mq.topic.clone(), addr: addr.clone(), source })?;
-        Ok((addr, resp))
+    ) -> Result<RemotingCommand, ClientError> {
+        self.instance.remoting().invoke(addr, req, timeout).await.map_err(|source| ClientError::Remoting {
+            topic: mq.topic.clone(),
+            addr: addr.to_owned(),
+            source,
+        })
     }
 
+    /// A call with the API timeout to the broker `target` names.
     async fn call_api(
         &self,
         mq: &MessageQueue,
+        target: Target,
+        after_refresh: Target,
+        req: RemotingCommand,
+    ) -> Result<(FoundBroker, RemotingCommand), ClientError> {
+        let broker = self.broker_for(mq, target, after_refresh).await?;
+        let resp = self.invoke(mq, &broker.addr, req, self.instance.config().mq_client_api_timeout).await?;
+        Ok((broker, resp))
+    }
+
+    /// A call with the API timeout to the master of `mq`'s broker name.
+    async fn call_master(
+        &self,
+        mq: &MessageQueue,
         req: RemotingCommand,
     ) -> Result<(String, RemotingCommand), ClientError> {
-        self.call(mq, req, self.instance.config().mq_client_api_timeout).await
+        let (broker, resp) = self.call_api(mq, Target::Master, Target::Master, req).await?;
+        Ok((broker.addr, resp))
     }
 
     fn broker_error(mq: &MessageQueue, addr: String, resp: RemotingCommand) -> ClientError {
@@ -89,9 +163,9 @@ impl ConsumerCalls<'_> {
     }
 
     /// What a rebalance of `topic` starts from: its readable queues, from a fresh route (which
-    /// is installed for pulls and sends), and the address of a master broker of the topic to
-    /// ask for the group's members (`None` if the route names none).
-    /// Java: the inputs of `RebalanceImpl#rebalanceByTopic`.
+    /// is installed for pulls and sends), and the address of a broker of the topic to ask for
+    /// the group's members: a master, else a slave (`None` if the route names no broker).
+    /// Java: the inputs of `RebalanceImpl#rebalanceByTopic`, `findBrokerAddrByTopic`.
     pub(crate) async fn rebalance_inputs(
         &self,
         topic: &str,
@@ -105,10 +179,12 @@ impl ConsumerCalls<'_> {
             .flat_map(|qd| (0..qd.read_queue_nums).map(|q| MessageQueue::new(topic, qd.broker_name.clone(), q)))
             .collect();
         let master = route.broker_datas.iter().find_map(|bd| bd.broker_addrs.get(&MASTER_ID).cloned());
-        Ok((queues, master))
+        let any = || route.broker_datas.iter().find_map(|bd| bd.broker_addrs.values().next().cloned());
+        Ok((queues, master.or_else(any)))
     }
 
-    /// QUERY_CONSUMER_OFFSET; `None` on QUERY_NOT_FOUND.
+    /// QUERY_CONSUMER_OFFSET of the master (or, when a fresh route has no master, a
+    /// slave); `None` on QUERY_NOT_FOUND. Java: `RemoteBrokerOffsetStore#fetchConsumeOffsetFromBroker`.
     pub(crate) async fn query_offset(&self, mq: &MessageQueue) -> Result<Option<i64>, ClientError> {
         let header = QueryConsumerOffsetRequestHeader {
             consumer_group: self.group.to_owned(),
@@ -118,15 +194,18 @@ impl ConsumerCalls<'_> {
             broker_name: Some(mq.broker_name.clone()),
         };
         let req = RemotingCommand::request(request_code::QUERY_CONSUMER_OFFSET).with_header(&header);
-        let (addr, resp) = self.call_api(mq, req).await?;
+        let only_master = Target::Subscribe { broker_id: MASTER_ID, only_this_broker: true };
+        let (broker, resp) = self.call_api(mq, only_master, MASTER_ELSE_SLAVE, req).await?;
+        let addr = broker.addr;
         if resp.code == response_code::QUERY_NOT_FOUND {
             return Ok(None);
         }
         Self::offset_of(mq, addr, resp).map(|o| (o >= 0).then_some(o))
     }
 
-    /// UPDATE_CONSUMER_OFFSET.
-    pub(crate) async fn update_offset(&self, mq: &MessageQueue, offset: i64) -> Result<(), ClientError> {
+    /// UPDATE_CONSUMER_OFFSET to the master, or to a slave while the route has no master.
+    /// Java: `RemoteBrokerOffsetStore#updateConsumeOffsetToBroker`.
+    pub(crate) async fn update_offset(&self, mq: &MessageQueue, offset: i64) -> Result<Committed, ClientError> {
         let header = UpdateConsumerOffsetRequestHeader {
             consumer_group: self.group.to_owned(),
             topic: mq.topic.clone(),
@@ -135,11 +214,11 @@ impl ConsumerCalls<'_> {
             broker_name: Some(mq.broker_name.clone()),
         };
         let req = RemotingCommand::request(request_code::UPDATE_CONSUMER_OFFSET).with_header(&header);
-        let (addr, resp) = self.call_api(mq, req).await?;
+        let (broker, resp) = self.call_api(mq, MASTER_ELSE_SLAVE, MASTER_ELSE_SLAVE, req).await?;
         if resp.code != response_code::SUCCESS {
-            return Err(Self::broker_error(mq, addr, resp));
+            return Err(Self::broker_error(mq, broker.addr, resp));
         }
-        Ok(())
+        Ok(if broker.slave { Committed::ToSlave } else { Committed::ToMaster })
     }
 
     /// Where a new queue starts: the committed offset, else by `from_where`.
@@ -186,11 +265,13 @@ impl ConsumerCalls<'_> {
                 RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&header)
             }
         };
-        let (addr, resp) = self.call_api(mq, req).await?;
+        let (addr, resp) = self.call_master(mq, req).await?;
         Self::offset_of(mq, addr, resp)
     }
 
     /// One PULL_MESSAGE held by the broker; the next offset and the messages matching `sub`.
+    /// It goes to the broker the queue's last answer suggested (the master at first), and
+    /// the answer's suggestion is kept for the next pull.
     /// Java: `PullAPIWrapper#pullKernelImpl` + `processPullResult`.
     pub(crate) async fn pull(
         &self,
@@ -199,14 +280,16 @@ impl ConsumerCalls<'_> {
         sub: &SubscriptionData,
         params: PullParams,
     ) -> Result<(i64, Vec<MessageExt>), ClientError> {
+        let node = Target::Subscribe { broker_id: self.pull_nodes.node_of(mq), only_this_broker: false };
+        let broker = self.broker_for(mq, node, node).await?;
         let header = PullMessageRequestHeader {
             consumer_group: self.group.to_owned(),
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,
             queue_offset: offset,
             max_msg_nums: params.batch_size,
-            sys_flag: pull_sys_flag::SUSPEND | pull_sys_flag::SUBSCRIPTION,
-            commit_offset: 0,
+            sys_flag: pull_flags(params.commit_offset.is_some(), broker.slave),
+            commit_offset: params.commit_offset.unwrap_or(0),
             suspend_timeout_millis: params.broker_suspend_max.as_millis() as i64,
             subscription: Some(sub.sub_string.clone()),
             sub_version: sub.sub_version,
@@ -215,7 +298,8 @@ impl ConsumerCalls<'_> {
             ..Default::default()
         };
         let req = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&header);
-        let (addr, resp) = self.call(mq, req, params.timeout).await?;
+        let addr = broker.addr;
+        let resp = self.invoke(mq, &addr, req, params.timeout).await?;
         match resp.code {
             response_code::SUCCESS
             | response_code::PULL_NOT_FOUND
@@ -225,6 +309,7 @@ impl ConsumerCalls<'_> {
         }
         let h: PullMessageResponseHeader =
             resp.decode_header().map_err(|source| ClientError::Header { addr: addr.clone(), source })?;
+        self.pull_nodes.suggest(mq, h.suggest_which_broker_id);
         if resp.code != response_code::SUCCESS {
             if resp.code == response_code::PULL_OFFSET_MOVED {
                 warn!(topic = %mq.topic, queue_id = mq.queue_id, offset, next = h.next_begin_offset, "pull offset moved");
@@ -266,7 +351,7 @@ impl ConsumerCalls<'_> {
             broker_name: Some(msg.message_queue.broker_name.clone()),
         };
         let req = RemotingCommand::request(request_code::CONSUMER_SEND_MSG_BACK).with_header(&header);
-        let (addr, resp) = self.call_api(&msg.message_queue, req).await?;
+        let (addr, resp) = self.call_master(&msg.message_queue, req).await?;
         if resp.code != response_code::SUCCESS {
             return Err(Self::broker_error(&msg.message_queue, addr, resp));
         }
@@ -334,7 +419,7 @@ impl ConsumerCalls<'_> {
     pub(crate) async fn lock_batch(&self, mqs: &BTreeSet<MessageQueue>) -> Result<BTreeSet<MessageQueue>, ClientError> {
         let Some(first) = mqs.first() else { return Ok(BTreeSet::new()) };
         let req = self.lock_request(request_code::LOCK_BATCH_MQ, mqs);
-        let (addr, resp) = self.call_api(first, req).await?;
+        let (addr, resp) = self.call_master(first, req).await?;
         if resp.code != response_code::SUCCESS {
             return Err(Self::broker_error(first, addr, resp));
         }
@@ -347,7 +432,7 @@ impl ConsumerCalls<'_> {
     pub(crate) async fn unlock_batch(&self, mqs: &BTreeSet<MessageQueue>) -> Result<(), ClientError> {
         let Some(first) = mqs.first() else { return Ok(()) };
         let req = self.lock_request(request_code::UNLOCK_BATCH_MQ, mqs);
-        let (addr, resp) = self.call_api(first, req).await?;
+        let (addr, resp) = self.call_master(first, req).await?;
         if resp.code != response_code::SUCCESS {
             return Err(Self::broker_error(first, addr, resp));
         }
@@ -408,4 +493,18 @@ pub(crate) const RETRY_PREFIX: &str = "%RETRY%";
 /// The retry topic of `group`. Java: `MixAll#getRetryTopic`.
 pub(crate) fn retry_topic(group: &str) -> String {
     format!("{RETRY_PREFIX}{group}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pulls_from_a_slave_never_carry_the_commit_offset_flag() {
+        let base = pull_sys_flag::SUSPEND | pull_sys_flag::SUBSCRIPTION;
+        assert_eq!(pull_flags(true, false), base | pull_sys_flag::COMMIT_OFFSET);
+        assert_eq!(pull_flags(true, true), base, "Java clears the flag when the broker found is a slave");
+        assert_eq!(pull_flags(false, false), base);
+        assert_eq!(pull_flags(false, true), base);
+    }
 }

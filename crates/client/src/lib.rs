@@ -22,6 +22,7 @@ mod message;
 mod message_ext;
 mod producer;
 mod publish_info;
+mod pull_node;
 mod push_consumer;
 mod send_result;
 mod subscription;

@@ -21,10 +21,11 @@ use tracing::{debug, info, warn};
 
 use crate::allocate::AllocateStrategy;
 use crate::client_instance::{lock, ClientConfig, ClientInstance};
-use crate::consumer_calls::{log_pull_failure, ConsumerCalls, PullParams};
+use crate::consumer_calls::{log_pull_failure, Committed, ConsumerCalls, PullParams};
 use crate::consumer_stats::epoch_ms;
 use crate::error::ClientError;
 use crate::message_ext::MessageExt;
+use crate::pull_node::PullNodeTable;
 use crate::subscription::{build_subscription, MessageSelector};
 
 /// Messages buffered per queue before its pulls pause. Java: `pullThresholdForQueue`.
@@ -171,6 +172,8 @@ struct Inner {
     /// Held while consumed offsets are committed, so a periodic commit of an old offset
     /// cannot land after an offset reset's commit.
     commits: tokio::sync::Mutex<()>,
+    /// Which broker each queue is pulled from next.
+    pull_nodes: PullNodeTable,
 }
 
 /// A consumer the application polls. Create, [`assign`](Self::assign) or
@@ -207,6 +210,7 @@ impl LitePullConsumer {
                 pulls: Mutex::new(JoinSet::new()),
                 start_ms: AtomicI64::new(0),
                 commits: tokio::sync::Mutex::new(()),
+                pull_nodes: PullNodeTable::default(),
             }),
         }
     }
@@ -520,15 +524,15 @@ impl Inner {
     /// (clustering).
     async fn rebalance(self: &Arc<Self>) {
         let Some(topic) = self.subscribed_topic() else { return };
-        let (all, master) = match self.calls().rebalance_inputs(&topic).await {
+        let (all, member_source) = match self.calls().rebalance_inputs(&topic).await {
             Ok(inputs) => inputs,
             Err(e) => {
                 warn!(topic = %topic, error = %e, "rebalance: no route");
                 return;
             }
         };
-        let Some(addr) = master else {
-            warn!(topic = %topic, "rebalance: no master broker");
+        let Some(addr) = member_source else {
+            warn!(topic = %topic, "rebalance: no broker to ask for the group's members");
             return;
         };
         let cids = match self.instance.consumer_ids(&addr, &self.config.group).await {
@@ -550,7 +554,7 @@ impl Inner {
     }
 
     fn calls(&self) -> ConsumerCalls<'_> {
-        ConsumerCalls { instance: &self.instance, group: &self.config.group }
+        ConsumerCalls { instance: &self.instance, group: &self.config.group, pull_nodes: &self.pull_nodes }
     }
 
     /// QUERY_CONSUMER_OFFSET; `None` on QUERY_NOT_FOUND.
@@ -558,10 +562,13 @@ impl Inner {
         self.calls().query_offset(mq).await
     }
 
-    async fn update_offset(&self, mq: &MessageQueue, offset: i64) -> Result<(), ClientError> {
+    /// UPDATE_CONSUMER_OFFSET to the master (a slave while there is none).
+    async fn update_offset(&self, mq: &MessageQueue, offset: i64) -> Result<Committed, ClientError> {
         self.calls().update_offset(mq, offset).await
     }
 
+    /// Commits every queue whose consumed offset moved, or whose last commit went to a
+    /// slave because the master was gone (so the master gets it once it is back).
     async fn commit_all(&self) -> Result<(), ClientError> {
         let _commits = self.commits.lock().await;
         let dirty: Vec<(MessageQueue, i64)> = lock(&self.state)
@@ -573,7 +580,8 @@ impl Inner {
         let mut first_err = None;
         for (mq, offset) in dirty {
             match self.update_offset(&mq, offset).await {
-                Ok(()) => {
+                Ok(Committed::ToSlave) => {}
+                Ok(Committed::ToMaster) => {
                     if let Some(q) = lock(&self.state).queues.get_mut(&mq) {
                         if q.consumed == Some(offset) {
                             q.dirty = false;
@@ -614,6 +622,8 @@ impl Inner {
             batch_size: self.config.pull_batch_size,
             broker_suspend_max: self.config.broker_suspend_max,
             timeout: self.config.consumer_timeout_when_suspend,
+            // Java's lite pull consumer never commits along with a pull.
+            commit_offset: None,
         };
         self.calls().pull(mq, offset, sub, params).await
     }

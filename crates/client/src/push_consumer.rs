@@ -23,11 +23,12 @@ use tracing::{debug, info, warn};
 
 use crate::allocate::AllocateStrategy;
 use crate::client_instance::{lock, ClientConfig, ClientInstance};
-use crate::consumer_calls::{log_pull_failure, retry_topic, ConsumerCalls, PullParams, RETRY_PREFIX};
+use crate::consumer_calls::{log_pull_failure, retry_topic, Committed, ConsumerCalls, PullParams, RETRY_PREFIX};
 use crate::consumer_stats::{epoch_ms, ConsumerStats};
 use crate::error::ClientError;
 use crate::local_offset_store::{default_offset_store_dir, LocalOffsetStore};
 use crate::message_ext::MessageExt;
+use crate::pull_node::PullNodeTable;
 use crate::subscription::{build_subscription, MessageSelector};
 
 mod control;
@@ -256,6 +257,8 @@ struct Inner {
     /// Held while consumed offsets are committed, so a periodic commit of an old offset
     /// cannot land after an offset reset's commit.
     commits: tokio::sync::Mutex<()>,
+    /// Which broker each queue is pulled from next.
+    pull_nodes: PullNodeTable,
 }
 
 impl std::fmt::Debug for Inner {
@@ -304,6 +307,7 @@ impl PushConsumer {
                 start_ms: AtomicI64::new(0),
                 reassign: tokio::sync::Mutex::new(()),
                 commits: tokio::sync::Mutex::new(()),
+                pull_nodes: PullNodeTable::default(),
             }),
         }
     }
@@ -450,7 +454,7 @@ impl Inner {
     }
 
     fn calls(&self) -> ConsumerCalls<'_> {
-        ConsumerCalls { instance: &self.instance, group: &self.config.group }
+        ConsumerCalls { instance: &self.instance, group: &self.config.group, pull_nodes: &self.pull_nodes }
     }
 
     fn consumer_data(&self) -> ConsumerData {
@@ -469,13 +473,14 @@ impl Inner {
     }
 
     /// Stores a consumed offset: in the local table (broadcasting; written by
-    /// [`Self::persist_local`]) or on the broker.
-    async fn store_offset(&self, mq: &MessageQueue, offset: i64) -> Result<(), ClientError> {
+    /// [`Self::persist_local`]) or on the broker. False when it landed on a slave because
+    /// the master is gone: it is to be committed again, so the master gets it once back.
+    async fn store_offset(&self, mq: &MessageQueue, offset: i64) -> Result<bool, ClientError> {
         if let Some(store) = lock(&self.local_offsets).as_mut() {
             store.set(mq, offset);
-            return Ok(());
+            return Ok(true);
         }
-        self.calls().update_offset(mq, offset).await
+        Ok(self.calls().update_offset(mq, offset).await? == Committed::ToMaster)
     }
 
     /// Writes the local offset file of a broadcasting consumer.
@@ -488,7 +493,8 @@ impl Inner {
         }
     }
 
-    /// Commits every queue whose consumed offset moved. Java: `persistConsumerOffset`.
+    /// Commits every queue whose consumed offset moved (or last went to a slave).
+    /// Java: `persistConsumerOffset`, which commits every queue each time.
     async fn commit_all(&self) -> Result<(), ClientError> {
         let _commits = self.commits.lock().await;
         let dirty: Vec<(MessageQueue, i64)> = lock(&self.state)
@@ -500,7 +506,8 @@ impl Inner {
         let mut first_err = None;
         for (mq, offset) in dirty {
             match self.store_offset(&mq, offset).await {
-                Ok(()) => {
+                Ok(false) => {}
+                Ok(true) => {
                     if let Some(q) = lock(&self.state).queues.get_mut(&mq) {
                         if q.consumed == Some(offset) {
                             q.dirty = false;
@@ -519,7 +526,7 @@ impl Inner {
 
     /// The queues of `topic` this consumer gets. Java: `RebalanceImpl#rebalanceByTopic`.
     async fn share_of(&self, topic: &str) -> Option<Vec<MessageQueue>> {
-        let (all, master) = match self.calls().rebalance_inputs(topic).await {
+        let (all, member_source) = match self.calls().rebalance_inputs(topic).await {
             Ok(inputs) => inputs,
             Err(e) => {
                 debug!(topic = %topic, error = %e, "rebalance: no route");
@@ -530,7 +537,7 @@ impl Inner {
             // Java: `RebalanceImpl#rebalanceByTopic`, BROADCASTING: every queue.
             return Some(all);
         }
-        let addr = master?;
+        let addr = member_source?;
         match self.instance.consumer_ids(&addr, &self.config.group).await {
             Ok(cids) if !cids.is_empty() => {
                 Some(self.config.allocate_strategy.allocate(&all, &cids, self.instance.client_id()))
@@ -669,10 +676,11 @@ impl Inner {
         if let Some(q) = lock(&self.state).queues.get_mut(&mq).filter(|q| q.epoch == epoch) {
             q.consumed.get_or_insert(offset);
         }
-        let params = PullParams {
+        let mut params = PullParams {
             batch_size: self.config.pull_batch_size,
             broker_suspend_max: self.config.broker_suspend_max,
             timeout: self.config.consumer_timeout_when_suspend,
+            commit_offset: None,
         };
         debug!(topic = %mq.topic, queue_id = mq.queue_id, offset, "pulls start");
         let mut failures = 0;
@@ -686,6 +694,7 @@ impl Inner {
                 Some(false) => {}
             }
             let Some(sub) = lock(&self.state).subscriptions.get(&mq.topic).cloned() else { return };
+            params.commit_offset = self.commit_offset_for_pull(&mq);
             let asked = Instant::now();
             match self.calls().pull(&mq, offset, &sub, params).await {
                 Ok((next, msgs)) => {
@@ -711,6 +720,15 @@ impl Inner {
                 }
             }
         }
+    }
+
+    /// The consumed offset a pull carries for the broker to commit: clustering only, and only
+    /// above 0. Java: `commitOffsetEnable` in `DefaultMQPushConsumerImpl#pullMessage`.
+    fn commit_offset_for_pull(&self, mq: &MessageQueue) -> Option<i64> {
+        if self.broadcasting() {
+            return None;
+        }
+        lock(&self.state).queues.get(mq).and_then(|q| q.consumed).filter(|o| *o > 0)
     }
 
     /// Records pulled messages as in flight; false if the queue is gone. Messages filtered

@@ -2,6 +2,8 @@
 //! with temporary directories, for loopback tests of the broker, the client and the tools.
 //! Never a dependency of production code.
 
+mod extra_broker;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -15,6 +17,8 @@ use ferromq_remoting::{ClientConfig, RemotingClient};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+
+pub use extra_broker::{slave_settings, spawn_broker, ExtraBroker};
 
 /// How long the harness waits for anything (registration, shutdown).
 pub const TIMEOUT: Duration = Duration::from_secs(10);
@@ -168,7 +172,9 @@ impl LocalCluster {
         self.broker = Some(broker);
     }
 
-    async fn stop_broker(&mut self) {
+    /// Stops the broker cleanly (the name server keeps running); [`Self::restart_broker`]
+    /// starts it again.
+    pub async fn stop_broker(&mut self) {
         if let Some(b) = self.broker.take() {
             let _ = b.stop.send(());
             tokio::time::timeout(TIMEOUT, b.task).await.expect("broker stops in time").expect("broker task");

@@ -5,6 +5,7 @@
 mod broker;
 mod consumer_status;
 mod group;
+mod ha;
 mod message;
 mod output;
 mod topic;
@@ -55,6 +56,8 @@ enum AdminCommand {
     /// Delete a subscription group.
     #[command(name = "deleteSubGroup")]
     DeleteSubGroup(group::DeleteSubGroupArgs),
+    /// Show the replication state of a broker (-b) or of every master of a cluster (-c).
+    HaStatus(ha::HaStatusArgs),
     /// Show a consumer group's progress on each queue (-g), or list every group with offsets.
     ConsumerProgress(group::ConsumerProgressArgs),
     /// Show a consumer group's online clients.
@@ -123,6 +126,7 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::UpdateBrokerConfig(a) => broker::update_broker_config(ctx, a).await,
         AdminCommand::UpdateSubGroup(a) => group::update_sub_group(ctx, a).await,
         AdminCommand::DeleteSubGroup(a) => group::delete_sub_group(ctx, a).await,
+        AdminCommand::HaStatus(a) => ha::ha_status(ctx, a).await,
         AdminCommand::ConsumerProgress(a) => group::consumer_progress(ctx, a).await,
         AdminCommand::ConsumerConnection(a) => group::consumer_connection(ctx, a).await,
         AdminCommand::ProducerConnection(a) => group::producer_connection(ctx, a).await,

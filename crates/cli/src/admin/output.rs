@@ -50,6 +50,12 @@ pub(crate) fn format_ms(ms: i64) -> String {
     if ms <= 0 {
         return "-".to_owned();
     }
+    human_time_ms(ms)
+}
+
+/// Milliseconds since the epoch as `yyyy-MM-dd HH:mm:ss,SSS` (UTC), whatever the value.
+/// Java: `UtilAll.timeMillisToHumanString2` (in the JVM's time zone).
+pub(crate) fn human_time_ms(ms: i64) -> String {
     let secs = ms.div_euclid(1000);
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);

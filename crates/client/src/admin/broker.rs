@@ -1,12 +1,12 @@
 //! Broker admin calls: topics, subscription groups, broker config and runtime, consumer and
-//! producer views, offset resets and searches, consumer running info.
+//! producer views, offset resets and searches, consumer running info, HA status.
 //! Java: `MQClientAPIImpl#createTopic` and friends.
 
 use std::collections::BTreeMap;
 
 use ferromq_protocol::body::{
-    ConsumeStats, ConsumerConnection, ConsumerRunningInfo, KVTable, MessageQueue, ProducerConnection, ResetOffsetBody,
-    SubscriptionGroupConfig, SubscriptionGroupWrapper, TopicConfig, TopicFilterType, TopicStatsTable,
+    ConsumeStats, ConsumerConnection, ConsumerRunningInfo, HaRuntimeInfo, KVTable, MessageQueue, ProducerConnection,
+    ResetOffsetBody, SubscriptionGroupConfig, SubscriptionGroupWrapper, TopicConfig, TopicFilterType, TopicStatsTable,
 };
 use ferromq_protocol::header::{
     CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader,
@@ -116,6 +116,16 @@ impl AdminClient {
         let table: KVTable =
             self.call_body(addr, RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO)).await?;
         Ok(table.table)
+    }
+
+    /// GET_BROKER_HA_STATUS: the broker's replication state (a master's slaves, or a slave's
+    /// link to its master). Java: `MQClientAPIImpl#getBrokerHAStatus`.
+    ///
+    /// # Errors
+    /// The broker's refusal (a broker without replication answers SYSTEM_ERROR, an older one
+    /// REQUEST_CODE_NOT_SUPPORTED), a transport failure or an unreadable body, naming `addr`.
+    pub async fn broker_ha_status(&self, addr: &str) -> Result<HaRuntimeInfo, AdminError> {
+        self.call_body(addr, RemotingCommand::request(request_code::GET_BROKER_HA_STATUS)).await
     }
 
     /// GET_BROKER_CONFIG: the broker's effective configuration, in file order.

@@ -18,6 +18,7 @@ use tracing::{info, warn};
 use super::{Inner, State};
 use crate::broker_requests::{compact_time, ConsumerControl, ControlFuture};
 use crate::client_instance::lock;
+use crate::consumer_calls::Committed;
 
 impl ConsumerControl for Inner {
     fn consume_type(&self) -> ConsumeType {
@@ -109,9 +110,11 @@ impl Inner {
         }
         for (mq, offset) in moved {
             match self.update_offset(mq, offset).await {
-                Ok(()) => {
+                Ok(committed) => {
+                    // One that went to a slave stays dirty, for the master once it is back.
+                    let settled = committed == Committed::ToMaster;
                     if let Some(q) = lock(&self.state).queues.get_mut(mq).filter(|q| q.consumed == Some(offset)) {
-                        q.dirty = false;
+                        q.dirty = !settled;
                     }
                     info!(consumer_group = %self.config.group, topic = %mq.topic, queue_id = mq.queue_id,
                         queue_offset = offset, "consumer offset reset");

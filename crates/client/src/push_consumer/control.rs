@@ -151,7 +151,7 @@ impl Inner {
         }
         for (mq, offset, _) in &dropped {
             match self.store_offset(mq, *offset).await {
-                Ok(()) => info!(consumer_group = %self.config.group, topic = %mq.topic, queue_id = mq.queue_id,
+                Ok(_) => info!(consumer_group = %self.config.group, topic = %mq.topic, queue_id = mq.queue_id,
                     queue_offset = offset, "consumer offset reset"),
                 Err(e) => warn!(consumer_group = %self.config.group, topic = %mq.topic, queue_id = mq.queue_id,
                     error = %e, "commit of a reset offset failed"),

@@ -17,6 +17,7 @@ mod consumer_running_info;
 mod data_version;
 mod error;
 mod group_list;
+mod ha_runtime_info;
 mod heartbeat;
 mod kv_table;
 mod lenient;
@@ -51,6 +52,7 @@ pub use consumer_running_info::{
 pub use data_version::DataVersion;
 pub use error::BodyError;
 pub use group_list::GroupList;
+pub use ha_runtime_info::{HaClientRuntimeInfo, HaConnectionRuntimeInfo, HaRuntimeInfo};
 pub use heartbeat::{
     CheckClientRequestBody, ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, MessageModel, ProducerData,
     SubscriptionData, EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG, SUB_ALL,
@@ -141,6 +143,11 @@ mod tests {
             }],
             producer_data_set: vec![ProducerData::default()],
             ..HeartbeatData::default()
+        });
+        assert_keys_alphabetical(&HaRuntimeInfo {
+            ha_client_runtime_info: HaClientRuntimeInfo { master_addr: Some("a:1".into()), ..Default::default() },
+            ha_connection_info: vec![HaConnectionRuntimeInfo::default()],
+            ..HaRuntimeInfo::default()
         });
         assert_keys_alphabetical(&KVTable::default());
         assert_keys_alphabetical(&LockBatchRequestBody {
