@@ -41,12 +41,22 @@ run_case() {
     if [ "$with_slave" = yes ]; then
         s=$(broker "$name" 32911 1 SLAVE "haMasterAddress=127.0.0.1:31912")
     fi
-    sleep 4
+    sleep 2
+    if [ -n "$s" ]; then
+        # Load only once the slave is connected and in sync (its client retries every 5 s).
+        for _ in $(seq 60); do
+            if $F admin haStatus -n "127.0.0.1:$ns_port" -b 127.0.0.1:31911 --json 2>/dev/null | grep -q '"inSyncSlaveNums": *1'; then
+                break
+            fi
+            sleep 0.5
+        done
+    fi
     local line
     line=$($F bench produce -n "127.0.0.1:$ns_port" -t "Bench$name" -s 1024 -w "$inflight" --duration "$secs" --quiet 2>&1 | tail -1)
     local lag=""
     if [ -n "$s" ]; then
-        lag=$($F admin haStatus -n "127.0.0.1:$ns_port" -b 127.0.0.1:31911 --json 2>/dev/null | tr -d '\n' | head -c 400 || true)
+        # Bytes the slave is behind right after the load stops.
+        lag=$($F admin haStatus -n "127.0.0.1:$ns_port" -b 127.0.0.1:31911 --json 2>/dev/null | grep -o '"diff": *[0-9-]*' | head -1 || true)
     fi
     echo "$label | $line | ha: ${lag:-n/a}"
     kill -TERM "$m" ${s:+"$s"} 2>/dev/null || true

@@ -45,6 +45,26 @@ impl Broker {
         })
     }
 
+    /// HA entries of GET_BROKER_RUNTIME_INFO. Java 5 has none beyond the CommitLog offsets;
+    /// these extra keys (ignored by tools that do not know them) give the state at a glance:
+    /// on a master its slaves, acked offset, fall-behind bytes and in-sync count; on a slave
+    /// its master and its own end offset.
+    pub(crate) fn insert_ha_runtime_info(&self, table: &mut std::collections::BTreeMap<String, String>) {
+        if let Some(ha) = &self.ha_service {
+            let info = ha.runtime_info();
+            table.insert("haServerAddr".into(), self.ha_server_addr.clone());
+            table.insert("haSlaveCount".into(), ha.connection_count().to_string());
+            table.insert("haInSyncSlaveNums".into(), info.in_sync_slave_nums.to_string());
+            table.insert("haPush2SlaveMaxOffset".into(), ha.push2_slave_max_offset().to_string());
+            table.insert("haSlaveFallBehindBytes".into(), ha.slave_fall_behind_bytes().to_string());
+        }
+        if let Some(client) = &self.ha_client {
+            table.insert("haMasterAddress".into(), client.master_address().unwrap_or_default());
+            table.insert("haSlaveConnected".into(), client.is_connected().to_string());
+            table.insert("haSlaveMaxOffset".into(), self.store.max_phy_offset().to_string());
+        }
+    }
+
     /// GET_BROKER_HA_STATUS: the master's view of its slaves or the slave's client state.
     pub(crate) fn get_broker_ha_status(&self, req: &RemotingCommand) -> RemotingCommand {
         let info = match (&self.ha_service, &self.ha_client) {

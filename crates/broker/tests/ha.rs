@@ -135,6 +135,22 @@ async fn sync_master_waits_for_its_slave_and_the_slave_serves_what_was_acknowled
     assert_eq!(bodies.get(1).map(String::as_str), Some("m0"));
     let info = ha_status(&client, &slave.addr).await;
     assert!(!info.master);
+    // The runtime info carries the HA state too.
+    let runtime = |addr: String| {
+        let client = &client;
+        async move {
+            let r =
+                client.invoke(&addr, RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO), T).await.unwrap();
+            ferromq_protocol::body::KVTable::decode(&r.body).unwrap().table
+        }
+    };
+    let master_info = runtime(c.broker_addr.clone()).await;
+    assert_eq!(master_info.get("haSlaveCount").map(String::as_str), Some("1"));
+    assert_eq!(master_info.get("haInSyncSlaveNums").map(String::as_str), Some("1"));
+    assert!(master_info.contains_key("haSlaveFallBehindBytes"));
+    let slave_info = runtime(slave.addr.clone()).await;
+    assert_eq!(slave_info.get("haSlaveConnected").map(String::as_str), Some("true"));
+    assert!(slave_info.get("haMasterAddress").is_some_and(|a| !a.is_empty()));
 
     let _ = slave.stop.send(());
     tokio::time::timeout(T, slave.task).await.unwrap().unwrap();

@@ -124,6 +124,12 @@ impl Broker {
             "sendThreadPoolQueueSize".into(),
             (self.config.send_thread_pool_queue_capacity - self.send_permits.available_permits()).to_string(),
         );
+        // Java 5's timer keys (zeros without a running wheel, as Java writes them).
+        let (read_behind, offset_behind) =
+            self.timer.as_ref().map_or((0, 0), |t| (t.dequeue_behind_ms() / 1000, t.enqueue_behind_messages()));
+        table.insert("timerReadBehind".into(), read_behind.to_string());
+        table.insert("timerOffsetBehind".into(), offset_behind.to_string());
+        self.insert_ha_runtime_info(&mut table);
         success(req).with_body(KVTable { table }.encode())
     }
 }
