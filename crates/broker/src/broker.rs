@@ -319,11 +319,17 @@ impl Broker {
         if !self.is_slave() {
             return;
         }
-        if let Some(master) = h.master_addr.filter(|m| !m.is_empty()) {
+        {
+            // The answer names the live master, if any: a master that went away is forgotten
+            // (reads are then served here, and the registration is retried soon).
+            let master = h.master_addr.clone().filter(|m| !m.is_empty());
             let mut known = self.master_addr.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if known.as_deref() != Some(master.as_str()) {
-                info!(namesrv, master_addr = %master, "master known");
-                *known = Some(master);
+            if *known != master {
+                match &master {
+                    Some(m) => info!(namesrv, master_addr = %m, "master known"),
+                    None => warn!(namesrv, "no master registered for this broker name"),
+                }
+                *known = master;
             }
         }
         let settings = self.settings.read().unwrap_or_else(std::sync::PoisonError::into_inner);

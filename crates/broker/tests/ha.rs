@@ -24,12 +24,13 @@ struct Slave {
     _dir: tempfile::TempDir,
 }
 
-async fn start_slave(ns_addr: &str) -> Slave {
+async fn start_slave(ns_addr: &str, slave_read_enable: bool) -> Slave {
     let dir = tempfile::tempdir().unwrap();
     let mut s: BrokerSettings = test_settings(dir.path(), ns_addr);
     s.broker.broker_id = 1;
     s.broker.broker_role = BrokerRole::Slave;
     s.broker.slave_sync_interval = 200;
+    s.broker.slave_read_enable = slave_read_enable;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -75,7 +76,7 @@ async fn sync_master_waits_for_its_slave_and_the_slave_serves_what_was_acknowled
     assert_eq!(r.code, response_code::SLAVE_NOT_AVAILABLE, "{:?}", r.remark);
     assert!(!r.decode_header::<SendMessageResponseHeader>().unwrap().msg_id.is_empty());
 
-    let slave = start_slave(&c.ns_addr).await;
+    let slave = start_slave(&c.ns_addr, true).await;
     let deadline = Instant::now() + T;
     loop {
         let info = ha_status(&client, &c.broker_addr).await;
@@ -152,6 +153,37 @@ async fn sync_master_waits_for_its_slave_and_the_slave_serves_what_was_acknowled
     assert_eq!(slave_info.get("haSlaveConnected").map(String::as_str), Some("true"));
     assert!(slave_info.get("haMasterAddress").is_some_and(|a| !a.is_empty()));
 
+    let _ = slave.stop.send(());
+    tokio::time::timeout(T, slave.task).await.unwrap().unwrap();
+    client.shutdown().await;
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_serves_reads_only_with_slave_read_enable() {
+    let c = LocalCluster::start(|_| {}).await;
+    let slave = start_slave(&c.ns_addr, false).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let pull = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
+        consumer_group: "cg".into(),
+        topic: "TBW102".into(),
+        queue_id: 0,
+        queue_offset: 0,
+        max_msg_nums: 1,
+        sys_flag: pull_sys_flag::SUBSCRIPTION,
+        subscription: Some("*".into()),
+        expression_type: Some("TAG".into()),
+        ..Default::default()
+    });
+    let deadline = Instant::now() + T;
+    let r = loop {
+        match client.invoke(&slave.addr, pull.clone(), T).await {
+            Ok(r) => break r,
+            Err(_) if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(50)).await,
+            Err(e) => panic!("slave unreachable: {e}"),
+        }
+    };
+    assert_eq!(r.code, response_code::SYSTEM_BUSY, "Java's rejectRequest: {:?}", r.remark);
     let _ = slave.stop.send(());
     tokio::time::timeout(T, slave.task).await.unwrap().unwrap();
     client.shutdown().await;

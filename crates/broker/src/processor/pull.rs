@@ -60,6 +60,11 @@ impl Broker {
             Ok(h) => h,
             Err(e) => return respond(response_code::SYSTEM_ERROR, e.to_string()),
         };
+        if self.is_slave() && !self.config.slave_read_enable {
+            // Java's PullMessageProcessor#rejectRequest: a slave serves reads only with
+            // slaveReadEnable.
+            return respond(response_code::SYSTEM_BUSY, BUSY_REMARK.to_owned());
+        }
         if !perm::is_readable(self.permission()) {
             return respond(
                 response_code::NO_PERMISSION,
@@ -195,7 +200,7 @@ impl Broker {
         let result = self.store.get_message(&h.topic, h.queue_id, h.queue_offset, max_nums, max_bytes, Some(&filter));
         let tag_codes = filter.tag_codes();
 
-        let (code, mut suggest) = match result.status {
+        let (mut code, mut suggest) = match result.status {
             GetMessageStatus::Found => (response_code::SUCCESS, 0),
             GetMessageStatus::NoMatchedMessage | GetMessageStatus::MessageWasRemoving => {
                 (response_code::PULL_RETRY_IMMEDIATELY, 0)
@@ -214,8 +219,21 @@ impl Broker {
                 (response_code::PULL_OFFSET_MOVED, 0)
             }
         };
-        if result.suggest_pulling_from_slave && self.config.slave_read_enable {
-            suggest = group.which_broker_when_consume_slowly;
+        // Java: with slave reads on, cold reads go to the group's slow-consumer broker and
+        // the rest to the group's own broker id; otherwise always to the master. A slave whose
+        // master is alive sends warm readers back to it, without parking their pulls.
+        if self.config.slave_read_enable {
+            suggest = if result.suggest_pulling_from_slave {
+                group.which_broker_when_consume_slowly
+            } else {
+                group.broker_id
+            };
+        }
+        if self.config.broker_id != 0 && !result.suggest_pulling_from_slave && self.master_addr().is_some() {
+            suggest = 0;
+            if result.status != GetMessageStatus::Found {
+                code = response_code::PULL_RETRY_IMMEDIATELY;
+            }
         }
         // The consumer's committed offset rides along on pulls.
         if h.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0
