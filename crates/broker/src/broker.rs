@@ -12,7 +12,7 @@ use ferromq_protocol::body::{perm, RegisterBrokerBody, TopicConfig, TopicConfigA
 use ferromq_protocol::header::{
     RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, UnRegisterBrokerRequestHeader,
 };
-use ferromq_protocol::message::{crc32_masked, UniqIdGenerator};
+use ferromq_protocol::message::{crc32_masked, MessageProperties, StoredMessage, UniqIdGenerator};
 use ferromq_protocol::{request_code, response_code, version, RemotingCommand};
 use ferromq_remoting::{ClientConfig, Connection, Dispatcher, RemotingClient, RemotingServer, ServerConfig};
 use ferromq_store::{MessageStore, StoreError};
@@ -125,6 +125,32 @@ impl Broker {
     /// A topic the broker created by itself: tell the name servers soon.
     pub(crate) fn on_topic_created(&self, _config: &TopicConfig) {
         self.register_now.notify_one();
+    }
+
+    /// A new message carrying `original`'s body, flag, system flag, born time and host and
+    /// reconsume times, stored by this broker in `topic`/`queue_id` with `properties`: what
+    /// the broker's own re-puts (due delayed messages, half-message copies, discards,
+    /// commits) have in common.
+    pub(crate) fn stored_copy(
+        &self,
+        original: &StoredMessage,
+        topic: String,
+        queue_id: i32,
+        properties: &MessageProperties,
+    ) -> StoredMessage {
+        StoredMessage {
+            topic,
+            queue_id,
+            flag: original.flag,
+            body: original.body.clone(),
+            properties: properties.encode(),
+            sys_flag: original.sys_flag,
+            born_timestamp_ms: original.born_timestamp_ms,
+            born_host: original.born_host,
+            store_host: self.store_host,
+            reconsume_times: original.reconsume_times,
+            ..StoredMessage::default()
+        }
     }
 
     /// The store.

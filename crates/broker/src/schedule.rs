@@ -191,19 +191,7 @@ fn due_message(broker: &Broker, delayed: &StoredMessage) -> Option<StoredMessage
     props.remove(keys::TIMER_DELIVER_MS);
     props.remove(keys::TIMER_DELAY_SEC);
     props.insert(keys::WAIT, "false");
-    Some(StoredMessage {
-        topic,
-        queue_id,
-        flag: delayed.flag,
-        body: delayed.body.clone(),
-        properties: props.encode(),
-        sys_flag: delayed.sys_flag,
-        born_timestamp_ms: delayed.born_timestamp_ms,
-        born_host: delayed.born_host,
-        store_host: broker.store_host,
-        reconsume_times: delayed.reconsume_times,
-        ..StoredMessage::default()
-    })
+    Some(broker.stored_copy(delayed, topic, queue_id, &props))
 }
 
 #[cfg(test)]

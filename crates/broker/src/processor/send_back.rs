@@ -111,17 +111,8 @@ impl Broker {
             );
         }
         let retry = StoredMessage {
-            topic: stored_topic,
-            queue_id,
-            flag: original.flag,
-            body: original.body.clone(),
-            properties: props.encode(),
-            sys_flag: original.sys_flag,
-            born_timestamp_ms: original.born_timestamp_ms,
-            born_host: original.born_host,
-            store_host: self.store_host,
             reconsume_times: original.reconsume_times + 1,
-            ..StoredMessage::default()
+            ..self.stored_copy(&original, stored_topic, queue_id, &props)
         };
         let result = self.store.put_message(retry).await;
         match result.status {

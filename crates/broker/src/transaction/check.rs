@@ -211,19 +211,7 @@ impl Broker {
     async fn put_back(&self, half: &StoredMessage, props: &MessageProperties) -> Option<(i64, i64)> {
         let mut props = props.clone();
         props.insert(keys::WAIT, "false");
-        let copy = StoredMessage {
-            topic: half.topic.clone(),
-            queue_id: half.queue_id,
-            flag: half.flag,
-            body: half.body.clone(),
-            properties: props.encode(),
-            sys_flag: half.sys_flag,
-            born_timestamp_ms: half.born_timestamp_ms,
-            born_host: half.born_host,
-            store_host: self.store_host,
-            reconsume_times: half.reconsume_times,
-            ..StoredMessage::default()
-        };
+        let copy = self.stored_copy(half, half.topic.clone(), half.queue_id, &props);
         let result = self.store.put_message(copy).await;
         match (result.status, result.append) {
             (PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout, Some(append)) => {
@@ -287,19 +275,7 @@ impl Broker {
         }
         let mut props = MessageProperties::decode(&half.properties);
         props.insert(keys::WAIT, "false");
-        let msg = StoredMessage {
-            topic: topic.to_owned(),
-            queue_id: 0,
-            flag: half.flag,
-            body: half.body.clone(),
-            properties: props.encode(),
-            sys_flag: half.sys_flag,
-            born_timestamp_ms: half.born_timestamp_ms,
-            born_host: half.born_host,
-            store_host: self.store_host,
-            reconsume_times: half.reconsume_times,
-            ..StoredMessage::default()
-        };
+        let msg = self.stored_copy(half, topic.to_owned(), 0, &props);
         let result = self.store.put_message(msg).await;
         info!(real_topic = ?half.property(keys::REAL_TOPIC), uniq_key = ?half.property(keys::UNIQ_KEY), status = ?result.status, "half message discarded after too many checks");
     }

@@ -101,17 +101,8 @@ fn committed_message(broker: &Broker, half: &StoredMessage, half_offset: i64) ->
     props.insert(keys::WAIT, "false");
     broker.route_delivery_time(&mut topic, &mut queue_id, &mut props)?;
     Ok(StoredMessage {
-        topic,
-        queue_id,
-        flag: half.flag,
-        body: half.body.clone(),
-        properties: props.encode(),
         sys_flag: sysflag::with_transaction_value(half.sys_flag, sysflag::TRANSACTION_COMMIT_TYPE),
-        born_timestamp_ms: half.born_timestamp_ms,
-        born_host: half.born_host,
-        store_host: broker.store_host,
-        reconsume_times: half.reconsume_times,
         prepared_transaction_offset: half_offset,
-        ..StoredMessage::default()
+        ..broker.stored_copy(half, topic, queue_id, &props)
     })
 }
