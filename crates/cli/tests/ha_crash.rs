@@ -1,7 +1,10 @@
 //! Master and slave as real processes (`ferromq namesrv`, two `ferromq broker`s): a
 //! SYNC_MASTER that waits for one slave is killed with SIGKILL under load, and every message
 //! it acknowledged is then read back from the slave (VIEW_MESSAGE_BY_ID at the physical
-//! offset the acknowledgement carried: a slave's CommitLog has the master's offsets).
+//! offset the acknowledgement carried: a slave's CommitLog has the master's offsets). And a
+//! slave started late catches up across several CommitLog files, is killed with SIGKILL while
+//! the master keeps writing, resumes from its recovered offset, and ends with CommitLog files
+//! identical to the master's and the same consume-queue offsets.
 
 use std::io::Write;
 use std::path::Path;
@@ -141,5 +144,144 @@ async fn every_message_a_sync_master_acknowledged_is_on_the_slave_after_sigkill(
         &missing[..missing.len().min(5)]
     );
     println!("killed the master after {kill_after} ms; all {} acknowledged messages are on the slave", acked.len());
+    client.shutdown().await;
+}
+
+async fn runtime_info(client: &RemotingClient, addr: &str) -> Option<std::collections::BTreeMap<String, String>> {
+    let req = RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO);
+    let r = client.invoke(addr, req, Duration::from_secs(3)).await.ok()?;
+    (r.code == response_code::SUCCESS)
+        .then(|| <ferromq_protocol::body::KVTable as ferromq_protocol::body::JsonBody>::decode(&r.body).ok())
+        .flatten()
+        .map(|t| t.table)
+}
+
+/// Waits until the slave's CommitLog ends where the master's does.
+async fn wait_caught_up(client: &RemotingClient, master: &str, slave: &str) -> i64 {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let m = runtime_info(client, master).await.and_then(|t| t.get("commitLogMaxOffset").cloned());
+        let s = runtime_info(client, slave).await.and_then(|t| t.get("haSlaveMaxOffset").cloned());
+        if let (Some(m), Some(s)) = (m, s) {
+            if m == s {
+                return m.parse().unwrap();
+            }
+        }
+        assert!(Instant::now() < deadline, "the slave never caught up");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn send_many(client: &RemotingClient, master: &str, from: usize, to: usize) {
+    for i in from..to {
+        let body = format!("{i:0>1000}"); // ~1 KiB
+        let r = client.invoke(master, send(body), Duration::from_secs(5)).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_and_killed_slave_catches_up_to_identical_commit_log_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ns_port, master_port, master_ha, slave_port) = (free_port(), free_port(), free_port(), free_port());
+    let ns = format!("127.0.0.1:{ns_port}");
+    let master = format!("127.0.0.1:{master_port}");
+    let slave = format!("127.0.0.1:{slave_port}");
+    let _ns = spawn(&["namesrv"], &dir.path().join("ns.conf"), &format!("listenPort={ns_port}\n"));
+    let conf = |port: u16, id: u32, role: &str, store: &str, extra: &str| {
+        format!(
+            "brokerClusterName=HaCluster\nbrokerName=broker-cu\nbrokerId={id}\nbrokerRole={role}\nlistenPort={port}\n\
+             brokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\nnamesrvAddr={ns}\nstorePathRootDir={}\n\
+             mapedFileSizeCommitLog=1048576\nflushDiskType=ASYNC_FLUSH\n{extra}",
+            dir.path().join(store).display()
+        )
+    };
+    let _master = spawn(
+        &["broker"],
+        &dir.path().join("m.conf"),
+        &conf(master_port, 0, "ASYNC_MASTER", "m", &format!("haListenPort={master_ha}\n")),
+    );
+    let client = RemotingClient::new(ClientConfig::default());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !client
+        .invoke(&master, send("warmup".into()), Duration::from_secs(2))
+        .await
+        .is_ok_and(|r| r.code == response_code::SUCCESS)
+    {
+        assert!(Instant::now() < deadline, "master never came up");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // About three CommitLog files before the slave exists.
+    send_many(&client, &master, 0, 3_000).await;
+    let slave_conf = conf(slave_port, 1, "SLAVE", "s", &format!("haMasterAddress=127.0.0.1:{master_ha}\n"));
+    let mut slave_proc = spawn(&["broker"], &dir.path().join("s.conf"), &slave_conf);
+    wait_caught_up(&client, &master, &slave).await;
+    // Killed while the master keeps writing; restarted on its own data, it resumes.
+    let writer = {
+        let master = master.clone();
+        tokio::spawn(async move {
+            let client = RemotingClient::new(ClientConfig::default());
+            send_many(&client, &master, 3_000, 5_000).await;
+            client.shutdown().await;
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    slave_proc.0.kill().unwrap(); // SIGKILL
+    slave_proc.0.wait().unwrap();
+    drop(slave_proc);
+    writer.await.unwrap();
+    let _slave_proc = spawn(&["broker"], &dir.path().join("s.conf"), &slave_conf);
+    let end = wait_caught_up(&client, &master, &slave).await;
+
+    // Byte-identical CommitLog files, from the slave's first file on (it started at the
+    // master's last file when it was empty).
+    let files = |store: &str| {
+        let mut names: Vec<String> = std::fs::read_dir(dir.path().join(store).join("commitlog"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    let slave_files = files("s");
+    assert!(slave_files.len() >= 2, "the slave holds several files: {slave_files:?}");
+    for name in &slave_files {
+        let start: i64 = name.parse().unwrap();
+        if start >= end {
+            continue; // a pre-created, empty next file
+        }
+        let m = std::fs::read(dir.path().join("m/commitlog").join(name)).unwrap();
+        let s = std::fs::read(dir.path().join("s/commitlog").join(name)).unwrap();
+        let upto = usize::try_from((end - start).min(m.len() as i64)).unwrap();
+        assert!(m[..upto] == s[..upto], "CommitLog file {name} differs between master and slave");
+    }
+    // The consume queues agree: every queue's max offset.
+    for queue_id in 0..4 {
+        let max = |addr: String| {
+            let client = &client;
+            async move {
+                let req = RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(
+                    &ferromq_protocol::header::GetMaxOffsetRequestHeader {
+                        topic: TOPIC.into(),
+                        queue_id,
+                        committed: None,
+                        broker_name: None,
+                    },
+                );
+                let r = client.invoke(&addr, req, Duration::from_secs(3)).await.unwrap();
+                r.decode_header::<ferromq_protocol::header::OffsetResponseHeader>().unwrap().offset
+            }
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let (m, s) = (max(master.clone()).await, max(slave.clone()).await);
+            if m == s {
+                break;
+            }
+            assert!(Instant::now() < deadline, "queue {queue_id}: master {m}, slave {s}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    println!("slave caught up to {end} bytes across {} files, twice", slave_files.len());
     client.shutdown().await;
 }
