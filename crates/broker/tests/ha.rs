@@ -25,12 +25,21 @@ struct Slave {
 }
 
 async fn start_slave(ns_addr: &str, slave_read_enable: bool) -> Slave {
+    start_slave_with(ns_addr, slave_read_enable, None).await
+}
+
+/// A slave; with `ha_master`, it replicates from that address (e.g. a relay) instead of the
+/// one the name server gives.
+async fn start_slave_with(ns_addr: &str, slave_read_enable: bool, ha_master: Option<String>) -> Slave {
     let dir = tempfile::tempdir().unwrap();
     let mut s: BrokerSettings = test_settings(dir.path(), ns_addr);
     s.broker.broker_id = 1;
     s.broker.broker_role = BrokerRole::Slave;
     s.broker.slave_sync_interval = 200;
     s.broker.slave_read_enable = slave_read_enable;
+    if let Some(master) = ha_master {
+        s.ha.ha_master_address = master;
+    }
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -188,4 +197,60 @@ async fn a_slave_serves_reads_only_with_slave_read_enable() {
     tokio::time::timeout(T, slave.task).await.unwrap().unwrap();
     client.shutdown().await;
     c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_link_makes_sync_sends_time_out_and_the_slave_catches_up_after() {
+    let c = LocalCluster::start(|s| {
+        s.broker.broker_role = BrokerRole::SyncMaster;
+        s.ha.in_sync_replicas = 2;
+        s.ha.slave_timeout_ms = 800;
+    })
+    .await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let ha_addr = ha_status_master_addr(&client, &c.broker_addr).await;
+    let relay = ferromq_testkit::Relay::start(ha_addr.parse().unwrap()).await;
+    let slave = start_slave_with(&c.ns_addr, true, Some(relay.addr().to_string())).await;
+    // Wait until sends are acknowledged by the slave through the relay.
+    let deadline = Instant::now() + T;
+    loop {
+        let r = client.invoke(&c.broker_addr, send_request("HaRelay", 0, b"warm", &[]), T).await.unwrap();
+        if r.code == response_code::SUCCESS {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no acknowledged send: {:?}", r.remark);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    relay.stall();
+    let r = client.invoke(&c.broker_addr, send_request("HaRelay", 0, b"stalled", &[]), T).await.unwrap();
+    assert_eq!(r.code, response_code::FLUSH_SLAVE_TIMEOUT, "{:?}", r.remark);
+    assert!(!r.decode_header::<SendMessageResponseHeader>().unwrap().msg_id.is_empty(), "stored all the same");
+    relay.resume();
+    let deadline = Instant::now() + T;
+    loop {
+        let r = client.invoke(&c.broker_addr, send_request("HaRelay", 0, b"after", &[]), T).await.unwrap();
+        if r.code == response_code::SUCCESS {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never acknowledged again: {:?}", r.remark);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Each message once on the slave, in order (the stalled one included).
+    let deadline = Instant::now() + T;
+    while max_offset(&client, &slave.addr, "HaRelay").await < 3 {
+        assert!(Instant::now() < deadline, "slave did not catch up");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let master_max = max_offset(&client, &c.broker_addr, "HaRelay").await;
+    assert_eq!(max_offset(&client, &slave.addr, "HaRelay").await, master_max, "no duplicate on the slave");
+    let _ = slave.stop.send(());
+    tokio::time::timeout(T, slave.task).await.unwrap().unwrap();
+    client.shutdown().await;
+    c.stop().await;
+}
+
+/// The master's HA address, from its runtime info.
+async fn ha_status_master_addr(client: &RemotingClient, addr: &str) -> String {
+    let r = client.invoke(addr, RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO), T).await.unwrap();
+    ferromq_protocol::body::KVTable::decode(&r.body).unwrap().table["haServerAddr"].clone()
 }

@@ -7,10 +7,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::relay::Relay;
 use common::*;
 use ferromq_replication::HaConfig;
 use ferromq_store::FlushDiskType;
+use ferromq_testkit::Relay;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slave_reconnects_after_cuts_and_stalls_and_ends_identical() {

@@ -7,10 +7,10 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::relay::Relay;
 use common::*;
 use ferromq_replication::{HaConfig, ReplicaWaitError};
 use ferromq_store::FlushDiskType;
+use ferromq_testkit::Relay;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledgements_release_waiters_stalls_time_out_and_no_slave_is_not_available() {

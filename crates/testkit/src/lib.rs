@@ -3,6 +3,7 @@
 //! Never a dependency of production code.
 
 mod extra_broker;
+mod relay;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -19,6 +20,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use extra_broker::{slave_settings, spawn_broker, ExtraBroker};
+pub use relay::Relay;
 
 /// How long the harness waits for anything (registration, shutdown).
 pub const TIMEOUT: Duration = Duration::from_secs(10);

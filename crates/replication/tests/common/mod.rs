@@ -5,7 +5,6 @@
 #![allow(dead_code)] // Each test binary uses a different part of this module.
 
 pub mod log;
-pub mod relay;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

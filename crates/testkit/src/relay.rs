@@ -12,6 +12,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
+/// A TCP relay a test puts between two peers, to cut or stall their link.
+#[derive(Debug)]
 pub struct Relay {
     addr: SocketAddr,
     stalled: watch::Sender<bool>,
@@ -21,6 +23,10 @@ pub struct Relay {
 }
 
 impl Relay {
+    /// Listens on 127.0.0.1 (any port) and relays every connection to `target`.
+    ///
+    /// # Panics
+    /// When the relay cannot bind.
     pub async fn start(target: SocketAddr) -> Relay {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind relay");
         let addr = listener.local_addr().expect("relay address");
