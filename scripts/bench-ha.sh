@@ -51,17 +51,28 @@ run_case() {
             sleep 0.5
         done
     fi
-    local line
+    local line mid="" sampler=""
+    if [ -n "$s" ]; then
+        # The slave's lag in the middle of the load.
+        ( sleep "$(awk "BEGIN {print $secs / 2}")"
+          $F admin haStatus -n "127.0.0.1:$ns_port" -b 127.0.0.1:31911 --json 2>/dev/null | grep -o '"diff": *[0-9-]*' | head -1 > "$work/mid" || true ) &
+        sampler=$!
+    fi
     line=$($F bench produce -n "127.0.0.1:$ns_port" -t "Bench$name" -s 1024 -w "$inflight" --duration "$secs" --quiet 2>&1 | tail -1)
+    if [ -n "$s" ]; then wait "$sampler" 2>/dev/null || true; mid=$(cat "$work/mid" 2>/dev/null || true); fi
     local lag=""
     if [ -n "$s" ]; then
         # Bytes the slave is behind right after the load stops.
         lag=$($F admin haStatus -n "127.0.0.1:$ns_port" -b 127.0.0.1:31911 --json 2>/dev/null | grep -o '"diff": *[0-9-]*' | head -1 || true)
     fi
-    echo "$label | $line | ha: ${lag:-n/a}"
+    echo "$label | $line | slave behind mid-run: ${mid:-n/a}, after: ${lag:-n/a}"
+    # The brokers were started in command substitutions (not this shell's children): poll
+    # until they are gone, so the next case's master never meets this case's slave.
     kill -TERM "$m" ${s:+"$s"} 2>/dev/null || true
-    wait "$m" 2>/dev/null || true
-    if [ -n "$s" ]; then wait "$s" 2>/dev/null || true; fi
+    for pid in "$m" $s; do
+        for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+    done
 }
 
 for r in $(seq "$runs"); do

@@ -15,7 +15,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
-use tracing::{debug, info, trace, warn};
+use tracing::{debug, error, info, trace, warn};
 
 use crate::flow::FlowMonitor;
 use crate::frame::{encode_transfer_header, ReportReader};
@@ -41,6 +41,8 @@ pub(crate) enum ConnectionClosed {
     WriteStalled(Duration),
     #[error("the HA service is shutting down")]
     ShutDown,
+    #[error("the slave reports offset {slave}, beyond the master's CommitLog end {master}: its log has diverged")]
+    Diverged { slave: i64, master: i64 },
 }
 
 /// What the master knows about one slave.
@@ -116,6 +118,7 @@ pub(crate) async fn serve(
             warn!(remote_addr = %addr, reason = %closed, "ha housekeeping: slave connection closed")
         }
         ConnectionClosed::Io(e) => warn!(remote_addr = %addr, error = %e, "slave connection failed"),
+        ConnectionClosed::Diverged { .. } => error!(remote_addr = %addr, reason = %closed, "slave refused"),
         _ => info!(remote_addr = %addr, reason = %closed, "slave connection closed"),
     }
 }
@@ -134,6 +137,13 @@ async fn read_reports(shared: &MasterShared, conn: &SlaveConnection, mut reader:
         };
         if let Some(offset) = reports.feed(&buf[..n]) {
             trace!(remote_addr = %conn.addr, physical_offset = offset, "slave report");
+            // A slave only ever holds bytes this master shipped: one that claims more has a
+            // diverged log (an old master's, another group's). Its acknowledgements would let a
+            // SYNC_MASTER confirm sends no replica holds, so it is refused (Java only warns).
+            let master = shared.store.max_phy_offset();
+            if offset > master {
+                return ConnectionClosed::Diverged { slave: offset, master };
+            }
             let previous = conn.take_report(offset);
             shared.acknowledged(offset, previous);
         }

@@ -67,3 +67,26 @@ async fn slave_whose_log_diverged_is_refused_and_keeps_its_data() {
     client.shutdown().await;
     ha.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slave_ahead_of_its_master_is_refused_and_never_counts_as_a_replica() {
+    common::log::install();
+    let (mdir, sdir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (master, ha) = start_master(mdir.path(), ha_config()).await;
+    let master_end = put_range(&master, 0, 5).await;
+    // A slave whose own log is longer than the master's (an old master's, say).
+    let slave = open_store(sdir.path(), FlushDiskType::AsyncFlush);
+    let slave_end = put_range(&slave, 0, 200).await;
+    assert!(slave_end > master_end);
+    let client = start_slave(&slave, ha.local_addr(), ha_config());
+    wait_until("the master refuses the slave", Duration::from_secs(10), || {
+        !common::log::lines_with(&["ERROR", "slave refused", "diverged"]).is_empty()
+    })
+    .await;
+    // Its report never counts: a put waiting for one slave is not confirmed by it.
+    let waited = ha.wait_for_replicas(master_end, 2, Duration::from_millis(300)).await;
+    assert!(waited.is_err(), "a diverged slave confirmed a put: {waited:?}");
+    assert!(ha.push2_slave_max_offset() <= master_end);
+    client.shutdown().await;
+    ha.shutdown().await;
+}
