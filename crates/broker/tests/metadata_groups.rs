@@ -104,8 +104,8 @@ fn unknown_group_is_auto_created_only_when_allowed() {
     // The second lookup finds it without bumping.
     assert_eq!(groups.find("newGroup", true), Some(created.clone()));
     assert_eq!(groups.data_version().counter, version.counter + 1);
-    // Marked dirty on creation; the broker's periodic persist writes it.
-    assert_eq!(load(&dir).find("newGroup", false), None);
+    // Written at once (without fsync) and still dirty: the periodic persist makes it durable.
+    assert_eq!(load(&dir).find("newGroup", false), Some(created.clone()));
     assert!(groups.persist_if_dirty().unwrap());
     assert_eq!(load(&dir).find("newGroup", false), Some(created));
 }
@@ -131,4 +131,15 @@ fn deleting_a_group_removes_it_and_its_forbidden_bits() {
     assert!(!reloaded.contains("g"));
     assert_eq!(reloaded.forbidden("g", "T"), 0);
     assert!(groups.update(SubscriptionGroupConfig::new("")).is_err());
+}
+
+#[test]
+fn auto_created_groups_are_on_disk_without_waiting_for_the_periodic_persist() {
+    let dir = tempfile::tempdir().unwrap();
+    let groups = load(&dir);
+    assert!(groups.find("cg_auto_created", true).is_some());
+    // No persist call: as after a SIGKILL right after the heartbeat that created it.
+    drop(groups);
+    let reloaded = load(&dir);
+    assert!(reloaded.contains("cg_auto_created"), "the auto-created group was lost");
 }

@@ -157,8 +157,12 @@ impl SubscriptionGroupManager {
             }
         };
         if created {
-            // The table is dirty; the broker's periodic persist writes it off the request path
-            // (see `TopicConfigManager::create_if_absent`).
+            // Written at once without fsync (as topics created on the request path are, see
+            // `TopicConfigManager::create_if_absent`), so a killed broker keeps the group; the
+            // periodic persist makes it durable.
+            if let Err(e) = self.file.persist_unsynced(|| self.all()) {
+                warn!(group, error = %e, "auto-created group not written yet; the periodic persist retries");
+            }
             info!(group, "subscription group auto-created");
         }
         Some(config)
