@@ -62,6 +62,26 @@ async fn pull_all(
     }
 }
 
+/// Waits until the broker has dispatched `n` messages to queue 0 of `topic` (a send is
+/// acknowledged before its consume-queue unit exists, so a pull right after may not see it).
+async fn wait_dispatched(client: &RemotingClient, addr: &str, topic: &str, n: i64) {
+    let deadline = Instant::now() + T;
+    loop {
+        let req = RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&GetMaxOffsetRequestHeader {
+            topic: topic.into(),
+            queue_id: 0,
+            committed: None,
+            broker_name: None,
+        });
+        let r = client.invoke(addr, req, T).await.unwrap();
+        if r.decode_header::<OffsetResponseHeader>().is_ok_and(|h| h.offset >= n) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{topic}: {n} messages never dispatched");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 async fn send_all(client: &RemotingClient, addr: &str, topic: &str) {
     for i in 0..10 {
         let color = ["red", "green"][i % 2];
@@ -76,6 +96,7 @@ async fn send_all(client: &RemotingClient, addr: &str, topic: &str) {
             .unwrap();
         assert_eq!(r.code, response_code::SUCCESS);
     }
+    wait_dispatched(client, addr, topic, 10).await;
 }
 
 async fn heartbeat(client: &RemotingClient, addr: &str, topic: &str, sql: &str, sub_version: i64) {
@@ -215,6 +236,7 @@ async fn bloom_bitmaps_in_the_consume_queue_ext_mark_matching_messages() {
             .unwrap();
         assert_eq!(r.code, response_code::SUCCESS);
     }
+    wait_dispatched(&client, &c.broker_addr, "SqlBloom", 10).await;
     let mut got = pull_all(&client, &c.broker_addr, "SqlBloom", None, 1).await;
     got.sort();
     assert_eq!(got, ["b5", "b6", "b7", "b8", "b9"]);
