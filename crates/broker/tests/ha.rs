@@ -200,7 +200,7 @@ async fn a_slave_serves_reads_only_with_slave_read_enable() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stalled_link_makes_sync_sends_time_out_and_the_slave_catches_up_after() {
+async fn stalled_and_slow_links_make_sync_sends_time_out_and_the_slave_catches_up_after() {
     let c = LocalCluster::start(|s| {
         s.broker.broker_role = BrokerRole::SyncMaster;
         s.ha.in_sync_replicas = 2;
@@ -235,9 +235,24 @@ async fn a_stalled_link_makes_sync_sends_time_out_and_the_slave_catches_up_after
         assert!(Instant::now() < deadline, "never acknowledged again: {:?}", r.remark);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    // Each message once on the slave, in order (the stalled one included).
+    // A slow link (20 KB/s): a 100 KB message cannot reach the slave within slaveTimeout.
+    relay.slow(20_000);
+    let big = vec![b'x'; 100 * 1024];
+    let r = client.invoke(&c.broker_addr, send_request("HaRelay", 0, &big, &[]), T).await.unwrap();
+    assert_eq!(r.code, response_code::FLUSH_SLAVE_TIMEOUT, "{:?}", r.remark);
+    relay.slow(0);
     let deadline = Instant::now() + T;
-    while max_offset(&client, &slave.addr, "HaRelay").await < 3 {
+    loop {
+        let r = client.invoke(&c.broker_addr, send_request("HaRelay", 0, b"fast again", &[]), T).await.unwrap();
+        if r.code == response_code::SUCCESS {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never acknowledged after the slow link: {:?}", r.remark);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Each message once on the slave, in order (the stalled and the slow ones included).
+    let deadline = Instant::now() + T;
+    while max_offset(&client, &slave.addr, "HaRelay").await < 5 {
         assert!(Instant::now() < deadline, "slave did not catch up");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -1,6 +1,6 @@
-//! A TCP relay between a slave and its master that a test can cut (close every link) or stall
+//! A TCP relay between a slave and its master that a test can cut (close every link), stall
 //! (stop forwarding in both directions while keeping the sockets open, as a dead network path
-//! does).
+//! does) or slow down (a bandwidth cap).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,6 +17,8 @@ use tokio::task::{JoinHandle, JoinSet};
 pub struct Relay {
     addr: SocketAddr,
     stalled: watch::Sender<bool>,
+    /// Bytes per second each direction may forward; 0 = as fast as it can.
+    rate: watch::Sender<u64>,
     cuts: watch::Sender<u64>,
     accepted: Arc<AtomicUsize>,
     task: JoinHandle<()>,
@@ -31,20 +33,22 @@ impl Relay {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind relay");
         let addr = listener.local_addr().expect("relay address");
         let stalled = watch::Sender::new(false);
+        let rate = watch::Sender::new(0u64);
         let cuts = watch::Sender::new(0u64);
         let accepted = Arc::new(AtomicUsize::new(0));
         let (stall_rx, cut_rx, count) = (stalled.subscribe(), cuts.subscribe(), accepted.clone());
+        let rate_rx = rate.subscribe();
         let task = tokio::spawn(async move {
             let mut links = JoinSet::new();
             loop {
                 let Ok((inbound, _)) = listener.accept().await else { continue };
                 let Ok(outbound) = TcpStream::connect(target).await else { continue };
                 count.fetch_add(1, Ordering::SeqCst);
-                links.spawn(link(inbound, outbound, stall_rx.clone(), cut_rx.clone()));
+                links.spawn(link(inbound, outbound, stall_rx.clone(), rate_rx.clone(), cut_rx.clone()));
                 while links.try_join_next().is_some() {}
             }
         });
-        Relay { addr, stalled, cuts, accepted, task }
+        Relay { addr, stalled, rate, cuts, accepted, task }
     }
 
     /// Where the slave should connect.
@@ -67,6 +71,11 @@ impl Relay {
         self.stalled.send_replace(false);
     }
 
+    /// Forwards at most `bytes_per_second` in each direction (a slow link); 0 lifts the cap.
+    pub fn slow(&self, bytes_per_second: u64) {
+        self.rate.send_replace(bytes_per_second);
+    }
+
     /// Connections relayed so far.
     pub fn accepted(&self) -> usize {
         self.accepted.load(Ordering::SeqCst)
@@ -80,24 +89,40 @@ impl Drop for Relay {
     }
 }
 
-async fn link(inbound: TcpStream, outbound: TcpStream, stalled: watch::Receiver<bool>, mut cuts: watch::Receiver<u64>) {
+async fn link(
+    inbound: TcpStream,
+    outbound: TcpStream,
+    stalled: watch::Receiver<bool>,
+    rate: watch::Receiver<u64>,
+    mut cuts: watch::Receiver<u64>,
+) {
     cuts.mark_unchanged();
     let (in_read, in_write) = inbound.into_split();
     let (out_read, out_write) = outbound.into_split();
     tokio::select! {
-        _ = pump(in_read, out_write, stalled.clone()) => {}
-        _ = pump(out_read, in_write, stalled) => {}
+        _ = pump(in_read, out_write, stalled.clone(), rate.clone()) => {}
+        _ = pump(out_read, in_write, stalled, rate) => {}
         _ = cuts.changed() => {}
     }
 }
 
-async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut stalled: watch::Receiver<bool>) {
+/// Bytes read at a time when the link is slowed, so the pace stays smooth.
+const SLOW_CHUNK: usize = 1024;
+
+async fn pump(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    mut stalled: watch::Receiver<bool>,
+    rate: watch::Receiver<u64>,
+) {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         if stalled.wait_for(|s| !*s).await.is_err() {
             return;
         }
-        let n = match from.read(&mut buf).await {
+        let bytes_per_second = *rate.borrow();
+        let room = if bytes_per_second > 0 { SLOW_CHUNK } else { buf.len() };
+        let n = match from.read(&mut buf[..room]).await {
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
@@ -107,6 +132,10 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut stalled: watc
         }
         if to.write_all(&buf[..n]).await.is_err() {
             return;
+        }
+        if bytes_per_second > 0 {
+            let pause = std::time::Duration::from_secs_f64(n as f64 / bytes_per_second as f64);
+            tokio::time::sleep(pause).await;
         }
     }
 }
