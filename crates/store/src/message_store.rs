@@ -111,8 +111,12 @@ impl Shared {
         if goes_to_consume_queue(req) {
             match self.consume_queues.find_or_create(&req.topic, req.queue_id) {
                 Ok(cq) => {
-                    let calculator = self.bit_map.read().unwrap_or_else(|e| e.into_inner()).clone();
-                    let bit_map = calculator.filter(|_| req.properties.is_some()).and_then(|f| f(req));
+                    // Properties are kept only while a calculator is set: without them (the
+                    // common case) the calculator's lock is not touched.
+                    let bit_map = match req.properties {
+                        Some(_) => self.bit_map.read().unwrap_or_else(|e| e.into_inner()).clone().and_then(|f| f(req)),
+                        None => None,
+                    };
                     if let Err(e) = cq.put_with_bit_map(req, bit_map.as_deref()) {
                         error!(topic = %req.topic, queue_id = req.queue_id, physical_offset = req.commit_log_offset,
                             error = %e, "consume queue write failed");
@@ -734,14 +738,10 @@ fn reput_loop(shared: &Shared) {
         let mut pos = 0usize;
         let mut next = from;
         let mut dispatched = 0u32;
+        // Once per batch, not per record: it takes the calculator's lock.
+        let keep_properties = shared.keeps_properties();
         while pos < data.len() {
-            match scan(
-                &data[pos..],
-                from + pos as i64,
-                false,
-                &shared.config.message_delay_level,
-                shared.keeps_properties(),
-            ) {
+            match scan(&data[pos..], from + pos as i64, false, &shared.config.message_delay_level, keep_properties) {
                 Scanned::Record(req) => {
                     pos += req.msg_size as usize;
                     shared.dispatch(&req);
