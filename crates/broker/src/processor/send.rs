@@ -11,7 +11,6 @@ use ferromq_store::{PutMessageResult, PutMessageStatus};
 use tracing::{debug, info, warn};
 
 use crate::broker::{now_ms, Broker};
-use crate::ha::waits_for_store;
 use crate::metadata::{dlq_topic, is_not_allowed_send_topic, validate_topic, RETRY_GROUP_TOPIC_PREFIX};
 use crate::processor::failure;
 use crate::processor::send_back::DLQ_NUMS_PER_GROUP;
@@ -96,7 +95,7 @@ impl Broker {
         if let Some(append) = result.append.as_ref().filter(|_| result.status == PutMessageStatus::PutOk) {
             self.stats.topic_put_nums.add(&header.topic, append.msg_num as u64, clock_ms());
         }
-        let replicas = self.wait_for_replicas(&result, waits_for_store(header.properties.as_deref())).await;
+        let replicas = self.wait_for_replicas(&result, header.properties.as_deref()).await;
         let mut response = self.send_response(&req, queue_id, result, transaction_id, recall_handle);
         if let Some((code, remark)) = replicas {
             // Stored, but not replicated as asked: the answer keeps the message id (Java sets
