@@ -142,7 +142,20 @@ pub fn assert_commit_logs_identical(master: &MessageStore, slave: &MessageStore)
         let name = path.file_name().expect("name");
         let theirs = std::fs::read(&path).expect("slave file");
         match std::fs::read(master_dir.join(name)) {
-            Ok(ours) => assert!(ours == theirs, "CommitLog file {name:?} differs between master and slave"),
+            Ok(ours) => {
+                // Where they first differ, for diagnosing a failure (an intermittent one was seen
+                // once in CI on this check).
+                let first = ours.iter().zip(&theirs).position(|(a, b)| a != b);
+                assert!(
+                    ours == theirs,
+                    "CommitLog file {name:?} differs between master and slave: first at byte {first:?}, \
+                     sizes {} / {}, master end {}, slave end {}",
+                    ours.len(),
+                    theirs.len(),
+                    master.max_phy_offset(),
+                    slave.max_phy_offset()
+                )
+            }
             Err(_) => assert!(theirs.iter().all(|b| *b == 0), "slave file {name:?} has data the master lacks"),
         }
         with_data += usize::from(theirs.iter().any(|b| *b != 0));
