@@ -170,13 +170,45 @@ struct JsonHeader {
     #[serde(default)]
     remark: Option<String>,
     #[serde(default)]
-    ext_fields: Option<std::collections::BTreeMap<String, LenientString>>,
+    ext_fields: JsonExtFields,
+}
+
+/// The `extFields` object, read straight into [`ExtFields`] (null values dropped, as Java's
+/// map holds none), without an intermediate map.
+#[derive(Default)]
+struct JsonExtFields(ExtFields);
+
+impl<'de> Deserialize<'de> for JsonExtFields {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = JsonExtFields;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of strings, or null")
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut fields = ExtFields::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if let LenientString(Some(value)) = map.next_value()? {
+                        fields.insert(key, value);
+                    }
+                }
+                Ok(JsonExtFields(fields))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(JsonExtFields::default())
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(JsonExtFields::default())
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 fn decode_json(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
     let h: JsonHeader = serde_json::from_slice(bytes).map_err(FrameError::JsonHeader)?;
-    let ext_fields: ExtFields =
-        h.ext_fields.unwrap_or_default().into_iter().filter_map(|(k, v)| v.0.map(|v| (k, v))).collect();
+    let ext_fields = h.ext_fields.0;
     Ok(RemotingCommand {
         code: h.code,
         language: h.language.map_or(LanguageCode::Other, |l| l.0),

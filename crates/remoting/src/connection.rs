@@ -414,6 +414,11 @@ async fn write_loop(conn: Connection, mut write_half: OwnedWriteHalf, mut rx: mp
             _ = close_rx.wait_for(|closing| *closing) => None,
         };
         let Some(first) = first else { break };
+        // Let the tasks that are ready run first: a burst of responses (a group commit
+        // releases dozens of sends at once) then leaves in one write instead of one system
+        // call each. A waking task takes the scheduler's next slot, so without this yield the
+        // writer would run after each response in turn.
+        tokio::task::yield_now().await;
         out.extend_from_slice(&first);
         // Coalesce whatever else is queued into the same write.
         while out.len() < 1024 * 1024 {

@@ -689,6 +689,15 @@ fn stats_loop(shared: &Shared) {
 /// [`CommitLogListener`]s.
 const ANNOUNCE_EVERY_RECORDS: u32 = 32;
 
+/// While puts keep coming, the dispatch thread polls at this interval instead of being woken
+/// by each put: a wake-up is a system call and an inter-processor interrupt on the putting
+/// core, paid per message when dispatch keeps up (Java's ReputMessageService polls every
+/// millisecond and is never woken).
+const BUSY_POLL_INTERVAL: Duration = Duration::from_millis(1);
+
+/// Empty polls in a row after which the dispatch thread sleeps until a put wakes it.
+const BUSY_POLLS: u32 = 10;
+
 /// Tells the CommitLog listeners about a new end, once per change.
 fn announce_if_grown(shared: &Shared, announced_end: &mut i64, end: i64) {
     if end != *announced_end {
@@ -700,6 +709,7 @@ fn announce_if_grown(shared: &Shared, announced_end: &mut i64, end: i64) {
 /// Follows the CommitLog and dispatches each record. Java: `ReputMessageService`.
 fn reput_loop(shared: &Shared) {
     let mut announced_end = -1;
+    let mut empty_polls = BUSY_POLLS;
     while !shared.stop.load(Ordering::Acquire) {
         // With the transient pool, appends become readable when committed; this thread is
         // woken by every put, so committing here publishes them at once (Java's commit service
@@ -709,6 +719,11 @@ fn reput_loop(shared: &Shared) {
         let max = shared.commit_log.max_offset();
         announce_if_grown(shared, &mut announced_end, max);
         if from >= max {
+            if empty_polls < BUSY_POLLS {
+                empty_polls += 1;
+                std::thread::sleep(BUSY_POLL_INTERVAL);
+                continue;
+            }
             let guard = shared.wake_reput.0.lock().unwrap_or_else(|e| e.into_inner());
             // Announce the sleep before the last look, so a put that lands in between sees the
             // flag and wakes us (it takes the same lock to notify).
@@ -722,6 +737,7 @@ fn reput_loop(shared: &Shared) {
             shared.reput_sleeping.store(false, Ordering::Release);
             continue;
         }
+        empty_polls = 0;
         if from < shared.commit_log.min_offset() {
             warn!(
                 physical_offset = from,
