@@ -105,6 +105,8 @@ pub struct CommitLog {
     poisoned: AtomicBool,
     /// Fault injection: the next flushes fail as if `msync` had (tests of the poison path).
     inject_flush_failure: AtomicBool,
+    /// Fault injection: the next appends fail as if their write system call had.
+    inject_write_failure: AtomicBool,
     /// Set (under the append lock) at shutdown: later appends are refused, so the final
     /// flush covers every append that was accepted.
     closed: AtomicBool,
@@ -130,6 +132,7 @@ impl CommitLog {
             last_store_timestamp: AtomicI64::new(0),
             poisoned: AtomicBool::new(false),
             inject_flush_failure: AtomicBool::new(false),
+            inject_write_failure: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             pool: None,
             buffered_segments: Mutex::new(Vec::new()),
@@ -177,6 +180,12 @@ impl CommitLog {
     /// replaced: the poison handling that follows is the real one.
     pub fn inject_flush_failure(&self, fail: bool) {
         self.inject_flush_failure.store(fail, Ordering::Release);
+    }
+
+    /// Makes every later append fail as a failing write system call would (nothing is
+    /// copied). The poison handling that follows is the real one.
+    pub fn inject_write_failure(&self, fail: bool) {
+        self.inject_write_failure.store(fail, Ordering::Release);
     }
 
     /// The segment queue.
@@ -288,7 +297,7 @@ impl CommitLog {
         if file.remaining() < total + BLANK_MARKER_LEN {
             let remaining = file.remaining();
             let blank = blank_marker(remaining as u32).map_err(illegal)?;
-            file.append(&blank);
+            file.append(&blank).map_err(|e| self.write_failed(&e))?;
             file.mark_full();
             file = self.segment_for_append()?;
         }
@@ -311,7 +320,12 @@ impl CommitLog {
             msg_id.push_str(&create_offset_msg_id(self.store_host, physical));
             pos += size;
         }
-        file.append_size_last(&buf[..total]);
+        let written = if self.inject_write_failure.load(Ordering::Acquire) {
+            Err(std::io::Error::other("injected write failure"))
+        } else {
+            file.append_size_last(&buf[..total])
+        };
+        written.map_err(|e| self.write_failed(&e))?;
         if takes_offset {
             state.advance(&first.topic, first.queue_id, queue_offset + sizes.len() as i64);
         }
@@ -325,6 +339,14 @@ impl CommitLog {
             logics_offset: queue_offset,
             msg_num: sizes.len(),
         })
+    }
+
+    /// A failed write leaves unknown bytes past the write position: poison the CommitLog so
+    /// nothing more is appended (or acknowledged) until an operator restarts the broker, whose
+    /// recovery cuts the log at the last whole record.
+    fn write_failed(&self, e: &std::io::Error) -> AppendError {
+        self.poison(&format!("commit log write failed: {e}"));
+        AppendError::new(PutMessageStatus::UnknownError, format!("commit log write failed: {e}"))
     }
 
     fn segment_for_append(&self) -> Result<Arc<crate::MappedFile>, AppendError> {

@@ -387,8 +387,7 @@ impl ConsumeQueue {
                 format_args!("segment write position {} is not the expected offset {}", pos / UNIT, at / UNIT),
             ));
         }
-        seg.append(unit);
-        Ok(())
+        seg.append(unit).map_err(|e| self.context(e, "appending a unit"))
     }
 
     /// Queue offset just past the last unit, blanks included (Java: `getMaxOffsetInQueue`).

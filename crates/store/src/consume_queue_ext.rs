@@ -127,10 +127,10 @@ impl ConsumeQueueExt {
                 // Not enough room: end the file and go on in the next.
                 let mut end = vec![0u8; self.file_size - pos];
                 end[..2].copy_from_slice(&(-1i16).to_be_bytes());
-                file.append(&end);
+                file.append(&end)?;
                 continue;
             }
-            file.append(&bytes);
+            file.append(&bytes)?;
             return Ok(decorate(file.file_from_offset() + pos as i64));
         }
     }

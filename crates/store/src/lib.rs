@@ -40,7 +40,7 @@ pub use dispatch_request::DispatchRequest;
 pub use get_result::{GetMessageResult, GetMessageStatus, QueryMessageResult};
 pub use index_file::{index_file_size, index_key_hash, IndexFile, HASH_SLOT_SIZE, INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE};
 pub use index_service::{IndexService, QueryOffsetResult};
-pub use mapped_file::{offset_to_file_name, MappedFile, TransientBuffer, OS_PAGE_SIZE};
+pub use mapped_file::{offset_to_file_name, AppendPath, MappedFile, TransientBuffer, OS_PAGE_SIZE};
 pub use mapped_file_queue::MappedFileQueue;
 pub use message_store::{ArrivalListener, BitMapCalculator, CommitLogListener, MessageStore, StoreError};
 pub use put_result::{AppendResult, PutMessageResult, PutMessageStatus};

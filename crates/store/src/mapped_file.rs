@@ -9,8 +9,9 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -18,6 +19,40 @@ use memmap2::MmapRaw;
 
 /// Page size used for "least pages" flush accounting and pre-touching.
 pub const OS_PAGE_SIZE: usize = 4096;
+
+/// How appends that no transient buffer takes reach the file.
+///
+/// Writing through the mapping leaves the pages writable in the process's page tables, so each
+/// `msync` has to write-protect the pages it cleans (a TLB shootdown: an inter-processor
+/// interrupt to every core running the process) and the next append into such a page takes a
+/// write fault. A `pwrite` puts the bytes into the page cache with no writable mapping. That
+/// wins when flushes are frequent and small (SYNC_FLUSH group commit: one flush per few
+/// pages); with periodic flushes of many pages (ASYNC_FLUSH) the copy into the mapping is
+/// cheaper than a system call per append. Measured in docs/benchmarks.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendPath {
+    /// Copy into the shared mapping.
+    Mapping,
+    /// `pwrite` at the write position; pre-faulting maps pages read-only.
+    WriteCall,
+}
+
+impl AppendPath {
+    pub(crate) fn as_u8(self) -> u8 {
+        match self {
+            AppendPath::Mapping => 0,
+            AppendPath::WriteCall => 1,
+        }
+    }
+
+    pub(crate) fn from_u8(v: u8) -> AppendPath {
+        if v == 1 {
+            AppendPath::WriteCall
+        } else {
+            AppendPath::Mapping
+        }
+    }
+}
 
 /// A segment's 20-digit file name for `offset` (Java: `UtilAll.offset2FileName`).
 pub fn offset_to_file_name(offset: i64) -> String {
@@ -94,8 +129,10 @@ pub struct MappedFile {
     path: PathBuf,
     file_from_offset: i64,
     file_size: usize,
-    _file: File,
+    file: File,
     inner: Arc<Inner>,
+    /// An [`AppendPath`], switchable while the file is in service (appends are serialized).
+    append_path: AtomicU8,
     wrote_position: AtomicUsize,
     /// Bytes in the file mapping and visible to readers. Equal to the write position unless a
     /// transient-pool buffer takes the appends first.
@@ -146,8 +183,9 @@ impl MappedFile {
             path,
             file_from_offset: from,
             file_size,
-            _file: file,
+            file,
             inner: Arc::new(Inner { map }),
+            append_path: AtomicU8::new(AppendPath::Mapping.as_u8()),
             wrote_position: AtomicUsize::new(0),
             committed_position: AtomicUsize::new(0),
             flushed_position: AtomicUsize::new(0),
@@ -215,8 +253,12 @@ impl MappedFile {
     /// # Panics
     /// If `bytes` does not fit; callers check [`remaining`](Self::remaining) first, so this is
     /// a broken invariant, not an operating condition.
-    pub fn append(&self, bytes: &[u8]) {
-        self.append_inner(bytes, false);
+    ///
+    /// # Errors
+    /// The write system call failed ([`AppendPath::WriteCall`] only; the write position is
+    /// unchanged and the bytes past it may hold part of `bytes`).
+    pub fn append(&self, bytes: &[u8]) -> io::Result<()> {
+        self.append_inner(bytes, false)
     }
 
     /// Appends one or more records so that the first record's leading 4 bytes (its TOTALSIZE)
@@ -224,16 +266,35 @@ impl MappedFile {
     /// middle of the copy, recovery finds a zero size where the record starts and treats it as
     /// the end of the data: a torn record can never pass for a whole one.
     ///
+    /// # Errors
+    /// As [`append`](Self::append).
+    ///
     /// # Panics
     /// As [`append`](Self::append).
-    pub fn append_size_last(&self, bytes: &[u8]) {
-        self.append_inner(bytes, true);
+    pub fn append_size_last(&self, bytes: &[u8]) -> io::Result<()> {
+        self.append_inner(bytes, true)
     }
 
-    fn append_inner(&self, bytes: &[u8], size_last: bool) {
+    /// How appends reach the file.
+    pub fn append_path(&self) -> AppendPath {
+        AppendPath::from_u8(self.append_path.load(Ordering::Relaxed))
+    }
+
+    /// Chooses how appends reach the file. Callers serialize this with appends.
+    pub fn set_append_path(&self, path: AppendPath) {
+        self.append_path.store(path.as_u8(), Ordering::Relaxed);
+    }
+
+    fn append_inner(&self, bytes: &[u8], size_last: bool) -> io::Result<()> {
         let pos = self.wrote_position.load(Ordering::Acquire);
         assert!(pos + bytes.len() <= self.file_size, "append past the end of {}", self.path.display());
         let buffer = self.write_buffer.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if buffer.is_none() && self.append_path() == AppendPath::WriteCall {
+            self.write_at(bytes, pos, size_last)?;
+            self.wrote_position.store(pos + bytes.len(), Ordering::Release);
+            self.committed_position.store(pos + bytes.len(), Ordering::Release);
+            return Ok(());
+        }
         let dst = match &buffer {
             Some(b) => b.map.as_mut_ptr(),
             None => self.inner.map.as_mut_ptr(),
@@ -251,6 +312,21 @@ impl MappedFile {
         self.wrote_position.store(pos + bytes.len(), Ordering::Release);
         if buffer.is_none() {
             self.committed_position.store(pos + bytes.len(), Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// `pwrite`s `bytes` at `pos`. The kernel copies a write page by page and a killed process
+    /// stops between pages, so a write inside one page lands whole or not at all; one crossing
+    /// a page boundary is split so that its leading 4 bytes are written last (see
+    /// [`append_size_last`](Self::append_size_last)).
+    fn write_at(&self, bytes: &[u8], pos: usize, size_last: bool) -> io::Result<()> {
+        let crosses_page = bytes.len() > 4 && pos / OS_PAGE_SIZE != (pos + bytes.len() - 1) / OS_PAGE_SIZE;
+        if size_last && crosses_page {
+            self.file.write_all_at(&bytes[4..], (pos + 4) as u64)?;
+            self.file.write_all_at(&bytes[..4], pos as u64)
+        } else {
+            self.file.write_all_at(bytes, pos as u64)
         }
     }
 
@@ -391,33 +467,59 @@ impl MappedFile {
         if self.prefault(0).is_ok() {
             return;
         }
-        // Kernels without MADV_POPULATE_WRITE: write a zero per page instead.
+        // Kernels without MADV_POPULATE_*: touch a byte per page instead (a read when write
+        // calls fill the file, so the pages stay mapped read-only).
+        let write = self.append_path() == AppendPath::Mapping;
         let mut pos = 0;
         while pos < self.file_size {
             // SAFETY: the file is not in service yet (it is being prepared for a later roll),
             // so no reader or writer touches it; writing a zero leaves its content unchanged.
             unsafe {
-                std::ptr::write_volatile(self.inner.map.as_mut_ptr().add(pos), 0);
+                let p = self.inner.map.as_mut_ptr().add(pos);
+                if write {
+                    std::ptr::write_volatile(p, 0);
+                } else {
+                    std::ptr::read_volatile(p);
+                }
             }
             pos += OS_PAGE_SIZE;
         }
     }
 
-    /// Pre-faults the pages from `from` to the end as writable (`MADV_POPULATE_WRITE`):
-    /// allocates their page-cache pages and blocks ahead of the writer without touching their
-    /// content, so it is safe while the file is in service. Works in 4 MiB steps.
+    /// Pre-faults the pages from `from` to the end: allocates their page-cache pages and
+    /// blocks ahead of the writer without touching their content, so it is safe while the file
+    /// is in service. Works in 4 MiB steps.
+    ///
+    /// With [`AppendPath::Mapping`] the pages are mapped writable (`MADV_POPULATE_WRITE`).
+    /// With [`AppendPath::WriteCall`] they are mapped read-only (`MADV_POPULATE_READ`), so a
+    /// flush has no writable mapping to write-protect again, and in single pages (readahead
+    /// is off while populating): otherwise the kernel may build large folios, and every small
+    /// write and every flush then walks all the blocks of a large folio.
     ///
     /// # Errors
     /// The kernel does not support the advice (Linux < 5.14), or the mapping failed.
     pub fn prefault(&self, from: usize) -> io::Result<()> {
         const STEP: usize = 4 * 1024 * 1024;
+        let write_call = self.append_path() == AppendPath::WriteCall;
+        if write_call {
+            self.inner.map.advise(memmap2::Advice::Random)?;
+        }
+        let advice = if write_call { memmap2::Advice::PopulateRead } else { memmap2::Advice::PopulateWrite };
         let mut pos = from - from % OS_PAGE_SIZE;
+        let mut result = Ok(());
         while pos < self.file_size {
             let len = STEP.min(self.file_size - pos);
-            self.inner.map.advise_range(memmap2::Advice::PopulateWrite, pos, len)?;
+            result = self.inner.map.advise_range(advice, pos, len);
+            if result.is_err() {
+                break;
+            }
             pos += len;
         }
-        Ok(())
+        if write_call {
+            // Readers of the file get readahead back.
+            self.inner.map.advise(memmap2::Advice::Normal)?;
+        }
+        result
     }
 
     /// Deletes the file from disk; slices already handed out stay readable until dropped.
@@ -438,8 +540,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = MappedFile::open(dir.path(), 4096, 8192).unwrap();
         assert_eq!(f.path().file_name().unwrap(), "00000000000000004096");
-        f.append(b"hello");
-        f.append(b" world");
+        f.append(b"hello").unwrap();
+        f.append(b" world").unwrap();
         assert_eq!(f.wrote_position(), 11);
         assert!(f.slice(0, 12).is_none(), "unwritten bytes are not readable");
         let s = f.slice(6, 5).unwrap();
@@ -450,6 +552,46 @@ mod tests {
         f.destroy().unwrap();
         drop(f);
         assert_eq!(&s[..], b"world");
+    }
+
+    #[test]
+    fn write_call_appends_land_in_the_file_and_the_mapping() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = MappedFile::open(dir.path(), 0, 3 * OS_PAGE_SIZE).unwrap();
+        f.set_append_path(AppendPath::WriteCall);
+        f.prefault(0).unwrap();
+        // One record inside the first page, one crossing into the second (split write, size
+        // last), one plain append.
+        let first: Vec<u8> = (0..100u32).map(|i| i as u8).collect();
+        let crossing: Vec<u8> = (0..OS_PAGE_SIZE as u32).map(|i| (i % 251) as u8 + 1).collect();
+        f.append_size_last(&first).unwrap();
+        f.append_size_last(&crossing).unwrap();
+        f.append(b"tail").unwrap();
+        let end = first.len() + crossing.len() + 4;
+        assert_eq!(f.wrote_position(), end);
+        assert_eq!(f.committed_position(), end);
+        assert_eq!(&f.slice(0, first.len()).unwrap()[..], &first[..]);
+        assert_eq!(&f.slice(first.len(), crossing.len()).unwrap()[..], &crossing[..]);
+        assert_eq!(&f.slice(end - 4, 4).unwrap()[..], b"tail");
+        assert_eq!(f.flush().unwrap(), end);
+        let on_disk = std::fs::read(f.path()).unwrap();
+        assert_eq!(&on_disk[first.len()..first.len() + crossing.len()], &crossing[..]);
+        assert!(on_disk[end..].iter().all(|&b| b == 0), "nothing written past the write position");
+    }
+
+    #[test]
+    fn a_failed_write_call_leaves_the_write_position() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = MappedFile::open(dir.path(), 0, OS_PAGE_SIZE).unwrap();
+        f.set_append_path(AppendPath::WriteCall);
+        f.append(b"kept").unwrap();
+        // A read-only descriptor in place of the file makes the next write fail.
+        let ro = OpenOptions::new().read(true).open(f.path()).unwrap();
+        let f = MappedFile { file: ro, ..f };
+        assert!(f.append(b"lost").is_err());
+        assert_eq!(f.wrote_position(), 4);
+        assert_eq!(&f.slice(0, 4).unwrap()[..], b"kept");
+        assert!(f.slice(0, 8).is_none());
     }
 
     #[test]

@@ -8,12 +8,13 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 
 use tracing::{debug, info};
 
-use crate::mapped_file::MappedFile;
+use crate::mapped_file::{AppendPath, MappedFile};
 
 /// The segments of one queue.
 #[derive(Debug)]
@@ -22,6 +23,9 @@ pub struct MappedFileQueue {
     file_size: usize,
     files: RwLock<Vec<Arc<MappedFile>>>,
     preallocator: Option<Preallocator>,
+    /// The [`AppendPath`] of every segment, as its `u8`; shared with the preallocator, which
+    /// pre-faults new segments to suit it.
+    append_path: Arc<AtomicU8>,
 }
 
 impl MappedFileQueue {
@@ -68,8 +72,22 @@ impl MappedFileQueue {
         if !files.is_empty() {
             info!(dir = %dir.display(), segments = files.len(), "segments loaded");
         }
-        let preallocator = preallocate.then(|| Preallocator::start(dir.to_owned(), file_size));
-        Ok(MappedFileQueue { dir: dir.to_owned(), file_size, files: RwLock::new(files), preallocator })
+        let append_path = Arc::new(AtomicU8::new(AppendPath::Mapping.as_u8()));
+        let preallocator = preallocate.then(|| Preallocator::start(dir.to_owned(), file_size, append_path.clone()));
+        Ok(MappedFileQueue { dir: dir.to_owned(), file_size, files: RwLock::new(files), preallocator, append_path })
+    }
+
+    /// Chooses how appends reach every segment, present and future (see [`AppendPath`]).
+    /// Callers serialize this with appends (set it before the queue is in service).
+    pub fn set_append_path(&self, path: AppendPath) {
+        self.append_path.store(path.as_u8(), Ordering::Relaxed);
+        for f in self.files().iter() {
+            f.set_append_path(path);
+        }
+    }
+
+    fn append_path(&self) -> AppendPath {
+        AppendPath::from_u8(self.append_path.load(Ordering::Relaxed))
     }
 
     fn files(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<MappedFile>>> {
@@ -132,6 +150,7 @@ impl MappedFileQueue {
             Some(prepared) => prepared?,
             None => {
                 let file = Arc::new(MappedFile::open(&self.dir, from, self.file_size)?);
+                file.set_append_path(self.append_path());
                 // Not prepared in advance (the first segment): fault its pages in the
                 // background, ahead of the writer.
                 if let Some(p) = &self.preallocator {
@@ -333,7 +352,7 @@ struct PreState {
 }
 
 impl Preallocator {
-    fn start(dir: PathBuf, file_size: usize) -> Preallocator {
+    fn start(dir: PathBuf, file_size: usize, append_path: Arc<AtomicU8>) -> Preallocator {
         let shared: Arc<(Mutex<PreState>, Condvar)> = Arc::default();
         let worker = shared.clone();
         let thread = std::thread::Builder::new()
@@ -363,6 +382,7 @@ impl Preallocator {
                         }
                     };
                     let result = MappedFile::open(&dir, from, file_size).map(|f| {
+                        f.set_append_path(AppendPath::from_u8(append_path.load(Ordering::Relaxed)));
                         f.pretouch();
                         Arc::new(f)
                     });

@@ -221,6 +221,9 @@ impl MessageStore {
         let commit_dir = config.commit_log_dir();
         let queue = MappedFileQueue::load(&commit_dir, config.mapped_file_size_commit_log as usize, true)
             .map_err(io_err(&commit_dir))?;
+        if config.flush_disk_type == crate::FlushDiskType::SyncFlush {
+            queue.set_append_path(crate::AppendPath::WriteCall);
+        }
         let mut commit_log = CommitLog::new(queue, config.max_message_size as usize, store_host);
         // Java 4.x enables the pool only under ASYNC_FLUSH: under SYNC_FLUSH every put waits for
         // its bytes on disk anyway, so a staging buffer only adds a copy.

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use bytes::Bytes;
 use ferromq_protocol::message::{sysflag, RecordOrBlank, RecordView, StoredMessage, BLANK_MAGIC_CODE};
-use ferromq_store::{CommitLog, MappedFileQueue, PutMessageStatus};
+use ferromq_store::{AppendPath, CommitLog, MappedFileQueue, PutMessageStatus};
 
 fn host() -> SocketAddr {
     "127.0.0.1:10911".parse().unwrap()
@@ -140,6 +140,51 @@ fn a_failed_flush_poisons_the_log() {
     let err = log.append(&msg("T", 0, b"two")).unwrap_err();
     assert_eq!(err.status, PutMessageStatus::ServiceNotAvailable);
     assert!(err.reason.contains("poisoned"), "{}", err.reason);
+}
+
+#[test]
+fn a_failed_write_poisons_the_log_and_keeps_what_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), 4096);
+    let one = log.append(&msg("T", 0, b"one")).unwrap();
+    log.inject_write_failure(true);
+    let err = log.append(&msg("T", 0, b"two")).unwrap_err();
+    assert_eq!(err.status, PutMessageStatus::UnknownError);
+    assert!(err.reason.contains("write failed"), "{}", err.reason);
+    assert!(log.is_poisoned());
+    log.inject_write_failure(false);
+    assert_eq!(log.append(&msg("T", 0, b"three")).unwrap_err().status, PutMessageStatus::ServiceNotAvailable);
+    assert_eq!(log.max_offset(), one.wrote_bytes as i64);
+    assert_eq!(log.next_queue_offset("T", 0), 1, "the failed append took no queue offset");
+    assert!(log.get_message(one.wrote_offset, one.wrote_bytes).is_some());
+}
+
+#[test]
+fn write_call_appends_roll_files_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let file_size = 4096;
+    let log = open(dir.path(), file_size);
+    log.queue().set_append_path(AppendPath::WriteCall);
+    let mut results = Vec::new();
+    for i in 0..40u8 {
+        results.push(log.append(&msg("T", 0, &vec![i; 250 + usize::from(i) * 7])).unwrap());
+    }
+    assert!(log.queue().segments().len() >= 3, "rolled across files");
+    assert!(log.queue().segments().iter().all(|f| f.append_path() == AppendPath::WriteCall));
+    for (i, r) in results.iter().enumerate() {
+        let bytes = log.get_message(r.wrote_offset, r.wrote_bytes).unwrap();
+        let RecordOrBlank::Record(view) = RecordView::parse(&bytes).unwrap() else { panic!("a record") };
+        assert_eq!(view.body, vec![i as u8; 250 + i * 7]);
+        assert_eq!(view.queue_offset, i as i64);
+        view.verify_body_crc().unwrap();
+    }
+    log.flush().unwrap();
+    // The files on disk hold the same bytes as the mapping.
+    let last = results.last().unwrap();
+    let seg_from = last.wrote_offset - last.wrote_offset % file_size as i64;
+    let on_disk = std::fs::read(dir.path().join(format!("{seg_from:020}"))).unwrap();
+    let at = (last.wrote_offset - seg_from) as usize;
+    assert_eq!(&on_disk[at..at + last.wrote_bytes], &log.get_message(last.wrote_offset, last.wrote_bytes).unwrap()[..]);
 }
 
 #[test]

@@ -202,13 +202,13 @@ impl TimerLog {
             // Units start at multiples of 52 and are only written with 68 bytes free, so at
             // least the blank's 16 bytes remain; a recovered full segment may have none.
             if file.remaining() >= MIN_BLANK_LEN {
-                file.append(&blank_marker(file.remaining()));
+                file.append(&blank_marker(file.remaining()))?;
             }
             file.mark_full();
             file = self.queue.last_or_create(0)?;
         }
         let pos = file.file_from_offset() + file.wrote_position() as i64;
-        file.append_size_last(unit);
+        file.append_size_last(unit)?;
         Ok(pos)
     }
 

@@ -161,7 +161,9 @@ impl CommitLog {
             if file.is_full() {
                 // The unused space after the blank marker: copied as shipped (zeros).
                 let n = input.len().min(file_size - pos);
-                file.append(&input[..n]);
+                if let Err(e) = file.append(&input[..n]) {
+                    break Err(ReplicaAppendError::Io(e));
+                }
                 at += n as i64;
                 input = &input[n..];
                 continue;
@@ -184,7 +186,9 @@ impl CommitLog {
                     }
                     input = &input[BLANK_MARKER_LEN.saturating_sub(pending.len())..];
                     pending.clear();
-                    file.append_size_last(&prefix);
+                    if let Err(e) = file.append_size_last(&prefix) {
+                        break Err(ReplicaAppendError::Io(e));
+                    }
                     file.mark_full();
                     at += BLANK_MARKER_LEN as i64;
                     continue;
@@ -209,7 +213,9 @@ impl CommitLog {
                     Ok(ts) => newest_store_timestamp = Some(ts),
                     Err(e) => break Err(e),
                 }
-                file.append_size_last(&record);
+                if let Err(e) = file.append_size_last(&record) {
+                    break Err(ReplicaAppendError::Io(e));
+                }
                 at += size as i64;
                 continue;
             }
@@ -231,7 +237,9 @@ impl CommitLog {
                 run += size;
             }
             if run > 0 {
-                file.append_size_last(&input[..run]);
+                if let Err(e) = file.append_size_last(&input[..run]) {
+                    break Err(ReplicaAppendError::Io(e));
+                }
                 at += run as i64;
                 input = &input[run..];
             }
