@@ -67,16 +67,23 @@ impl TimerWheel {
         if len == 0 {
             file.set_len(expected).map_err(io_err(path))?;
         }
-        let mut raw = vec![0u8; expected as usize];
-        file.read_exact_at(&mut raw, 0).map_err(io_err(path))?;
-        let slots = raw
-            .chunks_exact(SLOT_SIZE)
-            .map(|chunk| {
-                let mut rec = [0u8; SLOT_SIZE];
-                rec.copy_from_slice(chunk);
-                Slot::decode(&rec, precision_ms)
-            })
-            .collect();
+        // Read in pieces: a whole-file buffer would double the wheel's memory at start (and an
+        // allocator that keeps freed memory would keep the double).
+        const READ_SLOTS: usize = 16 * 1024;
+        let mut slots = Vec::with_capacity(count);
+        let mut raw = vec![0u8; READ_SLOTS * SLOT_SIZE];
+        let mut at = 0usize;
+        while at < count {
+            let n = READ_SLOTS.min(count - at);
+            let chunk = &mut raw[..n * SLOT_SIZE];
+            file.read_exact_at(chunk, (at * SLOT_SIZE) as u64).map_err(io_err(path))?;
+            slots.extend(chunk.chunks_exact(SLOT_SIZE).map(|rec| {
+                let mut rec_bytes = [0u8; SLOT_SIZE];
+                rec_bytes.copy_from_slice(rec);
+                Slot::decode(&rec_bytes, precision_ms)
+            }));
+            at += n;
+        }
         Ok(TimerWheel {
             slots,
             dirty: vec![0; count.div_ceil(64)],
