@@ -127,6 +127,7 @@ pub(crate) fn flush_cycle(shared: &Shared, last: bool) -> Result<TimerCheckpoint
         shared.core().wheel.mark_all_dirty();
         return Err(e);
     }
+    shared.core().wheel.confirm_written(&dirty);
     state.candidates.push_back(Candidate { read_time_ms, log_flush_pos, queue_offset, commit_log_end });
     let durable = if last { i64::MAX } else { shared.store.flushed_phy_offset() };
     let mut chosen = None;

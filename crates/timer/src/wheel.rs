@@ -1,7 +1,9 @@
 //! The timer wheel: `2 * slotsTotal` slots, one per precision step, indexed by
-//! `(timeMs / precision) % (2 * slotsTotal)`. The whole wheel lives in memory; the
-//! `timerwheel` file is its durable copy, written slot by slot (only slots changed since the
-//! last flush) and synced by the flusher. Java: `TimerWheel`.
+//! `(timeMs / precision) % (2 * slotsTotal)`. The `timerwheel` file holds the wheel and is
+//! mapped read-only (38 MB with Java's defaults: page cache, not process memory); slots changed
+//! since they were last written live in an in-memory overlay until a flush has written them
+//! (`pwrite`, synced by the flusher) and confirmed it. Java: `TimerWheel` (which maps the file
+//! read-write).
 //!
 //! A slot entry belongs to one revolution: its stored time says which. Looking up a time
 //! whose slot holds another revolution's time gives [`Slot::EMPTY`], so entries never need
@@ -10,6 +12,7 @@
 //! This module does not decide what goes into a slot (see `enqueue.rs`), nor when the file
 //! is flushed relative to the timerlog and checkpoint (see `flush.rs`).
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -20,10 +23,15 @@ use crate::slot::{Slot, SLOT_SIZE};
 /// Slots written by one `pwrite` at most when flushing a run of changed slots.
 const FLUSH_RUN_SLOTS_MAX: usize = 4096;
 
-/// The in-memory wheel and its file.
-#[derive(Debug)]
+/// The wheel: its file, mapped for reading, and the slots changed since they were written.
 pub(crate) struct TimerWheel {
-    slots: Vec<Slot>,
+    /// The file's bytes. Only this wheel writes the file, and only at slots whose newest value
+    /// is in `changed` until the write has completed, so a read of the mapping never sees a
+    /// slot being written.
+    map: memmap2::Mmap,
+    slot_count: usize,
+    /// Newest value of every slot changed since it was last written (and confirmed).
+    changed: HashMap<usize, Slot>,
     /// One bit per slot changed since the last [`take_dirty`](Self::take_dirty).
     dirty: Vec<u64>,
     precision_ms: i64,
@@ -31,11 +39,23 @@ pub(crate) struct TimerWheel {
     path: PathBuf,
 }
 
+impl std::fmt::Debug for TimerWheel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimerWheel")
+            .field("path", &self.path)
+            .field("slots", &self.slot_count)
+            .field("changed", &self.changed.len())
+            .finish()
+    }
+}
+
 /// Changed slots taken from the wheel, to be written without holding the wheel's lock.
 #[derive(Debug, Default)]
 pub(crate) struct DirtySlots {
     /// Runs of consecutive slots: first index and their encoded records.
     runs: Vec<(usize, Vec<u8>)>,
+    /// The slots in the runs with the values written, for [`TimerWheel::confirm_written`].
+    slots: Vec<(usize, Slot)>,
 }
 
 impl DirtySlots {
@@ -67,25 +87,11 @@ impl TimerWheel {
         if len == 0 {
             file.set_len(expected).map_err(io_err(path))?;
         }
-        // Read in pieces: a whole-file buffer would double the wheel's memory at start (and an
-        // allocator that keeps freed memory would keep the double).
-        const READ_SLOTS: usize = 16 * 1024;
-        let mut slots = Vec::with_capacity(count);
-        let mut raw = vec![0u8; READ_SLOTS * SLOT_SIZE];
-        let mut at = 0usize;
-        while at < count {
-            let n = READ_SLOTS.min(count - at);
-            let chunk = &mut raw[..n * SLOT_SIZE];
-            file.read_exact_at(chunk, (at * SLOT_SIZE) as u64).map_err(io_err(path))?;
-            slots.extend(chunk.chunks_exact(SLOT_SIZE).map(|rec| {
-                let mut rec_bytes = [0u8; SLOT_SIZE];
-                rec_bytes.copy_from_slice(rec);
-                Slot::decode(&rec_bytes, precision_ms)
-            }));
-            at += n;
-        }
+        let map = map_read_only(&file).map_err(io_err(path))?;
         Ok(TimerWheel {
-            slots,
+            map,
+            slot_count: count,
+            changed: HashMap::new(),
             dirty: vec![0; count.div_ceil(64)],
             precision_ms,
             file: std::sync::Arc::new(file),
@@ -95,7 +101,7 @@ impl TimerWheel {
 
     /// Slots in the file (`2 * slotsTotal`).
     pub(crate) fn slot_count(&self) -> usize {
-        self.slots.len()
+        self.slot_count
     }
 
     /// The slot width.
@@ -105,7 +111,7 @@ impl TimerWheel {
 
     /// Index of the slot for `time_ms`. Java: `getSlotIndex`.
     pub(crate) fn slot_index(&self, time_ms: i64) -> usize {
-        (time_ms / self.precision_ms).rem_euclid(self.slots.len() as i64) as usize
+        (time_ms / self.precision_ms).rem_euclid(self.slot_count as i64) as usize
     }
 
     /// `time_ms` rounded down to its slot's time.
@@ -116,7 +122,7 @@ impl TimerWheel {
     /// The slot entry at `time_ms`'s index, whatever revolution it belongs to. Java:
     /// `getRawSlot`.
     pub(crate) fn raw_slot(&self, time_ms: i64) -> Slot {
-        self.slots[self.slot_index(time_ms)]
+        self.at(self.slot_index(time_ms))
     }
 
     /// The slot of `time_ms`, or [`Slot::EMPTY`] when its entry belongs to another revolution.
@@ -132,8 +138,7 @@ impl TimerWheel {
     /// Overwrites the slot of `time_ms`. Java: `putSlot` (five-argument form).
     pub(crate) fn put_slot(&mut self, time_ms: i64, first_pos: i64, last_pos: i64, num: i32, magic: i32) {
         let index = self.slot_index(time_ms);
-        self.slots[index] = Slot { time_ms: self.slot_time(time_ms), first_pos, last_pos, num, magic };
-        self.mark_dirty(index);
+        self.set(index, Slot { time_ms: self.slot_time(time_ms), first_pos, last_pos, num, magic });
     }
 
     /// Recovery: makes the unit at `pos` (due at `time_ms`) the slot's last unit. A slot of
@@ -142,50 +147,75 @@ impl TimerWheel {
     pub(crate) fn revise_slot(&mut self, time_ms: i64, pos: i64) {
         let index = self.slot_index(time_ms);
         let time = self.slot_time(time_ms);
-        let slot = &mut self.slots[index];
+        let mut slot = self.at(index);
         if slot.time_ms == time {
             slot.last_pos = pos;
         } else {
-            *slot = Slot { time_ms: time, first_pos: pos, last_pos: pos, num: 0, magic: 0 };
+            slot = Slot { time_ms: time, first_pos: pos, last_pos: pos, num: 0, magic: 0 };
         }
-        self.mark_dirty(index);
+        self.set(index, slot);
     }
 
     /// Forgets the slot at `index` (recovery, for a slot whose units are all gone).
     pub(crate) fn clear_index(&mut self, index: usize) {
-        self.slots[index] = Slot { time_ms: 0, first_pos: -1, last_pos: -1, num: 0, magic: 0 };
-        self.mark_dirty(index);
+        self.set(index, Slot { time_ms: 0, first_pos: -1, last_pos: -1, num: 0, magic: 0 });
     }
 
     /// Sets the unit count of a live slot (recovery's recount).
     pub(crate) fn set_num(&mut self, index: usize, num: i32) {
-        if self.slots[index].num != num {
-            self.slots[index].num = num;
-            self.mark_dirty(index);
+        let mut slot = self.at(index);
+        if slot.num != num {
+            slot.num = num;
+            self.set(index, slot);
         }
     }
 
     /// The entry at `index` (raw).
     pub(crate) fn at(&self, index: usize) -> Slot {
-        self.slots[index]
+        if let Some(slot) = self.changed.get(&index) {
+            return *slot;
+        }
+        let mut rec = [0u8; SLOT_SIZE];
+        rec.copy_from_slice(&self.map[index * SLOT_SIZE..(index + 1) * SLOT_SIZE]);
+        Slot::decode(&rec, self.precision_ms)
     }
 
-    fn mark_dirty(&mut self, index: usize) {
+    fn set(&mut self, index: usize, slot: Slot) {
+        self.changed.insert(index, slot);
         self.dirty[index / 64] |= 1 << (index % 64);
     }
 
-    /// Marks every slot changed (after a failed write, so the next flush rewrites them all).
+    /// Marks every slot not yet confirmed written as changed (after a failed write, whose
+    /// slots are all among them, so the next flush rewrites them).
     pub(crate) fn mark_all_dirty(&mut self) {
-        for word in &mut self.dirty {
-            *word = u64::MAX;
+        for &index in self.changed.keys() {
+            self.dirty[index / 64] |= 1 << (index % 64);
         }
+    }
+
+    /// After `dirty` was written and synced: its slots that have not changed again since are
+    /// read from the file from now on.
+    pub(crate) fn confirm_written(&mut self, dirty: &DirtySlots) {
+        for (index, written) in &dirty.slots {
+            if self.changed.get(index) == Some(written) {
+                self.changed.remove(index);
+            }
+        }
+    }
+
+    /// Slots held in memory (changed and not yet confirmed written).
+    #[cfg(test)]
+    pub(crate) fn changed_len(&self) -> usize {
+        self.changed.len()
     }
 
     /// Encodes the changed slots and clears their marks.
     pub(crate) fn take_dirty(&mut self) -> DirtySlots {
         let mut out = DirtySlots::default();
         let mut current: Option<(usize, Vec<u8>)> = None;
-        for (w, word) in self.dirty.iter_mut().enumerate() {
+        // Taken out for the loop (reads go through `self.at`); every word is zero afterwards.
+        let mut dirty_bits = std::mem::take(&mut self.dirty);
+        for (w, word) in dirty_bits.iter_mut().enumerate() {
             if *word == 0 {
                 continue;
             }
@@ -193,10 +223,12 @@ impl TimerWheel {
             while bits != 0 {
                 let index = w * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                if index >= self.slots.len() {
+                if index >= self.slot_count {
                     break;
                 }
-                let rec = self.slots[index].encode(self.precision_ms);
+                let slot = self.at(index);
+                out.slots.push((index, slot));
+                let rec = slot.encode(self.precision_ms);
                 match &mut current {
                     Some((start, bytes))
                         if *start + bytes.len() / SLOT_SIZE == index
@@ -213,6 +245,7 @@ impl TimerWheel {
                 }
             }
         }
+        self.dirty = dirty_bits;
         if let Some(run) = current {
             out.runs.push(run);
         }
@@ -223,6 +256,16 @@ impl TimerWheel {
     pub(crate) fn writer(&self) -> WheelWriter {
         WheelWriter { file: self.file.clone(), path: self.path.clone() }
     }
+}
+
+/// Maps `file` read-only.
+#[allow(unsafe_code)] // One read-only mapping; see the SAFETY comment.
+fn map_read_only(file: &File) -> std::io::Result<memmap2::Mmap> {
+    // SAFETY: the mapping is read-only and the file is private to this wheel: the store's
+    // directory lock keeps other brokers out, and this wheel writes only slots whose values it
+    // serves from memory until the write has completed (see `TimerWheel::map`). The file's size
+    // is fixed (checked at open) and never truncated while mapped.
+    unsafe { memmap2::Mmap::map(file) }
 }
 
 /// Writes slots to the wheel file.
@@ -280,6 +323,7 @@ mod tests {
             assert_eq!(dirty.len(), 3);
             assert_eq!(dirty.runs.len(), 2, "adjacent slots are written in one run");
             wheel.writer().write(&dirty).unwrap();
+            wheel.confirm_written(&dirty);
             assert_eq!(wheel.take_dirty().len(), 0);
         }
         let wheel = TimerWheel::open(&path, 100, 100).unwrap();
@@ -288,6 +332,45 @@ mod tests {
         assert_eq!(wheel.slot(t + 500).first_pos, 312);
         drop(wheel);
         assert!(matches!(TimerWheel::open(&path, 99, 100), Err(TimerError::WheelSizeMismatch { .. })));
+    }
+
+    #[test]
+    fn written_slots_leave_memory_and_a_slot_changed_meanwhile_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut wheel = TimerWheel::open(&dir.path().join("timerwheel"), 100, 100).unwrap();
+        let t = 1_700_000_000_000;
+        wheel.put_slot(t, 0, 52, 2, 0);
+        wheel.put_slot(t + 100, 104, 104, 1, 0);
+        assert_eq!(wheel.changed_len(), 2);
+        let dirty = wheel.take_dirty();
+        // Changed again while the flush writes the earlier value.
+        wheel.put_slot(t + 100, 104, 156, 2, 0);
+        wheel.writer().write(&dirty).unwrap();
+        wheel.confirm_written(&dirty);
+        assert_eq!(wheel.changed_len(), 1, "only the slot changed since stays in memory");
+        assert_eq!(wheel.slot(t), Slot { time_ms: t, first_pos: 0, last_pos: 52, num: 2, magic: 0 });
+        assert_eq!(wheel.slot(t + 100).last_pos, 156, "the newer value wins over the file");
+        let dirty = wheel.take_dirty();
+        assert_eq!(dirty.len(), 1);
+        wheel.writer().write(&dirty).unwrap();
+        wheel.confirm_written(&dirty);
+        assert_eq!(wheel.changed_len(), 0);
+        assert_eq!(wheel.slot(t + 100).last_pos, 156, "read back from the file");
+    }
+
+    #[test]
+    fn slots_of_a_failed_write_are_written_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut wheel = TimerWheel::open(&dir.path().join("timerwheel"), 100, 100).unwrap();
+        let t = 1_700_000_000_000;
+        wheel.put_slot(t, 0, 52, 2, 0);
+        wheel.put_slot(t + 500, 104, 104, 1, 0);
+        let first = wheel.take_dirty();
+        assert_eq!(wheel.take_dirty().len(), 0);
+        // The write failed (not confirmed): every slot held in memory is written next time.
+        wheel.mark_all_dirty();
+        let again = wheel.take_dirty();
+        assert_eq!(again.slots, first.slots);
     }
 
     #[test]
