@@ -301,8 +301,15 @@ async fn read_loop(
     let mut requests: HashMap<tokio::task::Id, (i32, bool)> = HashMap::new();
     let mut close_rx = conn.inner.close_tx.subscribe();
     let mut last_read = Instant::now();
+    // One timer for the connection's life, moved as traffic pushes the deadline: a fresh
+    // timer per loop turn would register and cancel a timer entry for every request.
+    let idle = tokio::time::sleep_until(last_read + config.idle_timeout);
+    tokio::pin!(idle);
     let stop = loop {
         let idle_deadline = last_read.max(conn.last_write()) + config.idle_timeout;
+        if idle.deadline() != idle_deadline {
+            idle.as_mut().reset(idle_deadline);
+        }
         let can_read = in_flight.len() < config.max_in_flight_per_connection;
         if buf.capacity() - buf.len() < READ_CHUNK_BYTES / 4 {
             buf.reserve(READ_CHUNK_BYTES);
@@ -328,7 +335,7 @@ async fn read_loop(
             Some(done) = in_flight.join_next_with_id(), if !in_flight.is_empty() => {
                 finish_request(&conn, done, &mut requests).await;
             }
-            _ = tokio::time::sleep_until(idle_deadline) => {
+            _ = &mut idle => {
                 if Instant::now() >= last_read.max(conn.last_write()) + config.idle_timeout {
                     break Stop::Idle;
                 }
