@@ -20,6 +20,7 @@ mod lite_pull_consumer;
 mod local_offset_store;
 mod message;
 mod message_ext;
+mod periodic;
 mod producer;
 mod publish_info;
 mod pull_node;

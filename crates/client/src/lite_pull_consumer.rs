@@ -691,24 +691,14 @@ fn spawn_pull(inner: &Arc<Inner>, mq: MessageQueue, epoch: u64, start: Option<i6
 }
 
 async fn auto_commit_loop(inner: Arc<Inner>) {
-    let every = inner.config.auto_commit_interval;
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-    loop {
-        tick.tick().await;
+    crate::periodic::run_every(inner.config.auto_commit_interval, None, || async {
         if let Err(e) = inner.commit_all().await {
             debug!(consumer_group = %inner.config.group, error = %e, "auto-commit failed");
         }
-    }
+    })
+    .await;
 }
 
 async fn rebalance_loop(inner: Arc<Inner>) {
-    let every = inner.config.rebalance_interval;
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            () = inner.rebalance_now.notified() => {}
-        }
-        inner.rebalance().await;
-    }
+    crate::periodic::run_every(inner.config.rebalance_interval, Some(&inner.rebalance_now), || inner.rebalance()).await;
 }

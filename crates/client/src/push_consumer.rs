@@ -838,26 +838,16 @@ fn restore_retry_topic(msg: &mut MessageExt, retry: &str) {
 }
 
 async fn commit_loop(inner: Arc<Inner>) {
-    let every = inner.config.persist_consumer_offset_interval;
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-    loop {
-        tick.tick().await;
+    crate::periodic::run_every(inner.config.persist_consumer_offset_interval, None, || async {
         if let Err(e) = inner.commit_all().await {
             debug!(consumer_group = %inner.config.group, error = %e, "offset commit failed");
         }
-    }
+    })
+    .await;
 }
 
 async fn rebalance_loop(inner: Arc<Inner>) {
-    let every = inner.config.rebalance_interval;
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            () = inner.rebalance_now.notified() => {}
-        }
-        inner.rebalance().await;
-    }
+    crate::periodic::run_every(inner.config.rebalance_interval, Some(&inner.rebalance_now), || inner.rebalance()).await;
 }
 
 #[cfg(test)]
