@@ -334,13 +334,19 @@ mod tests {
         assert!(matches!(TimerWheel::open(&path, 99, 100), Err(TimerError::WheelSizeMismatch { .. })));
     }
 
+    /// A wheel of 200 slots of 100 ms in `dir` with two slots set, at `t` and `t + later_ms`.
+    fn wheel_with_two_slots(dir: &Path, later_ms: i64) -> (TimerWheel, i64) {
+        let mut wheel = TimerWheel::open(&dir.join("timerwheel"), 100, 100).unwrap();
+        let t = 1_700_000_000_000;
+        wheel.put_slot(t, 0, 52, 2, 0);
+        wheel.put_slot(t + later_ms, 104, 104, 1, 0);
+        (wheel, t)
+    }
+
     #[test]
     fn written_slots_leave_memory_and_a_slot_changed_meanwhile_stays() {
         let dir = tempfile::tempdir().unwrap();
-        let mut wheel = TimerWheel::open(&dir.path().join("timerwheel"), 100, 100).unwrap();
-        let t = 1_700_000_000_000;
-        wheel.put_slot(t, 0, 52, 2, 0);
-        wheel.put_slot(t + 100, 104, 104, 1, 0);
+        let (mut wheel, t) = wheel_with_two_slots(dir.path(), 100);
         assert_eq!(wheel.changed_len(), 2);
         let dirty = wheel.take_dirty();
         // Changed again while the flush writes the earlier value.
@@ -361,10 +367,7 @@ mod tests {
     #[test]
     fn slots_of_a_failed_write_are_written_again() {
         let dir = tempfile::tempdir().unwrap();
-        let mut wheel = TimerWheel::open(&dir.path().join("timerwheel"), 100, 100).unwrap();
-        let t = 1_700_000_000_000;
-        wheel.put_slot(t, 0, 52, 2, 0);
-        wheel.put_slot(t + 500, 104, 104, 1, 0);
+        let (mut wheel, _) = wheel_with_two_slots(dir.path(), 500);
         let first = wheel.take_dirty();
         assert_eq!(wheel.take_dirty().len(), 0);
         // The write failed (not confirmed): every slot held in memory is written next time.
