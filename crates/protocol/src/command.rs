@@ -5,16 +5,12 @@
 //! typed header, and an opaque body. Byte layout lives in `frame` and `header_codec`; this module
 //! is only the value and its constructors. Java: `RemotingCommand`.
 
-use std::collections::BTreeMap;
-
 use bytes::Bytes;
 
 use crate::header::{CommandHeader, HeaderError};
 use crate::version;
 
-/// The custom-header map. Sorted, so JSON output has fastjson's alphabetical key order and
-/// encoding is deterministic.
-pub type ExtFields = BTreeMap<String, String>;
+pub use crate::ext_fields::ExtFields;
 
 /// Flag bit 0: the command is a response.
 pub const FLAG_RESPONSE: i32 = 1;

@@ -10,6 +10,7 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
 use crate::command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
+use crate::ext_fields::{intern_key, ExtKey};
 use crate::frame::FrameError;
 
 /// Fixed part of the binary header: code, language, version, opaque, flag, remark length,
@@ -187,8 +188,8 @@ impl<'de> Deserialize<'de> for JsonExtFields {
                 f.write_str("an object of strings, or null")
             }
             fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut fields = ExtFields::new();
-                while let Some(key) = map.next_key::<String>()? {
+                let mut fields = ExtFields::with_capacity(map.size_hint().unwrap_or(16));
+                while let Some(JsonKey(key)) = map.next_key()? {
                     if let LenientString(Some(value)) = map.next_value()? {
                         fields.insert(key, value);
                     }
@@ -203,6 +204,25 @@ impl<'de> Deserialize<'de> for JsonExtFields {
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+/// An extFields key: a known header name without allocating (see `ext_fields`).
+struct JsonKey(ExtKey);
+
+impl<'de> Deserialize<'de> for JsonKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = JsonKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(JsonKey(intern_key(v)))
+            }
+        }
+        d.deserialize_str(V)
     }
 }
 
@@ -284,10 +304,14 @@ impl<'a> Reader<'a> {
         })
     }
 
-    fn string(&mut self, len: usize, field: &'static str) -> Result<String, FrameError> {
+    fn str(&mut self, len: usize, field: &'static str) -> Result<&'a str, FrameError> {
         let offset = self.pos;
         let bytes = self.take(len, field)?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| FrameError::BinaryHeaderUtf8 { field, offset })
+        std::str::from_utf8(bytes).map_err(|_| FrameError::BinaryHeaderUtf8 { field, offset })
+    }
+
+    fn string(&mut self, len: usize, field: &'static str) -> Result<String, FrameError> {
+        self.str(len, field).map(str::to_owned)
     }
 }
 
@@ -314,7 +338,7 @@ fn decode_binary(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
     while r.pos < ext_end {
         let key_len = i16::from_be_bytes(r.array("extFields key length")?);
         let key_len = r.length(key_len.into(), "extFields key length")?;
-        let key = r.string(key_len, "extFields key")?;
+        let key = intern_key(r.str(key_len, "extFields key")?);
         let value_len = i32::from_be_bytes(r.array("extFields value length")?);
         let value_len = r.length(value_len.into(), "extFields value length")?;
         let value = r.string(value_len, "extFields value")?;

@@ -191,7 +191,7 @@ fn send_header_v2_uses_one_letter_keys() {
     };
     let v2: SendMessageRequestHeaderV2 = h.clone().into();
     let ext = v2.to_ext_fields();
-    let keys: Vec<&str> = ext.keys().map(String::as_str).collect();
+    let keys: Vec<&str> = ext.keys().collect();
     assert_eq!(keys, ["a", "b", "c", "d", "e", "f", "g", "h", "j", "k", "m", "n"]);
     assert_eq!(SendMessageRequestHeader::decode_for(request_code::SEND_BATCH_MESSAGE, &ext).unwrap(), h);
     assert_eq!(SendMessageRequestHeader::decode_for(request_code::SEND_MESSAGE, &h.to_ext_fields()).unwrap(), h);
@@ -217,7 +217,7 @@ fn binary_header_refuses_keys_its_int16_length_cannot_hold() {
     // Found by the frame_decode fuzz target: Java writes `(short) key.length`, so a 65541-byte
     // key would wrap to 5 and the rest of the key would be read as made-up fields.
     let mut cmd = RemotingCommand::request(105);
-    cmd.ext_fields.insert("k".repeat(65_541), "v".into());
+    cmd.ext_fields.insert("k".repeat(65_541).into(), "v".into());
     let mut out = BytesMut::new();
     assert!(matches!(
         encode_frame(&cmd, SerializeType::RocketMq, &mut out),

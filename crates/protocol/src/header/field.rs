@@ -91,7 +91,7 @@ impl<T: FieldValue> HeaderField for T {
         }
     }
     fn write(&self, ext: &mut ExtFields, key: &'static str) {
-        ext.insert(key.to_owned(), self.render());
+        ext.insert(std::borrow::Cow::Borrowed(key), self.render());
     }
 }
 
@@ -101,7 +101,7 @@ impl<T: FieldValue> HeaderField for Option<T> {
     }
     fn write(&self, ext: &mut ExtFields, key: &'static str) {
         if let Some(v) = self {
-            ext.insert(key.to_owned(), v.render());
+            ext.insert(std::borrow::Cow::Borrowed(key), v.render());
         }
     }
 }
