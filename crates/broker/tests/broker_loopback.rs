@@ -41,11 +41,15 @@ fn pull(topic: &str, queue_id: i32, offset: i64, sub: &str, suspend_ms: i64) -> 
 
 /// Pulls until messages come back: dispatch to the consume queue follows the append
 /// asynchronously, so a pull right after a send may not see it yet.
-async fn pull_found(client: &RemotingClient, addr: &str, req: RemotingCommand) -> RemotingCommand {
+/// Pulls until the answer is FOUND with at least `count` messages (dispatch to the consume
+/// queue runs behind the send's answer, as in Java), or the deadline passes.
+async fn pull_found(client: &RemotingClient, addr: &str, req: RemotingCommand, count: usize) -> RemotingCommand {
     let deadline = Instant::now() + T;
     loop {
         let r = client.invoke(addr, req.clone(), T).await.unwrap();
-        if r.code == response_code::SUCCESS || Instant::now() > deadline {
+        let found =
+            r.code == response_code::SUCCESS && StoredMessage::decode_all(&r.body).map_or(0, |m| m.len()) >= count;
+        if found || Instant::now() > deadline {
             return r;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -83,7 +87,7 @@ async fn send_pull_offsets_and_long_polling() {
     let route = c.wait_registered("Orders").await;
     assert_eq!(route.queue_datas[0].write_queue_nums, 4);
 
-    let r = pull_found(&client, &c.broker_addr, pull("Orders", 1, 0, "*", 0)).await;
+    let r = pull_found(&client, &c.broker_addr, pull("Orders", 1, 0, "*", 0), 6).await;
     assert_eq!(r.code, response_code::SUCCESS);
     assert_eq!(bodies(&r), vec!["m0", "m1", "m2", "m3", "m4", "m5"]);
     let h: PullMessageResponseHeader = r.decode_header().unwrap();
@@ -203,7 +207,7 @@ async fn batch_heartbeat_and_consumer_list() {
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
     let h: SendMessageResponseHeader = r.decode_header().unwrap();
     assert_eq!(h.msg_id.split(',').count(), 3);
-    let r = pull_found(&client, &c.broker_addr, pull("Batch", 0, 0, "*", 0)).await;
+    let r = pull_found(&client, &c.broker_addr, pull("Batch", 0, 0, "*", 0), 3).await;
     assert_eq!(bodies(&r), vec!["b0", "b1", "b2"]);
 
     let hb = HeartbeatData {
@@ -307,7 +311,7 @@ async fn restart_keeps_messages_offsets_and_topics() {
     client.shutdown().await;
     c.restart_broker().await;
     let client = RemotingClient::new(ClientConfig::default());
-    let r = pull_found(&client, &c.broker_addr, pull("Durable", 2, 0, "*", 0)).await;
+    let r = pull_found(&client, &c.broker_addr, pull("Durable", 2, 0, "*", 0), 10).await;
     assert_eq!(bodies(&r), (0..10).map(|i| format!("d{i}")).collect::<Vec<_>>());
     let q =
         RemotingCommand::request(request_code::QUERY_CONSUMER_OFFSET).with_header(&QueryConsumerOffsetRequestHeader {
@@ -337,7 +341,7 @@ async fn send_back_goes_to_retry_then_dead_letter_topic() {
     let client = RemotingClient::new(ClientConfig::default());
     let r = client.invoke(&c.broker_addr, send_v2("Work", 0, "job", "T", "k"), T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS);
-    let r = pull_found(&client, &c.broker_addr, pull("Work", 0, 0, "*", 0)).await;
+    let r = pull_found(&client, &c.broker_addr, pull("Work", 0, 0, "*", 0), 1).await;
     let original = StoredMessage::decode_all(&r.body).unwrap().remove(0);
     let back = |offset: i64, delay_level: i32| {
         RemotingCommand::request(request_code::CONSUMER_SEND_MSG_BACK).with_header(&ConsumerSendMsgBackRequestHeader {
@@ -353,7 +357,7 @@ async fn send_back_goes_to_retry_then_dead_letter_topic() {
     };
     let r = client.invoke(&c.broker_addr, back(original.physical_offset, 0), T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
-    let r = pull_found(&client, &c.broker_addr, pull("%RETRY%cg", 0, 0, "*", 0)).await;
+    let r = pull_found(&client, &c.broker_addr, pull("%RETRY%cg", 0, 0, "*", 0), 1).await;
     assert_eq!(r.code, response_code::SUCCESS);
     let retried = StoredMessage::decode_all(&r.body).unwrap().remove(0);
     assert_eq!(retried.body, original.body);
@@ -364,7 +368,7 @@ async fn send_back_goes_to_retry_then_dead_letter_topic() {
     // Second failure: reconsume times reach maxReconsumeTimes (2) on the next send-back.
     let r = client.invoke(&c.broker_addr, back(retried.physical_offset, 0), T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS);
-    let r = pull_found(&client, &c.broker_addr, pull("%RETRY%cg", 0, 1, "*", 0)).await;
+    let r = pull_found(&client, &c.broker_addr, pull("%RETRY%cg", 0, 1, "*", 0), 1).await;
     let second = StoredMessage::decode_all(&r.body).unwrap().remove(0);
     assert_eq!(second.reconsume_times, 2);
     let r = client.invoke(&c.broker_addr, back(second.physical_offset, 0), T).await.unwrap();

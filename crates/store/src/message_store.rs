@@ -692,14 +692,22 @@ fn stats_loop(shared: &Shared) {
 /// [`CommitLogListener`]s.
 const ANNOUNCE_EVERY_RECORDS: u32 = 32;
 
-/// While puts keep coming, the dispatch thread polls at this interval instead of being woken
-/// by each put: a wake-up is a system call and an inter-processor interrupt on the putting
-/// core, paid per message when dispatch keeps up (Java's ReputMessageService polls every
-/// millisecond and is never woken).
+/// Under a high put rate the dispatch thread polls at this interval instead of being woken by
+/// each put: a wake-up is a system call and an inter-processor interrupt on the putting core,
+/// paid per message when dispatch keeps up (Java's ReputMessageService polls every
+/// millisecond and is never woken). Under a low rate every put wakes it, so a message is
+/// dispatched (and pullable) at once.
 const BUSY_POLL_INTERVAL: Duration = Duration::from_millis(1);
 
 /// Empty polls in a row after which the dispatch thread sleeps until a put wakes it.
 const BUSY_POLLS: u32 = 10;
+
+/// The rate is measured over windows of this length...
+const RATE_WINDOW: Duration = Duration::from_millis(10);
+
+/// ...and a window with at least this many dispatched records switches to polling (6,400
+/// records per second).
+const BUSY_RECORDS_PER_WINDOW: u32 = 64;
 
 /// Tells the CommitLog listeners about a new end, once per change.
 fn announce_if_grown(shared: &Shared, announced_end: &mut i64, end: i64) {
@@ -713,6 +721,8 @@ fn announce_if_grown(shared: &Shared, announced_end: &mut i64, end: i64) {
 fn reput_loop(shared: &Shared) {
     let mut announced_end = -1;
     let mut empty_polls = BUSY_POLLS;
+    let mut window_start = std::time::Instant::now();
+    let mut window_records = 0u32;
     while !shared.stop.load(Ordering::Acquire) {
         // With the transient pool, appends become readable when committed; this thread is
         // woken by every put, so committing here publishes them at once (Java's commit service
@@ -740,7 +750,6 @@ fn reput_loop(shared: &Shared) {
             shared.reput_sleeping.store(false, Ordering::Release);
             continue;
         }
-        empty_polls = 0;
         if from < shared.commit_log.min_offset() {
             warn!(
                 physical_offset = from,
@@ -784,6 +793,16 @@ fn reput_loop(shared: &Shared) {
             }
         }
         shared.reput_from.store(next, Ordering::Release);
+        window_records = window_records.saturating_add(dispatched);
+        let now = std::time::Instant::now();
+        if now.duration_since(window_start) >= RATE_WINDOW {
+            // A busy window keeps (or starts) polling; a quiet one goes back to being woken.
+            empty_polls = if window_records >= BUSY_RECORDS_PER_WINDOW { 0 } else { BUSY_POLLS };
+            window_start = now;
+            window_records = 0;
+        } else if window_records >= BUSY_RECORDS_PER_WINDOW {
+            empty_polls = 0;
+        }
     }
 }
 
