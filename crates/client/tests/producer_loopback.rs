@@ -50,6 +50,9 @@ async fn start_broker(dir: &Path, ns_addr: &str, name: &str, auto_create: bool) 
     s.store.mapped_file_size_consume_queue = 20 * 1000;
     s.store.max_hash_slot_num = 1000;
     s.store.max_index_num = 4000;
+    // Any free port for replication: listenPort + 1 of a port-0 listener may be taken (a CI
+    // run failed on it).
+    s.ha.ha_listen_port = 0;
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         ferromq_broker::run(s, listener, async {
