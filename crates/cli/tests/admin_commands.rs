@@ -1,13 +1,13 @@
 //! `ferromq admin` end to end: a `ferromq standalone` process, admin commands run as processes,
 //! their tables and JSON checked.
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use ferromq_protocol::header::GetRouteInfoRequestHeader;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
+use ferromq_testkit::{free_broker_port, free_port};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
 
@@ -25,13 +25,9 @@ impl Drop for Server {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 fn start_server() -> Server {
     let data = tempfile::tempdir().unwrap();
-    let (ns_port, broker_port) = (free_port(), free_port());
+    let (ns_port, broker_port) = (free_port(), free_broker_port());
     let child = Command::new(BIN)
         .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
         .arg(data.path())

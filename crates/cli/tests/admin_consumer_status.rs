@@ -3,7 +3,6 @@
 //! processes.
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
@@ -12,6 +11,7 @@ use std::time::Duration;
 use ferromq_client::{
     ClientConfig, ConsumeFromWhere, ConsumeStatus, Message, Producer, ProducerConfig, PushConsumer, PushConsumerConfig,
 };
+use ferromq_testkit::{free_broker_port, free_port};
 use tokio::time::Instant;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
@@ -31,13 +31,9 @@ impl Drop for Server {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 async fn start_server() -> Server {
     let data = tempfile::tempdir().unwrap();
-    let (ns_port, broker_port) = (free_port(), free_port());
+    let (ns_port, broker_port) = (free_port(), free_broker_port());
     let child = Command::new(BIN)
         .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
         .arg(data.path())

@@ -3,6 +3,7 @@
 //! names its master, `-c` asks every master of the cluster, `--json` keeps Java's field
 //! names and `-i` prints again until stopped.
 
+use ferromq_testkit::free_port;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -10,10 +11,6 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
 const T: Duration = Duration::from_secs(30);
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 /// Kills the process when the test ends, pass or fail.
 struct Proc(Child);

@@ -7,10 +7,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use ferromq_bench::report::Report;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+use ferromq_testkit::{free_broker_port, free_port};
 
 struct Standalone(Child);
 
@@ -33,7 +30,7 @@ fn read_report(path: &Path) -> Report {
 #[test]
 fn bench_produce_consume_and_e2e_reports_add_up() {
     let dir = tempfile::tempdir().unwrap();
-    let (ns_port, broker_port) = (free_port(), free_port());
+    let (ns_port, broker_port) = (free_port(), free_broker_port());
     let child = Command::new(env!("CARGO_BIN_EXE_ferromq"))
         .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
         .arg(dir.path().join("data"))

@@ -18,13 +18,10 @@ use ferromq_protocol::header::{
 use ferromq_protocol::message::StoredMessage;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
+use ferromq_testkit::{free_broker_port, free_port};
 
 const TOPIC: &str = "CrashTopic";
 const QUEUES: i32 = 4;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 struct Standalone(Child);
 
@@ -91,7 +88,7 @@ async fn wait_ready(client: &RemotingClient, broker: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_acknowledged_message_survives_sigkill_under_sync_flush() {
     let dir = tempfile::tempdir().unwrap();
-    let (ns_port, broker_port) = (free_port(), free_port());
+    let (ns_port, broker_port) = (free_port(), free_broker_port());
     let broker = format!("127.0.0.1:{broker_port}");
     let mut process = start(dir.path(), ns_port, broker_port);
     let client = Arc::new(RemotingClient::new(ClientConfig::default()));
@@ -176,7 +173,7 @@ async fn pull_all(client: &RemotingClient, broker: &str, topic: &str) -> BTreeSe
 async fn delayed_messages_survive_sigkill_in_the_middle_of_their_schedule() {
     const DELAYED: &str = "DelayedCrash";
     let dir = tempfile::tempdir().unwrap();
-    let (ns_port, broker_port) = (free_port(), free_port());
+    let (ns_port, broker_port) = (free_port(), free_broker_port());
     let broker = format!("127.0.0.1:{broker_port}");
     let mut process = start(dir.path(), ns_port, broker_port);
     let client = RemotingClient::new(ClientConfig::default());
@@ -298,7 +295,7 @@ async fn transactions_survive_sigkill_with_commits_rollbacks_and_undecided_halve
     use ferromq_protocol::message::decode_offset_msg_id;
     const TX: &str = "TxCrash";
     let dir = tempfile::tempdir().unwrap();
-    let (ns_port, broker_port) = (free_port(), free_port());
+    let (ns_port, broker_port) = (free_port(), free_broker_port());
     let broker = format!("127.0.0.1:{broker_port}");
     let mut process = start(dir.path(), ns_port, broker_port);
 

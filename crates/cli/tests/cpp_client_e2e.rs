@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 use ferromq_protocol::header::GetRouteInfoRequestHeader;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
+use ferromq_testkit::{free_broker_port, free_port};
 
 const TOPIC: &str = "CppE2eTopic";
 const MESSAGES: usize = 20;
@@ -410,10 +411,6 @@ fn all_indexes() -> BTreeSet<usize> {
 
 // ------------------------------------------------------------------------------- standalone
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// The `ferromq standalone` child process; killed on drop if still running.
 struct Standalone {
     child: Option<Child>,
@@ -538,7 +535,7 @@ impl Harness {
     fn start_standalone(&self) -> Standalone {
         let data = self.path().join("data");
         let log = self.path().join("broker.log");
-        let mut server = Standalone::spawn(&data, &log, free_port(), free_port());
+        let mut server = Standalone::spawn(&data, &log, free_port(), free_broker_port());
         self.wait_ready(&mut server);
         server
     }

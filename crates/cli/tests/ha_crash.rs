@@ -18,12 +18,9 @@ use ferromq_protocol::header::{
 use ferromq_protocol::message::{decode_offset_msg_id, StoredMessage};
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
+use ferromq_testkit::free_port;
 
 const TOPIC: &str = "HaCrash";
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 struct Proc(Child);
 

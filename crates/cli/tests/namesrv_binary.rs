@@ -6,13 +6,10 @@ use std::time::{Duration, Instant};
 
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
+use ferromq_testkit::free_port;
 
 fn ferromq() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ferromq"))
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 #[test]

@@ -25,6 +25,23 @@ pub use relay::Relay;
 /// How long the harness waits for anything (registration, shutdown).
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// A port free on 127.0.0.1 right now (the OS picks it; another process may take it later).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0").local_addr().expect("local address").port()
+}
+
+/// A port for a broker started without `haListenPort`: it is free and so is the next one,
+/// which such a broker takes for replication (listenPort + 1, as Java does).
+pub fn free_broker_port() -> u16 {
+    loop {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0");
+        let port = listener.local_addr().expect("local address").port();
+        if port < u16::MAX && std::net::TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
+            return port;
+        }
+    }
+}
+
 /// Broker settings for tests: small segments and index so files roll, rooted in `dir`.
 pub fn test_settings(dir: &Path, ns_addr: &str) -> BrokerSettings {
     let mut s = BrokerSettings::default();
