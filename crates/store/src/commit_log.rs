@@ -151,10 +151,23 @@ impl CommitLog {
         self.pool.is_some()
     }
 
-    /// Copies buffered appends into the file mappings and returns the buffers of full
-    /// segments to the pool. Returns whether anything was committed.
+    /// Makes appends waiting for a commit readable: copies transient-pool buffers into the
+    /// file mappings (returning the buffers of full segments to the pool), or writes staged
+    /// appends ([`AppendPath::WriteCall`](crate::AppendPath::WriteCall)). Returns whether
+    /// anything was committed. A failed write poisons the CommitLog.
     pub fn commit(&self) -> bool {
-        let Some(pool) = &self.pool else { return false };
+        let Some(pool) = &self.pool else {
+            if self.queue.append_path() != crate::AppendPath::WriteCall || self.is_poisoned() {
+                return false;
+            }
+            return match self.queue.commit_staged() {
+                Ok(any) => any,
+                Err(e) => {
+                    self.poison(&format!("commit log write failed: {e}"));
+                    false
+                }
+            };
+        };
         let mut any = false;
         let mut holders = self.buffered_segments.lock().unwrap_or_else(|e| e.into_inner());
         holders.retain(|file| {

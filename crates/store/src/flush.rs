@@ -148,6 +148,9 @@ fn group_commit_loop(shared: &Shared, commit_log: &CommitLog, checkpoint: &Check
             }
             std::mem::take(&mut *requests)
         };
+        // Staged appends (SYNC_FLUSH writes them per group, not per put) reach the file here
+        // unless the dispatch thread got to them first.
+        commit_log.commit();
         if requests.is_empty() && commit_log.queue().dirty_pages() == 0 {
             continue;
         }

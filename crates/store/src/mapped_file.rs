@@ -20,20 +20,26 @@ use memmap2::MmapRaw;
 /// Page size used for "least pages" flush accounting and pre-touching.
 pub const OS_PAGE_SIZE: usize = 4096;
 
+/// Staged appends ([`AppendPath::WriteCall`]) beyond this are written by the appender itself
+/// instead of waiting for the next commit: the bound on a segment's staging memory.
+pub const STAGED_LIMIT_BYTES: usize = 1024 * 1024;
+
 /// How appends that no transient buffer takes reach the file.
 ///
 /// Writing through the mapping leaves the pages writable in the process's page tables, so each
 /// `msync` has to write-protect the pages it cleans (a TLB shootdown: an inter-processor
 /// interrupt to every core running the process) and the next append into such a page takes a
-/// write fault. A `pwrite` puts the bytes into the page cache with no writable mapping. That
+/// write fault. Write calls put the bytes into the page cache with no writable mapping. That
 /// wins when flushes are frequent and small (SYNC_FLUSH group commit: one flush per few
 /// pages); with periodic flushes of many pages (ASYNC_FLUSH) the copy into the mapping is
-/// cheaper than a system call per append. Measured in docs/benchmarks.md.
+/// cheaper. Measured in docs/benchmarks.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AppendPath {
     /// Copy into the shared mapping.
     Mapping,
-    /// `pwrite` at the write position; pre-faulting maps pages read-only.
+    /// Staged in memory and written with one `pwrite` per [`MappedFile::commit_staged`] (a
+    /// group commit writes everything appended since the last one in a single system call);
+    /// readers see the bytes once committed. Pre-faulting maps pages read-only.
     WriteCall,
 }
 
@@ -52,6 +58,12 @@ impl AppendPath {
             AppendPath::Mapping
         }
     }
+}
+
+/// Locks a staging buffer. A panic while holding one cannot leave it inconsistent with the
+/// positions (they are updated after the buffer, under the same lock).
+fn lock(m: &Mutex<Vec<u8>>) -> std::sync::MutexGuard<'_, Vec<u8>> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A segment's 20-digit file name for `offset` (Java: `UtilAll.offset2FileName`).
@@ -141,6 +153,11 @@ pub struct MappedFile {
     /// With `transientStorePoolEnable`: appends go here, and `commit` copies them into the
     /// file mapping. Returned to the pool once the file is full and committed.
     write_buffer: Mutex<Option<Arc<TransientBuffer>>>,
+    /// [`AppendPath::WriteCall`]: the bytes appended since the last commit; they start at
+    /// the committed position (appends update both under this lock).
+    staged: Mutex<Vec<u8>>,
+    /// The buffer a commit swaps for `staged` and writes out; its lock serializes commits.
+    spare: Mutex<Vec<u8>>,
     /// Set once the file is full (a blank marker written or exactly filled).
     full: AtomicBool,
     /// The file's length on disk when opened, before it was extended: bytes past it were
@@ -190,6 +207,8 @@ impl MappedFile {
             committed_position: AtomicUsize::new(0),
             flushed_position: AtomicUsize::new(0),
             write_buffer: Mutex::new(None),
+            staged: Mutex::new(Vec::new()),
+            spare: Mutex::new(Vec::new()),
             full: AtomicBool::new(false),
             loaded_len: len as usize,
         })
@@ -255,8 +274,9 @@ impl MappedFile {
     /// a broken invariant, not an operating condition.
     ///
     /// # Errors
-    /// The write system call failed ([`AppendPath::WriteCall`] only; the write position is
-    /// unchanged and the bytes past it may hold part of `bytes`).
+    /// [`AppendPath::WriteCall`] only: staging was full and writing it out failed; the write
+    /// position is unchanged and the file past the committed position may hold part of the
+    /// staged bytes.
     pub fn append(&self, bytes: &[u8]) -> io::Result<()> {
         self.append_inner(bytes, false)
     }
@@ -290,9 +310,16 @@ impl MappedFile {
         assert!(pos + bytes.len() <= self.file_size, "append past the end of {}", self.path.display());
         let buffer = self.write_buffer.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if buffer.is_none() && self.append_path() == AppendPath::WriteCall {
-            self.write_at(bytes, pos, size_last)?;
+            // Whether `size_last` or not, a commit writes its run's first 4 bytes last, and a
+            // run starts where an append started.
+            let mut staged = lock(&self.staged);
+            if !staged.is_empty() && staged.len() + bytes.len() > STAGED_LIMIT_BYTES {
+                drop(staged);
+                self.commit_staged()?;
+                staged = lock(&self.staged);
+            }
+            staged.extend_from_slice(bytes);
             self.wrote_position.store(pos + bytes.len(), Ordering::Release);
-            self.committed_position.store(pos + bytes.len(), Ordering::Release);
             return Ok(());
         }
         let dst = match &buffer {
@@ -320,9 +347,9 @@ impl MappedFile {
     /// stops between pages, so a write inside one page lands whole or not at all; one crossing
     /// a page boundary is split so that its leading 4 bytes are written last (see
     /// [`append_size_last`](Self::append_size_last)).
-    fn write_at(&self, bytes: &[u8], pos: usize, size_last: bool) -> io::Result<()> {
+    fn write_at(&self, bytes: &[u8], pos: usize) -> io::Result<()> {
         let crosses_page = bytes.len() > 4 && pos / OS_PAGE_SIZE != (pos + bytes.len() - 1) / OS_PAGE_SIZE;
-        if size_last && crosses_page {
+        if crosses_page {
             self.file.write_all_at(&bytes[4..], (pos + 4) as u64)?;
             self.file.write_all_at(&bytes[..4], pos as u64)
         } else {
@@ -368,12 +395,49 @@ impl MappedFile {
         None
     }
 
+    /// Writes the staged appends ([`AppendPath::WriteCall`]) to the file with one `pwrite`
+    /// (split so the run's leading 4 bytes land last when it crosses a page) and makes them
+    /// visible to readers. Returns the bytes written.
+    ///
+    /// # Errors
+    /// The write failed: the bytes stay staged and uncommitted (the caller poisons the log).
+    pub fn commit_staged(&self) -> io::Result<usize> {
+        let mut spare = lock(&self.spare);
+        {
+            let mut staged = lock(&self.staged);
+            if staged.is_empty() {
+                return Ok(0);
+            }
+            std::mem::swap(&mut *staged, &mut *spare);
+        }
+        // Appends move the write position and the staged bytes together under the staging
+        // lock and commits are serialized by `spare`'s, so the run starts at the committed
+        // position.
+        let start = self.committed_position();
+        let len = spare.len();
+        if let Err(e) = self.write_at(&spare, start) {
+            let mut staged = lock(&self.staged);
+            spare.extend_from_slice(&staged);
+            std::mem::swap(&mut *staged, &mut *spare);
+            spare.clear();
+            return Err(e);
+        }
+        self.committed_position.store(start + len, Ordering::Release);
+        spare.clear();
+        if self.is_full() && lock(&self.staged).is_empty() {
+            // Nothing appends to a full file again: give the staging memory back.
+            *spare = Vec::new();
+            *lock(&self.staged) = Vec::new();
+        }
+        Ok(len)
+    }
+
     /// Whether a transient buffer is attached (appends may be uncommitted).
     pub fn holds_buffer(&self) -> bool {
         self.write_buffer.lock().unwrap_or_else(|e| e.into_inner()).is_some()
     }
 
-    /// Whether a transient buffer holds uncommitted appends.
+    /// Whether appends wait for a commit (in a transient buffer or staged).
     pub fn has_uncommitted(&self) -> bool {
         self.committed_position() < self.wrote_position()
     }
@@ -442,6 +506,7 @@ impl MappedFile {
     /// Sets the write and flush positions (recovery). `full` is derived by the caller.
     pub fn set_positions(&self, pos: usize) {
         let pos = pos.min(self.file_size);
+        lock(&self.staged).clear();
         self.wrote_position.store(pos, Ordering::Release);
         self.committed_position.store(pos, Ordering::Release);
         self.flushed_position.store(pos, Ordering::Release);
@@ -555,21 +620,28 @@ mod tests {
     }
 
     #[test]
-    fn write_call_appends_land_in_the_file_and_the_mapping() {
+    fn write_call_appends_are_staged_until_committed_then_land_in_the_file_and_the_mapping() {
         let dir = tempfile::tempdir().unwrap();
         let f = MappedFile::open(dir.path(), 0, 3 * OS_PAGE_SIZE).unwrap();
         f.set_append_path(AppendPath::WriteCall);
         f.prefault(0).unwrap();
-        // One record inside the first page, one crossing into the second (split write, size
-        // last), one plain append.
+        // One record inside the first page, committed alone; then one crossing into the second
+        // page (the run is split, size last) and a plain append, committed together.
         let first: Vec<u8> = (0..100u32).map(|i| i as u8).collect();
         let crossing: Vec<u8> = (0..OS_PAGE_SIZE as u32).map(|i| (i % 251) as u8 + 1).collect();
         f.append_size_last(&first).unwrap();
+        assert!(f.slice(0, first.len()).is_none(), "staged bytes are not readable");
+        assert!(f.has_uncommitted());
+        assert_eq!(f.commit_staged().unwrap(), first.len());
+        assert_eq!(f.commit_staged().unwrap(), 0, "nothing left");
         f.append_size_last(&crossing).unwrap();
         f.append(b"tail").unwrap();
         let end = first.len() + crossing.len() + 4;
         assert_eq!(f.wrote_position(), end);
+        assert_eq!(f.committed_position(), first.len());
+        assert_eq!(f.commit_staged().unwrap(), crossing.len() + 4);
         assert_eq!(f.committed_position(), end);
+        assert!(!f.has_uncommitted());
         assert_eq!(&f.slice(0, first.len()).unwrap()[..], &first[..]);
         assert_eq!(&f.slice(first.len(), crossing.len()).unwrap()[..], &crossing[..]);
         assert_eq!(&f.slice(end - 4, 4).unwrap()[..], b"tail");
@@ -580,16 +652,35 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_write_call_leaves_the_write_position() {
+    fn staging_is_bounded_by_writing_it_out_in_the_appender() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = MappedFile::open(dir.path(), 0, 4 * STAGED_LIMIT_BYTES).unwrap();
+        f.set_append_path(AppendPath::WriteCall);
+        let chunk = vec![7u8; STAGED_LIMIT_BYTES / 2 + 1];
+        f.append(&chunk).unwrap();
+        assert_eq!(f.committed_position(), 0);
+        f.append(&chunk).unwrap();
+        assert_eq!(f.committed_position(), chunk.len(), "the first chunk was written to make room");
+        assert_eq!(f.wrote_position(), 2 * chunk.len());
+        assert_eq!(f.commit_staged().unwrap(), chunk.len());
+        assert_eq!(&f.slice(chunk.len(), 3).unwrap()[..], &[7, 7, 7]);
+    }
+
+    #[test]
+    fn a_failed_commit_keeps_the_bytes_staged_and_unreadable() {
         let dir = tempfile::tempdir().unwrap();
         let f = MappedFile::open(dir.path(), 0, OS_PAGE_SIZE).unwrap();
         f.set_append_path(AppendPath::WriteCall);
         f.append(b"kept").unwrap();
+        f.commit_staged().unwrap();
         // A read-only descriptor in place of the file makes the next write fail.
         let ro = OpenOptions::new().read(true).open(f.path()).unwrap();
         let f = MappedFile { file: ro, ..f };
-        assert!(f.append(b"lost").is_err());
-        assert_eq!(f.wrote_position(), 4);
+        f.append(b"lost").unwrap();
+        assert!(f.commit_staged().is_err());
+        assert_eq!(f.wrote_position(), 8);
+        assert_eq!(f.committed_position(), 4);
+        assert!(f.has_uncommitted(), "still staged");
         assert_eq!(&f.slice(0, 4).unwrap()[..], b"kept");
         assert!(f.slice(0, 8).is_none());
     }

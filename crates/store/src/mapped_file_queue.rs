@@ -16,6 +16,12 @@ use tracing::{debug, info};
 
 use crate::mapped_file::{AppendPath, MappedFile};
 
+/// Where the segments that may hold uncommitted appends start: after the newest one that is
+/// full and fully committed (commits go oldest first, so everything before it is committed).
+fn uncommitted_tail_start(files: &[Arc<MappedFile>]) -> usize {
+    files.iter().rposition(|f| f.is_full() && !f.has_uncommitted()).map_or(0, |i| i + 1)
+}
+
 /// The segments of one queue.
 #[derive(Debug)]
 pub struct MappedFileQueue {
@@ -86,7 +92,7 @@ impl MappedFileQueue {
         }
     }
 
-    fn append_path(&self) -> AppendPath {
+    pub(crate) fn append_path(&self) -> AppendPath {
         AppendPath::from_u8(self.append_path.load(Ordering::Relaxed))
     }
 
@@ -198,9 +204,30 @@ impl MappedFileQueue {
         self.last().map_or(0, |f| f.file_from_offset() + f.wrote_position() as i64)
     }
 
-    /// Offset just past the last byte readers can see (see [`MappedFile::committed_position`]).
+    /// Offset just past the last byte readers can see (see [`MappedFile::committed_position`]):
+    /// the committed end of the oldest segment still waiting for a commit (after a roll the
+    /// previous segment's tail may be, while the new one has nothing), else of the last one.
     pub fn max_committed_offset(&self) -> i64 {
-        self.last().map_or(0, |f| f.file_from_offset() + f.committed_position() as i64)
+        let files = self.files();
+        let tail = &files[uncommitted_tail_start(&files)..];
+        match tail.iter().find(|f| f.has_uncommitted()).or(files.last()) {
+            Some(f) => f.file_from_offset() + f.committed_position() as i64,
+            None => 0,
+        }
+    }
+
+    /// Writes the staged appends of every segment holding some, oldest first (see
+    /// [`AppendPath::WriteCall`]). Returns whether anything was written.
+    ///
+    /// # Errors
+    /// The first failed write; later segments are left staged.
+    pub fn commit_staged(&self) -> io::Result<bool> {
+        let files = self.files();
+        let mut any = false;
+        for f in &files[uncommitted_tail_start(&files)..] {
+            any |= f.commit_staged()? > 0;
+        }
+        Ok(any)
     }
 
     /// Offset up to which bytes are on disk.

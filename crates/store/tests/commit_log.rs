@@ -160,7 +160,7 @@ fn a_failed_write_poisons_the_log_and_keeps_what_was_written() {
 }
 
 #[test]
-fn write_call_appends_roll_files_and_read_back() {
+fn staged_write_call_appends_roll_files_and_read_back_once_committed() {
     let dir = tempfile::tempdir().unwrap();
     let file_size = 4096;
     let log = open(dir.path(), file_size);
@@ -171,6 +171,12 @@ fn write_call_appends_roll_files_and_read_back() {
     }
     assert!(log.queue().segments().len() >= 3, "rolled across files");
     assert!(log.queue().segments().iter().all(|f| f.append_path() == AppendPath::WriteCall));
+    let first = &results[0];
+    assert!(log.get_message(first.wrote_offset, first.wrote_bytes).is_none(), "staged until committed");
+    assert_eq!(log.max_offset(), 0);
+    assert!(log.commit());
+    let last = results.last().unwrap();
+    assert_eq!(log.max_offset(), last.wrote_offset + last.wrote_bytes as i64);
     for (i, r) in results.iter().enumerate() {
         let bytes = log.get_message(r.wrote_offset, r.wrote_bytes).unwrap();
         let RecordOrBlank::Record(view) = RecordView::parse(&bytes).unwrap() else { panic!("a record") };
