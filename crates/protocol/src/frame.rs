@@ -47,8 +47,13 @@ pub enum FrameError {
     #[error("unknown serialize type {0}")]
     UnknownSerializeType(u8),
     /// The JSON header does not parse.
-    #[error("malformed JSON header")]
-    JsonHeader(#[source] serde_json::Error),
+    #[error("malformed JSON header at byte {offset}: {reason}")]
+    JsonHeader {
+        /// Position in the header.
+        offset: usize,
+        /// What is wrong there.
+        reason: &'static str,
+    },
     /// The binary header ends inside a field.
     #[error("binary header truncated in {field} at byte {offset} ({needed} bytes needed)")]
     BinaryHeaderTruncated {

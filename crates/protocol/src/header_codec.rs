@@ -6,11 +6,8 @@
 
 use std::io::Write as _;
 
-use serde::de::{self, Deserializer, Visitor};
-use serde::Deserialize;
-
 use crate::command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
-use crate::ext_fields::{intern_key, ExtKey};
+use crate::ext_fields::intern_key;
 use crate::frame::FrameError;
 
 /// Fixed part of the binary header: code, language, version, opaque, flag, remark length,
@@ -39,7 +36,7 @@ pub(crate) fn encode_header(
 /// Decodes a header of `serialize_type`; the body is left empty.
 pub(crate) fn decode_header(serialize_type: SerializeType, bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
     match serialize_type {
-        SerializeType::Json => decode_json(bytes),
+        SerializeType::Json => crate::json_header::decode_json(bytes),
         SerializeType::RocketMq => decode_binary(bytes),
     }
 }
@@ -95,150 +92,6 @@ fn encode_json(cmd: &RemotingCommand, out: &mut Vec<u8>) {
         json_string(out, remark);
     }
     let _ = write!(out, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":{}}}", cmd.version);
-}
-
-/// A string-valued JSON field that also accepts numbers and booleans, because not every
-/// client library quotes extFields values.
-struct LenientString(Option<String>);
-
-impl<'de> Deserialize<'de> for LenientString {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = LenientString;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string, number, boolean or null")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(LenientString(Some(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(LenientString(Some(v)))
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
-                Ok(LenientString(Some(v.to_string())))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(LenientString(Some(v.to_string())))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-                Ok(LenientString(Some(v.to_string())))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-                Ok(LenientString(Some(v.to_string())))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(LenientString(None))
-            }
-            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(LenientString(None))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// The language field is an enum name in Java's JSON; some clients send the numeric code.
-struct LenientLanguage(LanguageCode);
-
-impl<'de> Deserialize<'de> for LenientLanguage {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let LenientString(s) = LenientString::deserialize(d)?;
-        let lang = match s {
-            None => LanguageCode::Other,
-            Some(s) => match s.parse::<u8>() {
-                Ok(code) => LanguageCode::from_code(code),
-                Err(_) => LanguageCode::from_name(&s),
-            },
-        };
-        Ok(LenientLanguage(lang))
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct JsonHeader {
-    #[serde(default)]
-    code: i32,
-    #[serde(default)]
-    language: Option<LenientLanguage>,
-    #[serde(default)]
-    version: i32,
-    #[serde(default)]
-    opaque: i32,
-    #[serde(default)]
-    flag: i32,
-    #[serde(default)]
-    remark: Option<String>,
-    #[serde(default)]
-    ext_fields: JsonExtFields,
-}
-
-/// The `extFields` object, read straight into [`ExtFields`] (null values dropped, as Java's
-/// map holds none), without an intermediate map.
-#[derive(Default)]
-struct JsonExtFields(ExtFields);
-
-impl<'de> Deserialize<'de> for JsonExtFields {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = JsonExtFields;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object of strings, or null")
-            }
-            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut fields = ExtFields::with_capacity(map.size_hint().unwrap_or(16));
-                while let Some(JsonKey(key)) = map.next_key()? {
-                    if let LenientString(Some(value)) = map.next_value()? {
-                        fields.insert(key, value);
-                    }
-                }
-                Ok(JsonExtFields(fields))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(JsonExtFields::default())
-            }
-            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(JsonExtFields::default())
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// An extFields key: a known header name without allocating (see `ext_fields`).
-struct JsonKey(ExtKey);
-
-impl<'de> Deserialize<'de> for JsonKey {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = JsonKey;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a field name")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(JsonKey(intern_key(v)))
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
-
-fn decode_json(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
-    let h: JsonHeader = serde_json::from_slice(bytes).map_err(FrameError::JsonHeader)?;
-    let ext_fields = h.ext_fields.0;
-    Ok(RemotingCommand {
-        code: h.code,
-        language: h.language.map_or(LanguageCode::Other, |l| l.0),
-        version: h.version,
-        opaque: h.opaque,
-        flag: h.flag,
-        remark: h.remark,
-        ext_fields,
-        body: bytes::Bytes::new(),
-    })
 }
 
 fn encode_binary(cmd: &RemotingCommand, out: &mut Vec<u8>) -> Result<(), FrameError> {

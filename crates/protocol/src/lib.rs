@@ -18,6 +18,7 @@ pub mod properties_text;
 pub mod version;
 
 mod header_codec;
+mod json_header;
 
 pub use code::{request_code, response_code};
 pub use command::{ExtFields, LanguageCode, RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE};

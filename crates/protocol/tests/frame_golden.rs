@@ -145,7 +145,7 @@ fn oversized_and_malformed_frames_are_errors() {
     ));
 
     let mut bad_json = BytesMut::from(&frame_by_hand(0, b"{\"code\":", b"")[..]);
-    assert!(matches!(decode_frame(&mut bad_json, MAX_FRAME_BYTES), Err(FrameError::JsonHeader(_))));
+    assert!(matches!(decode_frame(&mut bad_json, MAX_FRAME_BYTES), Err(FrameError::JsonHeader { .. })));
 
     let mut truncated_binary = BytesMut::from(&frame_by_hand(1, &[0, 105, 0], b"")[..]);
     assert!(matches!(

@@ -1,7 +1,8 @@
 //! One TCP connection as a full-duplex RPC endpoint.
 //!
-//! The connection task reads frames, runs each request's handler as a task of its own (so a
-//! parked long-polling pull does not stall the requests behind it), completes the pending
+//! The connection task reads frames, runs each request's handler as a task of its own that
+//! sends the response (so a parked long-polling pull does not stall the requests behind it),
+//! completes the pending
 //! calls this side made, and closes on EOF, a bad frame, idleness or shutdown. Writes go
 //! through a bounded queue drained by a writer that coalesces queued frames into one write.
 //! Java: `NettyRemotingAbstract`, `NettyRemotingServer`'s channel pipeline.
@@ -26,7 +27,7 @@ use tracing::{debug, info, trace, warn};
 
 use crate::config::{ServerConfig, WRITE_QUEUE_CAPACITY};
 use crate::error::RemotingError;
-use crate::handler::RequestHandler;
+use crate::handler::{HandlerFuture, RequestHandler};
 
 /// Process-unique connection number, for logs and tables keyed by connection.
 pub type ConnectionId = u64;
@@ -296,9 +297,10 @@ async fn read_loop(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
-    let mut in_flight: JoinSet<Option<RemotingCommand>> = JoinSet::new();
-    // Task id -> (opaque, oneway), so a panicking handler still gets its request answered.
-    let mut requests: HashMap<tokio::task::Id, (i32, bool)> = HashMap::new();
+    // Each request runs as a task of its own that sends its own response, so a finished
+    // request does not wake this loop; finished tasks are reaped as the loop goes round, and
+    // the set bounds how many run and lets close wait for (or abort) them.
+    let mut in_flight: JoinSet<()> = JoinSet::new();
     let mut close_rx = conn.inner.close_tx.subscribe();
     let mut last_read = Instant::now();
     // One timer for the connection's life, moved as traffic pushes the deadline: a fresh
@@ -306,6 +308,7 @@ async fn read_loop(
     let idle = tokio::time::sleep_until(last_read + config.idle_timeout);
     tokio::pin!(idle);
     let stop = loop {
+        while in_flight.try_join_next().is_some() {}
         let idle_deadline = last_read.max(conn.last_write()) + config.idle_timeout;
         if idle.deadline() != idle_deadline {
             idle.as_mut().reset(idle_deadline);
@@ -327,14 +330,13 @@ async fn read_loop(
                         break Stop::Eof;
                     }
                 }
-                if let Err(reason) = dispatch_frames(&conn, &mut buf, config, &handler, &mut in_flight, &mut requests) {
+                if let Err(reason) = dispatch_frames(&conn, &mut buf, config, &handler, &mut in_flight) {
                     warn!(connection_id = conn.id(), remote_addr = %conn.remote_addr(), error = %reason, "closing connection on bad frame");
                     break Stop::Closed;
                 }
             }
-            Some(done) = in_flight.join_next_with_id(), if !in_flight.is_empty() => {
-                finish_request(&conn, done, &mut requests).await;
-            }
+            // At the in-flight bound only: wait for a request to finish before reading on.
+            Some(done) = in_flight.join_next(), if !can_read => log_join(&conn, done),
             _ = &mut idle => {
                 if Instant::now() >= last_read.max(conn.last_write()) + config.idle_timeout {
                     break Stop::Idle;
@@ -350,8 +352,8 @@ async fn read_loop(
     }
     // Drain: requests already accepted get their responses, within the grace period.
     let drain = async {
-        while let Some(done) = in_flight.join_next_with_id().await {
-            finish_request(&conn, done, &mut requests).await;
+        while let Some(done) = in_flight.join_next().await {
+            log_join(&conn, done);
         }
     };
     if tokio::time::timeout(config.shutdown_grace, drain).await.is_err() {
@@ -362,13 +364,18 @@ async fn read_loop(
     conn.inner.close_tx.send_replace(true);
 }
 
+fn log_join(conn: &Connection, done: Result<(), tokio::task::JoinError>) {
+    if let Err(e) = done {
+        debug!(connection_id = conn.id(), error = %e, "request task ended abnormally");
+    }
+}
+
 fn dispatch_frames(
     conn: &Connection,
     buf: &mut BytesMut,
     config: &ServerConfig,
     handler: &Arc<dyn RequestHandler>,
-    in_flight: &mut JoinSet<Option<RemotingCommand>>,
-    requests: &mut HashMap<tokio::task::Id, (i32, bool)>,
+    in_flight: &mut JoinSet<()>,
 ) -> Result<(), ferromq_protocol::FrameError> {
     while let Some(cmd) = decode_frame(buf, config.max_frame_bytes)? {
         if cmd.is_response() {
@@ -377,29 +384,28 @@ fn dispatch_frames(
             continue;
         }
         debug!(connection_id = conn.id(), request_code = cmd.code, opaque = cmd.opaque, "request");
-        let meta = (cmd.opaque, cmd.is_oneway());
+        let (opaque, oneway) = (cmd.opaque, cmd.is_oneway());
         let fut = handler.handle(conn.clone(), cmd);
-        let handle = in_flight.spawn(fut);
-        requests.insert(handle.id(), meta);
+        in_flight.spawn(serve_request(conn.clone(), fut, opaque, oneway));
     }
     Ok(())
 }
 
-async fn finish_request(
-    conn: &Connection,
-    done: Result<(tokio::task::Id, Option<RemotingCommand>), tokio::task::JoinError>,
-    requests: &mut HashMap<tokio::task::Id, (i32, bool)>,
-) {
-    let (id, response) = match done {
-        Ok((id, response)) => (id, response),
-        Err(e) => {
-            warn!(connection_id = conn.id(), error = %e, "request handler failed");
-            let response =
-                RemotingCommand::response(response_code::SYSTEM_ERROR, format!("request handler failed: {e}"));
-            (e.id(), Some(response))
+/// Runs one request's handler and sends its response. A handler that panics gets its
+/// request answered with SYSTEM_ERROR, so the peer is not left waiting for its timeout.
+async fn serve_request(conn: Connection, handler: HandlerFuture, opaque: i32, oneway: bool) {
+    let response = match CatchUnwind(handler).await {
+        Ok(response) => response,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panicked".to_owned());
+            warn!(connection_id = conn.id(), opaque, panic = %what, "request handler panicked");
+            Some(RemotingCommand::response(response_code::SYSTEM_ERROR, format!("request handler failed: {what}")))
         }
     };
-    let Some((opaque, oneway)) = requests.remove(&id) else { return };
     if oneway {
         return;
     }
@@ -407,6 +413,24 @@ async fn finish_request(
         response.opaque = opaque;
         if conn.send_response(response).await.is_err() {
             debug!(connection_id = conn.id(), opaque, "response dropped: connection closed");
+        }
+    }
+}
+
+/// Polls a handler future, turning a panic into an error value.
+struct CatchUnwind(HandlerFuture);
+
+impl std::future::Future for CatchUnwind {
+    type Output = Result<Option<RemotingCommand>, Box<dyn std::any::Any + Send>>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        // The future is dropped right after a panic and never polled again, so no broken
+        // state of it is observed.
+        let fut = &mut self.0;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Ok(std::task::Poll::Ready(response)) => std::task::Poll::Ready(Ok(response)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(panic) => std::task::Poll::Ready(Err(panic)),
         }
     }
 }

@@ -251,3 +251,54 @@ async fn connecting_to_a_closed_port_is_an_error() {
     let err = client.invoke(&addr, echo("x"), Duration::from_secs(5)).await.unwrap_err();
     assert!(matches!(err, RemotingError::Connect { .. }), "{err}");
 }
+
+#[tokio::test]
+async fn a_panicking_handler_gets_system_error_and_the_connection_keeps_serving() {
+    const PANIC: i32 = 9005;
+    let mut dispatcher = echo_dispatcher();
+    dispatcher.register(PANIC, |_c, _req| async move {
+        tokio::task::yield_now().await;
+        panic!("handler bug");
+    });
+    let server = Server::start(ServerConfig::default(), dispatcher).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let r = client.invoke(&server.addr, RemotingCommand::request(PANIC), Duration::from_secs(5)).await.unwrap();
+    assert_eq!(r.code, response_code::SYSTEM_ERROR);
+    assert!(r.remark.as_deref().unwrap_or_default().contains("handler bug"), "{:?}", r.remark);
+    assert_eq!(client.invoke(&server.addr, echo("after"), Duration::from_secs(5)).await.unwrap().body, &b"after"[..]);
+    client.shutdown().await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn requests_past_the_in_flight_bound_wait_and_are_all_answered() {
+    // Two slow requests fill the bound; the rest are read only as those finish.
+    let config = ServerConfig { max_in_flight_per_connection: 2, ..ServerConfig::default() };
+    let server = Server::start(config, echo_dispatcher()).await;
+    let client = Arc::new(RemotingClient::new(ClientConfig::default()));
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..6 {
+        let (client, addr) = (client.clone(), server.addr.clone());
+        calls.spawn(async move {
+            let req = if i < 2 { RemotingCommand::request(SLOW) } else { echo(&format!("e{i}")) };
+            let started = std::time::Instant::now();
+            let r = client.invoke(&addr, req, Duration::from_secs(5)).await.unwrap();
+            (i, r, started.elapsed())
+        });
+        if i < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    while let Some(done) = calls.join_next().await {
+        let (i, r, waited) = done.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS);
+        if i >= 2 {
+            assert_eq!(r.body, format!("e{i}").into_bytes());
+            // Not a timing claim about speed: the echo cannot have been read before a slow
+            // request (300 ms) finished and freed a slot.
+            assert!(waited >= Duration::from_millis(200), "request {i} answered after {waited:?}");
+        }
+    }
+    client.shutdown().await;
+    server.stop().await;
+}
