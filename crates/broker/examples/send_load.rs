@@ -2,7 +2,7 @@
 //! send 1 KiB messages with SEND_MESSAGE_V2 for a while; prints messages per second and send
 //! latency percentiles as JSON. Bounded by time and count.
 //!
-//! `cargo run --release -p ferromq-broker --example send_load -- <broker addr> <senders> <seconds> [topic]`
+//! `cargo run --release -p ferromq-broker --example send_load -- <broker addr> <senders> <seconds> [topic] [connections]`
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -19,10 +19,11 @@ fn main() {
     let senders: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(64);
     let seconds: u64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(5);
     let topic = args.get(4).cloned().unwrap_or_else(|| "LoadTopic".into());
+    let connections: usize = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(4).max(1);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     rt.block_on(async move {
         // A few connections, as several producer processes would open.
-        let clients: Vec<Arc<RemotingClient>> = (0..4).map(|_| Arc::new(RemotingClient::new(ClientConfig::default()))).collect();
+        let clients: Vec<Arc<RemotingClient>> = (0..connections).map(|_| Arc::new(RemotingClient::new(ClientConfig::default()))).collect();
         let body = Bytes::from(vec![b'x'; 1024]);
         let stop = Arc::new(AtomicBool::new(false));
         let mut tasks = tokio::task::JoinSet::new();

@@ -218,7 +218,7 @@ impl RemotingCommand {
 
     /// One extField by key.
     pub fn ext(&self, key: &str) -> Option<&str> {
-        self.ext_fields.get(key).map(String::as_str)
+        self.ext_fields.get(key)
     }
 }
 

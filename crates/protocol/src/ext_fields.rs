@@ -2,8 +2,9 @@
 //!
 //! A header has about a dozen fields and every request builds and reads one, so the map is a
 //! vector kept sorted by key (JSON output then has fastjson's alphabetical key order and
-//! encoding is deterministic), and keys are `&'static str` whenever they are names a header
-//! declares or a decoder recognizes: no allocation per key.
+//! encoding is deterministic), keys are `&'static str` whenever they are names a header
+//! declares or a decoder recognizes, and the values share one text buffer: building or
+//! decoding a header allocates no key and no value of its own.
 
 use std::borrow::Cow;
 
@@ -11,9 +12,15 @@ use std::borrow::Cow;
 pub type ExtKey = Cow<'static, str>;
 
 /// The custom-header map, sorted by key.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub struct ExtFields {
-    entries: Vec<(ExtKey, String)>,
+    /// Key and the value's byte range in `text`, sorted by key.
+    entries: Vec<(ExtKey, u32, u32)>,
+    /// The values back to back. A replaced or removed value's bytes stay until `garbage`
+    /// outweighs the live ones.
+    text: String,
+    /// Bytes of `text` no entry refers to.
+    garbage: usize,
 }
 
 /// Field names of the headers on the hot paths (send, pull, offsets and their responses),
@@ -80,37 +87,79 @@ impl ExtFields {
 
     /// An empty map with room for `n` fields.
     pub fn with_capacity(n: usize) -> Self {
-        ExtFields { entries: Vec::with_capacity(n) }
+        ExtFields { entries: Vec::with_capacity(n), text: String::with_capacity(n * 16), garbage: 0 }
     }
 
     fn find(&self, key: &str) -> Result<usize, usize> {
-        self.entries.binary_search_by(|(k, _)| k.as_ref().cmp(key))
+        self.entries.binary_search_by(|(k, _, _)| k.as_ref().cmp(key))
+    }
+
+    fn value(&self, i: usize) -> &str {
+        let (_, start, end) = &self.entries[i];
+        &self.text[*start as usize..*end as usize]
     }
 
     /// Sets `key` to `value`; returns the value it replaces.
-    pub fn insert(&mut self, key: ExtKey, value: String) -> Option<String> {
+    pub fn insert(&mut self, key: ExtKey, value: &str) -> Option<String> {
+        self.insert_with(key, |text| text.push_str(value))
+    }
+
+    /// Sets `key` to the text `write` appends to the buffer it is given (a number is then
+    /// printed in place, not into a string of its own); returns the value it replaces.
+    pub fn insert_with(&mut self, key: ExtKey, write: impl FnOnce(&mut String)) -> Option<String> {
+        let start = self.text.len();
+        write(&mut self.text);
+        // Headers live in frames of at most 16 MiB, far below u32::MAX.
+        let range = (start as u32, self.text.len() as u32);
         // Headers are usually built and sent in key order: append without a search.
-        if self.entries.last().is_none_or(|(last, _)| last.as_ref() < key.as_ref()) {
-            self.entries.push((key, value));
+        if self.entries.last().is_none_or(|(last, _, _)| last.as_ref() < key.as_ref()) {
+            self.entries.push((key, range.0, range.1));
             return None;
         }
         match self.find(&key) {
-            Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
+            Ok(i) => {
+                let old = self.value(i).to_owned();
+                self.garbage += old.len();
+                self.entries[i] = (key, range.0, range.1);
+                self.compact_if_wasteful();
+                Some(old)
+            }
             Err(i) => {
-                self.entries.insert(i, (key, value));
+                self.entries.insert(i, (key, range.0, range.1));
                 None
             }
         }
     }
 
+    /// Rewrites the text without dead bytes once they are the larger part (a field set over
+    /// and over must not grow the map without bound).
+    fn compact_if_wasteful(&mut self) {
+        if self.garbage <= 1024 || self.garbage <= self.text.len() / 2 {
+            return;
+        }
+        let mut text = String::with_capacity(self.text.len() - self.garbage);
+        for (_, start, end) in &mut self.entries {
+            let from = text.len() as u32;
+            text.push_str(&self.text[*start as usize..*end as usize]);
+            (*start, *end) = (from, text.len() as u32);
+        }
+        self.text = text;
+        self.garbage = 0;
+    }
+
     /// The value of `key`.
-    pub fn get(&self, key: &str) -> Option<&String> {
-        self.find(key).ok().map(|i| &self.entries[i].1)
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.find(key).ok().map(|i| self.value(i))
     }
 
     /// Removes `key`; returns its value.
     pub fn remove(&mut self, key: &str) -> Option<String> {
-        self.find(key).ok().map(|i| self.entries.remove(i).1)
+        let i = self.find(key).ok()?;
+        let old = self.value(i).to_owned();
+        self.entries.remove(i);
+        self.garbage += old.len();
+        self.compact_if_wasteful();
+        Some(old)
     }
 
     /// Whether `key` is present.
@@ -119,13 +168,13 @@ impl ExtFields {
     }
 
     /// Fields in key order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &String)> {
-        self.entries.iter().map(|(k, v)| (k.as_ref(), v))
+    pub fn iter(&self) -> Iter<'_> {
+        Iter { fields: self, next: 0 }
     }
 
     /// Keys in order.
     pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.entries.iter().map(|(k, _)| k.as_ref())
+        self.entries.iter().map(|(k, _, _)| k.as_ref())
     }
 
     /// Number of fields.
@@ -139,29 +188,76 @@ impl ExtFields {
     }
 
     /// Keeps the fields `keep` accepts.
-    pub fn retain(&mut self, mut keep: impl FnMut(&str, &mut String) -> bool) {
-        self.entries.retain_mut(|(k, v)| keep(k, v));
+    pub fn retain(&mut self, mut keep: impl FnMut(&str, &str) -> bool) {
+        let text = &self.text;
+        let mut dropped = 0;
+        self.entries.retain(|(k, start, end)| {
+            let kept = keep(k, &text[*start as usize..*end as usize]);
+            if !kept {
+                dropped += (end - start) as usize;
+            }
+            kept
+        });
+        self.garbage += dropped;
+        self.compact_if_wasteful();
     }
 }
+
+/// The fields of an [`ExtFields`] in key order.
+#[derive(Debug, Clone)]
+pub struct Iter<'a> {
+    fields: &'a ExtFields,
+    next: usize,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a str, &'a str);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let fields = self.fields;
+        let (k, _, _) = fields.entries.get(self.next)?;
+        let value = fields.value(self.next);
+        self.next += 1;
+        Some((k.as_ref(), value))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.fields.entries.len() - self.next;
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
 
 impl<'a> IntoIterator for &'a ExtFields {
-    type Item = (&'a str, &'a String);
-    type IntoIter =
-        std::iter::Map<std::slice::Iter<'a, (ExtKey, String)>, fn(&'a (ExtKey, String)) -> (&'a str, &'a String)>;
+    type Item = (&'a str, &'a str);
+    type IntoIter = Iter<'a>;
 
-    fn into_iter(self) -> Self::IntoIter {
-        fn pair((k, v): &(ExtKey, String)) -> (&str, &String) {
-            (k.as_ref(), v)
-        }
-        self.entries.iter().map(pair)
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
     }
 }
 
-impl<K: AsRef<str>, V: Into<String>> FromIterator<(K, V)> for ExtFields {
+/// Equal when the same keys map to the same values (however the text buffers are laid out).
+impl PartialEq for ExtFields {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for ExtFields {}
+
+impl std::fmt::Debug for ExtFields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl<K: AsRef<str>, V: AsRef<str>> FromIterator<(K, V)> for ExtFields {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
         let mut fields = ExtFields::new();
         for (k, v) in iter {
-            fields.insert(intern_key(k.as_ref()), v.into());
+            fields.insert(intern_key(k.as_ref()), v.as_ref());
         }
         fields
     }
@@ -181,17 +277,34 @@ mod tests {
     #[test]
     fn keeps_key_order_replaces_and_removes() {
         let mut f = ExtFields::new();
-        assert_eq!(f.insert("topic".into(), "T".into()), None);
-        assert_eq!(f.insert(intern_key("a"), "g".into()), None);
-        assert_eq!(f.insert("zeta".to_owned().into(), "z".into()), None);
-        assert_eq!(f.insert("topic".into(), "T2".into()), Some("T".into()));
+        assert_eq!(f.insert("topic".into(), "T"), None);
+        assert_eq!(f.insert(intern_key("a"), "g"), None);
+        assert_eq!(f.insert("zeta".to_owned().into(), "z"), None);
+        assert_eq!(f.insert("topic".into(), "T2"), Some("T".into()));
         assert_eq!(f.keys().collect::<Vec<_>>(), ["a", "topic", "zeta"]);
-        assert_eq!(f.get("topic").map(String::as_str), Some("T2"));
+        assert_eq!(f.get("topic"), Some("T2"));
         assert_eq!(f.remove("a"), Some("g".into()));
         assert!(!f.contains_key("a"));
         f.retain(|k, _| k != "zeta");
-        assert_eq!(f.iter().collect::<Vec<_>>(), [("topic", &"T2".to_owned())]);
+        assert_eq!(f.iter().collect::<Vec<_>>(), [("topic", "T2")]);
+        assert_eq!(format!("{f:?}"), r#"{"topic": "T2"}"#);
         let g: ExtFields = [("b", "2"), ("a", "1")].into_iter().collect();
         assert_eq!(g.keys().collect::<Vec<_>>(), ["a", "b"]);
+    }
+
+    #[test]
+    fn a_field_set_over_and_over_does_not_grow_the_buffer() {
+        let mut f = ExtFields::new();
+        f.insert("other".into(), "kept");
+        for i in 0..10_000 {
+            f.insert("offset".into(), &format!("{i:>20}"));
+        }
+        assert_eq!(f.get("offset").map(str::trim), Some("9999"));
+        assert_eq!(f.get("other"), Some("kept"));
+        assert!(f.text.len() < 4096, "text buffer grew to {}", f.text.len());
+        let mut g = ExtFields::new();
+        g.insert("offset".into(), &format!("{:>20}", 9999));
+        g.insert("other".into(), "kept");
+        assert_eq!(f, g, "equal whatever the buffer layout");
     }
 }

@@ -194,7 +194,7 @@ fn decode_binary(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
         let key = intern_key(r.str(key_len, "extFields key")?);
         let value_len = i32::from_be_bytes(r.array("extFields value length")?);
         let value_len = r.length(value_len.into(), "extFields value length")?;
-        let value = r.string(value_len, "extFields value")?;
+        let value = r.str(value_len, "extFields value")?;
         if r.pos > ext_end {
             return Err(FrameError::BinaryHeaderTruncated { field: "extFields entry", offset: r.pos, needed: 0 });
         }

@@ -21,6 +21,20 @@ use crate::frame::FrameError;
 /// Nesting allowed inside unknown fields (serde_json's default recursion limit).
 const MAX_DEPTH: usize = 128;
 
+/// Bytes that end a plain run inside a string: the closing quote, a backslash and the control
+/// characters JSON forbids there.
+static STRING_SPECIAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut c = 0;
+    while c < 0x20 {
+        table[c] = true;
+        c += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
 /// Decodes a JSON header; the body is left empty.
 pub(crate) fn decode_json(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
     let mut p = Parser { b: bytes, pos: 0 };
@@ -130,18 +144,16 @@ impl<'a> Parser<'a> {
     fn string(&mut self) -> Result<Cow<'a, str>, FrameError> {
         self.expect(b'"', "expected a string")?;
         let start = self.pos;
-        loop {
-            match self.b.get(self.pos) {
-                None => return Err(self.err("unterminated string")),
-                Some(b'"') => {
-                    let s = std::str::from_utf8(&self.b[start..self.pos]).map_err(|_| self.err("invalid UTF-8"))?;
-                    self.pos += 1;
-                    return Ok(Cow::Borrowed(s));
-                }
-                Some(b'\\') => break,
-                Some(0x00..=0x1F) => return Err(self.err("control character in a string")),
-                Some(_) => self.pos += 1,
+        self.scan_plain();
+        match self.b.get(self.pos) {
+            None => return Err(self.err("unterminated string")),
+            Some(b'"') => {
+                let s = std::str::from_utf8(&self.b[start..self.pos]).map_err(|_| self.err("invalid UTF-8"))?;
+                self.pos += 1;
+                return Ok(Cow::Borrowed(s));
             }
+            Some(b'\\') => {}
+            Some(_) => return Err(self.err("control character in a string")),
         }
         let mut out = self.b[start..self.pos].to_vec();
         loop {
@@ -174,13 +186,20 @@ impl<'a> Parser<'a> {
                     self.pos += 1;
                 }
                 Some(0x00..=0x1F) => return Err(self.err("control character in a string")),
-                Some(&c) => {
-                    out.push(c);
-                    self.pos += 1;
+                Some(_) => {
+                    let from = self.pos;
+                    self.scan_plain();
+                    out.extend_from_slice(&self.b[from..self.pos]);
                 }
             }
         }
         String::from_utf8(out).map(Cow::Owned).map_err(|_| self.err("invalid UTF-8"))
+    }
+
+    /// Moves past bytes that need no attention inside a string (one table lookup each).
+    fn scan_plain(&mut self) {
+        let rest = &self.b[self.pos..];
+        self.pos += rest.iter().position(|&c| STRING_SPECIAL[usize::from(c)]).unwrap_or(rest.len());
     }
 
     /// The character of a `\u` escape whose 4 hex digits start at `pos` (a surrogate pair
@@ -311,7 +330,7 @@ impl<'a> Parser<'a> {
             let key = self.string()?;
             self.expect(b':', "expected ':' after a field name")?;
             if let Some(value) = self.scalar()? {
-                fields.insert(intern_key(&key), value.into_owned());
+                fields.insert(intern_key(&key), &value);
             }
             if self.next_member(b'}')? {
                 return Ok(fields);
@@ -399,9 +418,9 @@ mod tests {
         assert_eq!((cmd.code, cmd.flag, cmd.opaque, cmd.version), (310, 0, 57, 453));
         assert_eq!(cmd.language, LanguageCode::Java);
         assert_eq!(cmd.remark, None);
-        assert_eq!(cmd.ext_fields.get("b").map(String::as_str), Some("TopicTest"));
-        assert_eq!(cmd.ext_fields.get("i").map(String::as_str), Some("UNIQ_KEY\u{1}7F00\u{2}WAIT\u{1}true\u{2}"));
-        assert_eq!(cmd.ext_fields.get("m").map(String::as_str), Some("false"), "booleans kept as text");
+        assert_eq!(cmd.ext_fields.get("b"), Some("TopicTest"));
+        assert_eq!(cmd.ext_fields.get("i"), Some("UNIQ_KEY\u{1}7F00\u{2}WAIT\u{1}true\u{2}"));
+        assert_eq!(cmd.ext_fields.get("m"), Some("false"), "booleans kept as text");
         assert!(!cmd.ext_fields.contains_key("n"), "nulls dropped");
     }
 
@@ -411,7 +430,7 @@ mod tests {
         assert_eq!(cmd.language, LanguageCode::from_code(8));
         assert_eq!(cmd.remark.as_deref(), Some("a\"b\\c/d\né😀"));
         assert_eq!(cmd.code, 2, "a repeated field keeps its last value");
-        let get = |k: &str| cmd.ext_fields.get(k).map(String::as_str);
+        let get = |k: &str| cmd.ext_fields.get(k);
         assert_eq!(
             (get("q"), get("big"), get("f"), get("e")),
             (Some("-12"), Some("18446744073709551615"), Some("1.5"), Some("100"))

@@ -76,7 +76,7 @@ fn reference(json: &[u8]) -> Option<Decoded> {
         Some(Value::Object(fields)) => {
             for (k, v) in fields {
                 if let Some(text) = scalar_text(v).ok()? {
-                    ext.insert(k.clone().into(), text);
+                    ext.insert(k.clone().into(), &text);
                 }
             }
         }
@@ -285,6 +285,9 @@ proptest! {
             _ => bytes.push(byte),
         }
         prop_assume!(!repeats_a_field(&bytes));
+        // A number past f64's range is refused by the reference anywhere, by the decoder only
+        // where it keeps the value (a skipped field's number is checked for syntax only).
+        prop_assume!(!serde_json::from_slice::<Value>(&bytes).is_err_and(|e| e.to_string().contains("number out of range")));
         let (a, b) = (ours(&bytes), reference(&bytes));
         prop_assert!(same(&a, &b), "{:?}\nours: {:?}\nreference: {:?}", String::from_utf8_lossy(&bytes), a, b);
     }

@@ -369,8 +369,8 @@ impl Broker {
                 batch_uniq_id: None,
                 recall_handle,
             });
-        response.ext_fields.insert("MSG_REGION".into(), self.config.region_id.clone());
-        response.ext_fields.insert("TRACE_ON".into(), self.config.trace_on.to_string());
+        response.ext_fields.insert("MSG_REGION".into(), &self.config.region_id);
+        response.ext_fields.insert("TRACE_ON".into(), if self.config.trace_on { "true" } else { "false" });
         response
     }
 }

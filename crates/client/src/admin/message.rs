@@ -204,7 +204,7 @@ impl AdminClient {
         };
         let mut request = RemotingCommand::request(request_code::QUERY_MESSAGE).with_header(&header);
         if unique_key {
-            request.ext_fields.insert(UNIQUE_KEY_QUERY.into(), "true".to_owned());
+            request.ext_fields.insert(UNIQUE_KEY_QUERY.into(), "true");
         }
         let name = code_name(request.code);
         let response = self.call(addr, request).await?;

@@ -22,8 +22,8 @@ pub trait FieldValue: Sized {
     const EXPECTED: &'static str;
     /// Parses Java's text form.
     fn parse(text: &str) -> Option<Self>;
-    /// Java's text form.
-    fn render(&self) -> String;
+    /// Appends Java's text form to `out`.
+    fn render(&self, out: &mut String);
 }
 
 impl FieldValue for String {
@@ -31,8 +31,8 @@ impl FieldValue for String {
     fn parse(text: &str) -> Option<Self> {
         Some(text.to_owned())
     }
-    fn render(&self) -> String {
-        self.clone()
+    fn render(&self, out: &mut String) {
+        out.push_str(self)
     }
 }
 
@@ -45,8 +45,9 @@ macro_rules! integer_field {
                 // surrounding blanks.
                 text.parse().ok()
             }
-            fn render(&self) -> String {
-                self.to_string()
+            fn render(&self, out: &mut String) {
+                use std::fmt::Write as _;
+                let _ = write!(out, "{self}");
             }
         }
     )*};
@@ -58,8 +59,9 @@ impl FieldValue for f64 {
     fn parse(text: &str) -> Option<Self> {
         text.parse().ok()
     }
-    fn render(&self) -> String {
-        self.to_string()
+    fn render(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let _ = write!(out, "{self}");
     }
 }
 
@@ -69,8 +71,9 @@ impl FieldValue for bool {
     fn parse(text: &str) -> Option<Self> {
         Some(text.eq_ignore_ascii_case("true"))
     }
-    fn render(&self) -> String {
-        self.to_string()
+    fn render(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let _ = write!(out, "{self}");
     }
 }
 
@@ -91,7 +94,7 @@ impl<T: FieldValue> HeaderField for T {
         }
     }
     fn write(&self, ext: &mut ExtFields, key: &'static str) {
-        ext.insert(std::borrow::Cow::Borrowed(key), self.render());
+        ext.insert_with(std::borrow::Cow::Borrowed(key), |out| self.render(out));
     }
 }
 
@@ -101,7 +104,7 @@ impl<T: FieldValue> HeaderField for Option<T> {
     }
     fn write(&self, ext: &mut ExtFields, key: &'static str) {
         if let Some(v) = self {
-            ext.insert(std::borrow::Cow::Borrowed(key), v.render());
+            ext.insert_with(std::borrow::Cow::Borrowed(key), |out| v.render(out));
         }
     }
 }
