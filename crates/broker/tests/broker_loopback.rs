@@ -201,7 +201,7 @@ async fn batch_heartbeat_and_consumer_list() {
         .collect();
     let mut req = send_v2("Batch", 0, "", "T", "x");
     req.code = request_code::SEND_BATCH_MESSAGE;
-    req.ext_fields.insert("m".into(), "true".into());
+    req.ext_fields.insert("m".into(), "true");
     req.body = encode_batch(&entries).unwrap().freeze();
     let r = client.invoke(&c.broker_addr, req, T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
@@ -239,8 +239,8 @@ async fn batch_heartbeat_and_consumer_list() {
     c.wait_registered("%RETRY%cg1").await;
     // A pull without a subscription in the request uses the heartbeat's.
     let mut p = pull("Batch", 0, 0, "ignored", 0);
-    p.ext_fields.insert("consumerGroup".into(), "cg1".into());
-    p.ext_fields.insert("sysFlag".into(), "0".into());
+    p.ext_fields.insert("consumerGroup".into(), "cg1");
+    p.ext_fields.insert("sysFlag".into(), "0");
     let r = client.invoke(&c.broker_addr, p, T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS);
     client.shutdown().await;

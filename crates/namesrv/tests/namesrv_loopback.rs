@@ -227,7 +227,7 @@ async fn silent_broker_expires_after_its_heartbeat_timeout() {
     let broker = RemotingClient::new(ClientConfig::default());
     let admin = RemotingClient::new(ClientConfig::default());
     let mut reg = registration("c1", "broker-a", 0, "127.0.0.1:40911", &[topic("Short", 1)], false);
-    reg.ext_fields.insert("heartbeatTimeoutMillis".into(), "300".into());
+    reg.ext_fields.insert("heartbeatTimeoutMillis".into(), "300");
     assert_eq!(call(&broker, &ns.addr, reg).await.code, response_code::SUCCESS);
     // A BROKER_HEARTBEAT keeps it alive for a while...
     let hb = BrokerHeartbeatRequestHeader {
@@ -419,13 +419,13 @@ async fn bad_input_gets_clear_errors_and_the_server_keeps_serving() {
     assert_eq!(r.remark.as_deref(), Some(" request type 99999 not supported"));
     // A body whose CRC does not match.
     let mut bad_crc = registration("c1", "broker-x", 0, "127.0.0.1:1", &[topic("X", 1)], false);
-    bad_crc.ext_fields.insert("bodyCrc32".into(), "12345".into());
+    bad_crc.ext_fields.insert("bodyCrc32".into(), "12345");
     let r = call(&client, &ns.addr, bad_crc).await;
     assert_eq!((r.code, r.remark.as_deref()), (response_code::SYSTEM_ERROR, Some("crc32 not match")));
     // A garbage compressed body.
     let mut garbage = registration("c1", "broker-x", 0, "127.0.0.1:1", &[], true);
     garbage.body = bytes::Bytes::from_static(b"definitely not zlib");
-    garbage.ext_fields.insert("bodyCrc32".into(), "0".into());
+    garbage.ext_fields.insert("bodyCrc32".into(), "0");
     assert_eq!(call(&client, &ns.addr, garbage).await.code, response_code::SYSTEM_ERROR);
 
     let ns_addr: SocketAddr = ns.addr.parse().unwrap();

@@ -165,7 +165,7 @@ fn missing_required_header_field_names_the_field() {
     for (k, v) in
         [("brokerName", "b"), ("brokerAddr", "a"), ("clusterName", "c"), ("haServerAddr", "h"), ("brokerId", "x1")]
     {
-        cmd.ext_fields.insert(k.into(), v.into());
+        cmd.ext_fields.insert(k.into(), v);
     }
     let err = cmd.decode_header::<RegisterBrokerRequestHeader>().unwrap_err();
     assert!(matches!(err, HeaderError::InvalidValue { field: "brokerId", .. }), "{err}");
@@ -202,7 +202,7 @@ fn send_header_v2_uses_one_letter_keys() {
 #[test]
 fn json_header_escapes_control_characters_and_round_trips() {
     let mut cmd = RemotingCommand::response(1, Some("line1\n\"quoted\"\\ tab\t é".to_owned()));
-    cmd.ext_fields.insert("i".into(), "TAGS\u{1}a\u{2}KEYS\u{1}k\u{2}".into());
+    cmd.ext_fields.insert("i".into(), "TAGS\u{1}a\u{2}KEYS\u{1}k\u{2}");
     let mut out = BytesMut::new();
     encode_frame(&cmd, SerializeType::Json, &mut out).unwrap();
     let header = String::from_utf8(out[8..].to_vec()).unwrap();
@@ -217,7 +217,7 @@ fn binary_header_refuses_keys_its_int16_length_cannot_hold() {
     // Found by the frame_decode fuzz target: Java writes `(short) key.length`, so a 65541-byte
     // key would wrap to 5 and the rest of the key would be read as made-up fields.
     let mut cmd = RemotingCommand::request(105);
-    cmd.ext_fields.insert("k".repeat(65_541).into(), "v".into());
+    cmd.ext_fields.insert("k".repeat(65_541).into(), "v");
     let mut out = BytesMut::new();
     assert!(matches!(
         encode_frame(&cmd, SerializeType::RocketMq, &mut out),
