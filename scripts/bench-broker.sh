@@ -7,10 +7,18 @@
 # the CPU time the broker and the load client spent per message), then the medians and the
 # SYNC_FLUSH / baseline ratios.
 # Usage: scripts/bench-broker.sh [seconds per run] [rounds]
+# With WARM=1, every case (brokers and baseline) zero-fills segments before use
+# (warmMapedFileEnable=true).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 secs="${1:-5}"
 rounds="${2:-3}"
+warm_conf=""
+warm_arg=""
+if [ "${WARM:-0}" = 1 ]; then
+    warm_conf="warmMapedFileEnable=true"
+    warm_arg="warm"
+fi
 cargo build --release -j2 -p ferromq-cli >&2
 cargo build --release -j2 -p ferromq-broker --example send_load >&2
 cargo build --release -j2 -p ferromq-store --example store_load >&2
@@ -20,7 +28,7 @@ for _ in $(seq "$rounds"); do
     for flush in ASYNC_FLUSH SYNC_FLUSH; do
         for senders in 64 256; do
             data="$(mktemp -d)"
-            printf 'flushDiskType=%s\nmapedFileSizeCommitLog=268435456\n' "$flush" > "$data/broker.conf"
+            printf 'flushDiskType=%s\nmapedFileSizeCommitLog=268435456\n%s\n' "$flush" "$warm_conf" > "$data/broker.conf"
             ./target/release/ferromq standalone --bind 127.0.0.1 --data-dir "$data/d" --namesrv-port 29876 --broker-port 30911 -c "$data/broker.conf" >/dev/null 2>&1 &
             pid=$!
             sleep 2
@@ -44,7 +52,7 @@ for _ in $(seq "$rounds"); do
     done
     for senders in 64 256; do
         base="$(mktemp -d)"
-        echo "{\"case\":\"baseline\",\"senders\":$senders,\"run\":$(./target/release/examples/store_load "$senders" "$secs" sync "$base/s")}" | tee -a "$out"
+        echo "{\"case\":\"baseline\",\"senders\":$senders,\"run\":$(./target/release/examples/store_load "$senders" "$secs" sync "$base/s" $warm_arg)}" | tee -a "$out"
         rm -rf "$base"
     done
 done

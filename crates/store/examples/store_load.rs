@@ -2,7 +2,9 @@
 //! while and the run reports messages per second, put latency percentiles and, under
 //! SYNC_FLUSH, flushes per acknowledged message (group commit). Bounded in time and count.
 //!
-//! `cargo run --release -p ferromq-store --example store_load -- <writers> <seconds> <sync|async> [dir]`
+//! `cargo run --release -p ferromq-store --example store_load -- <writers> <seconds> <sync|async> [dir] [warm]`
+//!
+//! `warm` zero-fills segments before use (`warmMapedFileEnable`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -20,15 +22,27 @@ fn main() {
     let sync = args.get(3).map(String::as_str) != Some("async");
     let tmp = tempfile::tempdir().expect("tempdir");
     let root = args.get(4).map_or_else(|| tmp.path().to_owned(), std::path::PathBuf::from);
+    let warm = args.get(5).map(String::as_str) == Some("warm");
     let host: SocketAddr = "127.0.0.1:10911".parse().expect("addr");
     let config = StoreConfig {
         mapped_file_size_commit_log: 256 * 1024 * 1024,
         flush_disk_type: if sync { FlushDiskType::SyncFlush } else { FlushDiskType::AsyncFlush },
+        warm_mapped_file_enable: warm,
         ..StoreConfig::with_root(&root)
     };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     rt.block_on(async move {
         let store = Arc::new(MessageStore::open(config, host).expect("open"));
+        // Warm-up put outside the measured time: it creates the first segment (and, with
+        // `warm`, zero-fills it), as the broker runs' warm-up sends do.
+        let first = StoredMessage {
+            topic: "LoadTopic".into(),
+            body: Bytes::from_static(b"warm-up"),
+            born_host: host,
+            store_host: host,
+            ..StoredMessage::default()
+        };
+        assert_eq!(store.put_message(first).await.status, PutMessageStatus::PutOk);
         let stop = Arc::new(AtomicBool::new(false));
         let acked = Arc::new(AtomicU64::new(0));
         let mut tasks = tokio::task::JoinSet::new();

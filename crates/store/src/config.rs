@@ -98,8 +98,10 @@ rocketmq_config! {
         transient_store_pool_size: u32 = "transientStorePoolSize", default 5;
         /// `commitIntervalCommitLog` (ms).
         commit_interval_commit_log_ms: u64 = "commitIntervalCommitLog", default 200;
-        /// `warmMapedFileEnable`: pre-touch new segments (FerroMQ always pre-touches in the
-        /// background; kept for config compatibility).
+        /// `warmMapedFileEnable`: write zeros through to disk over each new CommitLog segment
+        /// before it is used, as Java does, so flushes never allocate blocks (a group commit
+        /// then forces data only, no inode update; see docs/benchmarks.md). Costs a segment's
+        /// worth of background writes per segment. Pages are pre-touched either way.
         warm_mapped_file_enable: bool = "warmMapedFileEnable", default false;
         /// `enableConsumeQueueExt`: ConsumeQueue extension files (store time and the
         /// SQL92 bloom-filter bitmap per message).

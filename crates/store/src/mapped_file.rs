@@ -526,6 +526,24 @@ impl MappedFile {
         self.inner.map.flush_range(pos, self.file_size - pos)
     }
 
+    /// Writes zeros over the whole file and forces them to disk (`warmMapedFileEnable`), so
+    /// its blocks are allocated and written before any record arrives: a later flush then
+    /// writes data only, with no block allocation and so no inode update to force as well.
+    /// Only for a file not yet in service (it would overwrite appended bytes).
+    ///
+    /// # Errors
+    /// The write or the sync failed.
+    pub fn write_zeros(&self) -> io::Result<()> {
+        let zeros = vec![0u8; 1 << 20];
+        let mut at = 0;
+        while at < self.file_size {
+            let n = zeros.len().min(self.file_size - at);
+            self.file.write_all_at(&zeros[..n], at as u64)?;
+            at += n;
+        }
+        self.file.sync_data()
+    }
+
     /// Touches every page of a fresh file so the first appends do not pay page faults. Only
     /// for a file not yet in service.
     pub fn pretouch(&self) {

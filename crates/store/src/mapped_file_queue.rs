@@ -8,7 +8,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 
@@ -32,6 +32,9 @@ pub struct MappedFileQueue {
     /// The [`AppendPath`] of every segment, as its `u8`; shared with the preallocator, which
     /// pre-faults new segments to suit it.
     append_path: Arc<AtomicU8>,
+    /// Whether new segments are zero-filled on disk before use (see [`MappedFile::write_zeros`]);
+    /// shared with the preallocator.
+    warm: Arc<AtomicBool>,
 }
 
 impl MappedFileQueue {
@@ -79,8 +82,17 @@ impl MappedFileQueue {
             info!(dir = %dir.display(), segments = files.len(), "segments loaded");
         }
         let append_path = Arc::new(AtomicU8::new(AppendPath::Mapping.as_u8()));
-        let preallocator = preallocate.then(|| Preallocator::start(dir.to_owned(), file_size, append_path.clone()));
-        Ok(MappedFileQueue { dir: dir.to_owned(), file_size, files: RwLock::new(files), preallocator, append_path })
+        let warm = Arc::new(AtomicBool::new(false));
+        let preallocator =
+            preallocate.then(|| Preallocator::start(dir.to_owned(), file_size, append_path.clone(), warm.clone()));
+        Ok(MappedFileQueue {
+            dir: dir.to_owned(),
+            file_size,
+            files: RwLock::new(files),
+            preallocator,
+            append_path,
+            warm,
+        })
     }
 
     /// Chooses how appends reach every segment, present and future (see [`AppendPath`]).
@@ -90,6 +102,13 @@ impl MappedFileQueue {
         for f in self.files().iter() {
             f.set_append_path(path);
         }
+    }
+
+    /// Zero-fills every segment created from now on before it is used (`warmMapedFileEnable`).
+    /// A segment created on demand (the first one, or when the next was not prepared in time)
+    /// is filled before the append that needs it.
+    pub fn set_warm(&self, warm: bool) {
+        self.warm.store(warm, Ordering::Relaxed);
     }
 
     pub(crate) fn append_path(&self) -> AppendPath {
@@ -157,6 +176,9 @@ impl MappedFileQueue {
             None => {
                 let file = Arc::new(MappedFile::open(&self.dir, from, self.file_size)?);
                 file.set_append_path(self.append_path());
+                if self.warm.load(Ordering::Relaxed) && file.loaded_len() == 0 {
+                    file.write_zeros()?;
+                }
                 // Not prepared in advance (the first segment): fault its pages in the
                 // background, ahead of the writer.
                 if let Some(p) = &self.preallocator {
@@ -379,7 +401,7 @@ struct PreState {
 }
 
 impl Preallocator {
-    fn start(dir: PathBuf, file_size: usize, append_path: Arc<AtomicU8>) -> Preallocator {
+    fn start(dir: PathBuf, file_size: usize, append_path: Arc<AtomicU8>, warm: Arc<AtomicBool>) -> Preallocator {
         let shared: Arc<(Mutex<PreState>, Condvar)> = Arc::default();
         let worker = shared.clone();
         let thread = std::thread::Builder::new()
@@ -408,10 +430,13 @@ impl Preallocator {
                             st = cv.wait(st).unwrap_or_else(|e| e.into_inner());
                         }
                     };
-                    let result = MappedFile::open(&dir, from, file_size).map(|f| {
+                    let result = MappedFile::open(&dir, from, file_size).and_then(|f| {
                         f.set_append_path(AppendPath::from_u8(append_path.load(Ordering::Relaxed)));
+                        if warm.load(Ordering::Relaxed) && f.loaded_len() == 0 {
+                            f.write_zeros()?;
+                        }
                         f.pretouch();
-                        Arc::new(f)
+                        Ok(Arc::new(f))
                     });
                     let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
                     st.in_progress = None;

@@ -224,6 +224,7 @@ impl MessageStore {
         if config.flush_disk_type == crate::FlushDiskType::SyncFlush {
             queue.set_append_path(crate::AppendPath::WriteCall);
         }
+        queue.set_warm(config.warm_mapped_file_enable);
         let mut commit_log = CommitLog::new(queue, config.max_message_size as usize, store_host);
         // Java 4.x enables the pool only under ASYNC_FLUSH: under SYNC_FLUSH every put waits for
         // its bytes on disk anyway, so a staging buffer only adds a copy.

@@ -164,6 +164,42 @@ async fn clean_restart_keeps_everything_and_continues_offsets() {
 }
 
 #[tokio::test]
+async fn warmed_segments_are_written_through_before_use_and_recover_like_any_other() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    // Segments much larger than a record, so an unwarmed one would keep holes past its end.
+    let warm = || StoreConfig {
+        warm_mapped_file_enable: true,
+        mapped_file_size_commit_log: 64 * 1024,
+        ..config(dir.path(), FlushDiskType::SyncFlush)
+    };
+    let body = |i: usize| format!("m{i}-{}", "x".repeat(1000));
+    {
+        let store = MessageStore::open(warm(), host()).unwrap();
+        // About 70 KiB: the first segment (filled before the first append) and the next one
+        // (filled by the background preparer, or on demand if it was not ready) both serve.
+        for i in 0..64 {
+            let r = store.put_message(msg("W", 0, &body(i), "t", "k")).await;
+            assert_eq!(r.status, PutMessageStatus::PutOk, "{r:?}");
+        }
+        store.shutdown();
+    }
+    let segments: Vec<_> = std::fs::read_dir(dir.path().join("commitlog")).unwrap().map(|e| e.unwrap()).collect();
+    assert!(segments.len() >= 2, "rolled: {} segments", segments.len());
+    for segment in &segments {
+        let meta = segment.metadata().unwrap();
+        assert_eq!(meta.len(), 64 * 1024);
+        // Zero-filled through to disk: every block allocated, none left as a hole.
+        assert!(meta.blocks() * 512 >= meta.len(), "{:?} has holes: {} blocks", segment.path(), meta.blocks());
+    }
+    let store = MessageStore::open(warm(), host()).unwrap();
+    assert!(store.wait_dispatched(Duration::from_secs(10)));
+    assert_eq!(bodies(&store, "W", 0), (0..64).map(body).collect::<Vec<_>>());
+    let r = store.put_message(msg("W", 0, "more", "t", "k")).await;
+    assert_eq!(r.append.unwrap().logics_offset, 64);
+}
+
+#[tokio::test]
 async fn a_second_process_cannot_open_a_locked_store() {
     let dir = tempfile::tempdir().unwrap();
     let _store = MessageStore::open(config(dir.path(), FlushDiskType::AsyncFlush), host()).unwrap();
