@@ -358,8 +358,9 @@ impl CommitLog {
     /// nothing more is appended (or acknowledged) until an operator restarts the broker, whose
     /// recovery cuts the log at the last whole record.
     fn write_failed(&self, e: &std::io::Error) -> AppendError {
-        self.poison(&format!("commit log write failed: {e}"));
-        AppendError::new(PutMessageStatus::UnknownError, format!("commit log write failed: {e}"))
+        let reason = format!("commit log write failed: {e}");
+        self.poison(&reason);
+        AppendError::new(PutMessageStatus::UnknownError, reason)
     }
 
     fn segment_for_append(&self) -> Result<Arc<crate::MappedFile>, AppendError> {

@@ -11,7 +11,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -43,20 +43,22 @@ pub enum AppendPath {
     WriteCall,
 }
 
-impl AppendPath {
-    pub(crate) fn as_u8(self) -> u8 {
-        match self {
-            AppendPath::Mapping => 0,
-            AppendPath::WriteCall => 1,
-        }
-    }
+/// An [`AppendPath`] that can be switched while segments are in service (appends are
+/// serialized with the switch by their callers, so relaxed ordering is enough).
+#[derive(Debug, Default)]
+pub(crate) struct SharedAppendPath(AtomicBool);
 
-    pub(crate) fn from_u8(v: u8) -> AppendPath {
-        if v == 1 {
+impl SharedAppendPath {
+    pub(crate) fn load(&self) -> AppendPath {
+        if self.0.load(Ordering::Relaxed) {
             AppendPath::WriteCall
         } else {
             AppendPath::Mapping
         }
+    }
+
+    pub(crate) fn store(&self, path: AppendPath) {
+        self.0.store(path == AppendPath::WriteCall, Ordering::Relaxed);
     }
 }
 
@@ -144,7 +146,7 @@ pub struct MappedFile {
     file: File,
     inner: Arc<Inner>,
     /// An [`AppendPath`], switchable while the file is in service (appends are serialized).
-    append_path: AtomicU8,
+    append_path: SharedAppendPath,
     wrote_position: AtomicUsize,
     /// Bytes in the file mapping and visible to readers. Equal to the write position unless a
     /// transient-pool buffer takes the appends first.
@@ -202,7 +204,7 @@ impl MappedFile {
             file_size,
             file,
             inner: Arc::new(Inner { map }),
-            append_path: AtomicU8::new(AppendPath::Mapping.as_u8()),
+            append_path: SharedAppendPath::default(),
             wrote_position: AtomicUsize::new(0),
             committed_position: AtomicUsize::new(0),
             flushed_position: AtomicUsize::new(0),
@@ -297,12 +299,12 @@ impl MappedFile {
 
     /// How appends reach the file.
     pub fn append_path(&self) -> AppendPath {
-        AppendPath::from_u8(self.append_path.load(Ordering::Relaxed))
+        self.append_path.load()
     }
 
     /// Chooses how appends reach the file. Callers serialize this with appends.
     pub fn set_append_path(&self, path: AppendPath) {
-        self.append_path.store(path.as_u8(), Ordering::Relaxed);
+        self.append_path.store(path);
     }
 
     fn append_inner(&self, bytes: &[u8], size_last: bool) -> io::Result<()> {

@@ -8,13 +8,13 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 
 use tracing::{debug, info};
 
-use crate::mapped_file::{AppendPath, MappedFile};
+use crate::mapped_file::{AppendPath, MappedFile, SharedAppendPath};
 
 /// Where the segments that may hold uncommitted appends start: after the newest one that is
 /// full and fully committed (commits go oldest first, so everything before it is committed).
@@ -29,9 +29,9 @@ pub struct MappedFileQueue {
     file_size: usize,
     files: RwLock<Vec<Arc<MappedFile>>>,
     preallocator: Option<Preallocator>,
-    /// The [`AppendPath`] of every segment, as its `u8`; shared with the preallocator, which
-    /// pre-faults new segments to suit it.
-    append_path: Arc<AtomicU8>,
+    /// The [`AppendPath`] of every segment; shared with the preallocator, which pre-faults
+    /// new segments to suit it.
+    append_path: Arc<SharedAppendPath>,
     /// Whether new segments are zero-filled on disk before use (see [`MappedFile::write_zeros`]);
     /// shared with the preallocator.
     warm: Arc<AtomicBool>,
@@ -81,7 +81,7 @@ impl MappedFileQueue {
         if !files.is_empty() {
             info!(dir = %dir.display(), segments = files.len(), "segments loaded");
         }
-        let append_path = Arc::new(AtomicU8::new(AppendPath::Mapping.as_u8()));
+        let append_path = Arc::new(SharedAppendPath::default());
         let warm = Arc::new(AtomicBool::new(false));
         let preallocator =
             preallocate.then(|| Preallocator::start(dir.to_owned(), file_size, append_path.clone(), warm.clone()));
@@ -98,7 +98,7 @@ impl MappedFileQueue {
     /// Chooses how appends reach every segment, present and future (see [`AppendPath`]).
     /// Callers serialize this with appends (set it before the queue is in service).
     pub fn set_append_path(&self, path: AppendPath) {
-        self.append_path.store(path.as_u8(), Ordering::Relaxed);
+        self.append_path.store(path);
         for f in self.files().iter() {
             f.set_append_path(path);
         }
@@ -112,7 +112,7 @@ impl MappedFileQueue {
     }
 
     pub(crate) fn append_path(&self) -> AppendPath {
-        AppendPath::from_u8(self.append_path.load(Ordering::Relaxed))
+        self.append_path.load()
     }
 
     fn files(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<MappedFile>>> {
@@ -401,7 +401,12 @@ struct PreState {
 }
 
 impl Preallocator {
-    fn start(dir: PathBuf, file_size: usize, append_path: Arc<AtomicU8>, warm: Arc<AtomicBool>) -> Preallocator {
+    fn start(
+        dir: PathBuf,
+        file_size: usize,
+        append_path: Arc<SharedAppendPath>,
+        warm: Arc<AtomicBool>,
+    ) -> Preallocator {
         let shared: Arc<(Mutex<PreState>, Condvar)> = Arc::default();
         let worker = shared.clone();
         let thread = std::thread::Builder::new()
@@ -431,7 +436,7 @@ impl Preallocator {
                         }
                     };
                     let result = MappedFile::open(&dir, from, file_size).and_then(|f| {
-                        f.set_append_path(AppendPath::from_u8(append_path.load(Ordering::Relaxed)));
+                        f.set_append_path(append_path.load());
                         if warm.load(Ordering::Relaxed) && f.loaded_len() == 0 {
                             f.write_zeros()?;
                         }
