@@ -420,11 +420,24 @@ impl MessageStore {
             if !flush.is_sync() {
                 return PutMessageResult::ok(append);
             }
-            if !wait {
+            if wait {
+                flush.request(append.wrote_offset + append.wrote_bytes as i64)
+            } else {
                 flush.wake();
+                drop(flush);
+                // Acknowledged before its flush, so it must at least reach the page cache now:
+                // staged bytes would be lost with the process, written ones survive it.
+                self.shared.commit_log.commit();
+                let end = append.wrote_offset + append.wrote_bytes as i64;
+                if self.shared.commit_log.max_offset() < end {
+                    return PutMessageResult {
+                        status: PutMessageStatus::UnknownError,
+                        append: None,
+                        remark: Some("commit log write failed; the store is poisoned and refuses writes".into()),
+                    };
+                }
                 return PutMessageResult::ok(append);
             }
-            flush.request(append.wrote_offset + append.wrote_bytes as i64)
         };
         match tokio::time::timeout(self.shared.config.sync_flush_timeout(), rx).await {
             Ok(Ok(true)) => PutMessageResult::ok(append),
@@ -433,11 +446,16 @@ impl MessageStore {
                 append: None,
                 remark: Some("flush failed; the store is poisoned and refuses writes".into()),
             },
-            Err(_) => PutMessageResult {
-                status: PutMessageStatus::FlushDiskTimeout,
-                append: Some(append),
-                remark: Some("flush did not complete within syncFlushTimeout".into()),
-            },
+            Err(_) => {
+                // The sender hears its message is stored but not yet flushed: it must at least
+                // be written (staged bytes would be lost with the process).
+                self.shared.commit_log.commit();
+                PutMessageResult {
+                    status: PutMessageStatus::FlushDiskTimeout,
+                    append: Some(append),
+                    remark: Some("flush did not complete within syncFlushTimeout".into()),
+                }
+            }
         }
     }
 

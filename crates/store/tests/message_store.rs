@@ -200,6 +200,23 @@ async fn warmed_segments_are_written_through_before_use_and_recover_like_any_oth
 }
 
 #[tokio::test]
+async fn a_sync_flush_put_that_does_not_wait_is_in_the_file_when_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path(), FlushDiskType::SyncFlush), host()).unwrap();
+    let mut m = msg("NW", 0, "no-wait-body", "t", "k");
+    m.properties.push_str("WAIT\u{1}false\u{2}");
+    let r = store.put_message(m).await;
+    assert_eq!(r.status, PutMessageStatus::PutOk, "{r:?}");
+    let append = r.append.unwrap();
+    // Read through the file, not the store: the bytes must already be written (they would
+    // survive the process), not only staged in memory for the next group commit.
+    let on_disk = std::fs::read(segment_path(dir.path(), 0)).unwrap();
+    let record = &on_disk[append.wrote_offset as usize..append.wrote_offset as usize + append.wrote_bytes];
+    let decoded = StoredMessage::decode(record).unwrap().0;
+    assert_eq!(&decoded.body[..], b"no-wait-body");
+}
+
+#[tokio::test]
 async fn a_second_process_cannot_open_a_locked_store() {
     let dir = tempfile::tempdir().unwrap();
     let _store = MessageStore::open(config(dir.path(), FlushDiskType::AsyncFlush), host()).unwrap();
