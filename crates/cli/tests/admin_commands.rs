@@ -1,28 +1,21 @@
 //! `ferromq admin` end to end: a `ferromq standalone` process, admin commands run as processes,
 //! their tables and JSON checked.
 
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use ferromq_protocol::header::GetRouteInfoRequestHeader;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
-use ferromq_testkit::{free_broker_port, free_port};
+use ferromq_testkit::{free_broker_port, free_port, ChildProcess};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
 
 /// Kills the standalone server when the test ends, pass or fail.
 struct Server {
-    child: Child,
+    _child: ChildProcess,
     namesrv: String,
     data: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn start_server() -> Server {
@@ -37,7 +30,7 @@ fn start_server() -> Server {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let server = Server { child, namesrv: format!("127.0.0.1:{ns_port}"), data };
+    let server = Server { _child: ChildProcess(child), namesrv: format!("127.0.0.1:{ns_port}"), data };
     wait_for_route(&server.namesrv, "TBW102");
     server
 }

@@ -4,14 +4,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferromq_client::{
     ClientConfig, ConsumeFromWhere, ConsumeStatus, Message, Producer, ProducerConfig, PushConsumer, PushConsumerConfig,
 };
-use ferromq_testkit::{free_broker_port, free_port};
+use ferromq_testkit::{free_broker_port, free_port, ChildProcess};
 use tokio::time::Instant;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
@@ -19,16 +19,9 @@ const T: Duration = Duration::from_secs(20);
 
 /// Kills the standalone server when the test ends, pass or fail.
 struct Server {
-    child: Child,
+    _child: ChildProcess,
     namesrv: String,
     _data: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 async fn start_server() -> Server {
@@ -43,7 +36,7 @@ async fn start_server() -> Server {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let server = Server { child, namesrv: format!("127.0.0.1:{ns_port}"), _data: data };
+    let server = Server { _child: ChildProcess(child), namesrv: format!("127.0.0.1:{ns_port}"), _data: data };
     until(&server.namesrv, None, &["clusterList", "--json"], |out| out.contains("brokerAddr")).await;
     server
 }

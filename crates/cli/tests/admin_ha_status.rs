@@ -3,37 +3,17 @@
 //! names its master, `-c` asks every master of the cluster, `--json` keeps Java's field
 //! names and `-i` prints again until stopped.
 
-use ferromq_testkit::free_port;
-use std::io::{BufRead, BufReader, Write};
+use ferromq_testkit::{free_port, spawn_with_config, ChildProcess};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
 const T: Duration = Duration::from_secs(30);
 
-/// Kills the process when the test ends, pass or fail.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn spawn(args: &[&str], conf: &Path, text: &str) -> Proc {
-    std::fs::File::create(conf).unwrap().write_all(text.as_bytes()).unwrap();
-    let child = Command::new(BIN)
-        .args(args)
-        .arg("-c")
-        .arg(conf)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    Proc(child)
+fn spawn(args: &[&str], conf: &Path, text: &str) -> ChildProcess {
+    spawn_with_config(BIN, args, conf, text)
 }
 
 fn admin(ns: &str, args: &[&str]) -> Output {

@@ -3,20 +3,11 @@
 //! counts must add up.
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use ferromq_bench::report::Report;
-use ferromq_testkit::{free_broker_port, free_port};
-
-struct Standalone(Child);
-
-impl Drop for Standalone {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use ferromq_testkit::{free_broker_port, free_port, ChildProcess as Standalone};
 
 fn bench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ferromq")).arg("bench").args(args).stdin(Stdio::null()).output().unwrap()

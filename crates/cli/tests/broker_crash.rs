@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 use std::io::Write;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,19 +18,10 @@ use ferromq_protocol::header::{
 use ferromq_protocol::message::StoredMessage;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
-use ferromq_testkit::{free_broker_port, free_port};
+use ferromq_testkit::{free_broker_port, free_port, ChildProcess as Standalone};
 
 const TOPIC: &str = "CrashTopic";
 const QUEUES: i32 = 4;
-
-struct Standalone(Child);
-
-impl Drop for Standalone {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn start(dir: &std::path::Path, ns_port: u16, broker_port: u16) -> Standalone {
     let conf = dir.join("broker.conf");

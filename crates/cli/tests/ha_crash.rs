@@ -6,9 +6,7 @@
 //! the master keeps writing, resumes from its recovered offset, and ends with CommitLog files
 //! identical to the master's and the same consume-queue offsets.
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,31 +16,12 @@ use ferromq_protocol::header::{
 use ferromq_protocol::message::{decode_offset_msg_id, StoredMessage};
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
-use ferromq_testkit::free_port;
+use ferromq_testkit::{free_port, spawn_with_config, ChildProcess};
 
 const TOPIC: &str = "HaCrash";
 
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn spawn(args: &[&str], conf: &Path, text: &str) -> Proc {
-    std::fs::File::create(conf).unwrap().write_all(text.as_bytes()).unwrap();
-    let logs = std::env::var_os("HA_TEST_LOGS").is_some();
-    let child = Command::new(env!("CARGO_BIN_EXE_ferromq"))
-        .args(args)
-        .arg("-c")
-        .arg(conf)
-        .stdout(if logs { Stdio::inherit() } else { Stdio::null() })
-        .stderr(if logs { Stdio::inherit() } else { Stdio::null() })
-        .spawn()
-        .unwrap();
-    Proc(child)
+fn spawn(args: &[&str], conf: &Path, text: &str) -> ChildProcess {
+    spawn_with_config(env!("CARGO_BIN_EXE_ferromq"), args, conf, text)
 }
 
 fn send(body: String) -> RemotingCommand {

@@ -3,6 +3,7 @@
 //! Never a dependency of production code.
 
 mod extra_broker;
+mod process;
 mod relay;
 
 use std::path::Path;
@@ -20,6 +21,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use extra_broker::{slave_settings, spawn_broker, ExtraBroker};
+pub use process::{spawn_with_config, ChildProcess};
 pub use relay::Relay;
 
 /// How long the harness waits for anything (registration, shutdown).
