@@ -21,7 +21,7 @@ const NAMES: [&str; 3] = ["a", "b", "c"];
 
 /// Property values, with Java's `Double.valueOf` of each (`None` = NumberFormatException).
 /// Java's `Integer.valueOf`/`Long.valueOf` agree with Rust's `parse` on these ASCII strings.
-const VALUES: [(&str, Option<f64>); 24] = [
+const VALUES: [(&str, Option<f64>); 25] = [
     ("5", Some(5.0)),
     ("-3", Some(-3.0)),
     ("+7", Some(7.0)),
@@ -46,6 +46,8 @@ const VALUES: [(&str, Option<f64>); 24] = [
     ("it's", None),
     ("10", Some(10.0)),
     ("0", Some(0.0)),
+    // Every string literal the generator writes (`STRINGS`) needs its Java double here too.
+    ("7", Some(7.0)),
 ];
 
 const STRINGS: [&str; 8] = ["x", "", "5", "abc", "true", "it's", "7", "2.5"];
