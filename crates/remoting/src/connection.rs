@@ -2,9 +2,9 @@
 //!
 //! The connection task reads frames, runs each request's handler as a task of its own that
 //! sends the response (so a parked long-polling pull does not stall the requests behind it),
-//! completes the pending
-//! calls this side made, and closes on EOF, a bad frame, idleness or shutdown. Writes go
-//! through a bounded queue drained by a writer that coalesces queued frames into one write.
+//! completes the pending calls this side made, and closes on EOF, a bad frame, idleness or
+//! shutdown. Writes go through a bounded queue drained by a writer that coalesces queued
+//! frames into one write.
 //! Java: `NettyRemotingAbstract`, `NettyRemotingServer`'s channel pipeline.
 
 use std::collections::HashMap;

@@ -426,10 +426,13 @@ impl MappedFile {
         }
         self.committed_position.store(start + len, Ordering::Release);
         spare.clear();
-        if self.is_full() && lock(&self.staged).is_empty() {
-            // Nothing appends to a full file again: give the staging memory back.
-            *spare = Vec::new();
-            *lock(&self.staged) = Vec::new();
+        if self.is_full() {
+            let mut staged = lock(&self.staged);
+            if staged.is_empty() {
+                // Nothing appends to a full file again: give the staging memory back.
+                *spare = Vec::new();
+                *staged = Vec::new();
+            }
         }
         Ok(len)
     }

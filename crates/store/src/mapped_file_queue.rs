@@ -22,6 +22,24 @@ fn uncommitted_tail_start(files: &[Arc<MappedFile>]) -> usize {
     files.iter().rposition(|f| f.is_full() && !f.has_uncommitted()).map_or(0, |i| i + 1)
 }
 
+/// Opens the segment at `from` for appending: with the queue's append path and, for a new
+/// file under `warmMapedFileEnable`, zero-filled on disk first. Used for segments made on
+/// demand and by the preallocator alike.
+fn open_segment(
+    dir: &Path,
+    from: i64,
+    file_size: usize,
+    append_path: &SharedAppendPath,
+    warm: &AtomicBool,
+) -> io::Result<MappedFile> {
+    let file = MappedFile::open(dir, from, file_size)?;
+    file.set_append_path(append_path.load());
+    if warm.load(Ordering::Relaxed) && file.loaded_len() == 0 {
+        file.write_zeros()?;
+    }
+    Ok(file)
+}
+
 /// The segments of one queue.
 #[derive(Debug)]
 pub struct MappedFileQueue {
@@ -174,11 +192,7 @@ impl MappedFileQueue {
         let file = match self.preallocator.as_ref().and_then(|p| p.take(from)) {
             Some(prepared) => prepared?,
             None => {
-                let file = Arc::new(MappedFile::open(&self.dir, from, self.file_size)?);
-                file.set_append_path(self.append_path());
-                if self.warm.load(Ordering::Relaxed) && file.loaded_len() == 0 {
-                    file.write_zeros()?;
-                }
+                let file = Arc::new(open_segment(&self.dir, from, self.file_size, &self.append_path, &self.warm)?);
                 // Not prepared in advance (the first segment): fault its pages in the
                 // background, ahead of the writer.
                 if let Some(p) = &self.preallocator {
@@ -435,13 +449,9 @@ impl Preallocator {
                             st = cv.wait(st).unwrap_or_else(|e| e.into_inner());
                         }
                     };
-                    let result = MappedFile::open(&dir, from, file_size).and_then(|f| {
-                        f.set_append_path(append_path.load());
-                        if warm.load(Ordering::Relaxed) && f.loaded_len() == 0 {
-                            f.write_zeros()?;
-                        }
+                    let result = open_segment(&dir, from, file_size, &append_path, &warm).map(|f| {
                         f.pretouch();
-                        Ok(Arc::new(f))
+                        Arc::new(f)
                     });
                     let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
                     st.in_progress = None;
