@@ -107,6 +107,8 @@ pub struct CommitLog {
     inject_flush_failure: AtomicBool,
     /// Fault injection: the next appends fail as if their write system call had.
     inject_write_failure: AtomicBool,
+    /// Test hook: writing staged appends out fails.
+    inject_commit_failure: AtomicBool,
     /// Set (under the append lock) at shutdown: later appends are refused, so the final
     /// flush covers every append that was accepted.
     closed: AtomicBool,
@@ -133,6 +135,7 @@ impl CommitLog {
             poisoned: AtomicBool::new(false),
             inject_flush_failure: AtomicBool::new(false),
             inject_write_failure: AtomicBool::new(false),
+            inject_commit_failure: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             pool: None,
             buffered_segments: Mutex::new(Vec::new()),
@@ -160,7 +163,12 @@ impl CommitLog {
             if self.queue.append_path() != crate::AppendPath::WriteCall || self.is_poisoned() {
                 return false;
             }
-            return match self.queue.commit_staged() {
+            let written = if self.inject_commit_failure.load(Ordering::Acquire) {
+                Err(std::io::Error::other("injected write failure"))
+            } else {
+                self.queue.commit_staged()
+            };
+            return match written {
                 Ok(any) => any,
                 Err(e) => {
                     self.poison(&format!("commit log write failed: {e}"));
@@ -199,6 +207,13 @@ impl CommitLog {
     /// copied). The poison handling that follows is the real one.
     pub fn inject_write_failure(&self, fail: bool) {
         self.inject_write_failure.store(fail, Ordering::Release);
+    }
+
+    /// Makes every later write of staged appends ([`AppendPath::WriteCall`](crate::AppendPath::WriteCall))
+    /// fail as a failing `pwrite` would (nothing is written). The poison handling that follows
+    /// is the real one.
+    pub fn inject_commit_failure(&self, fail: bool) {
+        self.inject_commit_failure.store(fail, Ordering::Release);
     }
 
     /// The segment queue.

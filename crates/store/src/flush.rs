@@ -31,6 +31,8 @@ struct Shared {
     waiting: AtomicBool,
     wake: Condvar,
     stop: AtomicBool,
+    /// Test hook: the group-commit thread takes no requests, as if the disk stopped answering.
+    stalled: AtomicBool,
     /// Flushes performed, for the fsyncs-per-ack figure.
     flush_count: std::sync::atomic::AtomicU64,
 }
@@ -59,6 +61,7 @@ impl FlushService {
             waiting: AtomicBool::new(false),
             wake: Condvar::new(),
             stop: AtomicBool::new(false),
+            stalled: AtomicBool::new(false),
             flush_count: std::sync::atomic::AtomicU64::new(0),
         });
         let sync = config.flush_disk_type == FlushDiskType::SyncFlush;
@@ -105,6 +108,12 @@ impl FlushService {
         self.shared.wake.notify_one();
     }
 
+    /// Test hook: stops (or resumes) taking group-commit requests.
+    pub(crate) fn stall(&self, stalled: bool) {
+        self.shared.stalled.store(stalled, Ordering::Release);
+        self.shared.wake.notify_one();
+    }
+
     /// Number of flushes so far.
     pub(crate) fn flush_count(&self) -> u64 {
         self.shared.flush_count.load(Ordering::Relaxed)
@@ -135,6 +144,10 @@ fn fail_all(shared: &Shared, outcome: FlushOutcome) {
 
 fn group_commit_loop(shared: &Shared, commit_log: &CommitLog, checkpoint: &Checkpoint) {
     while !shared.stop.load(Ordering::Acquire) {
+        if shared.stalled.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        }
         let requests = {
             let mut requests = shared.requests.lock().unwrap_or_else(|e| e.into_inner());
             if requests.is_empty() {
@@ -145,6 +158,10 @@ fn group_commit_loop(shared: &Shared, commit_log: &CommitLog, checkpoint: &Check
                     .map(|(g, _)| g)
                     .unwrap_or_else(|e| e.into_inner().0);
                 shared.waiting.store(false, Ordering::Relaxed);
+            }
+            // Checked under the lock: a request queued after a stall began is never taken.
+            if shared.stalled.load(Ordering::Acquire) {
+                continue;
             }
             std::mem::take(&mut *requests)
         };

@@ -425,18 +425,11 @@ impl MessageStore {
             } else {
                 flush.wake();
                 drop(flush);
-                // Acknowledged before its flush, so it must at least reach the page cache now:
-                // staged bytes would be lost with the process, written ones survive it.
-                self.shared.commit_log.commit();
-                let end = append.wrote_offset + append.wrote_bytes as i64;
-                if self.shared.commit_log.max_offset() < end {
-                    return PutMessageResult {
-                        status: PutMessageStatus::UnknownError,
-                        append: None,
-                        remark: Some("commit log write failed; the store is poisoned and refuses writes".into()),
-                    };
-                }
-                return PutMessageResult::ok(append);
+                // Acknowledged before its flush, so it must at least reach the page cache now.
+                return match self.write_through(&append) {
+                    Ok(()) => PutMessageResult::ok(append),
+                    Err(failed) => failed,
+                };
             }
         };
         match tokio::time::timeout(self.shared.config.sync_flush_timeout(), rx).await {
@@ -446,17 +439,32 @@ impl MessageStore {
                 append: None,
                 remark: Some("flush failed; the store is poisoned and refuses writes".into()),
             },
-            Err(_) => {
-                // The sender hears its message is stored but not yet flushed: it must at least
-                // be written (staged bytes would be lost with the process).
-                self.shared.commit_log.commit();
-                PutMessageResult {
+            // The sender hears its message is stored but not yet flushed: it must at least be
+            // written, or it hears that it is not stored at all.
+            Err(_) => match self.write_through(&append) {
+                Ok(()) => PutMessageResult {
                     status: PutMessageStatus::FlushDiskTimeout,
                     append: Some(append),
                     remark: Some("flush did not complete within syncFlushTimeout".into()),
-                }
-            }
+                },
+                Err(failed) => failed,
+            },
         }
+    }
+
+    /// Writes the staged bytes up to the end of `append` to the file, for a put acknowledged
+    /// before its flush: staged bytes would be lost with the process, written ones survive it.
+    /// A failed write has poisoned the store; the put is then answered as not stored.
+    fn write_through(&self, append: &crate::AppendResult) -> Result<(), PutMessageResult> {
+        self.shared.commit_log.commit();
+        if self.shared.commit_log.max_offset() < append.wrote_offset + append.wrote_bytes as i64 {
+            return Err(PutMessageResult {
+                status: PutMessageStatus::UnknownError,
+                append: None,
+                remark: Some("commit log write failed; the store is poisoned and refuses writes".into()),
+            });
+        }
+        Ok(())
     }
 
     /// Reads up to `max_msg_nums` messages (and about `max_total_bytes`) of a queue from
@@ -615,13 +623,28 @@ impl MessageStore {
         self.shared.commit_log.inject_flush_failure(fail);
     }
 
+    /// Test hook: the SYNC_FLUSH group commit stops (or resumes) answering, as a disk that
+    /// does not complete a flush would.
+    pub fn inject_flush_stall(&self, stalled: bool) {
+        self.flush.lock().unwrap_or_else(|e| e.into_inner()).stall(stalled);
+    }
+
+    /// Test hook: make writes of staged CommitLog bytes (SYNC_FLUSH) fail as a failing
+    /// `pwrite` would; appends still succeed (into the stage).
+    pub fn inject_commit_failure(&self, fail: bool) {
+        self.shared.commit_log.inject_commit_failure(fail);
+    }
+
     /// Waits (up to `timeout`) until every record appended before the call is dispatched.
     /// With the transient store pool that includes records not yet committed to the file
     /// (dispatch sees them once the commit service has run).
     pub fn wait_dispatched(&self, timeout: Duration) -> bool {
+        self.wait_dispatched_to(self.shared.commit_log.queue().max_offset(), timeout)
+    }
+
+    fn wait_dispatched_to(&self, offset: i64, timeout: Duration) -> bool {
         let deadline = std::time::Instant::now() + timeout;
-        let appended = self.shared.commit_log.queue().max_offset();
-        while self.shared.reput_from.load(Ordering::Acquire) < appended {
+        while self.shared.reput_from.load(Ordering::Acquire) < offset {
             if std::time::Instant::now() >= deadline {
                 return false;
             }
@@ -639,7 +662,14 @@ impl MessageStore {
         // Appends end here; the final commit and flush below cover every accepted one.
         self.shared.commit_log.close();
         self.shared.commit_log.commit();
-        if !self.wait_dispatched(Duration::from_secs(5)) {
+        // A poisoned log will never write what is still staged, so dispatch can only reach
+        // what was written.
+        let caught_up = if self.shared.commit_log.is_poisoned() {
+            self.wait_dispatched_to(self.shared.commit_log.queue().max_committed_offset(), Duration::from_secs(5))
+        } else {
+            self.wait_dispatched(Duration::from_secs(5))
+        };
+        if !caught_up {
             warn!(behind = self.dispatch_behind_bytes(), "shutting down before dispatch caught up");
         }
         self.shared.stop.store(true, Ordering::Release);

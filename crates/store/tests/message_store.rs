@@ -243,6 +243,28 @@ async fn failed_flush_fails_the_waiting_put_and_poisons_the_store() {
     assert!(bodies(&store, "P", 0).starts_with(&["m0".to_owned(), "m1".to_owned()]));
 }
 
+#[tokio::test]
+async fn a_put_past_its_flush_timeout_is_written_or_reported_not_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = StoreConfig { sync_flush_timeout_ms: 50, ..config(dir.path(), FlushDiskType::SyncFlush) };
+    let store = MessageStore::open(cfg, host()).unwrap();
+    store.inject_flush_stall(true);
+    let r = store.put_message(msg("T", 0, "late", "t", "k")).await;
+    assert_eq!(r.status, PutMessageStatus::FlushDiskTimeout);
+    assert!(r.append.is_some(), "a flush timeout still reports the message stored");
+    // Reported stored, so it is in the file (readable) although no flush ran.
+    assert!(store.wait_dispatched(Duration::from_secs(10)));
+    assert_eq!(bodies(&store, "T", 0), ["late".to_owned()]);
+
+    // Its write fails: the put must not hear "stored, not yet flushed".
+    store.inject_commit_failure(true);
+    let r = store.put_message(msg("T", 0, "lost", "t", "k")).await;
+    assert_eq!(r.status, PutMessageStatus::UnknownError, "{r:?}");
+    assert!(r.append.is_none());
+    assert!(store.is_poisoned());
+    store.inject_flush_stall(false);
+}
+
 /// Writes `n` messages (sizes vary) with a clean shutdown, and returns the CommitLog end of
 /// each record.
 async fn write_fixture(root: &Path, n: usize) -> Vec<i64> {
