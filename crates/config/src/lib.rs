@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 
 pub use ferromq_protocol::properties_text;
 
+pub mod file;
+pub use file::{replace_file, FileError};
+
 /// A setting that could not be applied.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

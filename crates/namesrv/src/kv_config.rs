@@ -2,7 +2,6 @@
 //! `{"configTable":{"<namespace>":{"<key>":"<value>"}}}`. Java: `KVConfigManager`.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -108,18 +107,11 @@ impl KvConfig {
     /// Writes the table to a temporary file, syncs it and renames it over the old one, so a
     /// crash leaves either the old or the new table.
     fn persist(&self) -> Result<(), KvConfigError> {
-        let io = |source| KvConfigError::Io { path: self.path.clone(), source };
         let file = KvConfigFile { config_table: self.table.clone() };
-        let json = serde_json::to_vec_pretty(&file).map_err(|e| io(std::io::Error::other(e)))?;
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).map_err(io)?;
-        }
-        let tmp = self.path.with_extension("json.tmp");
-        let mut f = std::fs::File::create(&tmp).map_err(io)?;
-        f.write_all(&json).map_err(io)?;
-        f.sync_all().map_err(io)?;
-        std::fs::rename(&tmp, &self.path).map_err(io)?;
-        Ok(())
+        let json = serde_json::to_vec_pretty(&file)
+            .map_err(|e| KvConfigError::Io { path: self.path.clone(), source: std::io::Error::other(e) })?;
+        ferromq_config::replace_file(&self.path, &json)
+            .map_err(|e| KvConfigError::Io { path: e.path, source: e.source })
     }
 }
 

@@ -375,11 +375,10 @@ fn update_config(state: &NamesrvState, req: &RemotingCommand) -> Option<Remoting
     let text = config.to_text();
     drop(config);
     info!(keys = entries.len(), "name server config updated");
-    if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    if let Err(e) = std::fs::write(&path, text) {
-        warn!(path = %path.display(), error = %e, "updated config not persisted");
+    // Applied even when it cannot be persisted, as Java's name server does; the write
+    // replaces the file whole, so a crash never leaves it torn.
+    if let Err(e) = ferromq_config::replace_file(&path, text.as_bytes()) {
+        warn!(path = %e.path.display(), error = %e.source, "updated config not persisted");
     }
     Some(success(req))
 }

@@ -14,7 +14,7 @@
 //! This module knows nothing about what the files contain; the managers do.
 
 use std::fs::File;
-use std::io::{ErrorKind, Write};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -23,14 +23,14 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tracing::{info, warn};
 
+use ferromq_config::file::{parent_dir, sync_dir, with_suffix, write_synced};
 use ferromq_protocol::json::parse_lenient;
 
 use crate::metadata::MetadataError;
 
 /// Suffix of the previous version of a file (Java's name).
 pub const BACKUP_SUFFIX: &str = ".bak";
-/// Suffix of the file being written before it is renamed into place.
-pub const TEMP_SUFFIX: &str = ".tmp";
+pub use ferromq_config::file::TEMP_SUFFIX;
 
 /// Where [`ConfigFile::load`] found the table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -225,22 +225,19 @@ impl ConfigFile {
     }
 
     fn write(&self, json: &[u8], keep_backup: bool) -> Result<(), MetadataError> {
-        let dir = match self.path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
-            _ => PathBuf::from("."),
-        };
+        let dir = parent_dir(&self.path);
         std::fs::create_dir_all(&dir).map_err(|source| MetadataError::Io { path: dir.clone(), source })?;
         let temp = self.temp_path();
         if let Err(error) = write_synced(&temp, json) {
             // Best effort: a stale temporary file is harmless (the next persist truncates it).
             let _ = std::fs::remove_file(&temp);
-            return Err(error);
+            return Err(error.into());
         }
         if !keep_backup {
             self.back_up_current()?;
         }
         std::fs::rename(&temp, &self.path).map_err(|source| MetadataError::Io { path: self.path.clone(), source })?;
-        sync_dir(&dir)
+        Ok(sync_dir(&dir)?)
     }
 
     /// Copies the current file to `<file>.bak` and syncs the copy. No current file, no copy.
@@ -262,58 +259,12 @@ impl ConfigFile {
     }
 }
 
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
 fn read_contents(path: &Path) -> Result<Contents, MetadataError> {
     match std::fs::read(path) {
         Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Ok(Contents::Empty),
         Ok(bytes) => Ok(Contents::Bytes(bytes)),
         Err(error) if error.kind() == ErrorKind::NotFound => Ok(Contents::Missing),
         Err(source) => Err(MetadataError::Io { path: path.to_owned(), source }),
-    }
-}
-
-/// Replaces `path` with `bytes` as [`ConfigFile::persist`] does, without the backup: written
-/// to `<path>.tmp` and synced, renamed over `path`, the directory synced; a crash leaves the
-/// old or the new contents. Creates the directory if needed.
-///
-/// # Errors
-///
-/// [`MetadataError::Io`] naming the file or directory that failed.
-pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> Result<(), MetadataError> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&dir).map_err(|source| MetadataError::Io { path: dir.clone(), source })?;
-    let temp = with_suffix(path, TEMP_SUFFIX);
-    write_synced(&temp, bytes)?;
-    std::fs::rename(&temp, path).map_err(|source| MetadataError::Io { path: path.to_owned(), source })?;
-    sync_dir(&dir)
-}
-
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), MetadataError> {
-    let io = |source| MetadataError::Io { path: path.to_owned(), source };
-    let mut file = File::create(path).map_err(io)?;
-    file.write_all(bytes).map_err(io)?;
-    file.sync_all().map_err(io)
-}
-
-/// Makes a rename in `dir` durable. Directories cannot be opened for syncing on every platform;
-/// elsewhere this is a no-op.
-fn sync_dir(dir: &Path) -> Result<(), MetadataError> {
-    #[cfg(unix)]
-    {
-        File::open(dir).and_then(|d| d.sync_all()).map_err(|source| MetadataError::Io { path: dir.to_owned(), source })
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = dir;
-        Ok(())
     }
 }
 

@@ -68,3 +68,9 @@ pub enum MetadataError {
         reason: String,
     },
 }
+
+impl From<ferromq_config::FileError> for MetadataError {
+    fn from(e: ferromq_config::FileError) -> Self {
+        MetadataError::Io { path: e.path, source: e.source }
+    }
+}

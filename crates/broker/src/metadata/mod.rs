@@ -30,7 +30,6 @@ use std::time::Duration;
 
 use tracing::error;
 
-pub(crate) use config_file::replace_file;
 pub use config_file::{ConfigFile, Loaded, BACKUP_SUFFIX, TEMP_SUFFIX};
 pub use consumer_offset_manager::{ConsumerOffsetManager, OFFSET_UPDATE_VERSION_STEP};
 pub use delay_offset::{DelayOffsetSerializeWrapper, DelayOffsetTable, DELAY_OFFSET_UPDATE_VERSION_STEP};

@@ -12,6 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use ferromq_config::replace_file;
 use ferromq_protocol::body::{
     Connection as ConnectionBody, ConsumeStats, ConsumerConnection, GroupList, JsonBody, MessageQueue, OffsetWrapper,
     ProducerConnection, ResetOffsetBody, TopicConfig, TopicOffset, TopicStatsTable,
@@ -28,7 +29,6 @@ use tracing::{debug, info, warn};
 
 use crate::broker::Broker;
 use crate::client::ClientChannelInfo;
-use crate::metadata::replace_file;
 use crate::processor::{failure, header_or_fail, success};
 use crate::stats::{clock_ms, BrokerStats};
 
