@@ -12,6 +12,7 @@ pub mod admin;
 mod allocate;
 mod broker_requests;
 mod client_instance;
+mod consumed_offset;
 mod consumer_calls;
 mod consumer_stats;
 mod error;

@@ -21,6 +21,7 @@ use tracing::{debug, info, warn};
 
 use crate::allocate::AllocateStrategy;
 use crate::client_instance::{lock, ClientConfig, ClientInstance};
+use crate::consumed_offset::{commit_unsaved, unsaved_offsets, ConsumedOffset};
 use crate::consumer_calls::{log_pull_failure, Committed, ConsumerCalls, PullParams};
 use crate::consumer_stats::epoch_ms;
 use crate::error::ClientError;
@@ -105,10 +106,8 @@ enum Mode {
 struct QueueState {
     /// Changes on every (re)start of the queue's pull task; stale pulls are dropped.
     epoch: u64,
-    /// Next offset to consume, once known.
-    consumed: Option<i64>,
-    /// `consumed` is not committed yet.
-    dirty: bool,
+    /// Next offset to consume, once known, and whether it is committed.
+    consumed: ConsumedOffset,
     /// Messages of the queue in the buffer.
     buffered: usize,
     /// The pull task; none before [`LitePullConsumer::start`].
@@ -126,8 +125,7 @@ impl QueueState {
         let now_ms = epoch_ms();
         QueueState {
             epoch,
-            consumed: None,
-            dirty: false,
+            consumed: ConsumedOffset::default(),
             buffered: 0,
             task,
             last_pull_ms: now_ms,
@@ -463,8 +461,7 @@ impl Inner {
         }
         q.epoch = epoch;
         q.buffered = 0;
-        q.consumed = Some(offset);
-        q.dirty = true;
+        q.consumed.set(offset);
         true
     }
 
@@ -479,8 +476,7 @@ impl Inner {
             q.buffered = q.buffered.saturating_sub(batch.msgs.len());
             q.last_consume_ms = epoch_ms();
             if let Some(last) = batch.msgs.last() {
-                q.consumed = Some(last.queue_offset() + 1);
-                q.dirty = true;
+                q.consumed.set(last.queue_offset() + 1);
             }
             return Some(batch.msgs);
         }
@@ -498,9 +494,7 @@ impl Inner {
                 if let Some(task) = &q.task {
                     task.abort();
                 }
-                if q.dirty {
-                    removed.extend(q.consumed.map(|o| (mq.clone(), o)));
-                }
+                removed.extend(q.consumed.unsaved().map(|o| (mq.clone(), o)));
             }
             st.buffer.retain(|b| wanted.contains(&b.mq));
             for mq in wanted {
@@ -571,30 +565,17 @@ impl Inner {
     /// slave because the master was gone (so the master gets it once it is back).
     async fn commit_all(&self) -> Result<(), ClientError> {
         let _commits = self.commits.lock().await;
-        let dirty: Vec<(MessageQueue, i64)> = lock(&self.state)
-            .queues
-            .iter()
-            .filter(|(_, q)| q.dirty)
-            .filter_map(|(mq, q)| q.consumed.map(|o| (mq.clone(), o)))
-            .collect();
-        let mut first_err = None;
-        for (mq, offset) in dirty {
-            match self.update_offset(&mq, offset).await {
-                Ok(Committed::ToSlave) => {}
-                Ok(Committed::ToMaster) => {
-                    if let Some(q) = lock(&self.state).queues.get_mut(&mq) {
-                        if q.consumed == Some(offset) {
-                            q.dirty = false;
-                        }
-                    }
+        let unsaved = unsaved_offsets(lock(&self.state).queues.iter().map(|(mq, q)| (mq, &q.consumed)));
+        commit_unsaved(
+            unsaved,
+            |mq, offset| async move { Ok(self.update_offset(&mq, offset).await? == Committed::ToMaster) },
+            |mq, offset| {
+                if let Some(q) = lock(&self.state).queues.get_mut(mq) {
+                    q.consumed.saved(offset);
                 }
-                Err(e) => {
-                    warn!(topic = %mq.topic, queue_id = mq.queue_id, error = %e, "commit failed");
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
-        first_err.map_or(Ok(()), Err)
+            },
+        )
+        .await
     }
 
     /// Where a new queue starts: the committed offset, else by `consume_from_where`.

@@ -23,6 +23,7 @@ use tracing::{debug, info, warn};
 
 use crate::allocate::AllocateStrategy;
 use crate::client_instance::{lock, ClientConfig, ClientInstance};
+use crate::consumed_offset::{commit_unsaved, unsaved_offsets, ConsumedOffset};
 use crate::consumer_calls::{log_pull_failure, retry_topic, Committed, ConsumerCalls, PullParams, RETRY_PREFIX};
 use crate::consumer_stats::{epoch_ms, ConsumerStats};
 use crate::error::ClientError;
@@ -154,10 +155,8 @@ struct QueueState {
     in_flight_bytes: usize,
     /// Highest queue offset pulled so far.
     max_pulled: Option<i64>,
-    /// Next offset to consume, once known.
-    consumed: Option<i64>,
-    /// `consumed` is not committed yet.
-    dirty: bool,
+    /// Next offset to consume, once known, and whether it is committed.
+    consumed: ConsumedOffset,
     task: AbortHandle,
     /// Orderly: pulled messages not consumed yet, by queue offset. Java: `msgTreeMap`.
     pending: BTreeMap<i64, MessageExt>,
@@ -190,10 +189,7 @@ impl QueueState {
             (None, None) => None,
         };
         if let Some(next) = next {
-            if self.consumed.is_none_or(|c| next > c) {
-                self.consumed = Some(next);
-                self.dirty = true;
-            }
+            self.consumed.advance(next);
         }
     }
 
@@ -497,31 +493,19 @@ impl Inner {
     /// Java: `persistConsumerOffset`, which commits every queue each time.
     async fn commit_all(&self) -> Result<(), ClientError> {
         let _commits = self.commits.lock().await;
-        let dirty: Vec<(MessageQueue, i64)> = lock(&self.state)
-            .queues
-            .iter()
-            .filter(|(_, q)| q.dirty)
-            .filter_map(|(mq, q)| q.consumed.map(|o| (mq.clone(), o)))
-            .collect();
-        let mut first_err = None;
-        for (mq, offset) in dirty {
-            match self.store_offset(&mq, offset).await {
-                Ok(false) => {}
-                Ok(true) => {
-                    if let Some(q) = lock(&self.state).queues.get_mut(&mq) {
-                        if q.consumed == Some(offset) {
-                            q.dirty = false;
-                        }
-                    }
+        let unsaved = unsaved_offsets(lock(&self.state).queues.iter().map(|(mq, q)| (mq, &q.consumed)));
+        let result = commit_unsaved(
+            unsaved,
+            |mq, offset| async move { self.store_offset(&mq, offset).await },
+            |mq, offset| {
+                if let Some(q) = lock(&self.state).queues.get_mut(mq) {
+                    q.consumed.saved(offset);
                 }
-                Err(e) => {
-                    warn!(topic = %mq.topic, queue_id = mq.queue_id, error = %e, "commit failed");
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
+            },
+        )
+        .await;
         self.persist_local();
-        first_err.map_or(Ok(()), Err)
+        result
     }
 
     /// The queues of `topic` this consumer gets. Java: `RebalanceImpl#rebalanceByTopic`.
@@ -579,9 +563,7 @@ impl Inner {
                 let q = st.queues.remove(&mq).expect("key listed above");
                 q.task.abort();
                 gone_all.push((mq.clone(), q.consuming.clone()));
-                if q.dirty {
-                    removed.extend(q.consumed.map(|o| (mq.clone(), o)));
-                }
+                removed.extend(q.consumed.unsaved().map(|o| (mq.clone(), o)));
             }
             for mq in wanted {
                 if st.queues.contains_key(&mq) {
@@ -599,8 +581,7 @@ impl Inner {
                     in_flight: BTreeMap::new(),
                     in_flight_bytes: 0,
                     max_pulled: None,
-                    consumed: None,
-                    dirty: false,
+                    consumed: ConsumedOffset::default(),
                     task,
                     pending: BTreeMap::new(),
                     locked_until: self.needs_locks().then(|| tokio::time::Instant::now() + orderly::LOCK_MAX_LIVE),
@@ -674,7 +655,7 @@ impl Inner {
     async fn pull_loop(self: Arc<Self>, mq: MessageQueue, epoch: u64) {
         let mut offset = self.first_offset(&mq).await;
         if let Some(q) = lock(&self.state).queues.get_mut(&mq).filter(|q| q.epoch == epoch) {
-            q.consumed.get_or_insert(offset);
+            q.consumed.start_at(offset);
         }
         let mut params = PullParams {
             batch_size: self.config.pull_batch_size,
@@ -728,7 +709,7 @@ impl Inner {
         if self.broadcasting() {
             return None;
         }
-        lock(&self.state).queues.get(mq).and_then(|q| q.consumed).filter(|o| *o > 0)
+        lock(&self.state).queues.get(mq).and_then(|q| q.consumed.get()).filter(|o| *o > 0)
     }
 
     /// Records pulled messages as in flight; false if the queue is gone. Messages filtered
@@ -862,8 +843,11 @@ mod tests {
             in_flight: BTreeMap::new(),
             in_flight_bytes: 0,
             max_pulled: None,
-            consumed: Some(0),
-            dirty: false,
+            consumed: {
+                let mut o = ConsumedOffset::default();
+                o.start_at(0);
+                o
+            },
             task,
             pending: BTreeMap::new(),
             locked_until: None,
@@ -880,13 +864,13 @@ mod tests {
         q.add(&[message(0, 1), message(1, 1), message(2, 1)]);
         q.max_pulled = Some(2);
         q.remove([1, 2]);
-        assert_eq!((q.consumed, q.dirty), (Some(0), false));
+        assert_eq!((q.consumed.get(), q.consumed.unsaved()), (Some(0), None));
         q.remove([0]);
-        assert_eq!((q.consumed, q.dirty), (Some(3), true));
+        assert_eq!(q.consumed.unsaved(), Some(3));
         q.add(&[message(3, 1)]);
         q.max_pulled = Some(3);
         q.remove([]);
-        assert_eq!(q.consumed, Some(3));
+        assert_eq!(q.consumed.get(), Some(3));
     }
 
     fn message(offset: i64, body_len: usize) -> MessageExt {

@@ -58,7 +58,7 @@ impl ConsumerControl for Inner {
                 mq.broker_name,
                 mq.queue_id,
                 q.buffered,
-                q.consumed,
+                q.consumed.get(),
                 q.task.is_some(),
             );
         }
@@ -111,10 +111,11 @@ impl Inner {
         for (mq, offset) in moved {
             match self.update_offset(mq, offset).await {
                 Ok(committed) => {
-                    // One that went to a slave stays dirty, for the master once it is back.
-                    let settled = committed == Committed::ToMaster;
-                    if let Some(q) = lock(&self.state).queues.get_mut(mq).filter(|q| q.consumed == Some(offset)) {
-                        q.dirty = !settled;
+                    // One that went to a slave stays unsaved, for the master once it is back.
+                    if committed == Committed::ToMaster {
+                        if let Some(q) = lock(&self.state).queues.get_mut(mq) {
+                            q.consumed.saved(offset);
+                        }
                     }
                     info!(consumer_group = %self.config.group, topic = %mq.topic, queue_id = mq.queue_id,
                         queue_offset = offset, "consumer offset reset");
@@ -146,7 +147,7 @@ fn queue_info(st: &State, mq: &MessageQueue) -> ProcessQueueInfo {
         cached_msg_max_offset: max,
         cached_msg_min_offset: min,
         cached_msg_size_in_mib: i32::try_from(bytes / (1024 * 1024)).unwrap_or(i32::MAX),
-        commit_offset: q.consumed.unwrap_or(-1),
+        commit_offset: q.consumed.get().unwrap_or(-1),
         last_consume_timestamp: q.last_consume_ms,
         last_pull_timestamp: q.last_pull_ms,
         ..ProcessQueueInfo::default()

@@ -72,7 +72,7 @@ impl ConsumerControl for Inner {
                 mq.queue_id,
                 q.max_pulled,
                 q.in_flight.len(),
-                q.consumed,
+                q.consumed.get(),
             );
         }
         out
@@ -182,7 +182,7 @@ fn queue_info(q: &QueueState, now: Instant, now_ms: i64) -> ProcessQueueInfo {
         cached_msg_max_offset: last,
         cached_msg_min_offset: first,
         cached_msg_size_in_mib: i32::try_from(q.in_flight_bytes / MIB).unwrap_or(i32::MAX),
-        commit_offset: q.consumed.unwrap_or(-1),
+        commit_offset: q.consumed.get().unwrap_or(-1),
         last_consume_timestamp: q.last_consume_ms,
         last_lock_timestamp,
         last_pull_timestamp: q.last_pull_ms,
