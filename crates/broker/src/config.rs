@@ -76,6 +76,10 @@ rocketmq_config! {
         default_topic_queue_nums: i32 = "defaultTopicQueueNums", default 8;
         /// `clusterTopicEnable`.
         cluster_topic_enable: bool = "clusterTopicEnable", default true;
+        /// `validateSystemTopicWhenUpdateTopic`: admin requests may not create, change or
+        /// delete system topics (TBW102, SCHEDULE_TOPIC_XXXX, `rmq_sys_*`, the cluster and
+        /// broker name topics, ...).
+        validate_system_topic_when_update_topic: bool = "validateSystemTopicWhenUpdateTopic", default true;
         /// `brokerTopicEnable`.
         broker_topic_enable: bool = "brokerTopicEnable", default true;
         /// `longPollingEnable`.

@@ -275,7 +275,25 @@ async fn bad_input_gets_rocketmq_codes_and_the_broker_keeps_serving() {
             attributes: None,
             force: None,
         });
-    assert_eq!(client.invoke(&c.broker_addr, create, T).await.unwrap().code, response_code::SUCCESS);
+    assert_eq!(client.invoke(&c.broker_addr, create.clone(), T).await.unwrap().code, response_code::SUCCESS);
+    // System topics are the broker's own: admin requests may neither change nor delete them
+    // (Java's validateSystemTopicWhenUpdateTopic, on by default).
+    for topic in ["TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRACE_TOPIC", "rmq_sys_anything"] {
+        let mut update = create.clone();
+        update.ext_fields.insert("topic".into(), topic);
+        update.ext_fields.insert("defaultTopic".into(), "TBW102x");
+        let r = client.invoke(&c.broker_addr, update, T).await.unwrap();
+        assert_eq!(r.code, response_code::INVALID_PARAMETER, "update {topic}: {:?}", r.remark);
+        assert!(r.remark.as_deref().unwrap_or("").contains("conflict with system topic"), "{:?}", r.remark);
+        let delete = RemotingCommand::request(request_code::DELETE_TOPIC_IN_BROKER)
+            .with_header(&DeleteTopicRequestHeader { topic: topic.into() });
+        let r = client.invoke(&c.broker_addr, delete, T).await.unwrap();
+        assert_eq!(r.code, response_code::INVALID_PARAMETER, "delete {topic}: {:?}", r.remark);
+    }
+    let r =
+        client.invoke(&c.broker_addr, RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG), T).await.unwrap();
+    let all = ferromq_protocol::body::TopicConfigSerializeWrapper::decode(&r.body).unwrap();
+    assert!(all.topic_config_table.contains_key("SCHEDULE_TOPIC_XXXX"), "still there");
     let r = client.invoke(&c.broker_addr, send_v2("Small", 0, &"x".repeat(2000), "T", "k"), T).await.unwrap();
     assert_eq!(r.code, response_code::MESSAGE_ILLEGAL);
     let r = client.invoke(&c.broker_addr, send_v2("Small", 9, "x", "T", "k"), T).await.unwrap();
@@ -348,7 +366,8 @@ async fn send_back_goes_to_retry_then_dead_letter_topic() {
             offset,
             group: "cg".into(),
             delay_level,
-            origin_msg_id: None,
+            // What Java clients send (the UNIQ_KEY); ORIGIN_MESSAGE_ID is not taken from it.
+            origin_msg_id: Some("7F0000010000000000000000000000AA".into()),
             origin_topic: Some("Work".into()),
             unit_mode: None,
             max_reconsume_times: Some(2),
@@ -363,7 +382,8 @@ async fn send_back_goes_to_retry_then_dead_letter_topic() {
     assert_eq!(retried.body, original.body);
     assert_eq!(retried.reconsume_times, 1);
     assert_eq!(retried.property("RETRY_TOPIC"), Some("Work"));
-    assert!(retried.property("ORIGIN_MESSAGE_ID").is_some());
+    let original_id = ferromq_protocol::message::create_offset_msg_id(original.store_host, original.physical_offset);
+    assert_eq!(retried.property("ORIGIN_MESSAGE_ID"), Some(original_id.as_str()), "the original's offset id");
 
     // Second failure: reconsume times reach maxReconsumeTimes (2) on the next send-back.
     let r = client.invoke(&c.broker_addr, back(retried.physical_offset, 0), T).await.unwrap();
@@ -373,10 +393,14 @@ async fn send_back_goes_to_retry_then_dead_letter_topic() {
     assert_eq!(second.reconsume_times, 2);
     let r = client.invoke(&c.broker_addr, back(second.physical_offset, 0), T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS);
-    // The dead-letter topic is write-only, as in RocketMQ: pulling from it is forbidden...
-    let r = client.invoke(&c.broker_addr, pull("%DLQ%cg", 0, 0, "*", 0), T).await.unwrap();
-    assert_eq!(r.code, response_code::NO_PERMISSION);
-    // ...but the message is there (viewed by key through the index).
+    // The dead-letter topic is readable (Java since 4.9.4), so the dead letters can be consumed.
+    let r = pull_found(&client, &c.broker_addr, pull("%DLQ%cg", 0, 0, "*", 0), 1).await;
+    assert_eq!(r.code, response_code::SUCCESS);
+    let dead = StoredMessage::decode_all(&r.body).unwrap().remove(0);
+    assert_eq!((dead.topic.as_str(), dead.reconsume_times), ("%DLQ%cg", 3));
+    assert_eq!(dead.property("DELAY"), Some("0"), "delivered at once");
+    assert_eq!(dead.property("ORIGIN_MESSAGE_ID"), Some(original_id.as_str()), "kept from the first attempt");
+    // It is also found by key through the index.
     let q = RemotingCommand::request(request_code::QUERY_MESSAGE).with_header(&QueryMessageRequestHeader {
         topic: "%DLQ%cg".into(),
         key: "k".into(),
@@ -394,8 +418,7 @@ async fn send_back_goes_to_retry_then_dead_letter_topic() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
     assert_eq!(r.code, response_code::SUCCESS);
-    let dead = StoredMessage::decode_all(&r.body).unwrap().remove(0);
-    assert_eq!((dead.topic.as_str(), dead.reconsume_times), ("%DLQ%cg", 3));
+    assert_eq!(StoredMessage::decode_all(&r.body).unwrap().remove(0).physical_offset, dead.physical_offset);
     assert_eq!(dead.property("DLQ_ORIGIN_TOPIC"), Some("%RETRY%cg"));
     client.shutdown().await;
     c.stop().await;

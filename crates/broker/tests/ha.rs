@@ -269,3 +269,63 @@ async fn ha_status_master_addr(client: &RemotingClient, addr: &str) -> String {
     let r = client.invoke(addr, RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO), T).await.unwrap();
     ferromq_protocol::body::KVTable::decode(&r.body).unwrap().table["haServerAddr"].clone()
 }
+
+/// Java's `offsetCheckInSlave` (off by default): a slave that has no master to send a reader
+/// to must not move the consumer's offset from its own, possibly lagging, queue; the pull
+/// keeps its offset and is retried. With the check on, the slave corrects it as a master does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_without_its_master_keeps_an_out_of_range_pull_offset_and_refuses_send_backs() {
+    let c = LocalCluster::start(|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    for check in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s: BrokerSettings = test_settings(dir.path(), &c.ns_addr);
+        // A broker name of its own: no master exists for it.
+        s.broker.broker_name = format!("lonely-{check}");
+        s.broker.broker_id = 1;
+        s.broker.broker_role = BrokerRole::Slave;
+        s.broker.slave_read_enable = true;
+        s.store.offset_check_in_slave = check;
+        let slave = ferromq_testkit::spawn_broker(s).await;
+        let pull = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
+            consumer_group: "cg".into(),
+            topic: "TBW102".into(),
+            queue_id: 0,
+            queue_offset: 5,
+            max_msg_nums: 1,
+            sys_flag: pull_sys_flag::SUBSCRIPTION,
+            subscription: Some("*".into()),
+            expression_type: Some("TAG".into()),
+            ..Default::default()
+        });
+        let r = client.invoke(&slave.addr, pull, T).await.unwrap();
+        let h = r.decode_header::<PullMessageResponseHeader>().unwrap();
+        if check {
+            assert_eq!(r.code, response_code::PULL_OFFSET_MOVED, "{:?}", r.remark);
+            assert_eq!(h.next_begin_offset, 0, "corrected to the empty queue's start");
+        } else {
+            assert_eq!(r.code, response_code::PULL_RETRY_IMMEDIATELY, "{:?}", r.remark);
+            assert_eq!(h.next_begin_offset, 5, "the consumer's offset is kept");
+            assert_eq!(h.suggest_which_broker_id, 0, "the group's broker id");
+            // Nor does a slave store a consumer's send-back in its copy of the master's log.
+            let back = RemotingCommand::request(request_code::CONSUMER_SEND_MSG_BACK).with_header(
+                &ConsumerSendMsgBackRequestHeader {
+                    offset: 0,
+                    group: "cg".into(),
+                    delay_level: 0,
+                    origin_msg_id: None,
+                    origin_topic: Some("TBW102".into()),
+                    unit_mode: None,
+                    max_reconsume_times: None,
+                    broker_name: None,
+                },
+            );
+            let r = client.invoke(&slave.addr, back, T).await.unwrap();
+            assert_eq!(r.code, response_code::SYSTEM_ERROR);
+            assert!(r.remark.as_deref().unwrap_or("").contains("no master available"), "{:?}", r.remark);
+        }
+        slave.stop().await;
+    }
+    client.shutdown().await;
+    c.stop().await;
+}

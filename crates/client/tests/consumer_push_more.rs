@@ -347,7 +347,7 @@ async fn orderly_message_past_max_reconsume_times_goes_to_the_dead_letter_topic(
         [("d-0", 0), ("d-1", 0), ("d-1", 1), ("d-1", 2), ("d-2", 0)].iter().map(|(t, r)| (t.to_string(), *r)).collect();
     assert_eq!(seen, expected);
 
-    // The dead-letter topic is write-only (as in Java): count its messages.
+    // Count the dead-letter topic's messages.
     let rc = RemotingClient::new(ferromq_remoting::ClientConfig::default());
     let header = GetMaxOffsetRequestHeader {
         topic: "%DLQ%cg_orderly_dlq".to_owned(),

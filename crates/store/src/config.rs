@@ -65,6 +65,9 @@ rocketmq_config! {
         max_message_size: u64 = "maxMessageSize", default 4 * 1024 * 1024;
         /// `checkCRCOnRecover`.
         check_crc_on_recover: bool = "checkCRCOnRecover", default true;
+        /// `offsetCheckInSlave`: whether a slave corrects a pull's out-of-range offset from its
+        /// own queue (off: a lagging slave must not move a consumer's offset).
+        offset_check_in_slave: bool = "offsetCheckInSlave", default false;
         /// `maxTransferBytesOnMessageInMemory`.
         max_transfer_bytes_on_message_in_memory: u64 = "maxTransferBytesOnMessageInMemory", default 256 * 1024;
         /// `maxTransferCountOnMessageInMemory`.

@@ -20,14 +20,8 @@ impl Broker {
         if let Err(remark) = validate_topic(&h.topic) {
             return failure(req, response_code::INVALID_PARAMETER, remark);
         }
-        if h.topic == h.default_topic
-            || self.topics().is_system_topic(&h.topic) && self.topics().select(&h.topic).is_none()
-        {
-            return failure(
-                req,
-                response_code::INVALID_PARAMETER,
-                format!("The topic[{}] is conflict with system topic.", h.topic),
-            );
+        if h.topic == h.default_topic || self.refuses_system_topic(&h.topic) {
+            return failure(req, response_code::INVALID_PARAMETER, system_topic_conflict(&h.topic));
         }
         let mut config = TopicConfig::new(h.topic.clone(), h.read_queue_nums, h.write_queue_nums);
         config.perm = h.perm;
@@ -57,6 +51,9 @@ impl Broker {
         if let Err(remark) = validate_topic(&h.topic) {
             return failure(req, response_code::INVALID_PARAMETER, remark);
         }
+        if self.refuses_system_topic(&h.topic) {
+            return failure(req, response_code::INVALID_PARAMETER, system_topic_conflict(&h.topic));
+        }
         if let Err(e) = self.topics().delete(&h.topic) {
             return failure(req, response_code::SYSTEM_ERROR, format!("cannot delete topic {}: {e}", h.topic));
         }
@@ -64,6 +61,12 @@ impl Broker {
         self.stats.on_topic_deleted(&h.topic);
         info!(topic = %h.topic, "topic deleted");
         success(req)
+    }
+
+    /// Java: `validateSystemTopicWhenUpdateTopic` (on by default) keeps admin requests off
+    /// the system topics, which the broker manages itself.
+    fn refuses_system_topic(&self, topic: &str) -> bool {
+        self.config.validate_system_topic_when_update_topic && self.topics().is_system_topic(topic)
     }
 
     pub(crate) fn get_all_topic_config(&self, req: &RemotingCommand) -> RemotingCommand {
@@ -132,4 +135,8 @@ impl Broker {
         self.insert_ha_runtime_info(&mut table);
         success(req).with_body(KVTable { table }.encode())
     }
+}
+
+fn system_topic_conflict(topic: &str) -> String {
+    format!("The topic[{topic}] is conflict with system topic.")
 }

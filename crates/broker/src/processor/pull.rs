@@ -197,7 +197,22 @@ impl Broker {
         }
         let max_nums = h.max_msg_nums.clamp(1, MAX_PULL_MSG_NUMS) as usize;
         let max_bytes = h.max_msg_bytes.filter(|b| *b > 0).map_or(DEFAULT_MAX_PULL_BYTES, |b| b as usize);
-        let result = self.store.get_message(&h.topic, h.queue_id, h.queue_offset, max_nums, max_bytes, Some(&filter));
+        let mut result =
+            self.store.get_message(&h.topic, h.queue_id, h.queue_offset, max_nums, max_bytes, Some(&filter));
+        // Java: a slave does not correct a consumer's offset from its own, possibly lagging,
+        // queue unless `offsetCheckInSlave`: the pull keeps its offset and is retried.
+        let keep_offset = self.is_slave() && !self.store.config().offset_check_in_slave;
+        if keep_offset
+            && matches!(
+                result.status,
+                GetMessageStatus::NoMessageInQueue
+                    | GetMessageStatus::NoMatchedLogicQueue
+                    | GetMessageStatus::OffsetTooSmall
+                    | GetMessageStatus::OffsetOverflowBadly
+            )
+        {
+            result.next_begin_offset = h.queue_offset;
+        }
         let tag_codes = filter.tag_codes();
 
         let (mut code, mut suggest) = match result.status {
@@ -234,6 +249,10 @@ impl Broker {
             if result.status != GetMessageStatus::Found {
                 code = response_code::PULL_RETRY_IMMEDIATELY;
             }
+        }
+        if keep_offset && code == response_code::PULL_OFFSET_MOVED {
+            code = response_code::PULL_RETRY_IMMEDIATELY;
+            suggest = group.broker_id;
         }
         // The consumer's committed offset rides along on pulls.
         if h.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0

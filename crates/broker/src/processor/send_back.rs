@@ -25,6 +25,14 @@ impl Broker {
             Ok(h) => h,
             Err(e) => return failure(&req, response_code::SYSTEM_ERROR, e.to_string()),
         };
+        // A slave's CommitLog is the master's copy: it stores nothing of its own.
+        if self.is_slave() {
+            return failure(
+                &req,
+                response_code::SYSTEM_ERROR,
+                format!("no master available along with {}", self.config.broker_ip1),
+            );
+        }
         let Some(group) = self.groups().find(&h.group, self.config.auto_create_subscription_group) else {
             return failure(
                 &req,
@@ -64,7 +72,9 @@ impl Broker {
         }
         let to_dlq = original.reconsume_times >= max_reconsume || h.delay_level < 0;
         let (topic, queue_nums, topic_perm) = if to_dlq {
-            (dlq_topic(&h.group), DLQ_NUMS_PER_GROUP, perm::PERM_WRITE)
+            // Readable, so the dead letters can be consumed (Java since 4.9.4; older brokers
+            // made it write-only).
+            (dlq_topic(&h.group), DLQ_NUMS_PER_GROUP, perm::PERM_WRITE | perm::PERM_READ)
         } else {
             (retry_topic(&h.group), group.retry_queue_nums, perm::PERM_WRITE | perm::PERM_READ)
         };
@@ -84,11 +94,12 @@ impl Broker {
         if props.get(keys::RETRY_TOPIC).is_none() {
             props.insert(keys::RETRY_TOPIC, original.topic.as_str());
         }
-        let origin = h
-            .origin_msg_id
-            .clone()
-            .filter(|id| !id.is_empty())
-            .or_else(|| props.get(keys::ORIGIN_MESSAGE_ID).map(str::to_owned))
+        // The first attempt's id, else the original's offset message id (as Java; the
+        // header's originMsgId, which clients fill with the UNIQ_KEY, is not it).
+        let origin = props
+            .get(keys::ORIGIN_MESSAGE_ID)
+            .filter(|id| !id.trim().is_empty())
+            .map(str::to_owned)
             .unwrap_or_else(|| create_offset_msg_id(original.store_host, original.physical_offset));
         props.insert(keys::ORIGIN_MESSAGE_ID, origin);
         // The retry is not flushed before the answer: the original is already durable.
@@ -97,7 +108,8 @@ impl Broker {
         let mut queue_id = (original.physical_offset.rem_euclid(i64::from(queue_nums.max(1)))) as i32;
         if to_dlq {
             props.insert(keys::DLQ_ORIGIN_TOPIC, original.topic.as_str());
-            props.remove(keys::DELAY);
+            // Delivered at once (Java sets delay level 0).
+            props.insert(keys::DELAY, "0");
         } else {
             // The retry waits in the schedule queue of its level: the header's, or one more
             // step of the 10s, 30s, 1m ... schedule for each earlier attempt.
