@@ -152,6 +152,13 @@ async fn send_pull_offsets_and_long_polling() {
     assert_eq!(r.decode_header::<OffsetResponseHeader>().unwrap().offset, 5);
     let r = client.invoke(&c.broker_addr, query("new-group"), T).await.unwrap();
     assert_eq!((r.code, r.decode_header::<OffsetResponseHeader>().unwrap().offset), (response_code::SUCCESS, 0));
+    // Not for a client that asks not to set zero (5.x), nor for a queue with no first message.
+    let mut no_zero = query("new-group");
+    no_zero.ext_fields.insert("setZeroIfNotFound".into(), "false");
+    assert_eq!(client.invoke(&c.broker_addr, no_zero, T).await.unwrap().code, response_code::QUERY_NOT_FOUND);
+    let mut empty_queue = query("new-group");
+    empty_queue.ext_fields.insert("queueId".into(), "3");
+    assert_eq!(client.invoke(&c.broker_addr, empty_queue, T).await.unwrap().code, response_code::QUERY_NOT_FOUND);
     let max = RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&GetMaxOffsetRequestHeader {
         topic: "Orders".into(),
         queue_id: 1,

@@ -535,6 +535,17 @@ impl MessageStore {
         self.shared.consume_queues.find(topic, queue_id).map_or_else(Vec::new, |cq| cq.iter_from(queue_offset, max))
     }
 
+    /// Whether the message at `queue_offset` of a queue is stored and still warm: within the
+    /// last `accessMessageInMemoryMaxRatio` percent of memory's worth of CommitLog, the
+    /// estimate pulls use too (Java: `checkInMemByConsumeOffset`, which asks the page cache).
+    /// False for an unknown or empty queue.
+    pub fn check_in_mem_by_consume_offset(&self, topic: &str, queue_id: i32, queue_offset: i64) -> bool {
+        let Some(unit) = self.shared.consume_queues.find(topic, queue_id).and_then(|cq| cq.get(queue_offset)) else {
+            return false;
+        };
+        self.shared.commit_log.max_offset() - unit.commit_log_offset <= self.shared.memory_budget_bytes
+    }
+
     /// Store time of a queue's first message.
     pub fn earliest_message_time(&self, topic: &str, queue_id: i32) -> Option<i64> {
         let cq = self.shared.consume_queues.find(topic, queue_id)?;

@@ -18,10 +18,20 @@ impl Broker {
         if let Some(offset) = self.offsets().query_offset(&h.consumer_group, &h.topic, h.queue_id) {
             return success(req).with_header(&OffsetResponseHeader { offset });
         }
-        // No committed offset: a queue that still starts at 0 is consumed from 0, unless the
-        // client asked not to (5.x `setZeroIfNotFound=false`).
+        // No committed offset. 5.x `setZeroIfNotFound=false`: say so.
+        if h.set_zero_if_not_found == Some(false) {
+            return failure(
+                req,
+                response_code::QUERY_NOT_FOUND,
+                "Not found, do not set to zero, maybe this group boot first",
+            );
+        }
+        // A queue that still starts at 0, with its first message warm, is consumed from 0
+        // (a new group reads a young topic whole); otherwise the client applies its
+        // consume-from rule (CONSUME_FROM_LAST_OFFSET: the end). An empty queue has no first
+        // message, as in Java 5.
         let min = self.store.min_offset_in_queue(&h.topic, h.queue_id);
-        if min <= 0 && h.set_zero_if_not_found != Some(false) {
+        if min <= 0 && self.store.check_in_mem_by_consume_offset(&h.topic, h.queue_id, 0) {
             return success(req).with_header(&OffsetResponseHeader { offset: 0 });
         }
         failure(req, response_code::QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
