@@ -80,6 +80,8 @@ rocketmq_config! {
         /// delete system topics (TBW102, SCHEDULE_TOPIC_XXXX, `rmq_sys_*`, the cluster and
         /// broker name topics, ...).
         validate_system_topic_when_update_topic: bool = "validateSystemTopicWhenUpdateTopic", default true;
+        /// `enableMixedMessageType`: whether a topic may be given `message.type=MIXED`.
+        enable_mixed_message_type: bool = "enableMixedMessageType", default false;
         /// `brokerTopicEnable`.
         broker_topic_enable: bool = "brokerTopicEnable", default true;
         /// `longPollingEnable`.

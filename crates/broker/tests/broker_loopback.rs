@@ -297,10 +297,38 @@ async fn bad_input_gets_rocketmq_codes_and_the_broker_keeps_serving() {
         let r = client.invoke(&c.broker_addr, delete, T).await.unwrap();
         assert_eq!(r.code, response_code::INVALID_PARAMETER, "delete {topic}: {:?}", r.remark);
     }
-    let r =
-        client.invoke(&c.broker_addr, RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG), T).await.unwrap();
-    let all = ferromq_protocol::body::TopicConfigSerializeWrapper::decode(&r.body).unwrap();
-    assert!(all.topic_config_table.contains_key("SCHEDULE_TOPIC_XXXX"), "still there");
+    let topics = || async {
+        let r = client
+            .invoke(&c.broker_addr, RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG), T)
+            .await
+            .unwrap();
+        ferromq_protocol::body::TopicConfigSerializeWrapper::decode(&r.body).unwrap().topic_config_table
+    };
+    assert!(topics().await.contains_key("SCHEDULE_TOPIC_XXXX"), "still there");
+    // Attributes (5.x): the header lists changes, merged into the topic's current attributes.
+    let with_attributes = |topic: &str, write_queues: &str, attributes: Option<&str>| {
+        let mut r = create.clone();
+        r.ext_fields.insert("topic".into(), topic);
+        r.ext_fields.insert("writeQueueNums".into(), write_queues);
+        match attributes {
+            Some(a) => r.ext_fields.insert("attributes".into(), a),
+            None => r.ext_fields.remove("attributes"),
+        };
+        r
+    };
+    let r = client.invoke(&c.broker_addr, with_attributes("Typed", "2", Some("+message.type=FIFO")), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let r = client.invoke(&c.broker_addr, with_attributes("Typed", "4", None), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let typed = topics().await.remove("Typed").unwrap();
+    assert_eq!((typed.write_queue_nums, typed.attributes.get("message.type").map(String::as_str)), (4, Some("FIFO")));
+    let r = client.invoke(&c.broker_addr, with_attributes("Typed", "4", Some("+foo=1")), T).await.unwrap();
+    assert_eq!((r.code, r.remark.as_deref()), (response_code::SYSTEM_ERROR, Some("unsupported key: foo")));
+    let r = client.invoke(&c.broker_addr, with_attributes("Typed", "4", Some("+message.type=MIXED")), T).await.unwrap();
+    assert_eq!(r.code, response_code::INVALID_PARAMETER, "{:?}", r.remark);
+    let r = client.invoke(&c.broker_addr, with_attributes("Typed", "4", Some("-message.type")), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    assert!(topics().await["Typed"].attributes.is_empty());
     let r = client.invoke(&c.broker_addr, send_v2("Small", 0, &"x".repeat(2000), "T", "k"), T).await.unwrap();
     assert_eq!(r.code, response_code::MESSAGE_ILLEGAL);
     let r = client.invoke(&c.broker_addr, send_v2("Small", 9, "x", "T", "k"), T).await.unwrap();

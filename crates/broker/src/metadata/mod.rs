@@ -21,6 +21,7 @@ mod consumer_offset_manager;
 mod delay_offset;
 mod error;
 mod subscription_group_manager;
+pub(crate) mod topic_attributes;
 mod topic_config_manager;
 mod topic_validator;
 

@@ -11,7 +11,7 @@ use ferromq_protocol::{response_code, version, RemotingCommand};
 use tracing::info;
 
 use crate::broker::Broker;
-use crate::metadata::{validate_topic, SubscriptionGroupConfig};
+use crate::metadata::{topic_attributes, validate_topic, SubscriptionGroupConfig};
 use crate::processor::{failure, header_or_fail, success};
 
 impl Broker {
@@ -29,15 +29,24 @@ impl Broker {
             if h.topic_filter_type == "MULTI_TAG" { TopicFilterType::MultiTag } else { TopicFilterType::SingleTag };
         config.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
         config.order = h.order;
-        if let Some(attrs) = h.attributes.as_deref() {
-            for item in attrs.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                if let Some(kv) = item.strip_prefix('+') {
-                    if let Some((k, v)) = kv.split_once('=') {
-                        config.attributes.insert(k.to_owned(), v.to_owned());
-                    }
-                }
-            }
+        // The header lists changes to the topic's attributes, not the whole set.
+        let changes = match topic_attributes::parse_changes(h.attributes.as_deref().unwrap_or("")) {
+            Ok(changes) => changes,
+            Err(reason) => return failure(req, response_code::SYSTEM_ERROR, reason),
+        };
+        if !self.config.enable_mixed_message_type
+            && changes
+                .iter()
+                .any(|c| c.add && c.key == "message.type" && c.value == topic_attributes::MIXED_MESSAGE_TYPE)
+        {
+            return failure(req, response_code::INVALID_PARAMETER, "MIXED message type is not supported.");
         }
+        let current = self.topics().select(&h.topic);
+        let current_attributes = current.as_ref().map(|c| c.attributes.clone()).unwrap_or_default();
+        config.attributes = match topic_attributes::alter(current.is_none(), &current_attributes, &changes) {
+            Ok(attributes) => attributes,
+            Err(reason) => return failure(req, response_code::SYSTEM_ERROR, reason),
+        };
         if let Err(e) = self.topics().update(config.clone()) {
             return failure(req, response_code::SYSTEM_ERROR, format!("cannot save topic {}: {e}", h.topic));
         }
