@@ -117,6 +117,31 @@ pub(crate) struct BrokerStats {
     pub(crate) topic_put_nums: StatsItemSet,
     /// Messages pulled, by `topic@group`. Java: `GROUP_GET_NUMS`.
     pub(crate) group_get_nums: StatsItemSet,
+    /// The timer wheel's enqueue and delivery rates for GET_BROKER_RUNTIME_INFO.
+    pub(crate) timer_tps: IntervalRates,
+}
+
+/// Rates of two counters between one reading and the next (the first reading answers 0):
+/// for counters kept elsewhere that are read only on request, such as the timer wheel's.
+#[derive(Debug, Default)]
+pub(crate) struct IntervalRates {
+    last: Mutex<Option<(u64, u64, u64)>>,
+}
+
+impl IntervalRates {
+    /// Per-second rates of `a` and `b` since the previous call, which `now_ms` replaces.
+    pub(crate) fn rates(&self, a: u64, b: u64, now_ms: u64) -> (f64, f64) {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let rates = match *last {
+            Some((at, last_a, last_b)) if now_ms > at => {
+                let seconds = (now_ms - at) as f64 / 1000.0;
+                (a.saturating_sub(last_a) as f64 / seconds, b.saturating_sub(last_b) as f64 / seconds)
+            }
+            _ => (0.0, 0.0),
+        };
+        *last = Some((now_ms, a, b));
+        rates
+    }
 }
 
 impl BrokerStats {
@@ -143,6 +168,15 @@ mod tests {
     use super::*;
 
     const T0: u64 = 1_700_000_000_000;
+
+    #[test]
+    fn interval_rates_run_from_one_reading_to_the_next() {
+        let rates = IntervalRates::default();
+        assert_eq!(rates.rates(10, 5, T0), (0.0, 0.0), "no interval yet");
+        assert_eq!(rates.rates(30, 5, T0 + 2_000), (10.0, 0.0));
+        assert_eq!(rates.rates(30, 9, T0 + 2_000), (0.0, 0.0), "no time passed");
+        assert_eq!(rates.rates(31, 13, T0 + 3_000), (1.0, 4.0));
+    }
 
     #[test]
     fn rate_counts_from_the_first_message_over_at_least_one_second() {

@@ -209,6 +209,34 @@ async fn topic_stats_report_offset_ranges_and_last_store_time() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_info_has_the_keys_cluster_list_reads() {
+    let c = Cluster::start(|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let (before, _) = c.send(&client, "Runtime", 0, 4).await;
+    let r = c.call(&client, RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO)).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let kv = ferromq_protocol::body::KVTable::decode(&r.body).unwrap().table;
+    let get = |k: &str| kv.get(k).unwrap_or_else(|| panic!("no {k} in {kv:?}")).as_str();
+    // Today's traffic is now minus this morning (0 before the broker's first midnight).
+    assert_eq!(get("msgPutTotalTodayNow"), "4");
+    assert_eq!((get("msgPutTotalTodayMorning"), get("msgPutTotalYesterdayMorning")), ("0", "0"));
+    assert_eq!(get("msgGetTotalTodayNow"), "0");
+    assert_eq!((get("msgGetTotalTodayMorning"), get("msgGetTotalYesterdayMorning")), ("0", "0"));
+    assert_eq!(get("brokerActive"), "true");
+    let earliest: i64 = get("earliestMessageTimeStamp").parse().unwrap();
+    assert!(earliest >= before && earliest <= now_ms(), "{earliest}");
+    let ratio: f64 = get("commitLogDiskRatio").parse().unwrap();
+    assert!((0.0..=1.0).contains(&ratio), "{ratio}");
+    let _: f64 = get("consumeQueueDiskRatio").parse().unwrap();
+    assert!(get("commitLogDirCapacity").starts_with("Total : "), "{}", get("commitLogDirCapacity"));
+    assert!(get("remainHowManyDataToFlush").ends_with('B'));
+    // No timer wheel in this broker: Java's zeros.
+    assert_eq!((get("timerCongestNum"), get("timerEnqueueTps"), get("timerDequeueTps")), ("0", "0.0", "0.0"));
+    client.shutdown().await;
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consume_stats_report_broker_and_consumer_offsets() {
     let c = Cluster::start(|_| {}).await;
     let client = RemotingClient::new(ClientConfig::default());

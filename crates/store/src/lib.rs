@@ -46,8 +46,10 @@ pub use message_store::{ArrivalListener, BitMapCalculator, CommitLogListener, Me
 pub use put_result::{AppendResult, PutMessageResult, PutMessageStatus};
 pub use read::MessageFilter;
 pub use retention::{
-    disk_used_percent, DiskUsageProbe, RetentionReport, DELETE_FILES_BATCH_MAX, MANUAL_DELETE_RUNS,
-    RETENTION_INITIAL_DELAY, RETENTION_INTERVAL,
+    disk_space, disk_used_percent, DiskSpace, DiskUsageProbe, RetentionReport, DELETE_FILES_BATCH_MAX,
+    MANUAL_DELETE_RUNS, RETENTION_INITIAL_DELAY, RETENTION_INTERVAL,
 };
-pub use stats::{StatsRecorder, StoreStats, Tps, PUT_LATENCY_BUCKET_NAMES, SAMPLES_MAX, SAMPLE_INTERVAL};
+pub use stats::{
+    java_double, DailyTotals, StatsRecorder, StoreStats, Tps, PUT_LATENCY_BUCKET_NAMES, SAMPLES_MAX, SAMPLE_INTERVAL,
+};
 pub use transient_pool::TransientStorePool;

@@ -30,6 +30,10 @@ use crate::recovery;
 use crate::retention::{DiskUsageProbe, RetentionReport, RetentionService, RetentionTargets};
 use crate::stats::{StatsRecorder, StoreStats};
 
+/// Bytes of a record that hold its store timestamp, whatever its host address lengths.
+const STORE_TIMESTAMP_END: i32 =
+    (ferromq_protocol::message::store_timestamp_pos(ferromq_protocol::message::sysflag::BORNHOST_V6_FLAG) + 8) as i32;
+
 /// Why the store could not open.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -544,6 +548,14 @@ impl MessageStore {
             return false;
         };
         self.shared.commit_log.max_offset() - unit.commit_log_offset <= self.shared.memory_budget_bytes
+    }
+
+    /// Store time of the oldest message still in the CommitLog. Java: `getEarliestMessageTime`.
+    /// (The first record of a segment is never a blank.)
+    pub fn earliest_message_time_in_log(&self) -> Option<i64> {
+        let log = &self.shared.commit_log;
+        let min = log.min_offset();
+        (min < log.max_offset()).then(|| log.store_timestamp_at(min, STORE_TIMESTAMP_END)).flatten()
     }
 
     /// Store time of a queue's first message.

@@ -369,10 +369,41 @@ fn parse_delete_when(text: &str) -> [bool; 24] {
 /// `UtilAll.getDiskPartitionSpaceUsedPercent` computes it: used / (used + available to
 /// unprivileged users), where used = total - free. Java rounds up to a whole percent. Against
 /// a whole-percent ratio, `>` gives the same answer either way. `None` when `statvfs` fails.
+pub fn disk_used_percent(path: &Path) -> Option<f64> {
+    let s = disk_space(path)?;
+    used_percent(s.blocks, s.free_blocks, s.available_blocks)
+}
+
+/// Block counts of the filesystem holding a path (`statvfs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiskSpace {
+    /// Bytes per block.
+    pub block_size: u64,
+    /// Blocks in all.
+    pub blocks: u64,
+    /// Free blocks, including those reserved for the superuser.
+    pub free_blocks: u64,
+    /// Free blocks available to unprivileged users.
+    pub available_blocks: u64,
+}
+
+impl DiskSpace {
+    /// Total bytes (Java: `File#getTotalSpace`).
+    pub fn total_bytes(&self) -> u64 {
+        self.blocks.saturating_mul(self.block_size)
+    }
+
+    /// Unallocated bytes (Java: `File#getFreeSpace`).
+    pub fn free_bytes(&self) -> u64 {
+        self.free_blocks.saturating_mul(self.block_size)
+    }
+}
+
+/// The block counts of the filesystem holding `path`; `None` when `statvfs` fails.
 #[cfg(unix)]
 #[allow(unsafe_code)] // One `statvfs` call; see the SAFETY comment.
 #[allow(clippy::unnecessary_cast)] // `fsblkcnt_t` is u32 on some targets and u64 on others.
-pub fn disk_used_percent(path: &Path) -> Option<f64> {
+pub fn disk_space(path: &Path) -> Option<DiskSpace> {
     use std::os::unix::ffi::OsStrExt;
 
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
@@ -386,12 +417,17 @@ pub fn disk_used_percent(path: &Path) -> Option<f64> {
         }
         buf.assume_init()
     };
-    used_percent(stat.f_blocks as u64, stat.f_bfree as u64, stat.f_bavail as u64)
+    Some(DiskSpace {
+        block_size: stat.f_frsize as u64,
+        blocks: stat.f_blocks as u64,
+        free_blocks: stat.f_bfree as u64,
+        available_blocks: stat.f_bavail as u64,
+    })
 }
 
-/// Disk usage is not measured on non-Unix targets.
+/// Disk space is not measured on non-Unix targets.
 #[cfg(not(unix))]
-pub fn disk_used_percent(_path: &Path) -> Option<f64> {
+pub fn disk_space(_path: &Path) -> Option<DiskSpace> {
     None
 }
 

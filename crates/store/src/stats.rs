@@ -117,7 +117,7 @@ fn add_tps(a: Tps, b: Tps) -> Tps {
 }
 
 /// A double as Java's `Double.toString` writes ordinary values: `12.0`, `0.5`.
-fn java_double(v: f64) -> String {
+pub fn java_double(v: f64) -> String {
     if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e7 {
         format!("{v:.1}")
     } else {
@@ -158,6 +158,47 @@ pub struct StoreStats {
     pub get_miss_tps: Tps,
     /// Messages returned by reads per second.
     pub get_transferred_tps: Tps,
+    /// The put and transferred-message totals at the last two midnights (UTC), zero before
+    /// the first midnight the store saw. Java: `BrokerStats`.
+    pub daily: DailyTotals,
+}
+
+/// Totals recorded at midnight, so tools can show today's and yesterday's traffic.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DailyTotals {
+    /// `msgPutTotalTodayMorning`.
+    pub put_today_morning: u64,
+    /// `msgPutTotalYesterdayMorning`.
+    pub put_yesterday_morning: u64,
+    /// `msgGetTotalTodayMorning`.
+    pub get_today_morning: u64,
+    /// `msgGetTotalYesterdayMorning`.
+    pub get_yesterday_morning: u64,
+}
+
+const DAY_MS: i64 = 86_400_000;
+
+/// [`DailyTotals`] and the day they were last rolled on.
+#[derive(Debug, Default)]
+struct DailyMarks {
+    /// Days since the epoch (UTC) of the last sample; `None` before the first.
+    day: Option<i64>,
+    totals: DailyTotals,
+}
+
+impl DailyMarks {
+    /// At a sample on a new day, today's morning totals become yesterday's and `now` today's.
+    fn roll(&mut self, now: &Sample) {
+        let day = now.at_ms.div_euclid(DAY_MS);
+        if self.day.is_some_and(|d| day > d) {
+            let t = &mut self.totals;
+            t.put_yesterday_morning = t.put_today_morning;
+            t.get_yesterday_morning = t.get_today_morning;
+            t.put_today_morning = now.put;
+            t.get_today_morning = now.get_transferred;
+        }
+        self.day = Some(day);
+    }
 }
 
 impl StoreStats {
@@ -221,6 +262,7 @@ pub struct StatsRecorder {
     get_transferred: AtomicU64,
     get_latency_max_ms: AtomicU64,
     samples: Mutex<VecDeque<Sample>>,
+    daily: Mutex<DailyMarks>,
 }
 
 impl StatsRecorder {
@@ -238,6 +280,7 @@ impl StatsRecorder {
             get_transferred: AtomicU64::new(0),
             get_latency_max_ms: AtomicU64::new(0),
             samples: Mutex::new(VecDeque::with_capacity(SAMPLES_MAX)),
+            daily: Mutex::new(DailyMarks::default()),
         }
     }
 
@@ -281,6 +324,7 @@ impl StatsRecorder {
     /// dropping the oldest sample beyond [`SAMPLES_MAX`].
     pub fn sample(&self, now_ms: i64) {
         let sample = self.current(now_ms);
+        self.daily.lock().unwrap_or_else(|e| e.into_inner()).roll(&sample);
         // The ring is only pushed to and popped whole; a panic cannot leave it half-updated.
         let mut samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
         if samples.len() == SAMPLES_MAX {
@@ -317,6 +361,7 @@ impl StatsRecorder {
             get_found_tps,
             get_miss_tps,
             get_transferred_tps,
+            daily: self.daily.lock().unwrap_or_else(|e| e.into_inner()).totals,
         }
     }
 }
@@ -361,6 +406,36 @@ mod tests {
         for (ms, bucket) in cases {
             assert_eq!(put_latency_bucket(ms), bucket, "{ms} ms");
         }
+    }
+
+    #[test]
+    fn midnight_moves_today_to_yesterday_and_now_to_today() {
+        let sample = |at_ms, put, got| Sample { at_ms, put, get_found: 0, get_miss: 0, get_transferred: got };
+        let mut marks = DailyMarks::default();
+        marks.roll(&sample(DAY_MS * 10 + 5, 7, 3));
+        assert_eq!(marks.totals, DailyTotals::default(), "nothing before the first midnight");
+        marks.roll(&sample(DAY_MS * 11 - 1, 9, 4));
+        assert_eq!(marks.totals, DailyTotals::default());
+        marks.roll(&sample(DAY_MS * 11 + 1, 10, 5));
+        let day_one = DailyTotals {
+            put_today_morning: 10,
+            put_yesterday_morning: 0,
+            get_today_morning: 5,
+            get_yesterday_morning: 0,
+        };
+        assert_eq!(marks.totals, day_one);
+        marks.roll(&sample(DAY_MS * 11 + 500, 20, 6));
+        assert_eq!(marks.totals, day_one, "once a day");
+        marks.roll(&sample(DAY_MS * 12, 30, 8));
+        assert_eq!(
+            marks.totals,
+            DailyTotals {
+                put_today_morning: 30,
+                put_yesterday_morning: 10,
+                get_today_morning: 8,
+                get_yesterday_morning: 5
+            }
+        );
     }
 
     #[test]

@@ -8,11 +8,13 @@ use ferromq_protocol::header::{
     CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader,
 };
 use ferromq_protocol::{response_code, version, RemotingCommand};
+use ferromq_store::{disk_space, disk_used_percent, java_double};
 use tracing::info;
 
 use crate::broker::Broker;
 use crate::metadata::{topic_attributes, validate_topic, SubscriptionGroupConfig};
 use crate::processor::{failure, header_or_fail, success};
+use crate::stats::clock_ms;
 
 impl Broker {
     pub(crate) fn update_and_create_topic(&self, req: &RemotingCommand) -> RemotingCommand {
@@ -123,7 +125,8 @@ impl Broker {
     }
 
     pub(crate) fn get_broker_runtime_info(&self, req: &RemotingCommand) -> RemotingCommand {
-        let mut table: BTreeMap<String, String> = self.store.stats().to_kv().into_iter().collect();
+        let stats = self.store.stats();
+        let mut table: BTreeMap<String, String> = stats.to_kv().into_iter().collect();
         table.insert("brokerVersion".into(), version::CURRENT.to_string());
         table.insert("brokerVersionDesc".into(), "V5_3_3".into());
         table.insert("commitLogMinOffset".into(), self.store.min_phy_offset().to_string());
@@ -141,11 +144,80 @@ impl Broker {
             self.timer.as_ref().map_or((0, 0), |t| (t.dequeue_behind_ms() / 1000, t.enqueue_behind_messages()));
         table.insert("timerReadBehind".into(), read_behind.to_string());
         table.insert("timerOffsetBehind".into(), offset_behind.to_string());
+        let (congest, enqueue_tps, dequeue_tps) = match &self.timer {
+            Some(t) => {
+                let counts = t.stats();
+                let (enqueue_tps, dequeue_tps) =
+                    self.stats.timer_tps.rates(counts.enqueued, counts.delivered, clock_ms());
+                (t.pending(), enqueue_tps, dequeue_tps)
+            }
+            None => (0, 0.0, 0.0),
+        };
+        table.insert("timerCongestNum".into(), congest.to_string());
+        table.insert("timerEnqueueTps".into(), java_double(enqueue_tps));
+        table.insert("timerDequeueTps".into(), java_double(dequeue_tps));
+        // Java's BrokerStats: totals now and at the last two midnights, for today's and
+        // yesterday's traffic in `clusterList`.
+        table.insert("msgPutTotalTodayNow".into(), stats.put_messages_total.to_string());
+        table.insert("msgPutTotalTodayMorning".into(), stats.daily.put_today_morning.to_string());
+        table.insert("msgPutTotalYesterdayMorning".into(), stats.daily.put_yesterday_morning.to_string());
+        table.insert("msgGetTotalTodayNow".into(), stats.get_transferred_messages_total.to_string());
+        table.insert("msgGetTotalTodayMorning".into(), stats.daily.get_today_morning.to_string());
+        table.insert("msgGetTotalYesterdayMorning".into(), stats.daily.get_yesterday_morning.to_string());
+        // A master runs the schedule and transaction-check services (Java: isSpecialServiceRunning).
+        table.insert("brokerActive".into(), (!self.is_slave()).to_string());
+        table.insert(
+            "earliestMessageTimeStamp".into(),
+            self.store.earliest_message_time_in_log().unwrap_or(-1).to_string(),
+        );
+        let store_config = self.store.config();
+        let ratio = |dir: &std::path::Path| disk_used_percent(dir).map_or(-1.0, |p| p / 100.0);
+        table.insert("commitLogDiskRatio".into(), java_double(ratio(&store_config.commit_log_dir())));
+        table.insert("consumeQueueDiskRatio".into(), java_double(ratio(&store_config.consume_queue_dir())));
+        if let Some(space) = disk_space(&store_config.commit_log_dir()) {
+            table.insert(
+                "commitLogDirCapacity".into(),
+                format!(
+                    "Total : {}, Free : {}.",
+                    human_readable_bytes(space.total_bytes()),
+                    human_readable_bytes(space.free_bytes())
+                ),
+            );
+        }
+        let unflushed = (self.store.max_phy_offset() - self.store.flushed_phy_offset()).max(0) as u64;
+        table.insert("remainHowManyDataToFlush".into(), human_readable_bytes(unflushed));
         self.insert_ha_runtime_info(&mut table);
         success(req).with_body(KVTable { table }.encode())
     }
 }
 
+/// Bytes as Java's `MixAll.humanReadableByteCount(bytes, false)` writes them: `512 B`,
+/// `1.5 KiB`, `3.0 GiB`.
+fn human_readable_bytes(bytes: u64) -> String {
+    const UNIT: f64 = 1024.0;
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let exp = ((bytes as f64).ln() / UNIT.ln()) as i32;
+    let prefix = b"KMGTPE"[(exp - 1) as usize] as char;
+    format!("{:.1} {prefix}iB", bytes as f64 / UNIT.powi(exp))
+}
+
 fn system_topic_conflict(topic: &str) -> String {
     format!("The topic[{topic}] is conflict with system topic.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_readable_bytes;
+
+    #[test]
+    fn byte_counts_read_as_in_java() {
+        assert_eq!(human_readable_bytes(0), "0 B");
+        assert_eq!(human_readable_bytes(1023), "1023 B");
+        assert_eq!(human_readable_bytes(1024), "1.0 KiB");
+        assert_eq!(human_readable_bytes(1536), "1.5 KiB");
+        assert_eq!(human_readable_bytes(3 << 30), "3.0 GiB");
+        assert_eq!(human_readable_bytes(u64::MAX), "16.0 EiB");
+    }
 }
