@@ -187,9 +187,18 @@ async fn send_pull_offsets_and_long_polling() {
         begin_timestamp: 0,
         end_timestamp: i64::MAX,
     });
-    let r = client.invoke(&c.broker_addr, q, T).await.unwrap();
+    let r = client.invoke(&c.broker_addr, q.clone(), T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS, "the messages were dispatched (pulled above), so indexed");
     assert!(bodies(&r).contains(&"m3".to_owned()));
+    let found: QueryMessageResponseHeader = r.decode_header().unwrap();
+    assert!(found.index_last_update_phyoffset > 0);
+    // Not found: the answer still says how far the index reaches.
+    let mut missing = q;
+    missing.ext_fields.insert("key".into(), "no-such-key");
+    let r = client.invoke(&c.broker_addr, missing, T).await.unwrap();
+    assert_eq!(r.code, response_code::QUERY_NOT_FOUND);
+    let index: QueryMessageResponseHeader = r.decode_header().unwrap();
+    assert_eq!(index.index_last_update_phyoffset, found.index_last_update_phyoffset);
 
     client.shutdown().await;
     c.stop().await;
@@ -197,7 +206,7 @@ async fn send_pull_offsets_and_long_polling() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batch_heartbeat_and_consumer_list() {
-    let c = Cluster::start(|_| {}).await;
+    let c = Cluster::start(|s| s.store.max_message_size = 1_000).await;
     let client = RemotingClient::new(ClientConfig::default());
     let entries: Vec<BatchEntry> = (0..3)
         .map(|i| BatchEntry {
@@ -216,6 +225,15 @@ async fn batch_heartbeat_and_consumer_list() {
     assert_eq!(h.msg_id.split(',').count(), 3);
     let r = pull_found(&client, &c.broker_addr, pull("Batch", 0, 0, "*", 0), 3).await;
     assert_eq!(bodies(&r), vec!["b0", "b1", "b2"]);
+    // Each entry is under maxMessageSize, the batch is not: refused whole.
+    let big: Vec<BatchEntry> =
+        (0..3).map(|_| BatchEntry { flag: 0, body: Bytes::from(vec![b'x'; 400]), properties: String::new() }).collect();
+    let mut req = send_v2("Batch", 0, "", "T", "x");
+    req.code = request_code::SEND_BATCH_MESSAGE;
+    req.ext_fields.insert("m".into(), "true");
+    req.body = encode_batch(&big).unwrap().freeze();
+    let r = client.invoke(&c.broker_addr, req, T).await.unwrap();
+    assert_eq!(r.code, response_code::MESSAGE_ILLEGAL, "{:?}", r.remark);
 
     let hb = HeartbeatData {
         client_id: "127.0.0.1@test".into(),

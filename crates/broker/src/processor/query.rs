@@ -20,19 +20,21 @@ impl Broker {
         }
         let found =
             self.store.query_message(&h.topic, &h.key, h.max_num.max(0) as usize, h.begin_timestamp, h.end_timestamp);
+        // Found or not, the answer tells how far the index reaches (Java fills the header
+        // before it looks at the result).
+        let index = QueryMessageResponseHeader {
+            index_last_update_timestamp: found.index_last_update_timestamp,
+            index_last_update_phyoffset: found.index_last_update_phyoffset,
+        };
         if found.messages.is_empty() {
-            return failure(req, response_code::QUERY_NOT_FOUND, "can not find message, maybe time range not correct");
+            return failure(req, response_code::QUERY_NOT_FOUND, "can not find message, maybe time range not correct")
+                .with_header(&index);
         }
         let mut body = BytesMut::new();
         for m in &found.messages {
             body.extend_from_slice(m);
         }
-        success(req)
-            .with_header(&QueryMessageResponseHeader {
-                index_last_update_timestamp: found.index_last_update_timestamp,
-                index_last_update_phyoffset: found.index_last_update_phyoffset,
-            })
-            .with_body(body.freeze())
+        success(req).with_header(&index).with_body(body.freeze())
     }
 
     pub(crate) fn view_message_by_id(&self, req: &RemotingCommand) -> RemotingCommand {

@@ -260,12 +260,20 @@ impl Broker {
                 format!("batch request does not support retry group {}", header.topic),
             );
         }
+        // The whole batch counts against maxMessageSize, as in Java's batch encoder (a Java
+        // producer checks it before sending).
+        let max = self.store.config().max_message_size;
+        if req.body.len() as u64 > max {
+            return fail(
+                response_code::MESSAGE_ILLEGAL,
+                format!("the batch body size {} over max value, MAX: {max}", req.body.len()),
+            );
+        }
         let entries = match decode_batch(&req.body) {
             Ok(e) if !e.is_empty() => e,
             Ok(_) => return fail(response_code::MESSAGE_ILLEGAL, "the batch is empty".into()),
             Err(e) => return fail(response_code::MESSAGE_ILLEGAL, format!("malformed batch body: {e}")),
         };
-        let max = self.store.config().max_message_size;
         let mut out = Vec::with_capacity(entries.len());
         for entry in entries {
             if entry.body.len() as u64 > max {
