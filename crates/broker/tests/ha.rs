@@ -12,45 +12,29 @@ use ferromq_protocol::message::StoredMessage;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
 use ferromq_replication::HaRuntimeInfo;
-use ferromq_testkit::{send_request, test_settings, LocalCluster};
-use tokio::net::TcpListener;
+use ferromq_testkit::{send_request, test_settings, ExtraBroker, LocalCluster};
 
 const T: Duration = Duration::from_secs(10);
 
-struct Slave {
-    addr: String,
-    stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<()>,
-    _dir: tempfile::TempDir,
-}
-
-async fn start_slave(ns_addr: &str, slave_read_enable: bool) -> Slave {
-    start_slave_with(ns_addr, slave_read_enable, None).await
-}
-
-/// A slave; with `ha_master`, it replicates from that address (e.g. a relay) instead of the
-/// one the name server gives.
-async fn start_slave_with(ns_addr: &str, slave_read_enable: bool, ha_master: Option<String>) -> Slave {
+/// A slave (broker id 1) of the cluster's broker. It replicates from the master address the
+/// name server gives, or with `ha_master` from that address (e.g. a relay). The directory
+/// holds its store and must outlive it.
+async fn start_slave(
+    c: &LocalCluster,
+    slave_read_enable: bool,
+    ha_master: Option<String>,
+) -> (ExtraBroker, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let mut s: BrokerSettings = test_settings(dir.path(), ns_addr);
-    s.broker.broker_id = 1;
-    s.broker.broker_role = BrokerRole::Slave;
-    s.broker.slave_sync_interval = 200;
-    s.broker.slave_read_enable = slave_read_enable;
-    if let Some(master) = ha_master {
-        s.ha.ha_master_address = master;
-    }
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        ferromq_broker::run(s, listener, async {
-            let _ = stopped.await;
+    let slave = c
+        .start_slave(1, dir.path(), move |s| {
+            s.broker.slave_sync_interval = 200;
+            s.broker.slave_read_enable = slave_read_enable;
+            if let Some(master) = ha_master {
+                s.ha.ha_master_address = master;
+            }
         })
-        .await
-        .expect("slave runs");
-    });
-    Slave { addr, stop, task, _dir: dir }
+        .await;
+    (slave, dir)
 }
 
 async fn ha_status(client: &RemotingClient, addr: &str) -> HaRuntimeInfo {
@@ -85,7 +69,7 @@ async fn sync_master_waits_for_its_slave_and_the_slave_serves_what_was_acknowled
     assert_eq!(r.code, response_code::SLAVE_NOT_AVAILABLE, "{:?}", r.remark);
     assert!(!r.decode_header::<SendMessageResponseHeader>().unwrap().msg_id.is_empty());
 
-    let slave = start_slave(&c.ns_addr, true).await;
+    let (slave, _slave_dir) = start_slave(&c, true, None).await;
     let deadline = Instant::now() + T;
     loop {
         let info = ha_status(&client, &c.broker_addr).await;
@@ -162,8 +146,7 @@ async fn sync_master_waits_for_its_slave_and_the_slave_serves_what_was_acknowled
     assert_eq!(slave_info.get("haSlaveConnected").map(String::as_str), Some("true"));
     assert!(slave_info.get("haMasterAddress").is_some_and(|a| !a.is_empty()));
 
-    let _ = slave.stop.send(());
-    tokio::time::timeout(T, slave.task).await.unwrap().unwrap();
+    slave.stop().await;
     client.shutdown().await;
     c.stop().await;
 }
@@ -171,7 +154,7 @@ async fn sync_master_waits_for_its_slave_and_the_slave_serves_what_was_acknowled
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slave_serves_reads_only_with_slave_read_enable() {
     let c = LocalCluster::start(|_| {}).await;
-    let slave = start_slave(&c.ns_addr, false).await;
+    let (slave, _slave_dir) = start_slave(&c, false, None).await;
     let client = RemotingClient::new(ClientConfig::default());
     let pull = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
         consumer_group: "cg".into(),
@@ -193,8 +176,7 @@ async fn a_slave_serves_reads_only_with_slave_read_enable() {
         }
     };
     assert_eq!(r.code, response_code::SYSTEM_BUSY, "Java's rejectRequest: {:?}", r.remark);
-    let _ = slave.stop.send(());
-    tokio::time::timeout(T, slave.task).await.unwrap().unwrap();
+    slave.stop().await;
     client.shutdown().await;
     c.stop().await;
 }
@@ -210,7 +192,7 @@ async fn stalled_and_slow_links_make_sync_sends_time_out_and_the_slave_catches_u
     let client = RemotingClient::new(ClientConfig::default());
     let ha_addr = ha_status_master_addr(&client, &c.broker_addr).await;
     let relay = ferromq_testkit::Relay::start(ha_addr.parse().unwrap()).await;
-    let slave = start_slave_with(&c.ns_addr, true, Some(relay.addr().to_string())).await;
+    let (slave, _slave_dir) = start_slave(&c, true, Some(relay.addr().to_string())).await;
     // Wait until sends are acknowledged by the slave through the relay.
     let deadline = Instant::now() + T;
     loop {
@@ -258,8 +240,7 @@ async fn stalled_and_slow_links_make_sync_sends_time_out_and_the_slave_catches_u
     }
     let master_max = max_offset(&client, &c.broker_addr, "HaRelay").await;
     assert_eq!(max_offset(&client, &slave.addr, "HaRelay").await, master_max, "no duplicate on the slave");
-    let _ = slave.stop.send(());
-    tokio::time::timeout(T, slave.task).await.unwrap().unwrap();
+    slave.stop().await;
     client.shutdown().await;
     c.stop().await;
 }
