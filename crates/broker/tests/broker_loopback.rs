@@ -11,7 +11,7 @@ use ferromq_protocol::header::*;
 use ferromq_protocol::message::{encode_batch, BatchEntry, StoredMessage};
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
-use ferromq_testkit::{send_request, LocalCluster};
+use ferromq_testkit::{pull_request, send_request, LocalCluster};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -20,23 +20,6 @@ type Cluster = LocalCluster;
 
 fn send_v2(topic: &str, queue_id: i32, body: &str, tag: &str, key: &str) -> RemotingCommand {
     send_request(topic, queue_id, body.as_bytes(), &[("TAGS", tag), ("KEYS", key)])
-}
-
-fn pull(topic: &str, queue_id: i32, offset: i64, sub: &str, suspend_ms: i64) -> RemotingCommand {
-    RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
-        consumer_group: "cg".into(),
-        topic: topic.into(),
-        queue_id,
-        queue_offset: offset,
-        max_msg_nums: 32,
-        sys_flag: pull_sys_flag::SUBSCRIPTION | if suspend_ms > 0 { pull_sys_flag::SUSPEND } else { 0 },
-        commit_offset: 0,
-        suspend_timeout_millis: suspend_ms,
-        subscription: Some(sub.into()),
-        sub_version: 0,
-        expression_type: Some("TAG".into()),
-        ..Default::default()
-    })
 }
 
 /// Pulls until messages come back: dispatch to the consume queue follows the append
@@ -87,7 +70,7 @@ async fn send_pull_offsets_and_long_polling() {
     let route = c.wait_registered("Orders").await;
     assert_eq!(route.queue_datas[0].write_queue_nums, 4);
 
-    let r = pull_found(&client, &c.broker_addr, pull("Orders", 1, 0, "*", 0), 6).await;
+    let r = pull_found(&client, &c.broker_addr, pull_request("Orders", 1, 0, "*", 0), 6).await;
     assert_eq!(r.code, response_code::SUCCESS);
     assert_eq!(bodies(&r), vec!["m0", "m1", "m2", "m3", "m4", "m5"]);
     let h: PullMessageResponseHeader = r.decode_header().unwrap();
@@ -97,14 +80,14 @@ async fn send_pull_offsets_and_long_polling() {
     assert!(stored[0].property("UNIQ_KEY").is_some(), "the broker adds a UNIQ_KEY when the producer did not");
 
     // Tag filter.
-    let r = client.invoke(&c.broker_addr, pull("Orders", 1, 0, "B", 0), T).await.unwrap();
+    let r = client.invoke(&c.broker_addr, pull_request("Orders", 1, 0, "B", 0), T).await.unwrap();
     assert_eq!(bodies(&r), vec!["m1", "m3", "m5"]);
     // At the end: PULL_NOT_FOUND without suspension.
-    let r = client.invoke(&c.broker_addr, pull("Orders", 1, 6, "*", 0), T).await.unwrap();
+    let r = client.invoke(&c.broker_addr, pull_request("Orders", 1, 6, "*", 0), T).await.unwrap();
     assert_eq!(r.code, response_code::PULL_NOT_FOUND);
     assert_eq!(r.remark.as_deref(), Some("OFFSET_OVERFLOW_ONE"));
     // Far past the end: PULL_OFFSET_MOVED.
-    let r = client.invoke(&c.broker_addr, pull("Orders", 1, 60, "*", 0), T).await.unwrap();
+    let r = client.invoke(&c.broker_addr, pull_request("Orders", 1, 60, "*", 0), T).await.unwrap();
     assert_eq!(r.code, response_code::PULL_OFFSET_MOVED);
 
     // Long polling: a suspended pull is answered when the message arrives, long before its
@@ -113,7 +96,7 @@ async fn send_pull_offsets_and_long_polling() {
         let addr = c.broker_addr.clone();
         tokio::spawn(async move {
             let client = RemotingClient::new(ClientConfig::default());
-            client.invoke(&addr, pull("Orders", 1, 6, "*", 30_000), Duration::from_secs(40)).await
+            client.invoke(&addr, pull_request("Orders", 1, 6, "*", 30_000), Duration::from_secs(40)).await
         })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -125,7 +108,7 @@ async fn send_pull_offsets_and_long_polling() {
     assert_eq!(bodies(&woke), vec!["late"]);
 
     // A parked pull whose tag does not match stays parked until its suspension ends.
-    let r = client.invoke(&c.broker_addr, pull("Orders", 1, 7, "Z", 300), T).await.unwrap();
+    let r = client.invoke(&c.broker_addr, pull_request("Orders", 1, 7, "Z", 300), T).await.unwrap();
     assert_eq!(r.code, response_code::PULL_NOT_FOUND);
 
     // Offsets.
@@ -223,7 +206,7 @@ async fn batch_heartbeat_and_consumer_list() {
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
     let h: SendMessageResponseHeader = r.decode_header().unwrap();
     assert_eq!(h.msg_id.split(',').count(), 3);
-    let r = pull_found(&client, &c.broker_addr, pull("Batch", 0, 0, "*", 0), 3).await;
+    let r = pull_found(&client, &c.broker_addr, pull_request("Batch", 0, 0, "*", 0), 3).await;
     assert_eq!(bodies(&r), vec!["b0", "b1", "b2"]);
     // Each entry is under maxMessageSize, the batch is not: refused whole.
     let big: Vec<BatchEntry> =
@@ -263,7 +246,7 @@ async fn batch_heartbeat_and_consumer_list() {
     // The heartbeat created the group's retry topic, and it reaches the name server.
     c.wait_registered("%RETRY%cg1").await;
     // A pull without a subscription in the request uses the heartbeat's.
-    let mut p = pull("Batch", 0, 0, "ignored", 0);
+    let mut p = pull_request("Batch", 0, 0, "ignored", 0);
     p.ext_fields.insert("consumerGroup".into(), "cg1");
     p.ext_fields.insert("sysFlag".into(), "0");
     let r = client.invoke(&c.broker_addr, p, T).await.unwrap();
@@ -382,7 +365,7 @@ async fn restart_keeps_messages_offsets_and_topics() {
     client.shutdown().await;
     c.restart_broker().await;
     let client = RemotingClient::new(ClientConfig::default());
-    let r = pull_found(&client, &c.broker_addr, pull("Durable", 2, 0, "*", 0), 10).await;
+    let r = pull_found(&client, &c.broker_addr, pull_request("Durable", 2, 0, "*", 0), 10).await;
     assert_eq!(bodies(&r), (0..10).map(|i| format!("d{i}")).collect::<Vec<_>>());
     let q =
         RemotingCommand::request(request_code::QUERY_CONSUMER_OFFSET).with_header(&QueryConsumerOffsetRequestHeader {
@@ -412,7 +395,7 @@ async fn send_back_goes_to_retry_then_dead_letter_topic() {
     let client = RemotingClient::new(ClientConfig::default());
     let r = client.invoke(&c.broker_addr, send_v2("Work", 0, "job", "T", "k"), T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS);
-    let r = pull_found(&client, &c.broker_addr, pull("Work", 0, 0, "*", 0), 1).await;
+    let r = pull_found(&client, &c.broker_addr, pull_request("Work", 0, 0, "*", 0), 1).await;
     let original = StoredMessage::decode_all(&r.body).unwrap().remove(0);
     let back = |offset: i64, delay_level: i32| {
         RemotingCommand::request(request_code::CONSUMER_SEND_MSG_BACK).with_header(&ConsumerSendMsgBackRequestHeader {
@@ -429,7 +412,7 @@ async fn send_back_goes_to_retry_then_dead_letter_topic() {
     };
     let r = client.invoke(&c.broker_addr, back(original.physical_offset, 0), T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
-    let r = pull_found(&client, &c.broker_addr, pull("%RETRY%cg", 0, 0, "*", 0), 1).await;
+    let r = pull_found(&client, &c.broker_addr, pull_request("%RETRY%cg", 0, 0, "*", 0), 1).await;
     assert_eq!(r.code, response_code::SUCCESS);
     let retried = StoredMessage::decode_all(&r.body).unwrap().remove(0);
     assert_eq!(retried.body, original.body);
@@ -441,13 +424,13 @@ async fn send_back_goes_to_retry_then_dead_letter_topic() {
     // Second failure: reconsume times reach maxReconsumeTimes (2) on the next send-back.
     let r = client.invoke(&c.broker_addr, back(retried.physical_offset, 0), T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS);
-    let r = pull_found(&client, &c.broker_addr, pull("%RETRY%cg", 0, 1, "*", 0), 1).await;
+    let r = pull_found(&client, &c.broker_addr, pull_request("%RETRY%cg", 0, 1, "*", 0), 1).await;
     let second = StoredMessage::decode_all(&r.body).unwrap().remove(0);
     assert_eq!(second.reconsume_times, 2);
     let r = client.invoke(&c.broker_addr, back(second.physical_offset, 0), T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS);
     // The dead-letter topic is readable (Java since 4.9.4), so the dead letters can be consumed.
-    let r = pull_found(&client, &c.broker_addr, pull("%DLQ%cg", 0, 0, "*", 0), 1).await;
+    let r = pull_found(&client, &c.broker_addr, pull_request("%DLQ%cg", 0, 0, "*", 0), 1).await;
     assert_eq!(r.code, response_code::SUCCESS);
     let dead = StoredMessage::decode_all(&r.body).unwrap().remove(0);
     assert_eq!((dead.topic.as_str(), dead.reconsume_times), ("%DLQ%cg", 3));

@@ -11,49 +11,13 @@ use ferromq_protocol::message::StoredMessage;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
 use ferromq_store::DelayLevels;
-use ferromq_testkit::{send_request, LocalCluster};
+use ferromq_testkit::{pull_messages, pull_request, send_request, LocalCluster};
 
 const T: Duration = Duration::from_secs(10);
 
 fn short_levels(s: &mut ferromq_broker::BrokerSettings) {
     // Level 1 = 1 s, 2 = 2 s, 3 = 3 s (the highest).
     s.store.message_delay_level = DelayLevels::parse("1s 2s 3s").unwrap();
-}
-
-fn pull(topic: &str, queue_id: i32, offset: i64, suspend_ms: i64) -> RemotingCommand {
-    RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
-        consumer_group: "cg".into(),
-        topic: topic.into(),
-        queue_id,
-        queue_offset: offset,
-        max_msg_nums: 32,
-        sys_flag: pull_sys_flag::SUBSCRIPTION | if suspend_ms > 0 { pull_sys_flag::SUSPEND } else { 0 },
-        suspend_timeout_millis: suspend_ms,
-        subscription: Some("*".into()),
-        expression_type: Some("TAG".into()),
-        ..Default::default()
-    })
-}
-
-/// Messages of a queue from `offset`, waiting (long polling) up to `within` for at least one.
-async fn wait_messages(
-    client: &RemotingClient,
-    addr: &str,
-    topic: &str,
-    queue_id: i32,
-    offset: i64,
-    within: Duration,
-) -> Vec<StoredMessage> {
-    let deadline = Instant::now() + within;
-    loop {
-        let r = client.invoke(addr, pull(topic, queue_id, offset, 1_000), T).await.unwrap();
-        if r.code == response_code::SUCCESS {
-            return StoredMessage::decode_all(&r.body).unwrap();
-        }
-        if Instant::now() > deadline {
-            return Vec::new();
-        }
-    }
 }
 
 async fn send(client: &RemotingClient, addr: &str, topic: &str, queue_id: i32, body: &str, delay: &str) -> i64 {
@@ -83,10 +47,10 @@ async fn a_delayed_message_reaches_its_queue_after_its_level() {
     // A level above the highest counts as the highest (3 s, schedule queue 3 - 1 = 2).
     assert_eq!(send(&client, &c.broker_addr, "Later", 1, "clamped", "99").await, 0);
     // Not visible in its real queue yet.
-    let r = client.invoke(&c.broker_addr, pull("Later", 1, 0, 0), T).await.unwrap();
+    let r = client.invoke(&c.broker_addr, pull_request("Later", 1, 0, "*", 0), T).await.unwrap();
     assert_ne!(r.code, response_code::SUCCESS, "delivered too early");
 
-    let got = wait_messages(&client, &c.broker_addr, "Later", 1, 0, Duration::from_secs(15)).await;
+    let got = pull_messages(&client, &c.broker_addr, "Later", 1, 0, 1, Duration::from_secs(15)).await;
     let first_at = sent_at.elapsed();
     assert_eq!(got.len(), 1, "one message due first");
     assert!(first_at >= Duration::from_millis(1_800), "due after 2 s, delivered after {first_at:?}");
@@ -100,7 +64,7 @@ async fn a_delayed_message_reaches_its_queue_after_its_level() {
     assert_eq!(m.property("KEYS"), Some("two-seconds"));
     assert_eq!(m.born_timestamp_ms, 1_700_000_000_000, "born time kept");
 
-    let got = wait_messages(&client, &c.broker_addr, "Later", 1, 1, Duration::from_secs(15)).await;
+    let got = pull_messages(&client, &c.broker_addr, "Later", 1, 1, 1, Duration::from_secs(15)).await;
     assert_eq!(got.len(), 1);
     assert_eq!(&got[0].body[..], b"clamped");
     assert!(sent_at.elapsed() >= Duration::from_millis(2_800), "level 3 is 3 s");
@@ -119,7 +83,7 @@ async fn pending_delays_survive_a_restart_and_delivered_ones_are_not_repeated() 
     let client = RemotingClient::new(ClientConfig::default());
     // Level 1 (1 s): delivered before the restart.
     send(&client, &c.broker_addr, "Kept", 0, "early", "1").await;
-    let got = wait_messages(&client, &c.broker_addr, "Kept", 0, 0, Duration::from_secs(15)).await;
+    let got = pull_messages(&client, &c.broker_addr, "Kept", 0, 0, 1, Duration::from_secs(15)).await;
     assert_eq!(got.len(), 1);
     // Level 3 (3 s): still pending when the broker stops.
     for i in 0..5 {
@@ -129,7 +93,8 @@ async fn pending_delays_survive_a_restart_and_delivered_ones_are_not_repeated() 
     let mut bodies = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(20);
     while bodies.len() < 6 && Instant::now() < deadline {
-        for m in wait_messages(&client, &c.broker_addr, "Kept", 0, bodies.len() as i64, Duration::from_secs(2)).await {
+        for m in pull_messages(&client, &c.broker_addr, "Kept", 0, bodies.len() as i64, 1, Duration::from_secs(2)).await
+        {
             bodies.push(String::from_utf8(m.body.to_vec()).unwrap());
         }
     }
@@ -138,7 +103,7 @@ async fn pending_delays_survive_a_restart_and_delivered_ones_are_not_repeated() 
     assert_eq!(bodies, expected);
     // Nothing more comes: the early one was not delivered again after the restart.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let r = client.invoke(&c.broker_addr, pull("Kept", 0, 6, 0), T).await.unwrap();
+    let r = client.invoke(&c.broker_addr, pull_request("Kept", 0, 6, "*", 0), T).await.unwrap();
     assert_ne!(r.code, response_code::SUCCESS, "a delivered message came again");
     client.shutdown().await;
     c.stop().await;
@@ -149,7 +114,7 @@ async fn retries_wait_for_their_level_and_direct_retry_sends_overflow_to_the_dlq
     let c = LocalCluster::start(short_levels).await;
     let client = RemotingClient::new(ClientConfig::default());
     send(&client, &c.broker_addr, "Work", 0, "job", "0").await;
-    let original = wait_messages(&client, &c.broker_addr, "Work", 0, 0, T).await.remove(0);
+    let original = pull_messages(&client, &c.broker_addr, "Work", 0, 0, 1, T).await.remove(0);
     let back =
         RemotingCommand::request(request_code::CONSUMER_SEND_MSG_BACK).with_header(&ConsumerSendMsgBackRequestHeader {
             offset: original.physical_offset,
@@ -165,9 +130,9 @@ async fn retries_wait_for_their_level_and_direct_retry_sends_overflow_to_the_dlq
     let r = client.invoke(&c.broker_addr, back, T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
     // First retry: level 3 + 0 = 3 (3 s here).
-    let r = client.invoke(&c.broker_addr, pull("%RETRY%cg", 0, 0, 0), T).await.unwrap();
+    let r = client.invoke(&c.broker_addr, pull_request("%RETRY%cg", 0, 0, "*", 0), T).await.unwrap();
     assert_ne!(r.code, response_code::SUCCESS, "the retry skipped its delay");
-    let retried = wait_messages(&client, &c.broker_addr, "%RETRY%cg", 0, 0, Duration::from_secs(15)).await;
+    let retried = pull_messages(&client, &c.broker_addr, "%RETRY%cg", 0, 0, 1, Duration::from_secs(15)).await;
     let waited = sent_back_at.elapsed();
     assert_eq!(retried.len(), 1);
     assert!(waited >= Duration::from_millis(2_800), "retry level 3 is 3 s, came after {waited:?}");
@@ -187,7 +152,7 @@ async fn retries_wait_for_their_level_and_direct_retry_sends_overflow_to_the_dlq
     };
     let r = client.invoke(&c.broker_addr, direct(2), T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
-    let got = wait_messages(&client, &c.broker_addr, "%RETRY%cg", 0, 1, Duration::from_secs(15)).await;
+    let got = pull_messages(&client, &c.broker_addr, "%RETRY%cg", 0, 1, 1, Duration::from_secs(15)).await;
     assert_eq!(&got[0].body[..], b"fallback");
     // Beyond it: the dead-letter topic, at once.
     let r = client.invoke(&c.broker_addr, direct(3), T).await.unwrap();

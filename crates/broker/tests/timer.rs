@@ -9,7 +9,7 @@ use ferromq_protocol::header::*;
 use ferromq_protocol::message::StoredMessage;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
-use ferromq_testkit::{send_request, LocalCluster};
+use ferromq_testkit::{pull_request, send_request, LocalCluster};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -24,21 +24,6 @@ fn fine_wheel(s: &mut ferromq_broker::BrokerSettings) {
     s.broker.recall_message_enable = true;
 }
 
-fn pull(topic: &str, offset: i64) -> RemotingCommand {
-    RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
-        consumer_group: "cg".into(),
-        topic: topic.into(),
-        queue_id: 0,
-        queue_offset: offset,
-        max_msg_nums: 32,
-        sys_flag: pull_sys_flag::SUBSCRIPTION | pull_sys_flag::SUSPEND,
-        suspend_timeout_millis: 300,
-        subscription: Some("*".into()),
-        expression_type: Some("TAG".into()),
-        ..Default::default()
-    })
-}
-
 /// (message, when it was pulled) for the queue's messages from `offset`, waiting up to `within`.
 async fn arrivals(
     client: &RemotingClient,
@@ -50,7 +35,7 @@ async fn arrivals(
     let deadline = Instant::now() + within;
     let mut out = Vec::new();
     while out.len() < want && Instant::now() < deadline {
-        let r = client.invoke(addr, pull(topic, out.len() as i64), T).await.unwrap();
+        let r = client.invoke(addr, pull_request(topic, 0, out.len() as i64, "*", 300), T).await.unwrap();
         if r.code == response_code::SUCCESS {
             let at = now_ms();
             out.extend(StoredMessage::decode_all(&r.body).unwrap().into_iter().map(|m| (m, at)));
@@ -190,7 +175,7 @@ async fn pending_timers_survive_a_restart() {
     assert_eq!(bodies, ["t0", "t1", "t2", "t3", "t4"]);
     // Delivered once: nothing more comes.
     tokio::time::sleep(Duration::from_millis(1_000)).await;
-    let r = client.invoke(&c.broker_addr, pull("TimedRestart", 5), T).await.unwrap();
+    let r = client.invoke(&c.broker_addr, pull_request("TimedRestart", 0, 5, "*", 300), T).await.unwrap();
     assert_ne!(r.code, response_code::SUCCESS, "a timer was delivered twice after a clean restart");
     client.shutdown().await;
     c.stop().await;

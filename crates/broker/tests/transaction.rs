@@ -11,7 +11,7 @@ use ferromq_protocol::header::*;
 use ferromq_protocol::message::{decode_offset_msg_id, sysflag, MessageProperties, StoredMessage};
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, Dispatcher, RemotingClient};
-use ferromq_testkit::LocalCluster;
+use ferromq_testkit::{pull_messages, LocalCluster};
 use tokio::sync::mpsc;
 
 const T: Duration = Duration::from_secs(10);
@@ -80,43 +80,6 @@ fn end(r: &HalfRef, decision: i32, group: &str, from_check: bool) -> RemotingCom
     })
 }
 
-fn pull(topic: &str, queue_id: i32, offset: i64) -> RemotingCommand {
-    RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
-        consumer_group: "cg".into(),
-        topic: topic.into(),
-        queue_id,
-        queue_offset: offset,
-        max_msg_nums: 32,
-        sys_flag: pull_sys_flag::SUBSCRIPTION | pull_sys_flag::SUSPEND,
-        suspend_timeout_millis: 500,
-        subscription: Some("*".into()),
-        expression_type: Some("TAG".into()),
-        ..Default::default()
-    })
-}
-
-/// Every message of a queue, waiting up to `within` for at least `want`.
-async fn messages(
-    client: &RemotingClient,
-    addr: &str,
-    topic: &str,
-    queue_id: i32,
-    want: usize,
-    within: Duration,
-) -> Vec<StoredMessage> {
-    let deadline = Instant::now() + within;
-    let mut out = Vec::new();
-    loop {
-        let r = client.invoke(addr, pull(topic, queue_id, out.len() as i64), T).await.unwrap();
-        if r.code == response_code::SUCCESS {
-            out.extend(StoredMessage::decode_all(&r.body).unwrap());
-        }
-        if out.len() >= want || Instant::now() > deadline {
-            return out;
-        }
-    }
-}
-
 fn bodies(msgs: &[StoredMessage]) -> Vec<String> {
     msgs.iter().map(|m| String::from_utf8(m.body.to_vec()).unwrap()).collect()
 }
@@ -128,7 +91,7 @@ async fn commit_shows_the_message_and_rollback_never_does() {
     let a = send_half(&client, &c.broker_addr, "Tx", "to-commit", &[]).await;
     let b = send_half(&client, &c.broker_addr, "Tx", "to-roll-back", &[]).await;
     assert!(
-        messages(&client, &c.broker_addr, "Tx", 1, 1, Duration::from_millis(600)).await.is_empty(),
+        pull_messages(&client, &c.broker_addr, "Tx", 1, 0, 1, Duration::from_millis(600)).await.is_empty(),
         "half message visible"
     );
 
@@ -143,7 +106,7 @@ async fn commit_shows_the_message_and_rollback_never_does() {
 
     client.invoke_oneway(&c.broker_addr, end(&a, sysflag::TRANSACTION_COMMIT_TYPE, "txpg", false)).await.unwrap();
     client.invoke_oneway(&c.broker_addr, end(&b, sysflag::TRANSACTION_ROLLBACK_TYPE, "txpg", false)).await.unwrap();
-    let got = messages(&client, &c.broker_addr, "Tx", 1, 1, T).await;
+    let got = pull_messages(&client, &c.broker_addr, "Tx", 1, 0, 1, T).await;
     assert_eq!(bodies(&got), vec!["to-commit"]);
     let m = &got[0];
     assert_eq!(sysflag::transaction_value(m.sys_flag), sysflag::TRANSACTION_COMMIT_TYPE);
@@ -153,8 +116,8 @@ async fn commit_shows_the_message_and_rollback_never_does() {
     assert!(m.property("__transactionId__").is_some());
     // The rollback never shows, and the op queue marks both half messages done.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(messages(&client, &c.broker_addr, "Tx", 1, 2, Duration::from_millis(600)).await.len(), 1);
-    let ops = messages(&client, &c.broker_addr, "RMQ_SYS_TRANS_OP_HALF_TOPIC", 0, 1, T).await;
+    assert_eq!(pull_messages(&client, &c.broker_addr, "Tx", 1, 0, 2, Duration::from_millis(600)).await.len(), 1);
+    let ops = pull_messages(&client, &c.broker_addr, "RMQ_SYS_TRANS_OP_HALF_TOPIC", 0, 0, 1, T).await;
     let mut done: Vec<i64> = ops
         .iter()
         .flat_map(|m| {
@@ -214,14 +177,14 @@ async fn undecided_half_messages_are_checked_back_and_the_answer_commits_them() 
         msg_id: h.offset_msg_id.clone().unwrap(),
     };
     producer.invoke_oneway(&c.broker_addr, end(&copy, sysflag::TRANSACTION_COMMIT_TYPE, "txpg", true)).await.unwrap();
-    let got = messages(&producer, &c.broker_addr, "TxCheck", 1, 1, T).await;
+    let got = pull_messages(&producer, &c.broker_addr, "TxCheck", 1, 0, 1, T).await;
     assert_eq!(bodies(&got), vec!["undecided"]);
     // Decided: no more checks (give the service a few runs).
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     while let Ok((h, _)) = checks.try_recv() {
         assert!(h.commit_log_offset <= copy.commit_log_offset, "checked again after the commit: {h:?}");
     }
-    assert_eq!(messages(&producer, &c.broker_addr, "TxCheck", 1, 2, Duration::from_millis(600)).await.len(), 1);
+    assert_eq!(pull_messages(&producer, &c.broker_addr, "TxCheck", 1, 0, 2, Duration::from_millis(600)).await.len(), 1);
     producer.shutdown().await;
     c.stop().await;
 }
@@ -238,13 +201,13 @@ async fn unanswered_half_messages_are_discarded_after_transaction_check_max() {
         assert_eq!(m.property("TRANSACTION_CHECK_TIMES"), Some(seen.to_string().as_str()));
     }
     // transactionCheckMax = 3: the next run discards instead of asking.
-    let discarded = messages(&producer, &c.broker_addr, "TRANS_CHECK_MAX_TIME_TOPIC", 0, 1, T).await;
+    let discarded = pull_messages(&producer, &c.broker_addr, "TRANS_CHECK_MAX_TIME_TOPIC", 0, 0, 1, T).await;
     assert_eq!(bodies(&discarded), vec!["never-answered"]);
     assert!(
         tokio::time::timeout(Duration::from_millis(1_500), checks.recv()).await.is_err(),
         "asked again after the discard"
     );
-    assert!(messages(&producer, &c.broker_addr, "TxLost", 1, 1, Duration::from_millis(600)).await.is_empty());
+    assert!(pull_messages(&producer, &c.broker_addr, "TxLost", 1, 0, 1, Duration::from_millis(600)).await.is_empty());
     producer.shutdown().await;
     c.stop().await;
 }
@@ -263,10 +226,10 @@ async fn half_messages_survive_a_restart_and_a_delayed_commit_waits_for_its_leve
     let committed_at = Instant::now();
     client.invoke_oneway(&c.broker_addr, end(&a, sysflag::TRANSACTION_COMMIT_TYPE, "txpg", false)).await.unwrap();
     assert!(
-        messages(&client, &c.broker_addr, "TxRestart", 1, 1, Duration::from_millis(1_000)).await.is_empty(),
+        pull_messages(&client, &c.broker_addr, "TxRestart", 1, 0, 1, Duration::from_millis(1_000)).await.is_empty(),
         "the commit skipped its delay"
     );
-    let got = messages(&client, &c.broker_addr, "TxRestart", 1, 1, T).await;
+    let got = pull_messages(&client, &c.broker_addr, "TxRestart", 1, 0, 1, T).await;
     assert_eq!(bodies(&got), vec!["after-restart"]);
     assert!(committed_at.elapsed() >= Duration::from_millis(1_800));
     client.shutdown().await;

@@ -4,6 +4,7 @@
 
 mod extra_broker;
 mod process;
+mod pull;
 mod relay;
 
 use std::path::Path;
@@ -22,6 +23,7 @@ use tokio::task::JoinHandle;
 
 pub use extra_broker::{slave_settings, spawn_broker, ExtraBroker};
 pub use process::{spawn_with_config, ChildProcess};
+pub use pull::{pull_messages, pull_request};
 pub use relay::Relay;
 
 /// How long the harness waits for anything (registration, shutdown).
