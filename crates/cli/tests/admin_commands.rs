@@ -117,6 +117,17 @@ fn admin_commands_manage_topics_messages_and_groups_on_a_standalone_server() {
     let created = ok(ns, &["updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "4", "-w", "4"]);
     assert!(created.contains("create topic to 127.0.0.1:") && created.contains("success."), "{created}");
 
+    // Attributes go as changes: set, then remove; removing what is gone is refused.
+    let attrs = |change: &str| {
+        admin(ns, &["updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "4", "-w", "4", "-a", change])
+    };
+    assert!(attrs("+message.type=FIFO").status.success());
+    assert!(attrs("-message.type").status.success());
+    let again = attrs("-message.type");
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("attempt to delete a nonexistent key"), "{again:?}");
+    assert!(!attrs("+foo=1").status.success(), "unknown attribute");
+
     let list = until(ns, &["topicList"], |out| out.lines().any(|l| l == topic));
     assert!(list.contains("TBW102"));
     let list = json(&ok(ns, &["topicList", "--json"]));

@@ -34,8 +34,8 @@ pub(crate) struct UpdateTopicArgs {
     /// Ordered topic (true|false).
     #[arg(short = 'o', long = "order")]
     order: Option<bool>,
-    /// Attributes, `+key=value,+key2=value2`.
-    #[arg(short = 'a', long = "attributes")]
+    /// Attribute changes, `+key=value` to set and `-key` to remove, comma-separated.
+    #[arg(short = 'a', long = "attributes", allow_hyphen_values = true)]
     attributes: Option<String>,
     /// Unit topic (accepted for compatibility; ignored).
     #[arg(short = 'u', long = "unit")]
@@ -52,16 +52,23 @@ pub(crate) async fn update_topic(ctx: &Ctx, a: UpdateTopicArgs) -> anyhow::Resul
     let mut config = TopicConfig::new(a.topic.clone(), a.read_queue_nums, a.write_queue_nums);
     config.perm = a.perm;
     config.order = a.order.unwrap_or(false);
-    for item in a.attributes.as_deref().unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let Some((k, v)) = item.trim_start_matches('+').split_once('=') else {
-            anyhow::bail!("invalid attribute {item:?}: expected +key=value");
-        };
-        config.attributes.insert(k.to_owned(), v.to_owned());
+    // mqadmin's form: changes to the topic's attributes, `+key=value` to set, `-key` to remove.
+    let changes: Vec<&str> =
+        a.attributes.as_deref().unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    for item in &changes {
+        if let Some(set) = item.strip_prefix('+') {
+            let Some((k, v)) = set.split_once('=') else {
+                anyhow::bail!("invalid attribute {item:?}: expected +key=value or -key");
+            };
+            config.attributes.insert(k.to_owned(), v.to_owned());
+        } else if item.strip_prefix('-').is_none_or(|k| k.is_empty() || k.contains('=')) {
+            anyhow::bail!("invalid attribute {item:?}: expected +key=value or -key");
+        }
     }
     let targets = target_brokers(ctx, a.broker_addr.as_deref(), a.cluster.as_deref()).await?;
     let mut done = Vec::new();
     for (name, addr) in &targets {
-        ctx.client.create_topic(addr, &config).await?;
+        ctx.client.update_topic(addr, &config, &changes.join(",")).await?;
         if !ctx.json {
             println!("create topic to {addr} success.");
         }

@@ -29,6 +29,16 @@ impl AdminClient {
     /// The broker's refusal (code and remark) or a transport failure, naming `addr`.
     pub async fn create_topic(&self, addr: &str, config: &TopicConfig) -> Result<(), AdminError> {
         let attributes: Vec<String> = config.attributes.iter().map(|(k, v)| format!("+{k}={v}")).collect();
+        self.update_topic(addr, config, &attributes.join(",")).await
+    }
+
+    /// UPDATE_AND_CREATE_TOPIC on the broker at `addr` with `attributes` as mqadmin's `-a`
+    /// gives them: changes to the topic's current attributes (`+key=value` sets, `-key`
+    /// removes; empty changes none). `config.attributes` is not sent.
+    ///
+    /// # Errors
+    /// The broker's refusal (code and remark) or a transport failure, naming `addr`.
+    pub async fn update_topic(&self, addr: &str, config: &TopicConfig, attributes: &str) -> Result<(), AdminError> {
         let header = CreateTopicRequestHeader {
             topic: config.topic_name.clone(),
             default_topic: DEFAULT_TOPIC.to_owned(),
@@ -41,7 +51,7 @@ impl AdminClient {
             },
             topic_sys_flag: Some(config.topic_sys_flag),
             order: config.order,
-            attributes: (!attributes.is_empty()).then(|| attributes.join(",")),
+            attributes: (!attributes.is_empty()).then(|| attributes.to_owned()),
             force: None,
         };
         self.call_ok(addr, RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC).with_header(&header))
