@@ -334,6 +334,8 @@ async fn bad_input_gets_rocketmq_codes_and_the_broker_keeps_serving() {
     assert_eq!(r.code, response_code::MESSAGE_ILLEGAL);
     let r = client.invoke(&c.broker_addr, send_v2("Small", 9, "x", "T", "k"), T).await.unwrap();
     assert_eq!(r.code, response_code::INVALID_PARAMETER, "queue id out of range");
+    let r = client.invoke(&c.broker_addr, pull_request("Small", 9, 0, "*", 0), T).await.unwrap();
+    assert_eq!(r.code, response_code::INVALID_PARAMETER, "pull: queue id out of range: {:?}", r.remark);
     let r = client.invoke(&c.broker_addr, RemotingCommand::request(request_code::SEND_MESSAGE_V2), T).await.unwrap();
     assert_eq!(r.code, response_code::SYSTEM_ERROR, "missing header fields");
     let r = client.invoke(&c.broker_addr, RemotingCommand::request(99_999), T).await.unwrap();

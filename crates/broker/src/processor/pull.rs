@@ -96,8 +96,9 @@ impl Broker {
             );
         }
         if h.queue_id < 0 || h.queue_id >= topic.read_queue_nums {
+            // Java 5's code (4.x answered SYSTEM_ERROR), as for an illegal queue on send.
             return respond(
-                response_code::SYSTEM_ERROR,
+                response_code::INVALID_PARAMETER,
                 format!(
                     "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
                     h.queue_id,
