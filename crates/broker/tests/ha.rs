@@ -12,7 +12,7 @@ use ferromq_protocol::message::StoredMessage;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
 use ferromq_replication::HaRuntimeInfo;
-use ferromq_testkit::{send_request, test_settings, ExtraBroker, LocalCluster};
+use ferromq_testkit::{pull_request, send_request, test_settings, ExtraBroker, LocalCluster};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -97,17 +97,7 @@ async fn sync_master_waits_for_its_slave_and_the_slave_serves_what_was_acknowled
     // The slave refuses writes and serves reads.
     let r = client.invoke(&slave.addr, send_request("HaTopic", 0, b"x", &[]), T).await.unwrap();
     assert_eq!(r.code, response_code::SERVICE_NOT_AVAILABLE);
-    let pull = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
-        consumer_group: "cg".into(),
-        topic: "HaTopic".into(),
-        queue_id: 0,
-        queue_offset: 0,
-        max_msg_nums: 64,
-        sys_flag: pull_sys_flag::SUBSCRIPTION,
-        subscription: Some("*".into()),
-        expression_type: Some("TAG".into()),
-        ..Default::default()
-    });
+    let pull = pull_request("HaTopic", 0, 0, "*", 0);
     // The slave learns the topic from its metadata sync.
     let deadline = Instant::now() + T;
     let r = loop {
@@ -156,17 +146,7 @@ async fn a_slave_serves_reads_only_with_slave_read_enable() {
     let c = LocalCluster::start(|_| {}).await;
     let (slave, _slave_dir) = start_slave(&c, false, None).await;
     let client = RemotingClient::new(ClientConfig::default());
-    let pull = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
-        consumer_group: "cg".into(),
-        topic: "TBW102".into(),
-        queue_id: 0,
-        queue_offset: 0,
-        max_msg_nums: 1,
-        sys_flag: pull_sys_flag::SUBSCRIPTION,
-        subscription: Some("*".into()),
-        expression_type: Some("TAG".into()),
-        ..Default::default()
-    });
+    let pull = pull_request("TBW102", 0, 0, "*", 0);
     let deadline = Instant::now() + T;
     let r = loop {
         match client.invoke(&slave.addr, pull.clone(), T).await {
@@ -268,17 +248,7 @@ async fn a_slave_without_its_master_keeps_an_out_of_range_pull_offset_and_refuse
         s.broker.slave_read_enable = true;
         s.store.offset_check_in_slave = check;
         let slave = ferromq_testkit::spawn_broker(s).await;
-        let pull = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
-            consumer_group: "cg".into(),
-            topic: "TBW102".into(),
-            queue_id: 0,
-            queue_offset: 5,
-            max_msg_nums: 1,
-            sys_flag: pull_sys_flag::SUBSCRIPTION,
-            subscription: Some("*".into()),
-            expression_type: Some("TAG".into()),
-            ..Default::default()
-        });
+        let pull = pull_request("TBW102", 0, 5, "*", 0);
         let r = client.invoke(&slave.addr, pull, T).await.unwrap();
         let h = r.decode_header::<PullMessageResponseHeader>().unwrap();
         if check {
