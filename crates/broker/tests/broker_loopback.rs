@@ -336,6 +336,13 @@ async fn bad_input_gets_rocketmq_codes_and_the_broker_keeps_serving() {
     assert_eq!(r.code, response_code::INVALID_PARAMETER, "queue id out of range");
     let r = client.invoke(&c.broker_addr, pull_request("Small", 9, 0, "*", 0), T).await.unwrap();
     assert_eq!(r.code, response_code::INVALID_PARAMETER, "pull: queue id out of range: {:?}", r.remark);
+    // Subscription groups: no body changes nothing (as Java), an illegal name is refused.
+    let group = |body: &'static [u8]| {
+        RemotingCommand::request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).with_body(Bytes::from_static(body))
+    };
+    assert_eq!(client.invoke(&c.broker_addr, group(b""), T).await.unwrap().code, response_code::SUCCESS);
+    let r = client.invoke(&c.broker_addr, group(br#"{"groupName":"bad.group"}"#), T).await.unwrap();
+    assert_eq!(r.code, response_code::INVALID_PARAMETER, "{:?}", r.remark);
     let r = client.invoke(&c.broker_addr, RemotingCommand::request(request_code::SEND_MESSAGE_V2), T).await.unwrap();
     assert_eq!(r.code, response_code::SYSTEM_ERROR, "missing header fields");
     let r = client.invoke(&c.broker_addr, RemotingCommand::request(99_999), T).await.unwrap();

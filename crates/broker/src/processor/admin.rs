@@ -12,7 +12,7 @@ use ferromq_store::{disk_space, disk_used_percent, java_double};
 use tracing::info;
 
 use crate::broker::Broker;
-use crate::metadata::{topic_attributes, validate_topic, SubscriptionGroupConfig};
+use crate::metadata::{topic_attributes, validate_group, validate_topic, SubscriptionGroupConfig};
 use crate::processor::{failure, header_or_fail, success};
 use crate::stats::clock_ms;
 
@@ -86,10 +86,17 @@ impl Broker {
     }
 
     pub(crate) fn update_and_create_subscription_group(&self, req: &RemotingCommand) -> RemotingCommand {
+        // No group given, nothing to do (Java answers SUCCESS too).
+        if req.body.iter().all(u8::is_ascii_whitespace) || req.body.as_ref() == b"null" {
+            return success(req);
+        }
         let config = match ferromq_protocol::json::parse_lenient::<SubscriptionGroupConfig>(&req.body) {
             Ok(c) => c,
             Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("malformed subscription group: {e}")),
         };
+        if let Err(remark) = validate_group(&config.group_name) {
+            return failure(req, response_code::INVALID_PARAMETER, remark);
+        }
         let name = config.group_name.clone();
         if let Err(e) = self.groups().update(config) {
             return failure(req, response_code::SYSTEM_ERROR, format!("cannot save group {name}: {e}"));
