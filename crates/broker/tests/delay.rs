@@ -175,6 +175,7 @@ async fn retries_wait_for_their_level_and_direct_retry_sends_overflow_to_the_dlq
     };
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].topic, "%DLQ%cg");
+    assert_eq!(dead[0].property("DELAY"), Some("-1"), "not delayed (Java's mark)");
     client.shutdown().await;
     c.stop().await;
 }

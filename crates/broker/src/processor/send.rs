@@ -214,8 +214,9 @@ impl Broker {
             }
         };
         if target.dead_letter {
-            // Java marks a message it moves to the DLQ so that it is not delayed.
-            props.insert(keys::DELAY, "0");
+            // Java marks a message it moves to the DLQ so that it is not delayed (-1 here; a
+            // send-back to the DLQ writes 0).
+            props.insert(keys::DELAY, "-1");
         }
         let mut sys_flag = sys_flag;
         let mut recall_handle = None;
