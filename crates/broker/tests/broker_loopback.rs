@@ -251,6 +251,37 @@ async fn batch_heartbeat_and_consumer_list() {
     p.ext_fields.insert("sysFlag".into(), "0");
     let r = client.invoke(&c.broker_addr, p, T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS);
+
+    // A unit-mode group subscribing an ordered topic gets an ordered, unit-sub retry topic.
+    let ordered =
+        RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC).with_header(&CreateTopicRequestHeader {
+            topic: "Ordered".into(),
+            default_topic: "TBW102".into(),
+            read_queue_nums: 2,
+            write_queue_nums: 2,
+            perm: 6,
+            topic_filter_type: "SINGLE_TAG".into(),
+            topic_sys_flag: None,
+            order: true,
+            attributes: None,
+            force: None,
+        });
+    assert_eq!(client.invoke(&c.broker_addr, ordered, T).await.unwrap().code, response_code::SUCCESS);
+    let mut hb = hb;
+    hb.consumer_data_set[0].group_name = "cg-ordered".into();
+    hb.consumer_data_set[0].unit_mode = true;
+    hb.consumer_data_set[0].subscription_data_set[0].topic = "Ordered".into();
+    let r = client
+        .invoke(&c.broker_addr, RemotingCommand::request(request_code::HEART_BEAT).with_body(hb.encode()), T)
+        .await
+        .unwrap();
+    assert_eq!(r.code, response_code::SUCCESS);
+    let r =
+        client.invoke(&c.broker_addr, RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG), T).await.unwrap();
+    let topics = ferromq_protocol::body::TopicConfigSerializeWrapper::decode(&r.body).unwrap().topic_config_table;
+    let retry = &topics["%RETRY%cg-ordered"];
+    assert_eq!((retry.order, retry.topic_sys_flag), (true, 2), "{retry:?}");
+    assert!(!topics["%RETRY%cg1"].order);
     client.shutdown().await;
     c.stop().await;
 }

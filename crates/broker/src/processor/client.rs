@@ -16,6 +16,9 @@ use crate::client::ClientChannelInfo;
 use crate::metadata::retry_topic;
 use crate::processor::{failure, header_or_fail, success};
 
+/// Java `TopicSysFlag.buildSysFlag(false, true)`: a topic for unit subscribers.
+const TOPIC_SYS_FLAG_UNIT_SUB: i32 = 0x2;
+
 impl Broker {
     pub(crate) fn heart_beat(&self, conn: &Connection, req: &RemotingCommand) -> RemotingCommand {
         let hb = match HeartbeatData::decode(&req.body) {
@@ -27,20 +30,24 @@ impl Broker {
             let group = self.groups().find(&consumer.group_name, self.config.auto_create_subscription_group);
             let notify = group.as_ref().is_none_or(|g| g.notify_consumer_ids_changed_enable);
             if let Some(group) = &group {
-                // Every consumer group gets its retry topic on its first heartbeat.
+                // Every consumer group gets its retry topic on its first heartbeat; it is
+                // ordered while the group subscribes an ordered topic (Java sets the flag on
+                // every heartbeat), and a unit-mode consumer's carries the unit-sub flag.
                 let retry = retry_topic(&consumer.group_name);
-                if self.topics().select(&retry).is_none() {
-                    match self.topics().create_topic_in_send_back(
-                        &retry,
-                        group.retry_queue_nums,
-                        perm::PERM_WRITE | perm::PERM_READ,
-                        0,
-                    ) {
-                        Ok(created) => self.on_topic_created(&created),
-                        Err(e) => {
-                            return failure(req, response_code::SYSTEM_ERROR, format!("cannot create {retry}: {e}"))
-                        }
-                    }
+                let has_order_sub =
+                    consumer.subscription_data_set.iter().any(|s| self.topics().is_order_topic(&s.topic));
+                let sys_flag = if consumer.unit_mode { TOPIC_SYS_FLAG_UNIT_SUB } else { 0 };
+                let existed = self.topics().select(&retry).is_some();
+                match self.topics().create_topic_in_send_back_with_order(
+                    &retry,
+                    group.retry_queue_nums,
+                    perm::PERM_WRITE | perm::PERM_READ,
+                    has_order_sub,
+                    sys_flag,
+                ) {
+                    Ok(created) if !existed => self.on_topic_created(&created),
+                    Ok(_) => {}
+                    Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("cannot create {retry}: {e}")),
                 }
             }
             for sub in &consumer.subscription_data_set {
