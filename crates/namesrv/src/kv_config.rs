@@ -87,9 +87,7 @@ impl KvConfig {
         if ns.remove(key).is_none() {
             return Ok(());
         }
-        if ns.is_empty() {
-            self.table.remove(namespace);
-        }
+        // An emptied namespace stays, listed empty (Java).
         info!(namespace, key, "kv config deleted");
         self.persist()
     }

@@ -194,7 +194,10 @@ fn get_route_info(state: &NamesrvState, req: &RemotingCommand) -> Option<Remotin
         return Some(failure(
             req,
             response_code::TOPIC_NOT_EXIST,
-            format!("No topic route info in name server for the topic: {}", h.topic),
+            format!(
+                "No topic route info in name server for the topic: {}\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.",
+                h.topic
+            ),
         ));
     };
     if order_enabled {
@@ -273,12 +276,16 @@ fn register_topic(state: &NamesrvState, req: &RemotingCommand) -> Option<Remotin
 
 fn query_data_version(state: &NamesrvState, req: &RemotingCommand) -> Option<RemotingCommand> {
     let h = header_or_fail!(req, QueryDataVersionRequestHeader);
-    let version = match DataVersion::decode(&req.body) {
-        Ok(v) => v,
-        Err(e) => return Some(failure(req, response_code::SYSTEM_ERROR, format!("malformed data version: {e}"))),
+    let version = if req.body.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        match DataVersion::decode(&req.body) {
+            Ok(v) => Some(v),
+            Err(e) => return Some(failure(req, response_code::SYSTEM_ERROR, format!("malformed data version: {e}"))),
+        }
     };
     let key = BrokerAddrInfo { cluster: h.cluster_name, addr: h.broker_addr };
-    let (changed, registered) = write(&state.routes).query_data_version(&key, &version, now_ms());
+    let (changed, registered) = write(&state.routes).query_data_version(&key, version.as_ref(), now_ms());
     let mut response = success(req).with_header(&QueryDataVersionResponseHeader { changed });
     if let Some(v) = registered {
         response.body = Bytes::from(v.encode());

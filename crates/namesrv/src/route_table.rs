@@ -191,7 +191,11 @@ impl RouteTable {
                 self.delete_topics_not_in(&reg.broker_name, &reg.topic_config_table);
             }
             for config in reg.topic_config_table.values() {
-                if register_first || config_changed || !self.topic_queue_table.contains_key(&config.topic_name) {
+                // Java 5 `isTopicConfigChanged`: also a topic whose queues no longer name this
+                // broker (a topic deleted from it by cluster) comes back with its registration.
+                let missing =
+                    self.topic_queue_table.get(&config.topic_name).is_none_or(|q| !q.contains_key(&reg.broker_name));
+                if register_first || config_changed || missing {
                     let mut config = config.clone();
                     if is_prime_slave && acting_master {
                         config.perm &= !perm::PERM_WRITE;
@@ -294,11 +298,11 @@ impl RouteTable {
         self.filter_server_table.remove(&key);
         let mut remove_broker_name = false;
         if let Some(data) = self.broker_addr_table.get_mut(broker_name) {
-            let removed = match data.broker_addrs.get(&broker_id) {
-                Some(addr) if addr == broker_addr => data.broker_addrs.remove(&broker_id),
-                _ => None,
-            };
-            if removed.is_some() || was_live {
+            // By address, whatever id the request names (Java removes every entry of it).
+            let before = data.broker_addrs.len();
+            data.broker_addrs.retain(|_, addr| addr != broker_addr);
+            let removed = data.broker_addrs.len() < before;
+            if removed || was_live {
                 info!(cluster, broker_name, broker_id, broker_addr, "broker unregistered");
             }
             if data.broker_addrs.is_empty() {
@@ -390,14 +394,14 @@ impl RouteTable {
     pub fn query_data_version(
         &mut self,
         broker: &BrokerAddrInfo,
-        version: &DataVersion,
+        version: Option<&DataVersion>,
         now_ms: i64,
     ) -> (bool, Option<DataVersion>) {
         let registered = self.broker_live_table.get(broker).map(|l| l.data_version);
-        let changed = registered.as_ref() != Some(version);
-        if !changed {
-            self.touch(broker, now_ms);
-        }
+        // No version given counts as changed (Java compares with null).
+        let changed = version.is_none_or(|v| registered.as_ref() != Some(v));
+        // The query itself shows the broker alive (Java refreshes on every query).
+        self.touch(broker, now_ms);
         (changed, registered)
     }
 
@@ -532,7 +536,8 @@ impl RouteTable {
         let mut count = 0;
         for queues in self.topic_queue_table.values_mut() {
             if let Some(q) = queues.get_mut(broker_name) {
-                q.perm = if writable { q.perm | perm::PERM_WRITE } else { q.perm & !perm::PERM_WRITE };
+                // Adding gives read and write, whatever the queue had (Java).
+                q.perm = if writable { perm::PERM_READ | perm::PERM_WRITE } else { q.perm & !perm::PERM_WRITE };
                 count += 1;
             }
         }

@@ -285,6 +285,16 @@ async fn kv_config_round_trips_and_feeds_order_topic_routes() {
         .with_header(&DeleteKvConfigRequestHeader { namespace: "app".into(), key: "k1".into() });
     assert_eq!(call(&client, &ns.addr, del).await.code, response_code::SUCCESS);
     assert_eq!(call(&client, &ns.addr, get("k1")).await.code, response_code::QUERY_NOT_FOUND);
+    // The emptied namespace stays, listed empty (as Java).
+    let r = call(
+        &client,
+        &ns.addr,
+        RemotingCommand::request(request_code::GET_KVLIST_BY_NAMESPACE)
+            .with_header(&GetKvListByNamespaceRequestHeader { namespace: "app".into() }),
+    )
+    .await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    assert!(KVTable::decode(&r.body).unwrap().table.is_empty());
 
     // A broker registering gets the order-topic table back, and routes carry the entry.
     let r =
@@ -301,12 +311,11 @@ async fn kv_config_round_trips_and_feeds_order_topic_routes() {
 async fn write_permission_is_wiped_and_restored() {
     let ns = Namesrv::start(|_| {}).await;
     let client = RemotingClient::new(ClientConfig::default());
-    call(
-        &client,
-        &ns.addr,
-        registration("c1", "broker-a", 0, "127.0.0.1:10911", &[topic("T1", 2), topic("T2", 2)], false),
-    )
-    .await;
+    let mut write_only = topic("T3", 1);
+    write_only.perm = 2;
+    let reg =
+        registration("c1", "broker-a", 0, "127.0.0.1:10911", &[topic("T1", 2), topic("T2", 2), write_only], false);
+    call(&client, &ns.addr, reg.clone()).await;
     let r = call(
         &client,
         &ns.addr,
@@ -314,7 +323,7 @@ async fn write_permission_is_wiped_and_restored() {
             .with_header(&WipeWritePermOfBrokerRequestHeader { broker_name: "broker-a".into() }),
     )
     .await;
-    assert_eq!(r.decode_header::<WipeWritePermOfBrokerResponseHeader>().unwrap().wipe_topic_count, 2);
+    assert_eq!(r.decode_header::<WipeWritePermOfBrokerResponseHeader>().unwrap().wipe_topic_count, 3);
     let route =
         TopicRouteData::decode(&call(&client, &ns.addr, route_request("T1", version::CURRENT)).await.body).unwrap();
     assert_eq!(route.queue_datas[0].perm, 4);
@@ -325,24 +334,55 @@ async fn write_permission_is_wiped_and_restored() {
             .with_header(&AddWritePermOfBrokerRequestHeader { broker_name: "broker-a".into() }),
     )
     .await;
-    assert_eq!(r.decode_header::<AddWritePermOfBrokerResponseHeader>().unwrap().add_topic_count, 2);
+    assert_eq!(r.decode_header::<AddWritePermOfBrokerResponseHeader>().unwrap().add_topic_count, 3);
     let route =
         TopicRouteData::decode(&call(&client, &ns.addr, route_request("T1", version::CURRENT)).await.body).unwrap();
+    assert_eq!(route.queue_datas[0].perm, 6);
+    // Restoring gives read and write, whatever the queue had (Java).
+    let route =
+        TopicRouteData::decode(&call(&client, &ns.addr, route_request("T3", version::CURRENT)).await.body).unwrap();
     assert_eq!(route.queue_datas[0].perm, 6);
 
     let del = RemotingCommand::request(request_code::DELETE_TOPIC_IN_NAMESRV)
         .with_header(&DeleteTopicFromNamesrvRequestHeader { topic: "T2".into(), cluster_name: None });
     assert_eq!(call(&client, &ns.addr, del).await.code, response_code::SUCCESS);
+    let r = call(&client, &ns.addr, route_request("T2", version::CURRENT)).await;
+    assert_eq!(r.code, response_code::TOPIC_NOT_EXIST);
     assert_eq!(
-        call(&client, &ns.addr, route_request("T2", version::CURRENT)).await.code,
-        response_code::TOPIC_NOT_EXIST
+        r.remark.as_deref(),
+        Some("No topic route info in name server for the topic: T2\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.")
+    );
+    // A topic deleted from one cluster comes back with the next registration of a broker that
+    // still has it, even at the same data version (Java 5's isTopicConfigChanged).
+    call(&client, &ns.addr, reg).await;
+    let reg_b = registration("c2", "broker-b", 0, "127.0.0.1:10921", &[topic("T2", 2)], false);
+    call(&client, &ns.addr, reg_b.clone()).await;
+    let brokers_of = |route: RemotingCommand| {
+        let mut names: Vec<String> =
+            TopicRouteData::decode(&route.body).unwrap().queue_datas.into_iter().map(|q| q.broker_name).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        brokers_of(call(&client, &ns.addr, route_request("T2", version::CURRENT)).await),
+        ["broker-a", "broker-b"]
+    );
+    let del = RemotingCommand::request(request_code::DELETE_TOPIC_IN_NAMESRV)
+        .with_header(&DeleteTopicFromNamesrvRequestHeader { topic: "T2".into(), cluster_name: Some("c2".into()) });
+    assert_eq!(call(&client, &ns.addr, del).await.code, response_code::SUCCESS);
+    assert_eq!(brokers_of(call(&client, &ns.addr, route_request("T2", version::CURRENT)).await), ["broker-a"]);
+    call(&client, &ns.addr, reg_b).await;
+    assert_eq!(
+        brokers_of(call(&client, &ns.addr, route_request("T2", version::CURRENT)).await),
+        ["broker-a", "broker-b"]
     );
 
+    // Unregistering removes the address whatever broker id the request names.
     let unreg = RemotingCommand::request(request_code::UNREGISTER_BROKER).with_header(&UnRegisterBrokerRequestHeader {
         broker_name: "broker-a".into(),
         broker_addr: "127.0.0.1:10911".into(),
         cluster_name: "c1".into(),
-        broker_id: 0,
+        broker_id: 7,
     });
     assert_eq!(call(&client, &ns.addr, unreg).await.code, response_code::SUCCESS);
     assert_eq!(
@@ -379,6 +419,12 @@ async fn data_version_query_reports_changes() {
     let mut newer = registered;
     newer.next_version();
     let r = call(&client, &ns.addr, query(&newer)).await;
+    assert!(r.decode_header::<QueryDataVersionResponseHeader>().unwrap().changed);
+    // No version at all counts as changed (Java compares with null).
+    let mut empty = query(&newer);
+    empty.body = Default::default();
+    let r = call(&client, &ns.addr, empty).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
     assert!(r.decode_header::<QueryDataVersionResponseHeader>().unwrap().changed);
     client.shutdown().await;
     ns.stop().await;
