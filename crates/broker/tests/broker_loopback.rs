@@ -249,8 +249,20 @@ async fn batch_heartbeat_and_consumer_list() {
     let mut p = pull_request("Batch", 0, 0, "ignored", 0);
     p.ext_fields.insert("consumerGroup".into(), "cg1");
     p.ext_fields.insert("sysFlag".into(), "0");
-    let r = client.invoke(&c.broker_addr, p, T).await.unwrap();
+    let r = client.invoke(&c.broker_addr, p.clone(), T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS);
+    // A 5.x heartbeat that leaves unchanged subscriptions out keeps the registered ones.
+    let mut without_sub = hb.clone();
+    without_sub.without_sub = true;
+    without_sub.heartbeat_fingerprint = 42;
+    without_sub.consumer_data_set[0].subscription_data_set.clear();
+    let r = client
+        .invoke(&c.broker_addr, RemotingCommand::request(request_code::HEART_BEAT).with_body(without_sub.encode()), T)
+        .await
+        .unwrap();
+    assert_eq!(r.code, response_code::SUCCESS);
+    let r = client.invoke(&c.broker_addr, p, T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "the subscription is still there: {:?}", r.remark);
 
     // A unit-mode group subscribing an ordered topic gets an ordered, unit-sub retry topic.
     let ordered =
@@ -282,6 +294,39 @@ async fn batch_heartbeat_and_consumer_list() {
     let retry = &topics["%RETRY%cg-ordered"];
     assert_eq!((retry.order, retry.topic_sys_flag), (true, 2), "{retry:?}");
     assert!(!topics["%RETRY%cg1"].order);
+    client.shutdown().await;
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_of_a_group_without_config_is_not_registered() {
+    let c = Cluster::start(|s| s.broker.auto_create_subscription_group = false).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let hb = HeartbeatData {
+        client_id: "127.0.0.1@nogroup".into(),
+        consumer_data_set: vec![ConsumerData {
+            group_name: "unknown-group".into(),
+            consume_type: ConsumeType::ConsumePassively,
+            message_model: MessageModel::Clustering,
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            subscription_data_set: vec![SubscriptionData {
+                topic: "TBW102".into(),
+                sub_string: "*".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let r = client
+        .invoke(&c.broker_addr, RemotingCommand::request(request_code::HEART_BEAT).with_body(hb.encode()), T)
+        .await
+        .unwrap();
+    assert_eq!(r.code, response_code::SUCCESS);
+    let list = RemotingCommand::request(request_code::GET_CONSUMER_LIST_BY_GROUP)
+        .with_header(&GetConsumerListByGroupRequestHeader { consumer_group: "unknown-group".into() });
+    let r = client.invoke(&c.broker_addr, list, T).await.unwrap();
+    assert_eq!(r.code, response_code::SYSTEM_ERROR, "no consumer registered: {:?}", r.remark);
     client.shutdown().await;
     c.stop().await;
 }

@@ -27,28 +27,29 @@ impl Broker {
         };
         let info = ClientChannelInfo::new(conn.clone(), hb.client_id.clone(), req.language, req.version, now_ms());
         for consumer in &hb.consumer_data_set {
-            let group = self.groups().find(&consumer.group_name, self.config.auto_create_subscription_group);
-            let notify = group.as_ref().is_none_or(|g| g.notify_consumer_ids_changed_enable);
-            if let Some(group) = &group {
-                // Every consumer group gets its retry topic on its first heartbeat; it is
-                // ordered while the group subscribes an ordered topic (Java sets the flag on
-                // every heartbeat), and a unit-mode consumer's carries the unit-sub flag.
-                let retry = retry_topic(&consumer.group_name);
-                let has_order_sub =
-                    consumer.subscription_data_set.iter().any(|s| self.topics().is_order_topic(&s.topic));
-                let sys_flag = if consumer.unit_mode { TOPIC_SYS_FLAG_UNIT_SUB } else { 0 };
-                let existed = self.topics().select(&retry).is_some();
-                match self.topics().create_topic_in_send_back_with_order(
-                    &retry,
-                    group.retry_queue_nums,
-                    perm::PERM_WRITE | perm::PERM_READ,
-                    has_order_sub,
-                    sys_flag,
-                ) {
-                    Ok(created) if !existed => self.on_topic_created(&created),
-                    Ok(_) => {}
-                    Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("cannot create {retry}: {e}")),
-                }
+            // A group without a config (auto-creation off) is not registered (Java skips it).
+            let Some(group) = self.groups().find(&consumer.group_name, self.config.auto_create_subscription_group)
+            else {
+                continue;
+            };
+            let notify = group.notify_consumer_ids_changed_enable;
+            // Every consumer group gets its retry topic on its first heartbeat; it is
+            // ordered while the group subscribes an ordered topic (Java sets the flag on
+            // every heartbeat), and a unit-mode consumer's carries the unit-sub flag.
+            let retry = retry_topic(&consumer.group_name);
+            let has_order_sub = consumer.subscription_data_set.iter().any(|s| self.topics().is_order_topic(&s.topic));
+            let sys_flag = if consumer.unit_mode { TOPIC_SYS_FLAG_UNIT_SUB } else { 0 };
+            let existed = self.topics().select(&retry).is_some();
+            match self.topics().create_topic_in_send_back_with_order(
+                &retry,
+                group.retry_queue_nums,
+                perm::PERM_WRITE | perm::PERM_READ,
+                has_order_sub,
+                sys_flag,
+            ) {
+                Ok(created) if !existed => self.on_topic_created(&created),
+                Ok(_) => {}
+                Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("cannot create {retry}: {e}")),
             }
             for sub in &consumer.subscription_data_set {
                 self.consumer_filters.register(
@@ -59,15 +60,27 @@ impl Broker {
                     sub.sub_version,
                 );
             }
-            let changed = self.consumers.register_consumer(
-                &consumer.group_name,
-                info.clone(),
-                consumer.consume_type,
-                consumer.message_model,
-                consumer.consume_from_where,
-                &consumer.subscription_data_set,
-                notify,
-            );
+            // A 5.x client that left its unchanged subscriptions out keeps the ones registered.
+            let changed = if hb.without_sub {
+                self.consumers.register_consumer_without_sub(
+                    &consumer.group_name,
+                    info.clone(),
+                    consumer.consume_type,
+                    consumer.message_model,
+                    consumer.consume_from_where,
+                    notify,
+                )
+            } else {
+                self.consumers.register_consumer(
+                    &consumer.group_name,
+                    info.clone(),
+                    consumer.consume_type,
+                    consumer.message_model,
+                    consumer.consume_from_where,
+                    &consumer.subscription_data_set,
+                    notify,
+                )
+            };
             if changed {
                 info!(group = %consumer.group_name, client_id = %hb.client_id, "consumer group changed");
             }
