@@ -157,6 +157,32 @@ async fn checked_producer(
     (client, rx)
 }
 
+/// Java's `rejectCommitOrRollback`: a producer that asked to be checked first
+/// (CHECK_IMMUNITY_TIME_IN_SECONDS) and ends the transaction on its own after that time is
+/// refused; an answer to a check still decides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_end_past_the_check_immunity_is_refused_and_a_check_answer_is_not() {
+    let c = LocalCluster::start(quick_checks).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let early =
+        send_half(&client, &c.broker_addr, "TxImmune", "early", &[("CHECK_IMMUNITY_TIME_IN_SECONDS", "1")]).await;
+    let r =
+        client.invoke(&c.broker_addr, end(&early, sysflag::TRANSACTION_COMMIT_TYPE, "txpg", false), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "within the immunity: {:?}", r.remark);
+
+    let late = send_half(&client, &c.broker_addr, "TxImmune", "late", &[("CHECK_IMMUNITY_TIME_IN_SECONDS", "1")]).await;
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    let r =
+        client.invoke(&c.broker_addr, end(&late, sysflag::TRANSACTION_COMMIT_TYPE, "txpg", false), T).await.unwrap();
+    assert_eq!(r.code, response_code::ILLEGAL_OPERATION, "{:?}", r.remark);
+    let r = client.invoke(&c.broker_addr, end(&late, sysflag::TRANSACTION_COMMIT_TYPE, "txpg", true), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "an answer to a check: {:?}", r.remark);
+    let got = pull_messages(&client, &c.broker_addr, "TxImmune", 1, 0, 2, T).await;
+    assert_eq!(bodies(&got), ["early", "late"]);
+    client.shutdown().await;
+    c.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn undecided_half_messages_are_checked_back_and_the_answer_commits_them() {
     let c = LocalCluster::start(quick_checks).await;
@@ -164,7 +190,7 @@ async fn undecided_half_messages_are_checked_back_and_the_answer_commits_them() 
     let a = send_half(&producer, &c.broker_addr, "TxCheck", "undecided", &[]).await;
     // No END_TRANSACTION: after transactionTimeOut the broker asks.
     let (h, m) = tokio::time::timeout(T, checks.recv()).await.expect("a check-back").unwrap();
-    assert_eq!(h.topic.as_deref(), Some("TxCheck"));
+    assert_eq!(h.topic.as_deref(), Some("RMQ_SYS_TRANS_HALF_TOPIC"), "the header names the half topic (Java)");
     assert_ne!(h.commit_log_offset, a.commit_log_offset, "the check names the copy put back");
     assert_eq!(h.msg_id, m.property("UNIQ_KEY").map(str::to_owned));
     assert_eq!((m.topic.as_str(), m.queue_id), ("TxCheck", 1), "the producer sees the real topic and queue");

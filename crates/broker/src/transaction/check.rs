@@ -15,7 +15,7 @@ use std::time::Duration;
 use ferromq_protocol::body::perm;
 use ferromq_protocol::header::CheckTransactionStateRequestHeader;
 use ferromq_protocol::message::{create_offset_msg_id, keys, MessageProperties, StoredMessage};
-use ferromq_protocol::{request_code, RemotingCommand};
+use ferromq_protocol::{request_code, LanguageCode, RemotingCommand};
 use ferromq_store::PutMessageStatus;
 use tracing::{debug, info, warn};
 
@@ -233,7 +233,9 @@ impl Broker {
         };
         let uniq = half.property(keys::UNIQ_KEY).map(str::to_owned);
         let header = CheckTransactionStateRequestHeader {
-            topic: half.property(keys::REAL_TOPIC).map(str::to_owned),
+            // Java fills this before it turns the copy back into the producer's message: the
+            // half topic's name.
+            topic: Some(half.topic.clone()),
             tran_state_table_offset: half.queue_offset,
             commit_log_offset: half.physical_offset,
             msg_id: uniq.clone(),
@@ -259,7 +261,10 @@ impl Broker {
             debug!(producer_group = %group, "no live producer to check a transaction with");
             return;
         };
-        let req = RemotingCommand::request(request_code::CHECK_TRANSACTION_STATE).with_header(&header).with_body(body);
+        let mut req =
+            RemotingCommand::request(request_code::CHECK_TRANSACTION_STATE).with_header(&header).with_body(body);
+        // As Java's broker-to-client requests: older clients know no RUST language code.
+        req.language = LanguageCode::Java;
         if let Err(e) = conn.invoke_oneway(req).await {
             warn!(producer_group = %group, remote_addr = %conn.remote_addr(), error = %e, "check-back not sent");
         }

@@ -38,6 +38,12 @@ impl Broker {
             Ok(m) => m,
             Err(remark) => return failure(&req, response_code::SYSTEM_ERROR, remark),
         };
+        if self.past_check_immunity(&h, &half) {
+            // Java `rejectCommitOrRollback`: the producer asked to be checked first
+            // (CHECK_IMMUNITY_TIME_IN_SECONDS) and answers late on its own: the check decides.
+            info!(producer_group = %h.producer_group, msg_id = %h.msg_id, "late end of transaction refused; the check-back decides");
+            return RemotingCommand::response_to(&req, response_code::ILLEGAL_OPERATION, None);
+        }
         if decision == sysflag::TRANSACTION_COMMIT_TYPE {
             let committed = match committed_message(self, &half, h.commit_log_offset) {
                 Ok(m) => m,
@@ -63,6 +69,26 @@ impl Broker {
         }
         self.mark_half_done(half.queue_id, half.queue_offset).await;
         success(&req)
+    }
+
+    /// Whether an END_TRANSACTION not answering a check comes after the half message's
+    /// CHECK_IMMUNITY_TIME_IN_SECONDS (at least `transactionTimeOut`) has passed since it was
+    /// born. Java: `EndTransactionProcessor#rejectCommitOrRollback`.
+    fn past_check_immunity(&self, h: &EndTransactionRequestHeader, half: &StoredMessage) -> bool {
+        if h.from_transaction_check == Some(true) {
+            return false;
+        }
+        let Some(immunity) =
+            MessageProperties::decode(&half.properties).get(keys::CHECK_IMMUNITY_TIME_IN_SECONDS).map(|s| {
+                s.trim()
+                    .parse::<i64>()
+                    .map_or(0, |secs| secs.saturating_mul(1_000))
+                    .max(self.config.transaction_time_out)
+            })
+        else {
+            return false;
+        };
+        clock_ms() as i64 - half.born_timestamp_ms > immunity
     }
 
     /// The half message the request names, checked as Java's `checkPrepareMessage` does.
