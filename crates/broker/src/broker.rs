@@ -252,6 +252,13 @@ impl Broker {
                 async move { Some(b.get_consumer_running_info(&req).await) }
             });
         }
+        {
+            let b = self.clone();
+            d.register(request_code::CONSUME_MESSAGE_DIRECTLY, move |_conn, req| {
+                let b = b.clone();
+                async move { Some(b.consume_message_directly(&req).await) }
+            });
+        }
         let b = self.clone();
         d.on_close(move |conn| {
             b.producers.on_connection_closed(conn.id());

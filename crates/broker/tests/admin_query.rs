@@ -296,6 +296,44 @@ async fn consume_stats_report_broker_and_consumer_offsets() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consume_message_directly_hands_the_stored_message_to_the_named_consumer() {
+    let c = Cluster::start(|_| {}).await;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let mut dispatcher = Dispatcher::new();
+    dispatcher.register_sync(request_code::CONSUME_MESSAGE_DIRECTLY, move |_conn, req| {
+        let _ = tx.send(req.clone());
+        Some(RemotingCommand::response_to(req, response_code::SUCCESS, None).with_body(b"CR_SUCCESS".to_vec()))
+    });
+    let member = RemotingClient::with_handler(ClientConfig::default(), Arc::new(dispatcher));
+    assert_eq!(c.call(&member, heartbeat("127.0.0.1@m1", "cg1", &["Orders"], None)).await.code, response_code::SUCCESS);
+    let admin = RemotingClient::new(ClientConfig::default());
+    let sent = c.call(&admin, send_v2("Orders", 0, "again")).await;
+    let msg_id = sent.decode_header::<SendMessageResponseHeader>().unwrap().msg_id;
+
+    let mut req = RemotingCommand::request(request_code::CONSUME_MESSAGE_DIRECTLY);
+    req.ext_fields.insert("consumerGroup".into(), "cg1");
+    req.ext_fields.insert("clientId".into(), "127.0.0.1@m1");
+    req.ext_fields.insert("msgId".into(), &msg_id);
+    req.ext_fields.insert("topic".into(), "Orders");
+    let r = c.call(&admin, req.clone()).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    assert_eq!(&r.body[..], b"CR_SUCCESS", "the consumer's answer comes back");
+    let forwarded = rx.recv().await.unwrap();
+    assert_eq!(forwarded.ext("brokerName"), Some(BROKER));
+    assert_eq!((forwarded.ext("topicSysFlag"), forwarded.ext("groupSysFlag")), (Some("0"), Some("0")));
+    let message = ferromq_protocol::message::StoredMessage::decode_all(&forwarded.body).unwrap().remove(0);
+    assert_eq!(&message.body[..], b"again");
+
+    req.ext_fields.insert("clientId".into(), "127.0.0.1@gone");
+    let r = c.call(&admin, req).await;
+    assert_eq!(r.code, response_code::SYSTEM_ERROR);
+    assert_eq!(r.remark.as_deref(), Some("The Consumer <cg1> <127.0.0.1@gone> not online"));
+    member.shutdown().await;
+    admin.shutdown().await;
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_lists_show_the_registered_clients() {
     let c = Cluster::start(|_| {}).await;
     let member = RemotingClient::new(ClientConfig::default());

@@ -1,7 +1,8 @@
 //! Admin queries and offset operations: UPDATE_BROKER_CONFIG (25), GET_ALL_DELAY_OFFSET (45),
 //! GET_TOPIC_STATS_INFO (202), GET_CONSUMER_CONNECTION_LIST (203), GET_PRODUCER_CONNECTION_LIST
 //! (204), GET_CONSUME_STATS (208), INVOKE_BROKER_TO_RESET_OFFSET (222),
-//! QUERY_TOPIC_CONSUME_BY_WHO (300), GET_CONSUMER_RUNNING_INFO (307, forwarded to the client),
+//! QUERY_TOPIC_CONSUME_BY_WHO (300), GET_CONSUMER_RUNNING_INFO (307) and CONSUME_MESSAGE_DIRECTLY (309)
+//! (both forwarded to the client),
 //! CLONE_GROUP_OFFSET (314).
 //! Java: `AdminBrokerProcessor`, `Broker2Client#resetOffset` / `#callClient`.
 //!
@@ -22,6 +23,7 @@ use ferromq_protocol::header::{
     GetConsumerRunningInfoRequestHeader, GetProducerConnectionListRequestHeader, GetTopicStatsInfoRequestHeader,
     QueryTopicConsumeByWhoRequestHeader, ResetOffsetRequestHeader,
 };
+use ferromq_protocol::message::decode_offset_msg_id;
 use ferromq_protocol::{properties_text, request_code, response_code, LanguageCode, RemotingCommand};
 use ferromq_remoting::{Connection, RemotingError};
 use tokio::task::JoinSet;
@@ -456,6 +458,33 @@ impl Broker {
     pub(crate) async fn get_consumer_running_info(&self, req: &RemotingCommand) -> RemotingCommand {
         let h = header_or_fail!(req, GetConsumerRunningInfoRequestHeader);
         self.call_consumer(req, &h.consumer_group, &h.client_id).await
+    }
+
+    /// Has the named consumer client consume one stored message now (`mqadmin
+    /// consumeMessage`, the dashboard's resend): the request goes to the client with the
+    /// broker name, the topic's and group's sys flags and the message as its body.
+    /// Java: `AdminBrokerProcessor#consumeMessageDirectly`.
+    pub(crate) async fn consume_message_directly(&self, req: &RemotingCommand) -> RemotingCommand {
+        let Some(group) = req.ext("consumerGroup").map(str::to_owned) else {
+            return failure(req, response_code::SYSTEM_ERROR, "the custom field <consumerGroup> is null");
+        };
+        let client_id = req.ext("clientId").unwrap_or_default().to_owned();
+        let mut forwarded = req.clone();
+        forwarded.ext_fields.insert("brokerName".into(), self.config.broker_name.as_str());
+        if let Some(topic) = req.ext("topic").filter(|t| !t.is_empty()).and_then(|t| self.topics().select(t)) {
+            forwarded.ext_fields.insert("topicSysFlag".into(), &topic.topic_sys_flag.to_string());
+        }
+        if let Some(g) = self.groups().find(&group, false) {
+            forwarded.ext_fields.insert("groupSysFlag".into(), &g.group_sys_flag.to_string());
+        }
+        let msg_id = req.ext("msgId").unwrap_or_default();
+        let message =
+            decode_offset_msg_id(msg_id).ok().and_then(|(_, offset)| self.store.look_message_by_offset(offset));
+        let Some(message) = message else {
+            return failure(req, response_code::SYSTEM_ERROR, format!("can not find message by the msgId, {msg_id}"));
+        };
+        forwarded.body = message;
+        self.call_consumer(&forwarded, &group, &client_id).await
     }
 
     /// Forwards `req` (code, header fields and body) to the connection of `client_id` in
