@@ -3,8 +3,10 @@
 //! done. An undecided one older than `transactionTimeOut` (or its own
 //! CHECK_IMMUNITY_TIME_IN_SECONDS) is appended again to the half queue with
 //! TRANSACTION_CHECK_TIMES + 1, so the walk can move past it, and CHECK_TRANSACTION_STATE is
-//! sent to a live producer of its group naming the new copy. After `transactionCheckMax`
-//! checks, or once older than the file retention time, it goes to
+//! sent to a live producer of its group naming the new copy. One still within its
+//! CHECK_IMMUNITY_TIME_IN_SECONDS is appended again without asking, which counts as a check
+//! too (as in Java). After `transactionCheckMax` checks, or once older than the file
+//! retention time, it goes to
 //! `TRANS_CHECK_MAX_TIME_TOPIC` instead. Java: `TransactionalMessageServiceImpl#check`,
 //! `AbstractTransactionalMessageCheckListener`, `DefaultTransactionalMessageCheckListener`.
 
@@ -131,6 +133,9 @@ impl Broker {
                     if original.is_none() {
                         props.insert(keys::TRAN_PREPARED_QUEUE_OFFSET, half.queue_offset.to_string());
                     }
+                    // A put-back counts as a check even without asking (Java counts it before
+                    // it looks at the immunity), so transactionCheckMax bounds the waiting too.
+                    props.insert(keys::TRANSACTION_CHECK_TIMES, (check_times + 1).to_string());
                     if self.put_back(&half, &props).await.is_none() {
                         break;
                     }
