@@ -47,6 +47,51 @@ fn bodies(r: &RemotingCommand) -> Vec<String> {
         .collect()
 }
 
+/// A heartbeat of one push consumer (`client_id`) of `group` subscribing all of `topic`.
+fn consumer_heartbeat(client_id: &str, group: &str, topic: &str) -> HeartbeatData {
+    HeartbeatData {
+        client_id: client_id.into(),
+        consumer_data_set: vec![ConsumerData {
+            group_name: group.into(),
+            consume_type: ConsumeType::ConsumePassively,
+            message_model: MessageModel::Clustering,
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            subscription_data_set: vec![SubscriptionData {
+                topic: topic.into(),
+                sub_string: "*".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+async fn heart_beat(client: &RemotingClient, addr: &str, hb: &HeartbeatData) -> RemotingCommand {
+    client.invoke(addr, RemotingCommand::request(request_code::HEART_BEAT).with_body(hb.encode()), T).await.unwrap()
+}
+
+fn consumer_list(group: &str) -> RemotingCommand {
+    RemotingCommand::request(request_code::GET_CONSUMER_LIST_BY_GROUP)
+        .with_header(&GetConsumerListByGroupRequestHeader { consumer_group: group.into() })
+}
+
+/// UPDATE_AND_CREATE_TOPIC of `topic` with 2 queues, read-write, ordered or not.
+fn create_topic(topic: &str, order: bool) -> RemotingCommand {
+    RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC).with_header(&CreateTopicRequestHeader {
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        read_queue_nums: 2,
+        write_queue_nums: 2,
+        perm: 6,
+        topic_filter_type: "SINGLE_TAG".into(),
+        topic_sys_flag: None,
+        order,
+        attributes: None,
+        force: None,
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn send_pull_offsets_and_long_polling() {
     let c = Cluster::start(|_| {}).await;
@@ -218,30 +263,10 @@ async fn batch_heartbeat_and_consumer_list() {
     let r = client.invoke(&c.broker_addr, req, T).await.unwrap();
     assert_eq!(r.code, response_code::MESSAGE_ILLEGAL, "{:?}", r.remark);
 
-    let hb = HeartbeatData {
-        client_id: "127.0.0.1@test".into(),
-        consumer_data_set: vec![ConsumerData {
-            group_name: "cg1".into(),
-            consume_type: ConsumeType::ConsumePassively,
-            message_model: MessageModel::Clustering,
-            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
-            subscription_data_set: vec![SubscriptionData {
-                topic: "Batch".into(),
-                sub_string: "*".into(),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let r = client
-        .invoke(&c.broker_addr, RemotingCommand::request(request_code::HEART_BEAT).with_body(hb.encode()), T)
-        .await
-        .unwrap();
+    let hb = consumer_heartbeat("127.0.0.1@test", "cg1", "Batch");
+    let r = heart_beat(&client, &c.broker_addr, &hb).await;
     assert_eq!(r.code, response_code::SUCCESS);
-    let list = RemotingCommand::request(request_code::GET_CONSUMER_LIST_BY_GROUP)
-        .with_header(&GetConsumerListByGroupRequestHeader { consumer_group: "cg1".into() });
-    let r = client.invoke(&c.broker_addr, list, T).await.unwrap();
+    let r = client.invoke(&c.broker_addr, consumer_list("cg1"), T).await.unwrap();
     assert!(String::from_utf8_lossy(&r.body).contains("127.0.0.1@test"));
     // The heartbeat created the group's retry topic, and it reaches the name server.
     c.wait_registered("%RETRY%cg1").await;
@@ -256,37 +281,19 @@ async fn batch_heartbeat_and_consumer_list() {
     without_sub.without_sub = true;
     without_sub.heartbeat_fingerprint = 42;
     without_sub.consumer_data_set[0].subscription_data_set.clear();
-    let r = client
-        .invoke(&c.broker_addr, RemotingCommand::request(request_code::HEART_BEAT).with_body(without_sub.encode()), T)
-        .await
-        .unwrap();
+    let r = heart_beat(&client, &c.broker_addr, &without_sub).await;
     assert_eq!(r.code, response_code::SUCCESS);
     let r = client.invoke(&c.broker_addr, p, T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS, "the subscription is still there: {:?}", r.remark);
 
     // A unit-mode group subscribing an ordered topic gets an ordered, unit-sub retry topic.
-    let ordered =
-        RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC).with_header(&CreateTopicRequestHeader {
-            topic: "Ordered".into(),
-            default_topic: "TBW102".into(),
-            read_queue_nums: 2,
-            write_queue_nums: 2,
-            perm: 6,
-            topic_filter_type: "SINGLE_TAG".into(),
-            topic_sys_flag: None,
-            order: true,
-            attributes: None,
-            force: None,
-        });
+    let ordered = create_topic("Ordered", true);
     assert_eq!(client.invoke(&c.broker_addr, ordered, T).await.unwrap().code, response_code::SUCCESS);
     let mut hb = hb;
     hb.consumer_data_set[0].group_name = "cg-ordered".into();
     hb.consumer_data_set[0].unit_mode = true;
     hb.consumer_data_set[0].subscription_data_set[0].topic = "Ordered".into();
-    let r = client
-        .invoke(&c.broker_addr, RemotingCommand::request(request_code::HEART_BEAT).with_body(hb.encode()), T)
-        .await
-        .unwrap();
+    let r = heart_beat(&client, &c.broker_addr, &hb).await;
     assert_eq!(r.code, response_code::SUCCESS);
     let r =
         client.invoke(&c.broker_addr, RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG), T).await.unwrap();
@@ -302,30 +309,9 @@ async fn batch_heartbeat_and_consumer_list() {
 async fn a_heartbeat_of_a_group_without_config_is_not_registered() {
     let c = Cluster::start(|s| s.broker.auto_create_subscription_group = false).await;
     let client = RemotingClient::new(ClientConfig::default());
-    let hb = HeartbeatData {
-        client_id: "127.0.0.1@nogroup".into(),
-        consumer_data_set: vec![ConsumerData {
-            group_name: "unknown-group".into(),
-            consume_type: ConsumeType::ConsumePassively,
-            message_model: MessageModel::Clustering,
-            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
-            subscription_data_set: vec![SubscriptionData {
-                topic: "TBW102".into(),
-                sub_string: "*".into(),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let r = client
-        .invoke(&c.broker_addr, RemotingCommand::request(request_code::HEART_BEAT).with_body(hb.encode()), T)
-        .await
-        .unwrap();
-    assert_eq!(r.code, response_code::SUCCESS);
-    let list = RemotingCommand::request(request_code::GET_CONSUMER_LIST_BY_GROUP)
-        .with_header(&GetConsumerListByGroupRequestHeader { consumer_group: "unknown-group".into() });
-    let r = client.invoke(&c.broker_addr, list, T).await.unwrap();
+    let hb = consumer_heartbeat("127.0.0.1@nogroup", "unknown-group", "TBW102");
+    assert_eq!(heart_beat(&client, &c.broker_addr, &hb).await.code, response_code::SUCCESS);
+    let r = client.invoke(&c.broker_addr, consumer_list("unknown-group"), T).await.unwrap();
     assert_eq!(r.code, response_code::SYSTEM_ERROR, "no consumer registered: {:?}", r.remark);
     client.shutdown().await;
     c.stop().await;
@@ -346,19 +332,7 @@ async fn bad_input_gets_rocketmq_codes_and_the_broker_keeps_serving() {
     let r = client.invoke(&c.broker_addr, send_v2("SCHEDULE_TOPIC_XXXX", 0, "x", "T", "k"), T).await.unwrap();
     assert_eq!(r.code, response_code::NO_PERMISSION);
     // Create the topic through the admin request, then an oversized body.
-    let create =
-        RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC).with_header(&CreateTopicRequestHeader {
-            topic: "Small".into(),
-            default_topic: "TBW102".into(),
-            read_queue_nums: 2,
-            write_queue_nums: 2,
-            perm: 6,
-            topic_filter_type: "SINGLE_TAG".into(),
-            topic_sys_flag: None,
-            order: false,
-            attributes: None,
-            force: None,
-        });
+    let create = create_topic("Small", false);
     assert_eq!(client.invoke(&c.broker_addr, create.clone(), T).await.unwrap().code, response_code::SUCCESS);
     // System topics are the broker's own: admin requests may neither change nor delete them
     // (Java's validateSystemTopicWhenUpdateTopic, on by default).

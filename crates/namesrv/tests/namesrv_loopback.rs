@@ -273,26 +273,16 @@ async fn kv_config_round_trips_and_feeds_order_topic_routes() {
     let r = call(&client, &ns.addr, get("k1")).await;
     assert_eq!(r.decode_header::<GetKvConfigResponseHeader>().unwrap().value.as_deref(), Some("v1"));
     assert_eq!(call(&client, &ns.addr, get("missing")).await.code, response_code::QUERY_NOT_FOUND);
-    let r = call(
-        &client,
-        &ns.addr,
-        RemotingCommand::request(request_code::GET_KVLIST_BY_NAMESPACE)
-            .with_header(&GetKvListByNamespaceRequestHeader { namespace: "app".into() }),
-    )
-    .await;
+    let list_app = RemotingCommand::request(request_code::GET_KVLIST_BY_NAMESPACE)
+        .with_header(&GetKvListByNamespaceRequestHeader { namespace: "app".into() });
+    let r = call(&client, &ns.addr, list_app.clone()).await;
     assert_eq!(KVTable::decode(&r.body).unwrap().table.get("k1").map(String::as_str), Some("v1"));
     let del = RemotingCommand::request(request_code::DELETE_KV_CONFIG)
         .with_header(&DeleteKvConfigRequestHeader { namespace: "app".into(), key: "k1".into() });
     assert_eq!(call(&client, &ns.addr, del).await.code, response_code::SUCCESS);
     assert_eq!(call(&client, &ns.addr, get("k1")).await.code, response_code::QUERY_NOT_FOUND);
     // The emptied namespace stays, listed empty (as Java).
-    let r = call(
-        &client,
-        &ns.addr,
-        RemotingCommand::request(request_code::GET_KVLIST_BY_NAMESPACE)
-            .with_header(&GetKvListByNamespaceRequestHeader { namespace: "app".into() }),
-    )
-    .await;
+    let r = call(&client, &ns.addr, list_app.clone()).await;
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
     assert!(KVTable::decode(&r.body).unwrap().table.is_empty());
 
