@@ -9,14 +9,14 @@ use std::time::{Duration, Instant};
 use ferromq_broker::metadata::DelayOffsetSerializeWrapper;
 use ferromq_broker::BrokerSettings;
 use ferromq_protocol::body::{
-    ConsumeFromWhere, ConsumeStats, ConsumeType, ConsumerConnection, ConsumerData, ConsumerOffsetSerializeWrapper,
-    GroupList, HeartbeatData, JsonBody, MessageModel, MessageQueue, ProducerConnection, ProducerData, ResetOffsetBody,
-    ResetOffsetBodyForC, SubscriptionData, TopicRouteData, TopicStatsTable,
+    ConsumeFromWhere, ConsumeStats, ConsumeType, ConsumerConnection, ConsumerOffsetSerializeWrapper, GroupList,
+    JsonBody, MessageModel, MessageQueue, ProducerConnection, ProducerData, ResetOffsetBody, ResetOffsetBodyForC,
+    TopicRouteData, TopicStatsTable,
 };
 use ferromq_protocol::header::*;
 use ferromq_protocol::{request_code, response_code, LanguageCode, RemotingCommand};
 use ferromq_remoting::{ClientConfig, Dispatcher, RemotingClient};
-use ferromq_testkit::{send_request, LocalCluster};
+use ferromq_testkit::{consumer_heartbeat, send_request, LocalCluster};
 use tokio::sync::mpsc;
 
 const T: Duration = Duration::from_secs(10);
@@ -126,22 +126,8 @@ fn send_v2(topic: &str, queue_id: i32, body: &str) -> RemotingCommand {
 /// A heartbeat from `client_id` running consumer `group` on `topics` and, if given, a producer
 /// group.
 fn heartbeat(client_id: &str, group: &str, topics: &[&str], producer_group: Option<&str>) -> RemotingCommand {
-    let hb = HeartbeatData {
-        client_id: client_id.into(),
-        consumer_data_set: vec![ConsumerData {
-            group_name: group.into(),
-            consume_type: ConsumeType::ConsumePassively,
-            message_model: MessageModel::Clustering,
-            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
-            subscription_data_set: topics
-                .iter()
-                .map(|t| SubscriptionData { topic: (*t).into(), sub_string: "*".into(), ..Default::default() })
-                .collect(),
-            ..Default::default()
-        }],
-        producer_data_set: producer_group.map(|g| ProducerData { group_name: g.into() }).into_iter().collect(),
-        ..Default::default()
-    };
+    let mut hb = consumer_heartbeat(client_id, group, topics);
+    hb.producer_data_set = producer_group.map(|g| ProducerData { group_name: g.into() }).into_iter().collect();
     RemotingCommand::request(request_code::HEART_BEAT).with_body(hb.encode())
 }
 

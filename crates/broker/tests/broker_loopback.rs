@@ -4,14 +4,12 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use ferromq_protocol::body::{
-    ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, JsonBody, MessageModel, SubscriptionData,
-};
+use ferromq_protocol::body::{HeartbeatData, JsonBody};
 use ferromq_protocol::header::*;
 use ferromq_protocol::message::{encode_batch, BatchEntry, StoredMessage};
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
-use ferromq_testkit::{pull_request, send_request, LocalCluster};
+use ferromq_testkit::{consumer_heartbeat, pull_request, send_request, LocalCluster};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -45,26 +43,6 @@ fn bodies(r: &RemotingCommand) -> Vec<String> {
         .into_iter()
         .map(|m| String::from_utf8(m.body.to_vec()).unwrap())
         .collect()
-}
-
-/// A heartbeat of one push consumer (`client_id`) of `group` subscribing all of `topic`.
-fn consumer_heartbeat(client_id: &str, group: &str, topic: &str) -> HeartbeatData {
-    HeartbeatData {
-        client_id: client_id.into(),
-        consumer_data_set: vec![ConsumerData {
-            group_name: group.into(),
-            consume_type: ConsumeType::ConsumePassively,
-            message_model: MessageModel::Clustering,
-            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
-            subscription_data_set: vec![SubscriptionData {
-                topic: topic.into(),
-                sub_string: "*".into(),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    }
 }
 
 async fn heart_beat(client: &RemotingClient, addr: &str, hb: &HeartbeatData) -> RemotingCommand {
@@ -263,7 +241,7 @@ async fn batch_heartbeat_and_consumer_list() {
     let r = client.invoke(&c.broker_addr, req, T).await.unwrap();
     assert_eq!(r.code, response_code::MESSAGE_ILLEGAL, "{:?}", r.remark);
 
-    let hb = consumer_heartbeat("127.0.0.1@test", "cg1", "Batch");
+    let hb = consumer_heartbeat("127.0.0.1@test", "cg1", &["Batch"]);
     let r = heart_beat(&client, &c.broker_addr, &hb).await;
     assert_eq!(r.code, response_code::SUCCESS);
     let r = client.invoke(&c.broker_addr, consumer_list("cg1"), T).await.unwrap();
@@ -309,7 +287,7 @@ async fn batch_heartbeat_and_consumer_list() {
 async fn a_heartbeat_of_a_group_without_config_is_not_registered() {
     let c = Cluster::start(|s| s.broker.auto_create_subscription_group = false).await;
     let client = RemotingClient::new(ClientConfig::default());
-    let hb = consumer_heartbeat("127.0.0.1@nogroup", "unknown-group", "TBW102");
+    let hb = consumer_heartbeat("127.0.0.1@nogroup", "unknown-group", &["TBW102"]);
     assert_eq!(heart_beat(&client, &c.broker_addr, &hb).await.code, response_code::SUCCESS);
     let r = client.invoke(&c.broker_addr, consumer_list("unknown-group"), T).await.unwrap();
     assert_eq!(r.code, response_code::SYSTEM_ERROR, "no consumer registered: {:?}", r.remark);

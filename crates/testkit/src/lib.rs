@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use ferromq_broker::BrokerSettings;
 use ferromq_namesrv::NamesrvConfig;
-use ferromq_protocol::body::{JsonBody, TopicRouteData};
+use ferromq_protocol::body::{
+    ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, JsonBody, MessageModel, SubscriptionData,
+    TopicRouteData,
+};
 use ferromq_protocol::header::{GetRouteInfoRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2};
 use ferromq_protocol::message::MessageProperties;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
@@ -58,6 +61,26 @@ pub fn test_settings(dir: &Path, ns_addr: &str) -> BrokerSettings {
     // Any free port for replication (brokers bind port 0 here, so listenPort + 1 is unknown).
     s.ha.ha_listen_port = 0;
     s
+}
+
+/// A heartbeat of one push consumer (`client_id`) of `group`, subscribing all messages of
+/// each of `topics` (clustering, from the first offset).
+pub fn consumer_heartbeat(client_id: &str, group: &str, topics: &[&str]) -> HeartbeatData {
+    HeartbeatData {
+        client_id: client_id.into(),
+        consumer_data_set: vec![ConsumerData {
+            group_name: group.into(),
+            consume_type: ConsumeType::ConsumePassively,
+            message_model: MessageModel::Clustering,
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            subscription_data_set: topics
+                .iter()
+                .map(|t| SubscriptionData { topic: (*t).into(), sub_string: "*".into(), ..Default::default() })
+                .collect(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
 }
 
 /// A SEND_MESSAGE_V2 request as a Java producer sends it (group `pg`, default topic TBW102 with
