@@ -40,7 +40,8 @@ pub(crate) fn decode_json(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
     let mut p = Parser { b: bytes, pos: 0 };
     let mut cmd = RemotingCommand {
         code: 0,
-        language: LanguageCode::Other,
+        // Java's default when the field is absent.
+        language: LanguageCode::Java,
         version: 0,
         opaque: 0,
         flag: 0,
@@ -436,7 +437,9 @@ mod tests {
             (Some("-12"), Some("18446744073709551615"), Some("1.5"), Some("100"))
         );
         assert_eq!(ok(r#"{"extFields":null,"language":null,"remark":null}"#).ext_fields.len(), 0);
+        assert_eq!(ok(r#"{"language":null}"#).language, LanguageCode::Other);
         assert_eq!(ok("{}").code, 0);
+        assert_eq!(ok("{}").language, LanguageCode::Java, "Java's default for a header without one");
     }
 
     #[test]

@@ -61,7 +61,8 @@ fn reference(json: &[u8]) -> Option<Decoded> {
         }
     };
     let language = match map.get("language").map(scalar_text) {
-        None | Some(Ok(None)) => LanguageCode::Other,
+        None => LanguageCode::Java,
+        Some(Ok(None)) => LanguageCode::Other,
         Some(Ok(Some(s))) => s.parse::<u8>().map_or_else(|_| LanguageCode::from_name(&s), LanguageCode::from_code),
         Some(Err(())) => return None,
     };
