@@ -139,7 +139,8 @@ fn register_broker(state: &NamesrvState, conn: &Connection, req: &RemotingComman
         broker_name: header.broker_name,
         broker_id: header.broker_id,
         ha_server_addr: header.ha_server_addr,
-        zone_name: req.ext("zoneName").map(str::to_owned),
+        // Java's zone ext field (`MixAll.ZONE_NAME`), set by 5.x brokers in zone mode.
+        zone_name: req.ext(ZONE_NAME).map(str::to_owned),
         timeout_ms: header.heartbeat_timeout_millis,
         enable_acting_master: header.enable_acting_master,
         data_version: wrapper.data_version,
@@ -203,10 +204,34 @@ fn get_route_info(state: &NamesrvState, req: &RemotingCommand) -> Option<Remotin
     if order_enabled {
         route.order_topic_conf = lock(&state.kv).get(NAMESPACE_ORDER_TOPIC_CONFIG, &h.topic).map(str::to_owned);
     }
+    if req.ext(ZONE_MODE).is_some_and(|m| m.eq_ignore_ascii_case("true")) {
+        if let Some(zone) = req.ext(ZONE_NAME).filter(|z| !z.trim().is_empty()) {
+            keep_zone(&mut route, zone);
+        }
+    }
     // Clients before 4.9.4 expect fastjson's unquoted integer keys, as the Java name server
     // writes them; newer clients (or those asking) get standard JSON.
     let standard = req.version >= version::V4_9_4 || h.accept_standard_json_only.unwrap_or(false);
     Some(success(req).with_body(route.to_json_bytes(standard)))
+}
+
+/// Ext field naming a broker's or a client's zone. Java: `MixAll.ZONE_NAME`.
+const ZONE_NAME: &str = "__ZONE_NAME";
+/// Ext field of a client that wants routes of its own zone only. Java: `MixAll.ZONE_MODE`.
+const ZONE_MODE: &str = "__ZONE_MODE";
+
+/// Keeps the broker groups of `zone` (case-insensitive) and those whose master is down (their
+/// slaves are read wherever they are), with their queues and filter servers. Java:
+/// `ZoneRouteRPCHook#filterByZoneName`.
+fn keep_zone(route: &mut TopicRouteData, zone: &str) {
+    let (kept, removed): (Vec<_>, Vec<_>) = std::mem::take(&mut route.broker_datas).into_iter().partition(|b| {
+        !b.broker_addrs.contains_key(&0) || b.zone_name.as_deref().is_some_and(|z| z.eq_ignore_ascii_case(zone))
+    });
+    route.broker_datas = kept;
+    route.queue_datas.retain(|q| !removed.iter().any(|b| b.broker_name == q.broker_name));
+    for addr in removed.iter().flat_map(|b| b.broker_addrs.values()) {
+        route.filter_server_table.remove(addr);
+    }
 }
 
 fn get_cluster_info(state: &NamesrvState, req: &RemotingCommand) -> Option<RemotingCommand> {

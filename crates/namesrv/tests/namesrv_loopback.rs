@@ -383,6 +383,41 @@ async fn write_permission_is_wiped_and_restored() {
     ns.stop().await;
 }
 
+/// 5.x zones: a broker registers its `__ZONE_NAME`; a client in zone mode gets the groups of
+/// its zone, plus any group whose master is down (its slaves serve reads wherever they are).
+#[tokio::test]
+async fn zone_mode_clients_get_the_routes_of_their_zone() {
+    let ns = Namesrv::start(|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    for (name, id, addr, zone) in [
+        ("broker-a", 0, "127.0.0.1:10911", "z1"),
+        ("broker-b", 0, "127.0.0.1:10921", "z2"),
+        ("broker-c", 1, "127.0.0.1:10932", "z2"),
+    ] {
+        let mut reg = registration("c1", name, id, addr, &[topic("Zoned", 2)], false);
+        reg.ext_fields.insert("__ZONE_NAME".into(), zone);
+        assert_eq!(call(&client, &ns.addr, reg).await.code, response_code::SUCCESS);
+    }
+    let brokers = |route: &RemotingCommand| {
+        let route = TopicRouteData::decode(&route.body).unwrap();
+        let mut names: Vec<String> = route.broker_datas.iter().map(|b| b.broker_name.clone()).collect();
+        names.sort();
+        let mut queues: Vec<String> = route.queue_datas.iter().map(|q| q.broker_name.clone()).collect();
+        queues.sort();
+        assert_eq!(names, queues, "queues only of the brokers kept");
+        (names, route.broker_datas.iter().find(|b| b.broker_name == "broker-a").and_then(|b| b.zone_name.clone()))
+    };
+    let all = call(&client, &ns.addr, route_request("Zoned", version::CURRENT)).await;
+    assert_eq!(brokers(&all), (vec!["broker-a".into(), "broker-b".into(), "broker-c".into()], Some("z1".into())));
+    let mut zoned = route_request("Zoned", version::CURRENT);
+    zoned.ext_fields.insert("__ZONE_MODE".into(), "true");
+    zoned.ext_fields.insert("__ZONE_NAME".into(), "Z1");
+    let r = call(&client, &ns.addr, zoned).await;
+    assert_eq!(brokers(&r).0, ["broker-a", "broker-c"], "its zone, and the group without a master");
+    client.shutdown().await;
+    ns.stop().await;
+}
+
 #[tokio::test]
 async fn data_version_query_reports_changes() {
     let ns = Namesrv::start(|_| {}).await;
