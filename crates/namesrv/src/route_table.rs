@@ -11,6 +11,9 @@ use ferromq_remoting::ConnectionId;
 use serde_json::Value;
 use tracing::{info, warn};
 
+/// Topics a broker group uses to learn its members (Java: `TopicValidator.SYNC_BROKER_MEMBER_GROUP_PREFIX`).
+const SYNC_BROKER_MEMBER_GROUP_PREFIX: &str = "rmq_sys_SYNC_BROKER_MEMBER_";
+
 /// Broker id of a master.
 pub const MASTER_ID: i64 = 0;
 
@@ -308,6 +311,14 @@ impl RouteTable {
             if data.broker_addrs.is_empty() {
                 self.broker_addr_table.remove(broker_name);
                 remove_broker_name = true;
+            } else if removed && data.enable_acting_master && data.broker_addrs.keys().all(|id| *id > 0) {
+                // The master is gone and a slave may act for it (5.x): the group stays
+                // readable but takes no writes until a master registers again.
+                for queues in self.topic_queue_table.values_mut() {
+                    if let Some(q) = queues.get_mut(broker_name) {
+                        q.perm &= !perm::PERM_WRITE;
+                    }
+                }
             }
         }
         if remove_broker_name {
@@ -427,7 +438,8 @@ impl RouteTable {
             return None;
         }
         route.topic_queue_mapping_by_broker = self.topic_queue_mapping_info.get(topic).cloned();
-        if support_acting_master {
+        // A broker group's own member-sync topic shows its real members (Java).
+        if support_acting_master && !topic.starts_with(SYNC_BROKER_MEMBER_GROUP_PREFIX) {
             Self::apply_acting_master(&mut route);
         }
         Some(route)

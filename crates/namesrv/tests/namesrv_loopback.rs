@@ -418,6 +418,38 @@ async fn zone_mode_clients_get_the_routes_of_their_zone() {
     ns.stop().await;
 }
 
+/// 5.x acting master: when a group's master unregisters and its slaves may act for it, the
+/// group's queues lose write permission and routes name the first slave as master; the group's
+/// member-sync topic still shows the real members.
+#[tokio::test]
+async fn a_group_without_its_master_is_served_read_only_by_an_acting_slave() {
+    let ns = Namesrv::start(|c| c.support_acting_master = true).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let sync_topic = "rmq_sys_SYNC_BROKER_MEMBER_broker-a";
+    for (id, addr) in [(0, "127.0.0.1:10911"), (1, "127.0.0.1:10912")] {
+        let mut reg = registration("c1", "broker-a", id, addr, &[topic("Acted", 2), topic(sync_topic, 1)], false);
+        reg.ext_fields.insert("enableActingMaster".into(), "true");
+        assert_eq!(call(&client, &ns.addr, reg).await.code, response_code::SUCCESS);
+    }
+    let unreg = RemotingCommand::request(request_code::UNREGISTER_BROKER).with_header(&UnRegisterBrokerRequestHeader {
+        broker_name: "broker-a".into(),
+        broker_addr: "127.0.0.1:10911".into(),
+        cluster_name: "c1".into(),
+        broker_id: 0,
+    });
+    assert_eq!(call(&client, &ns.addr, unreg).await.code, response_code::SUCCESS);
+    let route =
+        TopicRouteData::decode(&call(&client, &ns.addr, route_request("Acted", version::CURRENT)).await.body).unwrap();
+    assert_eq!(route.queue_datas[0].perm, 4, "no writes without a master");
+    assert_eq!(route.broker_datas[0].broker_addrs.get(&0).map(String::as_str), Some("127.0.0.1:10912"));
+    let route =
+        TopicRouteData::decode(&call(&client, &ns.addr, route_request(sync_topic, version::CURRENT)).await.body)
+            .unwrap();
+    assert_eq!(route.broker_datas[0].broker_addrs.keys().copied().collect::<Vec<_>>(), [1], "the real members");
+    client.shutdown().await;
+    ns.stop().await;
+}
+
 #[tokio::test]
 async fn data_version_query_reports_changes() {
     let ns = Namesrv::start(|_| {}).await;
