@@ -77,6 +77,9 @@ pub struct Broker {
     pub(crate) pull_hold: PullHold,
     pub(crate) store_host: SocketAddr,
     pub(crate) send_permits: Semaphore,
+    /// Serializes UPDATE_AND_CREATE_TOPIC: it reads a topic's attributes, applies the
+    /// request's changes and writes the topic back (Java's handler is `synchronized`).
+    pub(crate) topic_updates: std::sync::Mutex<()>,
     pub(crate) uniq_ids: UniqIdGenerator,
     /// Put and get counters behind the TPS figures of the stats requests.
     pub(crate) stats: BrokerStats,
@@ -479,6 +482,7 @@ pub async fn run(
         pull_hold,
         store_host,
         send_permits: Semaphore::new(config.send_thread_pool_queue_capacity),
+        topic_updates: std::sync::Mutex::new(()),
         uniq_ids: UniqIdGenerator::new(store_host.ip()),
         stats: BrokerStats::default(),
         permission: AtomicI32::new(config.broker_permission),
@@ -570,7 +574,14 @@ pub async fn run(
             let mut sample = tokio::time::interval(Duration::from_millis(stats::SAMPLE_INTERVAL_MS));
             loop {
                 tokio::select! {
-                    _ = sample.tick() => b.stats.sample(stats::clock_ms()),
+                    _ = sample.tick() => {
+                        let now = stats::clock_ms();
+                        b.stats.sample(now);
+                        if let Some(timer) = &b.timer {
+                            let counts = timer.stats();
+                            b.stats.timer_tps.sample(counts.enqueued, counts.delivered, now);
+                        }
+                    }
                     _ = scan.tick() => {
                         let now = now_ms();
                         b.producers.scan_not_active(now);

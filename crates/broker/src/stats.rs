@@ -121,26 +121,33 @@ pub(crate) struct BrokerStats {
     pub(crate) timer_tps: IntervalRates,
 }
 
-/// Rates of two counters between one reading and the next (the first reading answers 0):
-/// for counters kept elsewhere that are read only on request, such as the timer wheel's.
+/// Rates of two counters kept elsewhere (the timer wheel's enqueues and deliveries), from the
+/// last two samples the broker's stats task takes every [`SAMPLE_INTERVAL_MS`]; 0 until there
+/// are two. Reading does not move the window, so every caller sees the same rates.
 #[derive(Debug, Default)]
 pub(crate) struct IntervalRates {
-    last: Mutex<Option<(u64, u64, u64)>>,
+    /// (at ms, a, b) of the previous and the latest sample.
+    samples: Mutex<[Option<(u64, u64, u64)>; 2]>,
 }
 
 impl IntervalRates {
-    /// Per-second rates of `a` and `b` since the previous call, which `now_ms` replaces.
-    pub(crate) fn rates(&self, a: u64, b: u64, now_ms: u64) -> (f64, f64) {
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        let rates = match *last {
-            Some((at, last_a, last_b)) if now_ms > at => {
-                let seconds = (now_ms - at) as f64 / 1000.0;
-                (a.saturating_sub(last_a) as f64 / seconds, b.saturating_sub(last_b) as f64 / seconds)
+    /// Records the counters at `now_ms`.
+    pub(crate) fn sample(&self, a: u64, b: u64, now_ms: u64) {
+        let mut samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
+        samples[0] = samples[1].take();
+        samples[1] = Some((now_ms, a, b));
+    }
+
+    /// Per-second rates of both counters between the last two samples.
+    pub(crate) fn rates(&self) -> (f64, f64) {
+        let samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
+        match *samples {
+            [Some((t0, a0, b0)), Some((t1, a1, b1))] if t1 > t0 => {
+                let seconds = (t1 - t0) as f64 / 1000.0;
+                (a1.saturating_sub(a0) as f64 / seconds, b1.saturating_sub(b0) as f64 / seconds)
             }
             _ => (0.0, 0.0),
-        };
-        *last = Some((now_ms, a, b));
-        rates
+        }
     }
 }
 
@@ -170,12 +177,16 @@ mod tests {
     const T0: u64 = 1_700_000_000_000;
 
     #[test]
-    fn interval_rates_run_from_one_reading_to_the_next() {
+    fn interval_rates_come_from_the_last_two_samples() {
         let rates = IntervalRates::default();
-        assert_eq!(rates.rates(10, 5, T0), (0.0, 0.0), "no interval yet");
-        assert_eq!(rates.rates(30, 5, T0 + 2_000), (10.0, 0.0));
-        assert_eq!(rates.rates(30, 9, T0 + 2_000), (0.0, 0.0), "no time passed");
-        assert_eq!(rates.rates(31, 13, T0 + 3_000), (1.0, 4.0));
+        assert_eq!(rates.rates(), (0.0, 0.0), "no sample yet");
+        rates.sample(10, 5, T0);
+        assert_eq!(rates.rates(), (0.0, 0.0), "one sample is no interval");
+        rates.sample(30, 5, T0 + 2_000);
+        assert_eq!(rates.rates(), (10.0, 0.0));
+        assert_eq!(rates.rates(), (10.0, 0.0), "reading does not move the window");
+        rates.sample(31, 13, T0 + 3_000);
+        assert_eq!(rates.rates(), (1.0, 8.0));
     }
 
     #[test]

@@ -403,15 +403,14 @@ fn update_config(state: &NamesrvState, req: &RemotingCommand) -> Option<Remoting
         }
     }
     *config = updated;
-    let path = config.config_store_path.clone();
-    let text = config.to_text();
-    drop(config);
     info!(keys = entries.len(), "name server config updated");
-    // Applied even when it cannot be persisted, as Java's name server does; the write
-    // replaces the file whole, so a crash never leaves it torn.
-    if let Err(e) = ferromq_config::replace_file(&path, text.as_bytes()) {
+    // Applied even when it cannot be persisted, as Java's name server does. The write replaces
+    // the file whole (a crash never leaves it torn) and happens under the config lock, so
+    // concurrent updates reach the file one at a time and in the order they apply.
+    if let Err(e) = ferromq_config::replace_file(&config.config_store_path, config.to_text().as_bytes()) {
         warn!(path = %e.path.display(), error = %e.source, "updated config not persisted");
     }
+    drop(config);
     Some(success(req))
 }
 

@@ -14,7 +14,6 @@ use tracing::info;
 use crate::broker::Broker;
 use crate::metadata::{topic_attributes, validate_group, validate_topic, SubscriptionGroupConfig};
 use crate::processor::{failure, header_or_fail, success};
-use crate::stats::clock_ms;
 
 impl Broker {
     pub(crate) fn update_and_create_topic(&self, req: &RemotingCommand) -> RemotingCommand {
@@ -43,6 +42,8 @@ impl Broker {
         {
             return failure(req, response_code::INVALID_PARAMETER, "MIXED message type is not supported.");
         }
+        // Read, change and write back as one step; a poisoned lock guards no state.
+        let _serialized = self.topic_updates.lock().unwrap_or_else(|e| e.into_inner());
         let current = self.topics().select(&h.topic);
         let current_attributes = current.as_ref().map(|c| c.attributes.clone()).unwrap_or_default();
         config.attributes = match topic_attributes::alter(current.is_none(), &current_attributes, &changes) {
@@ -153,9 +154,7 @@ impl Broker {
         table.insert("timerOffsetBehind".into(), offset_behind.to_string());
         let (congest, enqueue_tps, dequeue_tps) = match &self.timer {
             Some(t) => {
-                let counts = t.stats();
-                let (enqueue_tps, dequeue_tps) =
-                    self.stats.timer_tps.rates(counts.enqueued, counts.delivered, clock_ms());
+                let (enqueue_tps, dequeue_tps) = self.stats.timer_tps.rates();
                 (t.pending(), enqueue_tps, dequeue_tps)
             }
             None => (0, 0.0, 0.0),

@@ -33,20 +33,29 @@ impl Broker {
                 continue;
             };
             let notify = group.notify_consumer_ids_changed_enable;
-            // Every consumer group gets its retry topic on its first heartbeat; it is
-            // ordered while the group subscribes an ordered topic (Java sets the flag on
-            // every heartbeat), and a unit-mode consumer's carries the unit-sub flag.
+            // Every consumer group gets its retry topic on its first heartbeat, with the
+            // unit-sub flag for a unit-mode consumer. Its `order` flag follows whether the
+            // heartbeat's subscriptions name an ordered topic (the group's own retry topic,
+            // once ordered, counts too), set on every full heartbeat as Java does; a heartbeat
+            // without subscriptions leaves it as it is.
             let retry = retry_topic(&consumer.group_name);
-            let has_order_sub = consumer.subscription_data_set.iter().any(|s| self.topics().is_order_topic(&s.topic));
             let sys_flag = if consumer.unit_mode { TOPIC_SYS_FLAG_UNIT_SUB } else { 0 };
             let existed = self.topics().select(&retry).is_some();
-            match self.topics().create_topic_in_send_back_with_order(
-                &retry,
-                group.retry_queue_nums,
-                perm::PERM_WRITE | perm::PERM_READ,
-                has_order_sub,
-                sys_flag,
-            ) {
+            let perm = perm::PERM_WRITE | perm::PERM_READ;
+            let created = if hb.without_sub {
+                self.topics().create_topic_in_send_back(&retry, group.retry_queue_nums, perm, sys_flag)
+            } else {
+                let has_order_sub =
+                    consumer.subscription_data_set.iter().any(|s| self.topics().is_order_topic(&s.topic));
+                self.topics().create_topic_in_send_back_with_order(
+                    &retry,
+                    group.retry_queue_nums,
+                    perm,
+                    has_order_sub,
+                    sys_flag,
+                )
+            };
+            match created {
                 Ok(created) if !existed => self.on_topic_created(&created),
                 Ok(_) => {}
                 Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("cannot create {retry}: {e}")),

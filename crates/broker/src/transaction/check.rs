@@ -120,7 +120,9 @@ impl Broker {
             }
             let immunity = props
                 .get(keys::CHECK_IMMUNITY_TIME_IN_SECONDS)
-                .map(|s| s.trim().parse::<i64>().ok().map_or(timeout, |secs| secs.saturating_mul(1_000)));
+                // At least transactionTimeOut, as END_TRANSACTION counts it too (Java:
+                // `TransactionalMessageUtil#getImmunityTime`).
+                .map(|s| s.trim().parse::<i64>().ok().map_or(timeout, |secs| secs.saturating_mul(1_000).max(timeout)));
             match immunity {
                 Some(immunity) if age < immunity => {
                     // A producer asked for more time: keep the message behind the walk without
