@@ -1,36 +1,18 @@
 //! `ferromq admin` end to end: a `ferromq standalone` process, admin commands run as processes,
 //! their tables and JSON checked.
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use ferromq_protocol::header::GetRouteInfoRequestHeader;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
-use ferromq_testkit::{free_broker_port, free_port, ChildProcess};
+use ferromq_testkit::{free_port, start_standalone, Standalone};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
 
-/// Kills the standalone server when the test ends, pass or fail.
-struct Server {
-    _child: ChildProcess,
-    namesrv: String,
-    data: tempfile::TempDir,
-}
-
-fn start_server() -> Server {
-    let data = tempfile::tempdir().unwrap();
-    let (ns_port, broker_port) = (free_port(), free_broker_port());
-    let child = Command::new(BIN)
-        .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
-        .arg(data.path())
-        .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string()])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let server = Server { _child: ChildProcess(child), namesrv: format!("127.0.0.1:{ns_port}"), data };
+fn start_server() -> Standalone {
+    let server = start_standalone(BIN);
     wait_for_route(&server.namesrv, "TBW102");
     server
 }
@@ -280,7 +262,7 @@ fn admin_updates_broker_config_lists_topic_clusters_groups_and_live_connections(
     assert_eq!(updated["value"], "3145728");
     let config = json(&ok(ns, &["getBrokerConfig", "-b", &broker, "--json"]));
     assert_eq!(config[broker.as_str()]["maxMessageSize"], "3145728", "{config}");
-    let persisted = server.data.path().join("store").join("config").join("broker.properties");
+    let persisted = server.data.path().join("data").join("store").join("config").join("broker.properties");
     let persisted = std::fs::read_to_string(&persisted).unwrap();
     assert!(persisted.lines().any(|l| l == "maxMessageSize=3145728"), "{persisted}");
     let refused = admin(ns, &["updateBrokerConfig", "-b", &broker, "-k", "brokerConfigPath", "-v", "/tmp/x"]);

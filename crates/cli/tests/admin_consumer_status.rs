@@ -4,39 +4,21 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferromq_client::{
     ClientConfig, ConsumeFromWhere, ConsumeStatus, Message, Producer, ProducerConfig, PushConsumer, PushConsumerConfig,
 };
-use ferromq_testkit::{free_broker_port, free_port, ChildProcess};
+use ferromq_testkit::{start_standalone, Standalone};
 use tokio::time::Instant;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
 const T: Duration = Duration::from_secs(20);
 
-/// Kills the standalone server when the test ends, pass or fail.
-struct Server {
-    _child: ChildProcess,
-    namesrv: String,
-    _data: tempfile::TempDir,
-}
-
-async fn start_server() -> Server {
-    let data = tempfile::tempdir().unwrap();
-    let (ns_port, broker_port) = (free_port(), free_broker_port());
-    let child = Command::new(BIN)
-        .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
-        .arg(data.path())
-        .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string()])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let server = Server { _child: ChildProcess(child), namesrv: format!("127.0.0.1:{ns_port}"), _data: data };
+async fn start_server() -> Standalone {
+    let server = start_standalone(BIN);
     until(&server.namesrv, None, &["clusterList", "--json"], |out| out.contains("brokerAddr")).await;
     server
 }

@@ -34,3 +34,68 @@ pub fn spawn_with_config(bin: &str, args: &[&str], conf: &Path, config: &str) ->
     }
     ChildProcess(command.spawn().unwrap_or_else(|e| panic!("cannot start {bin}: {e}")))
 }
+
+/// A `ferromq standalone` (name server and broker) on free ports, with a data directory of its
+/// own; killed and reaped when dropped.
+#[derive(Debug)]
+pub struct Standalone {
+    /// The process.
+    pub child: ChildProcess,
+    /// `127.0.0.1:<port>` of its name server.
+    pub namesrv: String,
+    /// `127.0.0.1:<port>` of its broker.
+    pub broker: String,
+    /// Its data directory (the process output goes to `standalone.log` in it).
+    pub data: tempfile::TempDir,
+}
+
+/// Starts `bin standalone` on free ports and waits until its name server accepts
+/// connections. Another process can take a chosen port before the server binds it: such a
+/// start is retried on fresh ports (three tries). Any other early exit panics with the
+/// server's output, so a failure says why. `FERROMQ_TEST_LOGS` shows the output instead.
+///
+/// # Panics
+/// When the server does not come up.
+pub fn start_standalone(bin: &str) -> Standalone {
+    const TRIES: usize = 3;
+    let logs = std::env::var_os("FERROMQ_TEST_LOGS").is_some();
+    for attempt in 1..=TRIES {
+        let data = tempfile::tempdir().expect("temporary directory");
+        let log_path = data.path().join("standalone.log");
+        let (ns_port, broker_port) = (crate::free_port(), crate::free_broker_port());
+        let log = std::fs::File::create(&log_path).expect("log file");
+        let mut command = Command::new(bin);
+        command
+            .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
+            .arg(data.path().join("data"))
+            .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string()])
+            .stdout(Stdio::null());
+        if logs {
+            command.stderr(Stdio::inherit());
+        } else {
+            command.stderr(log);
+        }
+        if std::env::var_os("RUST_LOG").is_none() {
+            command.env("RUST_LOG", "warn");
+        }
+        let mut child = ChildProcess(command.spawn().unwrap_or_else(|e| panic!("cannot start {bin}: {e}")));
+        let namesrv = format!("127.0.0.1:{ns_port}");
+        let deadline = std::time::Instant::now() + crate::TIMEOUT * 2;
+        loop {
+            if std::net::TcpStream::connect(&namesrv).is_ok() {
+                return Standalone { child, namesrv, broker: format!("127.0.0.1:{broker_port}"), data };
+            }
+            if let Ok(Some(status)) = child.0.try_wait() {
+                let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+                // "Address already in use (os error 98)" on Linux.
+                if attempt < TRIES && output.to_ascii_lowercase().contains("in use") {
+                    break; // a port was taken meanwhile: fresh ports
+                }
+                panic!("standalone exited ({status}) before serving:\n{output}");
+            }
+            assert!(std::time::Instant::now() < deadline, "standalone did not listen on {namesrv} in time");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    unreachable!("the last try returns or panics")
+}
