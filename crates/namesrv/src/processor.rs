@@ -16,7 +16,7 @@ use tracing::{info, warn};
 
 use crate::config::NamesrvConfig;
 use crate::kv_config::{KvConfig, NAMESPACE_ORDER_TOPIC_CONFIG};
-use crate::route_table::{BrokerAddrInfo, BrokerRegistration, RouteTable};
+use crate::route_table::{BrokerAddrInfo, BrokerRegistration, RouteTable, MASTER_ID};
 
 /// Topic sysflag bit: a unit topic.
 const TOPIC_SYS_FLAG_UNIT: i32 = 0x1;
@@ -225,7 +225,7 @@ const ZONE_MODE: &str = "__ZONE_MODE";
 /// `ZoneRouteRPCHook#filterByZoneName`.
 fn keep_zone(route: &mut TopicRouteData, zone: &str) {
     let (kept, removed): (Vec<_>, Vec<_>) = std::mem::take(&mut route.broker_datas).into_iter().partition(|b| {
-        !b.broker_addrs.contains_key(&0) || b.zone_name.as_deref().is_some_and(|z| z.eq_ignore_ascii_case(zone))
+        !b.broker_addrs.contains_key(&MASTER_ID) || b.zone_name.as_deref().is_some_and(|z| z.eq_ignore_ascii_case(zone))
     });
     route.broker_datas = kept;
     route.queue_datas.retain(|q| !removed.iter().any(|b| b.broker_name == q.broker_name));

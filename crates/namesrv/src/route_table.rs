@@ -300,6 +300,7 @@ impl RouteTable {
         let was_live = self.broker_live_table.remove(&key).is_some();
         self.filter_server_table.remove(&key);
         let mut remove_broker_name = false;
+        let mut acting_without_master = false;
         if let Some(data) = self.broker_addr_table.get_mut(broker_name) {
             // By address, whatever id the request names (Java removes every entry of it).
             let before = data.broker_addrs.len();
@@ -311,15 +312,15 @@ impl RouteTable {
             if data.broker_addrs.is_empty() {
                 self.broker_addr_table.remove(broker_name);
                 remove_broker_name = true;
-            } else if removed && data.enable_acting_master && data.broker_addrs.keys().all(|id| *id > 0) {
-                // The master is gone and a slave may act for it (5.x): the group stays
-                // readable but takes no writes until a master registers again.
-                for queues in self.topic_queue_table.values_mut() {
-                    if let Some(q) = queues.get_mut(broker_name) {
-                        q.perm &= !perm::PERM_WRITE;
-                    }
-                }
+            } else {
+                acting_without_master =
+                    removed && data.enable_acting_master && !data.broker_addrs.contains_key(&MASTER_ID);
             }
+        }
+        if acting_without_master {
+            // The master is gone and a slave may act for it (5.x): the group stays readable
+            // but takes no writes until a master registers again.
+            self.set_write_perm(broker_name, false);
         }
         if remove_broker_name {
             if let Some(names) = self.cluster_addr_table.get_mut(cluster) {

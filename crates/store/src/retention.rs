@@ -370,8 +370,7 @@ fn parse_delete_when(text: &str) -> [bool; 24] {
 /// unprivileged users), where used = total - free. Java rounds up to a whole percent. Against
 /// a whole-percent ratio, `>` gives the same answer either way. `None` when `statvfs` fails.
 pub fn disk_used_percent(path: &Path) -> Option<f64> {
-    let s = disk_space(path)?;
-    used_percent(s.blocks, s.free_blocks, s.available_blocks)
+    disk_space(path)?.used_percent()
 }
 
 /// Block counts of the filesystem holding a path (`statvfs`).
@@ -396,6 +395,11 @@ impl DiskSpace {
     /// Unallocated bytes (Java: `File#getFreeSpace`).
     pub fn free_bytes(&self) -> u64 {
         self.free_blocks.saturating_mul(self.block_size)
+    }
+
+    /// Used space in percent, as [`disk_used_percent`] reports it.
+    pub fn used_percent(&self) -> Option<f64> {
+        used_percent(self.blocks, self.free_blocks, self.available_blocks)
     }
 }
 

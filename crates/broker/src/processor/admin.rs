@@ -8,7 +8,7 @@ use ferromq_protocol::header::{
     CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader,
 };
 use ferromq_protocol::{response_code, version, RemotingCommand};
-use ferromq_store::{disk_space, disk_used_percent, java_double};
+use ferromq_store::{disk_space, java_double, DiskSpace};
 use tracing::info;
 
 use crate::broker::Broker;
@@ -177,10 +177,12 @@ impl Broker {
             self.store.earliest_message_time_in_log().unwrap_or(-1).to_string(),
         );
         let store_config = self.store.config();
-        let ratio = |dir: &std::path::Path| disk_used_percent(dir).map_or(-1.0, |p| p / 100.0);
-        table.insert("commitLogDiskRatio".into(), java_double(ratio(&store_config.commit_log_dir())));
-        table.insert("consumeQueueDiskRatio".into(), java_double(ratio(&store_config.consume_queue_dir())));
-        if let Some(space) = disk_space(&store_config.commit_log_dir()) {
+        // One `statvfs` per directory.
+        let ratio = |space: Option<DiskSpace>| space.and_then(|s| s.used_percent()).map_or(-1.0, |p| p / 100.0);
+        let commit_log_space = disk_space(&store_config.commit_log_dir());
+        table.insert("commitLogDiskRatio".into(), java_double(ratio(commit_log_space)));
+        table.insert("consumeQueueDiskRatio".into(), java_double(ratio(disk_space(&store_config.consume_queue_dir()))));
+        if let Some(space) = commit_log_space {
             table.insert(
                 "commitLogDirCapacity".into(),
                 format!(
