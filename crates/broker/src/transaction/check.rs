@@ -23,7 +23,7 @@ use tracing::{debug, info, warn};
 
 use crate::broker::{now_ms, Broker};
 use crate::metadata::{RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC};
-use crate::transaction::{parse_op_body, CID_RMQ_SYS_TRANS};
+use crate::transaction::{check_immunity_ms, parse_op_body, CID_RMQ_SYS_TRANS};
 
 /// Longest one run may take (Java: `MAX_PROCESS_TIME_LIMIT`).
 const MAX_RUN_TIME_MS: i64 = 60_000;
@@ -118,11 +118,7 @@ impl Broker {
             if half.store_timestamp_ms >= started {
                 break; // stored during this run: the next run looks at it
             }
-            let immunity = props
-                .get(keys::CHECK_IMMUNITY_TIME_IN_SECONDS)
-                // At least transactionTimeOut, as END_TRANSACTION counts it too (Java:
-                // `TransactionalMessageUtil#getImmunityTime`).
-                .map(|s| s.trim().parse::<i64>().ok().map_or(timeout, |secs| secs.saturating_mul(1_000).max(timeout)));
+            let immunity = props.get(keys::CHECK_IMMUNITY_TIME_IN_SECONDS).map(|s| check_immunity_ms(s, timeout));
             match immunity {
                 Some(immunity) if age < immunity => {
                     // A producer asked for more time: keep the message behind the walk without

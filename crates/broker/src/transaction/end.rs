@@ -14,6 +14,7 @@ use crate::broker::Broker;
 use crate::processor::{failure, success};
 use crate::stats::clock_ms;
 use crate::timer::HookRefusal;
+use crate::transaction::check_immunity_ms;
 
 impl Broker {
     pub(crate) async fn end_transaction(&self, conn: Connection, req: RemotingCommand) -> RemotingCommand {
@@ -78,13 +79,9 @@ impl Broker {
         if h.from_transaction_check == Some(true) {
             return false;
         }
-        let Some(immunity) =
-            MessageProperties::decode(&half.properties).get(keys::CHECK_IMMUNITY_TIME_IN_SECONDS).map(|s| {
-                s.trim()
-                    .parse::<i64>()
-                    .map_or(0, |secs| secs.saturating_mul(1_000))
-                    .max(self.config.transaction_time_out)
-            })
+        let Some(immunity) = MessageProperties::decode(&half.properties)
+            .get(keys::CHECK_IMMUNITY_TIME_IN_SECONDS)
+            .map(|s| check_immunity_ms(s, self.config.transaction_time_out))
         else {
             return false;
         };

@@ -24,6 +24,13 @@ pub(crate) const CID_RMQ_SYS_TRANS: &str = "CID_RMQ_SYS_TRANS";
 /// Tag of op messages (Java: `TransactionalMessageUtil.REMOVE_TAG`).
 pub(crate) const REMOVE_TAG: &str = "d";
 
+/// How long (ms) a half message whose producer set CHECK_IMMUNITY_TIME_IN_SECONDS to `value`
+/// is spared a check: that many seconds, but at least `transaction_timeout_ms` (also when the
+/// value does not parse). Java: `TransactionalMessageUtil#getImmunityTime`.
+pub(crate) fn check_immunity_ms(value: &str, transaction_timeout_ms: i64) -> i64 {
+    value.trim().parse::<i64>().map_or(0, |secs| secs.saturating_mul(1_000)).max(transaction_timeout_ms)
+}
+
 /// Turns a prepared message into a half message: REAL_TOPIC / REAL_QID keep where it goes,
 /// `__transactionId__` is its UNIQ_KEY, it moves to the half topic's queue 0, and its system
 /// flag loses the transaction bits so that it is dispatched to the half queue (which only the
@@ -83,6 +90,13 @@ mod tests {
         assert_eq!(props.get(keys::REAL_QID), Some("3"));
         assert_eq!(props.get(keys::TRANSACTION_ID), Some("ABC"));
         assert_eq!(props.get(keys::TRAN_MSG), Some("true"));
+    }
+
+    #[test]
+    fn check_immunity_is_at_least_the_transaction_timeout() {
+        assert_eq!(check_immunity_ms("10", 6_000), 10_000);
+        assert_eq!(check_immunity_ms(" 1 ", 6_000), 6_000);
+        assert_eq!(check_immunity_ms("soon", 6_000), 6_000);
     }
 
     #[test]
