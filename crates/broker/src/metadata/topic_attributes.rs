@@ -34,8 +34,11 @@ const TOPIC_ATTRIBUTES: [Attribute; 4] = [
     Attribute { name: "reserve.time", changeable: true, values: Values::Range(-1, i64::MAX) },
 ];
 
-/// The `message.type` value a broker refuses unless `enableMixedMessageType`.
-pub(crate) const MIXED_MESSAGE_TYPE: &str = "MIXED";
+/// Whether `changes` set `message.type` to MIXED, which a broker refuses unless
+/// `enableMixedMessageType`.
+pub(crate) fn sets_mixed_message_type(changes: &[AttributeChange]) -> bool {
+    changes.iter().any(|c| c.add && c.key == "message.type" && c.value == "MIXED")
+}
 
 /// One requested change: `+key=value` (`add` true) or `-key`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -35,11 +35,7 @@ impl Broker {
             Ok(changes) => changes,
             Err(reason) => return failure(req, response_code::SYSTEM_ERROR, reason),
         };
-        if !self.config.enable_mixed_message_type
-            && changes
-                .iter()
-                .any(|c| c.add && c.key == "message.type" && c.value == topic_attributes::MIXED_MESSAGE_TYPE)
-        {
+        if !self.config.enable_mixed_message_type && topic_attributes::sets_mixed_message_type(&changes) {
             return failure(req, response_code::INVALID_PARAMETER, "MIXED message type is not supported.");
         }
         // Read, change and write back as one step; a poisoned lock guards no state.
