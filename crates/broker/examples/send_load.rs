@@ -1,70 +1,66 @@
-//! A small load client for the broker (until `ferromq bench` exists): N concurrent senders
-//! send 1 KiB messages with SEND_MESSAGE_V2 for a while; prints messages per second and send
-//! latency percentiles as JSON. Bounded by time and count.
+//! A small load client for the broker: N concurrent senders send 1 KiB messages with
+//! SEND_MESSAGE_V2 (JSON headers) for a while; prints messages per second and send latency
+//! percentiles as JSON. Bounded by time and count.
 //!
 //! `cargo run --release -p ferromq-broker --example send_load -- <broker addr> <senders> <seconds> [topic] [connections]`
+//!
+//! The senders are closed-loop slots spread over a few connections: each slot has one request
+//! outstanding and sends its next one as soon as the response arrives, exactly as N producer
+//! threads calling a synchronous `send` would. One task per connection does the whole exchange
+//! (no task, channel, timer or map entry per request), because the client shares the machine
+//! with the broker it measures and every microsecond it spends is taken from the broker.
+//! `ferromq bench produce` is the full-featured tool that drives the real producer client.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use ferromq_protocol::header::{SendMessageRequestHeader, SendMessageRequestHeaderV2};
-use ferromq_protocol::{request_code, response_code, RemotingCommand};
-use ferromq_remoting::{ClientConfig, RemotingClient};
+use ferromq_protocol::{decode_frame, encode_frame, request_code, response_code, RemotingCommand, SerializeType};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A response that takes longer than this ends the run for its connection (counted as failed).
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
+/// No sender records more latencies than this (bounds the client's memory).
+const MAX_SENDS_PER_SENDER: usize = 2_000_000;
+const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let broker = args.get(1).cloned().unwrap_or_else(|| "127.0.0.1:10911".into());
-    let senders: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(64);
+    let senders: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(64).max(1);
     let seconds: u64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(5);
     let topic = args.get(4).cloned().unwrap_or_else(|| "LoadTopic".into());
-    let connections: usize = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(4).max(1);
+    let connections: usize = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(4).clamp(1, senders);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     rt.block_on(async move {
-        // A few connections, as several producer processes would open.
-        let clients: Vec<Arc<RemotingClient>> = (0..connections).map(|_| Arc::new(RemotingClient::new(ClientConfig::default()))).collect();
         let body = Bytes::from(vec![b'x'; 1024]);
         let stop = Arc::new(AtomicBool::new(false));
         let mut tasks = tokio::task::JoinSet::new();
         let started = Instant::now();
-        for s in 0..senders {
-            let (client, broker, topic, body, stop) = (clients[s % clients.len()].clone(), broker.clone(), topic.clone(), body.clone(), stop.clone());
-            tasks.spawn(async move {
-                let mut latencies = Vec::with_capacity(100_000);
-                let mut failures = 0u64;
-                // Every send of a sender carries the same header, so it is built once: the
-                // load client shares the machine with the broker and should spend its CPU on
-                // the protocol exchange, not on rebuilding identical headers.
-                let h: SendMessageRequestHeaderV2 = SendMessageRequestHeader {
-                    producer_group: "load".into(),
-                    topic,
-                    default_topic: "TBW102".into(),
-                    default_topic_queue_nums: 8,
-                    queue_id: (s % 8) as i32,
-                    born_timestamp: 1,
-                    ..Default::default()
-                }
-                .into();
-                let template = RemotingCommand::request(request_code::SEND_MESSAGE_V2).with_header(&h).with_body(body);
-                while !stop.load(Ordering::Relaxed) && latencies.len() < 2_000_000 {
-                    let req = template.clone();
-                    let t = Instant::now();
-                    match client.invoke(&broker, req, Duration::from_secs(10)).await {
-                        Ok(r) if r.code == response_code::SUCCESS => latencies.push(t.elapsed().as_micros() as u64),
-                        _ => failures += 1,
-                    }
-                }
-                (latencies, failures)
-            });
+        for c in 0..connections {
+            // Sender s rides on connection s % connections, as before.
+            let slots: Vec<usize> = (c..senders).step_by(connections).collect();
+            let frames = slots.iter().enumerate().map(|(i, &s)| request_frame(&topic, s, i, body.clone())).collect();
+            let (broker, stop) = (broker.clone(), stop.clone());
+            tasks.spawn(async move { run_connection(&broker, frames, &stop).await });
         }
         tokio::time::sleep(Duration::from_secs(seconds)).await;
         stop.store(true, Ordering::Relaxed);
         let (mut all, mut failures) = (Vec::new(), 0);
         while let Some(r) = tasks.join_next().await {
-            let (l, f) = r.expect("sender");
-            all.extend(l);
-            failures += f;
+            match r.expect("connection task") {
+                Ok((l, f)) => {
+                    all.extend(l);
+                    failures += f;
+                }
+                Err(e) => {
+                    eprintln!("connection failed: {e}");
+                    failures += 1;
+                }
+            }
         }
         let elapsed = started.elapsed().as_secs_f64();
         all.sort_unstable();
@@ -78,8 +74,85 @@ fn main() {
             pct(0.999),
             all.last().copied().unwrap_or(0)
         );
-        for c in clients {
-            c.shutdown().await;
-        }
     });
+}
+
+/// The encoded request of one sender. Every send of a sender is the same message, and its
+/// `opaque` is the sender's slot on the connection (it has one request outstanding at a time),
+/// so the frame is encoded once and copied per send.
+fn request_frame(topic: &str, sender: usize, slot: usize, body: Bytes) -> Bytes {
+    let h: SendMessageRequestHeaderV2 = SendMessageRequestHeader {
+        producer_group: "load".into(),
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 8,
+        queue_id: (sender % 8) as i32,
+        born_timestamp: 1,
+        ..Default::default()
+    }
+    .into();
+    let mut cmd = RemotingCommand::request(request_code::SEND_MESSAGE_V2).with_header(&h).with_body(body);
+    cmd.opaque = slot as i32;
+    let mut out = BytesMut::new();
+    encode_frame(&cmd, SerializeType::Json, &mut out).expect("request frame");
+    out.freeze()
+}
+
+/// Runs the closed loop of `frames.len()` senders over one connection until `stop`, then
+/// waits for the outstanding responses. Returns the latencies (µs) of the acknowledged sends
+/// and the number of failed ones.
+async fn run_connection(addr: &str, frames: Vec<Bytes>, stop: &AtomicBool) -> std::io::Result<(Vec<u64>, u64)> {
+    let stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let (mut rd, mut wr) = stream.into_split();
+    let now = Instant::now();
+    let mut sent_at = vec![now; frames.len()];
+    let mut sends = vec![1usize; frames.len()];
+    let mut out = BytesMut::with_capacity(64 * 1024);
+    for frame in &frames {
+        out.extend_from_slice(frame);
+    }
+    let mut outstanding = frames.len();
+    let mut inbuf = BytesMut::with_capacity(64 * 1024);
+    let mut latencies = Vec::with_capacity(100_000);
+    let mut failures = 0u64;
+    while outstanding > 0 {
+        if !out.is_empty() {
+            wr.write_all(&out).await?;
+            out.clear();
+        }
+        if inbuf.capacity() - inbuf.len() < 16 * 1024 {
+            inbuf.reserve(64 * 1024);
+        }
+        match tokio::time::timeout(RESPONSE_TIMEOUT, rd.read_buf(&mut inbuf)).await {
+            Ok(Ok(0)) => {
+                return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "broker closed the connection"))
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(e),
+            Err(_) => {
+                failures += outstanding as u64;
+                break;
+            }
+        }
+        let stopping = stop.load(Ordering::Relaxed);
+        while let Some(response) = decode_frame(&mut inbuf, MAX_FRAME_BYTES).map_err(std::io::Error::other)? {
+            let Some(slot) = usize::try_from(response.opaque).ok().filter(|&s| s < frames.len()) else {
+                return Err(std::io::Error::other(format!("response with unknown opaque {}", response.opaque)));
+            };
+            outstanding -= 1;
+            if response.code == response_code::SUCCESS {
+                latencies.push(sent_at[slot].elapsed().as_micros() as u64);
+            } else {
+                failures += 1;
+            }
+            if !stopping && sends[slot] < MAX_SENDS_PER_SENDER {
+                out.extend_from_slice(&frames[slot]);
+                sent_at[slot] = Instant::now();
+                sends[slot] += 1;
+                outstanding += 1;
+            }
+        }
+    }
+    Ok((latencies, failures))
 }
