@@ -7,7 +7,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use ferromq_config::RocketMqConfig;
-use ferromq_protocol::body::{DataVersion, JsonBody, KVTable, RegisterBrokerBody, TopicRouteData};
+use ferromq_protocol::body::{
+    DataVersion, GetBrokerMemberGroupResponseBody, JsonBody, KVTable, RegisterBrokerBody, TopicRouteData,
+};
 use ferromq_protocol::header::*;
 use ferromq_protocol::message::crc32_masked;
 use ferromq_protocol::{json, properties_text, request_code, response_code, version, RemotingCommand};
@@ -82,6 +84,7 @@ pub fn dispatcher(state: Arc<NamesrvState>) -> Dispatcher {
     route!(request_code::UNREGISTER_BROKER, unregister_broker);
     route!(request_code::GET_ROUTEINFO_BY_TOPIC, get_route_info);
     route!(request_code::GET_BROKER_CLUSTER_INFO, get_cluster_info);
+    route!(request_code::GET_BROKER_MEMBER_GROUP, get_broker_member_group);
     route!(request_code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER, get_all_topics);
     route!(request_code::GET_TOPICS_BY_CLUSTER, get_topics_by_cluster);
     route!(request_code::GET_SYSTEM_TOPIC_LIST_FROM_NS, get_system_topics);
@@ -238,6 +241,17 @@ fn get_cluster_info(state: &NamesrvState, req: &RemotingCommand) -> Option<Remot
     let info = read(&state.routes).cluster_info();
     // The Java name server writes ClusterInfo in fastjson's default style; clients expect it.
     match json::to_fastjson_vec(&info) {
+        Ok(body) => Some(success(req).with_body(body)),
+        Err(e) => Some(failure(req, response_code::SYSTEM_ERROR, e.to_string())),
+    }
+}
+
+fn get_broker_member_group(state: &NamesrvState, req: &RemotingCommand) -> Option<RemotingCommand> {
+    let h = header_or_fail!(req, GetBrokerMemberGroupRequestHeader);
+    let body = GetBrokerMemberGroupResponseBody {
+        broker_member_group: read(&state.routes).broker_member_group(&h.cluster_name, &h.broker_name),
+    };
+    match json::to_fastjson_vec(&body) {
         Ok(body) => Some(success(req).with_body(body)),
         Err(e) => Some(failure(req, response_code::SYSTEM_ERROR, e.to_string())),
     }

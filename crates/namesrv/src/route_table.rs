@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use ferromq_protocol::body::{
-    perm, BrokerData, ClusterInfo, DataVersion, QueueData, TopicConfig, TopicList, TopicRouteData,
+    perm, BrokerData, BrokerMemberGroup, ClusterInfo, DataVersion, QueueData, TopicConfig, TopicList, TopicRouteData,
 };
 use ferromq_remoting::ConnectionId;
 use serde_json::Value;
@@ -481,6 +481,17 @@ impl RouteTable {
         ClusterInfo {
             broker_addr_table: self.broker_addr_table.clone(),
             cluster_addr_table: self.cluster_addr_table.clone(),
+        }
+    }
+
+    /// The live members of broker group `broker_name` (GET_BROKER_MEMBER_GROUP), labelled
+    /// with the cluster asked for; without members when the group is unknown. As in Java, the
+    /// group is looked up by name alone.
+    pub fn broker_member_group(&self, cluster: &str, broker_name: &str) -> BrokerMemberGroup {
+        BrokerMemberGroup {
+            broker_addrs: self.broker_addr_table.get(broker_name).map(|g| g.broker_addrs.clone()).unwrap_or_default(),
+            broker_name: broker_name.to_owned(),
+            cluster: cluster.to_owned(),
         }
     }
 

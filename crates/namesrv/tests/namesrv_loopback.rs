@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::{BufMut, BytesMut};
 use ferromq_namesrv::NamesrvConfig;
 use ferromq_protocol::body::{
-    ClusterInfo, DataVersion, JsonBody, KVTable, RegisterBrokerBody, TopicConfig,
+    ClusterInfo, DataVersion, GetBrokerMemberGroupResponseBody, JsonBody, KVTable, RegisterBrokerBody, TopicConfig,
     TopicConfigAndMappingSerializeWrapper, TopicList, TopicRouteData,
 };
 use ferromq_protocol::header::*;
@@ -175,6 +175,28 @@ async fn two_broker_groups_with_slaves_merge_into_routes_and_cluster_info() {
     let info: ClusterInfo = json::parse_lenient(&r.body).unwrap();
     assert_eq!(info.cluster_addr_table["DefaultCluster"].len(), 2);
     assert_eq!(info.broker_addr_table["broker-a"].broker_addrs.len(), 2);
+
+    // A group's members, as a 5.x broker asks for them; an unknown group has none.
+    let member_group = |broker_name: &str| {
+        RemotingCommand::request(request_code::GET_BROKER_MEMBER_GROUP).with_header(
+            &GetBrokerMemberGroupRequestHeader {
+                cluster_name: "DefaultCluster".into(),
+                broker_name: broker_name.into(),
+            },
+        )
+    };
+    let r = call(&client, &ns.addr, member_group("broker-a")).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let text = String::from_utf8(r.body.to_vec()).unwrap();
+    assert_eq!(
+        text,
+        r#"{"brokerMemberGroup":{"brokerAddrs":{0:"127.0.0.1:10911",1:"127.0.0.2:10911"},"brokerName":"broker-a","cluster":"DefaultCluster"}}"#
+    );
+    let r = call(&client, &ns.addr, member_group("broker-x")).await;
+    let group = GetBrokerMemberGroupResponseBody::decode(&r.body).unwrap().broker_member_group;
+    assert_eq!((group.broker_name.as_str(), group.broker_addrs.len()), ("broker-x", 0));
+    let missing = RemotingCommand::request(request_code::GET_BROKER_MEMBER_GROUP);
+    assert_eq!(call(&client, &ns.addr, missing).await.code, response_code::SYSTEM_ERROR, "header fields are required");
 
     let r = call(&client, &ns.addr, RemotingCommand::request(request_code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER)).await;
     let topics = TopicList::decode(&r.body).unwrap();

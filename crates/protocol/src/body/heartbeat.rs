@@ -67,6 +67,13 @@ java_enum! {
     }
 }
 
+/// Heartbeat response field: the broker takes heartbeats that leave unchanged subscriptions
+/// out (heartbeat V2). Java: `MixAll.IS_SUPPORT_HEART_BEAT_V2`.
+pub const IS_SUPPORT_HEART_BEAT_V2: &str = "IS_SUPPORT_HEART_BEAT_V2";
+/// Heartbeat response field: the client should send its subscriptions again. Java:
+/// `MixAll.IS_SUB_CHANGE`.
+pub const IS_SUB_CHANGE: &str = "IS_SUB_CHANGE";
+
 /// The heartbeat body.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

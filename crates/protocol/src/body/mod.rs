@@ -8,6 +8,7 @@
 //! `lenient` module). Output is standard JSON unless a fastjson-style method is asked for.
 //! This module does not act on the bodies; processors in the server crates do.
 
+mod broker_member_group;
 mod cluster_info;
 mod connection;
 mod consume_stats;
@@ -39,6 +40,7 @@ use serde::Serialize;
 
 use crate::json::{parse_lenient, to_fastjson_vec};
 
+pub use broker_member_group::{BrokerMemberGroup, GetBrokerMemberGroupResponseBody};
 pub use cluster_info::ClusterInfo;
 pub use connection::{Connection, ConsumerConnection, ProducerConnection};
 pub use consume_stats::{ConsumeStats, OffsetWrapper};
@@ -55,7 +57,7 @@ pub use group_list::GroupList;
 pub use ha_runtime_info::{HaClientRuntimeInfo, HaConnectionRuntimeInfo, HaRuntimeInfo};
 pub use heartbeat::{
     CheckClientRequestBody, ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, MessageModel, ProducerData,
-    SubscriptionData, EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG, SUB_ALL,
+    SubscriptionData, EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG, IS_SUB_CHANGE, IS_SUPPORT_HEART_BEAT_V2, SUB_ALL,
 };
 pub use kv_table::KVTable;
 pub use lock_batch::{LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody};

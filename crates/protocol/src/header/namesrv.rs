@@ -49,6 +49,14 @@ command_header! {
 }
 
 command_header! {
+    /// GET_BROKER_MEMBER_GROUP (901).
+    pub struct GetBrokerMemberGroupRequestHeader {
+        pub cluster_name: String => "clusterName",
+        pub broker_name: String => "brokerName",
+    }
+}
+
+command_header! {
     /// DELETE_TOPIC_IN_NAMESRV (216).
     pub struct DeleteTopicFromNamesrvRequestHeader {
         pub topic: String => "topic",
