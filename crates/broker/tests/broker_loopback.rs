@@ -283,6 +283,72 @@ async fn batch_heartbeat_and_consumer_list() {
     c.stop().await;
 }
 
+/// Heartbeat V2 as a 5.x Java client runs it: it learns from IS_SUPPORT_HEART_BEAT_V2 that it
+/// may leave unchanged subscriptions out, and sends them again whenever IS_SUB_CHANGE says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeat_v2_fingerprints_say_when_subscriptions_must_be_sent_again() {
+    let c = Cluster::start(|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    assert_eq!(client.invoke(&c.broker_addr, create_topic("V2", false), T).await.unwrap().code, response_code::SUCCESS);
+    let flags = |r: &RemotingCommand| {
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        (
+            r.ext_fields.get("IS_SUPPORT_HEART_BEAT_V2").map(str::to_owned),
+            r.ext_fields.get("IS_SUB_CHANGE").map(str::to_owned),
+        )
+    };
+    let yes = (Some("true".to_owned()), Some("true".to_owned()));
+    let no = (Some("true".to_owned()), Some("false".to_owned()));
+    let full = |group: &str, fingerprint: i32| {
+        let mut hb = consumer_heartbeat("127.0.0.1@v2", group, &["V2"]);
+        hb.heartbeat_fingerprint = fingerprint;
+        hb
+    };
+    let without_sub = |group: &str, fingerprint: i32| {
+        let mut hb = full(group, fingerprint);
+        hb.consumer_data_set[0].subscription_data_set.clear();
+        hb.without_sub = true;
+        hb
+    };
+    let subscribed = |group: &'static str| {
+        let c = &c;
+        let client = &client;
+        async move {
+            let mut p = pull_request("V2", 0, 0, "ignored", 0);
+            p.ext_fields.insert("consumerGroup".into(), group);
+            p.ext_fields.insert("sysFlag".into(), "0");
+            client.invoke(&c.broker_addr, p, T).await.unwrap().code != response_code::SUBSCRIPTION_NOT_EXIST
+        }
+    };
+
+    // A heartbeat without a fingerprint (4.x, or 5.x before it knows) always hears "changed".
+    assert_eq!(flags(&heart_beat(&client, &c.broker_addr, &full("g4", 0)).await), yes);
+    assert_eq!(flags(&heart_beat(&client, &c.broker_addr, &full("g4", 0)).await), yes);
+    // The first fingerprinted heartbeat of a group carries its subscriptions: nothing to resend.
+    assert_eq!(flags(&heart_beat(&client, &c.broker_addr, &full("g5", 7)).await), no);
+    // The same fingerprint without subscriptions keeps the registered ones.
+    assert_eq!(flags(&heart_beat(&client, &c.broker_addr, &without_sub("g5", 7)).await), no);
+    assert!(subscribed("g5").await);
+    // Another fingerprint means other subscriptions than the broker holds.
+    assert_eq!(flags(&heart_beat(&client, &c.broker_addr, &without_sub("g5", 8)).await), yes);
+    // The client then sends them with the new fingerprint, which the broker already holds.
+    assert_eq!(flags(&heart_beat(&client, &c.broker_addr, &full("g5", 8)).await), no);
+    // A group the broker does not know (restarted, or dropped after its members left) cannot
+    // do without the subscriptions.
+    assert_eq!(flags(&heart_beat(&client, &c.broker_addr, &without_sub("g-new", 7)).await), yes);
+    assert!(!subscribed("g-new").await);
+    let unregister =
+        RemotingCommand::request(request_code::UNREGISTER_CLIENT).with_header(&UnregisterClientRequestHeader {
+            client_id: "127.0.0.1@v2".into(),
+            producer_group: None,
+            consumer_group: Some("g5".into()),
+        });
+    assert_eq!(client.invoke(&c.broker_addr, unregister, T).await.unwrap().code, response_code::SUCCESS);
+    assert_eq!(flags(&heart_beat(&client, &c.broker_addr, &without_sub("g5", 8)).await), yes);
+    client.shutdown().await;
+    c.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_heartbeat_of_a_group_without_config_is_not_registered() {
     let c = Cluster::start(|s| s.broker.auto_create_subscription_group = false).await;

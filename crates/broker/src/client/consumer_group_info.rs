@@ -33,6 +33,11 @@ pub struct ConsumerGroupInfo {
     /// The group's `notifyConsumerIdsChangedEnable` as of its latest registration; applied
     /// when members leave by closing or expiring, where no request carries it.
     pub notify_consumer_ids_changed: bool,
+    /// The subscription fingerprint of the group's latest heartbeat (0 for one without), so a
+    /// 5.x client can leave unchanged subscriptions out (heartbeat V2). Java keeps it in
+    /// `ClientManageProcessor#consumerGroupHeartbeatTable`; here it goes with the group, so a
+    /// group that was dropped (and its subscriptions with it) has none.
+    pub heartbeat_fingerprint: Option<i32>,
 }
 
 impl ConsumerGroupInfo {
@@ -52,6 +57,7 @@ impl ConsumerGroupInfo {
             channels: BTreeMap::new(),
             last_update_ms: now_ms,
             notify_consumer_ids_changed: true,
+            heartbeat_fingerprint: None,
         }
     }
 

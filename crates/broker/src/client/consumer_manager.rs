@@ -230,6 +230,13 @@ impl ConsumerManager {
         joined
     }
 
+    /// Stores the subscription fingerprint a heartbeat carried for the registered `group` and
+    /// returns the one stored before (none for a group registered by this heartbeat or not
+    /// registered at all).
+    pub fn swap_heartbeat_fingerprint(&self, group: &str, fingerprint: i32) -> Option<i32> {
+        self.lock().get_mut(group).and_then(|info| info.heartbeat_fingerprint.replace(fingerprint))
+    }
+
     /// Removes `connection_id` from `group` (UNREGISTER_CLIENT); the group goes when its last
     /// member does. The remaining members are notified as the group's latest registration
     /// allowed. Returns whether the connection was a member. Java:

@@ -4,7 +4,7 @@
 
 use ferromq_protocol::body::{
     perm, CheckClientRequestBody, ConsumerListByGroupResponseBody, HeartbeatData, JsonBody, LockBatchRequestBody,
-    LockBatchResponseBody,
+    LockBatchResponseBody, IS_SUB_CHANGE, IS_SUPPORT_HEART_BEAT_V2,
 };
 use ferromq_protocol::header::{GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader};
 use ferromq_protocol::{response_code, RemotingCommand};
@@ -26,6 +26,12 @@ impl Broker {
             Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("malformed heartbeat: {e}")),
         };
         let info = ClientChannelInfo::new(conn.clone(), hb.client_id.clone(), req.language, req.version, now_ms());
+        // Heartbeat V2: a client whose heartbeat carries a fingerprint leaves its subscriptions
+        // out (`withoutSub`) while the broker holds that fingerprint for its groups, and sends
+        // them again when told IS_SUB_CHANGE. A heartbeat without a fingerprint always hears
+        // "changed", as from Java.
+        let fingerprint = hb.heartbeat_fingerprint;
+        let mut sub_change = fingerprint == 0;
         for consumer in &hb.consumer_data_set {
             // A group without a config (auto-creation off) is not registered (Java skips it).
             let Some(group) = self.groups().find(&consumer.group_name, self.config.auto_create_subscription_group)
@@ -93,11 +99,24 @@ impl Broker {
             if changed {
                 info!(group = %consumer.group_name, client_id = %hb.client_id, "consumer group changed");
             }
+            // Another fingerprint than the group's last one means other subscriptions. A group
+            // the broker has no fingerprint for (new, or dropped after its members left) but
+            // whose subscriptions were left out has none registered: the client is asked for
+            // them. Java answers "unchanged" there and the group stays without subscriptions
+            // until the client's next rebalance.
+            match self.consumers.swap_heartbeat_fingerprint(&consumer.group_name, fingerprint) {
+                Some(previous) if previous != fingerprint => sub_change = true,
+                None if hb.without_sub => sub_change = true,
+                _ => {}
+            }
         }
         for producer in &hb.producer_data_set {
             self.producers.register(&producer.group_name, info.clone());
         }
-        success(req)
+        let mut response = success(req);
+        response.ext_fields.insert(IS_SUPPORT_HEART_BEAT_V2.into(), "true");
+        response.ext_fields.insert(IS_SUB_CHANGE.into(), if sub_change { "true" } else { "false" });
+        response
     }
 
     /// Whether the broker can serve a consumer's subscription: tag subscriptions always; SQL92
