@@ -20,7 +20,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::{Bytes, BytesMut};
 use ferromq_protocol::message::{
-    blank_marker, create_offset_msg_id, patch_physical_offset, patch_queue_offset, patch_store_timestamp, sysflag,
+    blank_marker, patch_physical_offset, patch_queue_offset, patch_store_timestamp, push_offset_msg_id, sysflag,
     MessageError, StoredMessage, BLANK_MARKER_LEN,
 };
 use tracing::{error, warn};
@@ -80,14 +80,17 @@ impl WriterState {
     }
 
     fn advance(&mut self, topic: &str, queue_id: i32, to: i64) {
-        match self.topic_queue_table.get_mut(topic) {
-            Some(queues) => {
-                queues.insert(queue_id, to);
-            }
-            None => {
-                self.topic_queue_table.insert(topic.to_owned(), HashMap::from([(queue_id, to)]));
-            }
+        *self.next_offset_slot(topic, queue_id) = to;
+    }
+
+    /// The next queue offset of a topic queue, for reading and advancing it with one lookup
+    /// (under the CommitLog lock, on every put).
+    fn next_offset_slot(&mut self, topic: &str, queue_id: i32) -> &mut i64 {
+        if !self.topic_queue_table.contains_key(topic) {
+            self.topic_queue_table.insert(topic.to_owned(), HashMap::new());
         }
+        let queues = self.topic_queue_table.get_mut(topic).expect("inserted above");
+        queues.entry(queue_id).or_insert(0)
     }
 }
 
@@ -332,7 +335,8 @@ impl CommitLog {
         let store_timestamp = now_ms();
         let wrote_offset = file.file_from_offset() + file.wrote_position() as i64;
         let takes_offset = takes_queue_offset(first.sys_flag);
-        let queue_offset = if takes_offset { state.next_offset(&first.topic, first.queue_id) } else { 0 };
+        let next_queue_offset = takes_offset.then(|| state.next_offset_slot(&first.topic, first.queue_id));
+        let queue_offset = next_queue_offset.as_deref().copied().unwrap_or(0);
         let mut msg_id = String::with_capacity(sizes.len() * 33);
         let mut pos = 0;
         for (i, &size) in sizes.iter().enumerate() {
@@ -345,7 +349,7 @@ impl CommitLog {
             if i > 0 {
                 msg_id.push(',');
             }
-            msg_id.push_str(&create_offset_msg_id(self.store_host, physical));
+            push_offset_msg_id(&mut msg_id, self.store_host, physical);
             pos += size;
         }
         let written = if self.inject_write_failure.load(Ordering::Acquire) {
@@ -354,8 +358,8 @@ impl CommitLog {
             file.append_size_last(&buf[..total])
         };
         written.map_err(|e| self.write_failed(&e))?;
-        if takes_offset {
-            state.advance(&first.topic, first.queue_id, queue_offset + sizes.len() as i64);
+        if let Some(next) = next_queue_offset {
+            *next = queue_offset + sizes.len() as i64;
         }
         self.last_store_timestamp.store(store_timestamp, Ordering::Release);
         drop(state);

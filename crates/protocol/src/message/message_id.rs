@@ -18,12 +18,20 @@ pub const OFFSET_MSG_ID_LEN_V6: usize = 2 * (HOST_V6_LEN + 8);
 /// `hex(store IP + int32 port + int64 offset)` in upper case: 32 characters for an IPv4 host,
 /// 56 for IPv6.
 pub fn create_offset_msg_id(store_host: SocketAddr, commit_log_offset: i64) -> String {
-    let mut raw = Vec::with_capacity(HOST_V6_LEN + 8);
-    put_host(&mut raw, &store_host);
-    raw.extend_from_slice(&commit_log_offset.to_be_bytes());
-    let mut id = String::with_capacity(raw.len() * 2);
-    push_upper_hex(&mut id, &raw);
+    let mut id = String::with_capacity(OFFSET_MSG_ID_LEN_V6);
+    push_offset_msg_id(&mut id, store_host, commit_log_offset);
     id
+}
+
+/// Appends the offset message id of [`create_offset_msg_id`] to `out` without allocating
+/// (the CommitLog writes one per record while it holds its lock).
+pub fn push_offset_msg_id(out: &mut String, store_host: SocketAddr, commit_log_offset: i64) {
+    let mut raw = [0u8; HOST_V6_LEN + 8];
+    let mut buf = &mut raw[..];
+    put_host(&mut buf, &store_host);
+    let host_len = HOST_V6_LEN + 8 - buf.len();
+    raw[host_len..host_len + 8].copy_from_slice(&commit_log_offset.to_be_bytes());
+    push_upper_hex(out, &raw[..host_len + 8]);
 }
 
 /// Parses an offset message id back into store host and commit-log offset.
@@ -59,6 +67,18 @@ mod tests {
             let id = create_offset_msg_id(host, -5);
             assert_eq!(decode_offset_msg_id(&id), Ok((host, -5)));
         }
+    }
+
+    #[test]
+    fn push_appends_the_same_id() {
+        let v4 = SocketAddr::new(Ipv4Addr::new(10, 0, 0, 1).into(), 10911);
+        let v6 = SocketAddr::new(Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 1).into(), 10911);
+        let mut ids = String::from("x,");
+        push_offset_msg_id(&mut ids, v4, 0x1234);
+        ids.push(',');
+        push_offset_msg_id(&mut ids, v6, 7);
+        assert_eq!(ids, format!("x,{},{}", create_offset_msg_id(v4, 0x1234), create_offset_msg_id(v6, 7)));
+        assert_eq!(create_offset_msg_id(v4, 0x1234), "0A00000100002A9F0000000000001234");
     }
 
     #[test]

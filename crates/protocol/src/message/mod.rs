@@ -32,7 +32,9 @@ pub use layout::{
     BORN_TIMESTAMP_POS, FLAG_POS, MAGIC_CODE_POS, MAGIC_CODE_V1, MAGIC_CODE_V2, MAX_TOPIC_LEN_V1, MAX_TOPIC_LEN_V2,
     MIN_RECORD_LEN, PHYSICAL_OFFSET_POS, QUEUE_ID_POS, QUEUE_OFFSET_POS, SYS_FLAG_POS, TOTAL_SIZE_POS,
 };
-pub use message_id::{create_offset_msg_id, decode_offset_msg_id, OFFSET_MSG_ID_LEN_V4, OFFSET_MSG_ID_LEN_V6};
+pub use message_id::{
+    create_offset_msg_id, decode_offset_msg_id, push_offset_msg_id, OFFSET_MSG_ID_LEN_V4, OFFSET_MSG_ID_LEN_V6,
+};
 pub use properties::{
     find_property, iter_properties, MessageProperties, PropertiesIter, MAX_PROPERTIES_LEN, NAME_VALUE_SEPARATOR,
     PROPERTY_SEPARATOR,
