@@ -11,7 +11,7 @@ use ferromq_broker::BrokerSettings;
 use ferromq_protocol::body::{
     ConsumeFromWhere, ConsumeStats, ConsumeType, ConsumerConnection, ConsumerOffsetSerializeWrapper, GroupList,
     JsonBody, MessageModel, MessageQueue, ProducerConnection, ProducerData, ResetOffsetBody, ResetOffsetBodyForC,
-    TopicRouteData, TopicStatsTable,
+    SubscriptionGroupConfig, TopicRouteData, TopicStatsTable,
 };
 use ferromq_protocol::header::*;
 use ferromq_protocol::{request_code, response_code, LanguageCode, RemotingCommand};
@@ -70,7 +70,13 @@ impl Cluster {
         }
     }
 
+    /// Commits an offset as a consumer of `group` would, the group first coming to the broker
+    /// as a heartbeat or pull brings it (an offset alone does not create it).
     async fn commit(&self, client: &RemotingClient, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        let config = SubscriptionGroupConfig { group_name: group.into(), ..Default::default() };
+        let create =
+            RemotingCommand::request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).with_body(config.encode());
+        assert_eq!(self.call(client, create).await.code, response_code::SUCCESS);
         let req = RemotingCommand::request(request_code::UPDATE_CONSUMER_OFFSET).with_header(
             &UpdateConsumerOffsetRequestHeader {
                 consumer_group: group.into(),

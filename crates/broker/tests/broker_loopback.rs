@@ -144,7 +144,13 @@ async fn send_pull_offsets_and_long_polling() {
             broker_name: None,
         },
     );
-    assert_eq!(client.invoke(&c.broker_addr, update, T).await.unwrap().code, response_code::SUCCESS);
+    assert_eq!(client.invoke(&c.broker_addr, update.clone(), T).await.unwrap().code, response_code::SUCCESS);
+    // An offset alone does not create a group (Java 5): the group must have come to the broker
+    // by heartbeat, pull or admin request first.
+    let mut unknown = update;
+    unknown.ext_fields.insert("consumerGroup".into(), "never-seen");
+    let r = client.invoke(&c.broker_addr, unknown, T).await.unwrap();
+    assert_eq!(r.code, response_code::SUBSCRIPTION_GROUP_NOT_EXIST, "{:?}", r.remark);
     let query = |group: &str| {
         RemotingCommand::request(request_code::QUERY_CONSUMER_OFFSET).with_header(&QueryConsumerOffsetRequestHeader {
             consumer_group: group.into(),
@@ -455,6 +461,9 @@ async fn restart_keeps_messages_offsets_and_topics() {
         let r = client.invoke(&c.broker_addr, send_v2("Durable", 2, &format!("d{i}"), "T", "k"), T).await.unwrap();
         assert_eq!(r.code, response_code::SUCCESS);
     }
+    // The consumer group comes to the broker with its heartbeat, then commits.
+    let hb = consumer_heartbeat("127.0.0.1@durable", "cg", &["Durable"]);
+    assert_eq!(heart_beat(&client, &c.broker_addr, &hb).await.code, response_code::SUCCESS);
     let update = RemotingCommand::request(request_code::UPDATE_CONSUMER_OFFSET).with_header(
         &UpdateConsumerOffsetRequestHeader {
             consumer_group: "cg".into(),

@@ -39,6 +39,15 @@ impl Broker {
 
     pub(crate) fn update_consumer_offset(&self, conn: &Connection, req: &RemotingCommand) -> RemotingCommand {
         let h = header_or_fail!(req, UpdateConsumerOffsetRequestHeader);
+        // A group comes into being by heartbeat, pull or admin request; an offset alone does
+        // not create one (Java 5).
+        if !self.groups().contains(&h.consumer_group) {
+            return failure(
+                req,
+                response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+                format!("Group {} not exist!", h.consumer_group),
+            );
+        }
         if self.topics().select(&h.topic).is_none() {
             return failure(req, response_code::TOPIC_NOT_EXIST, format!("Topic {} not exist!", h.topic));
         }
