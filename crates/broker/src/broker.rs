@@ -486,7 +486,7 @@ pub async fn run(
         uniq_ids: UniqIdGenerator::new(store_host.ip()),
         stats: BrokerStats::default(),
         permission: AtomicI32::new(config.broker_permission),
-        namesrv: RemotingClient::new(ClientConfig::default()),
+        namesrv: RemotingClient::new(ClientConfig::default().with_zone_from_env()),
         register_now: tokio::sync::Notify::new(),
         tx_ops: Default::default(),
         timer: timer.clone(),

@@ -174,7 +174,7 @@ struct SlaveSync<T> {
 
 impl<T: MetadataOwner> SlaveSync<T> {
     fn new(owner: Arc<T>) -> Self {
-        Self { owner, client: RemotingClient::new(ClientConfig::default()), failing: [false; 4] }
+        Self { owner, client: RemotingClient::new(ClientConfig::default().with_zone_from_env()), failing: [false; 4] }
     }
 
     /// One round: every table in Java's order, each on its own.

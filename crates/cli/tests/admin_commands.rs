@@ -4,6 +4,7 @@
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use ferromq_protocol::body::{JsonBody, TopicRouteData};
 use ferromq_protocol::header::GetRouteInfoRequestHeader;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
@@ -345,4 +346,33 @@ fn admin_updates_broker_config_lists_topic_clusters_groups_and_live_connections(
     assert!(all.as_array().unwrap().iter().all(|r| r["group"] != "TOOLS_CONSUMER"), "{all}");
 
     rt.block_on(client.shutdown());
+}
+
+/// A broker started with `ROCKETMQ_ZONE` registers in that zone, and a client asking in zone
+/// mode is served its zone's routes (Java's `DynamicalExtFieldRPCHook` on both sides).
+#[test]
+fn a_broker_in_a_zone_registers_it_and_zone_mode_clients_get_its_routes() {
+    let server = ferromq_testkit::start_standalone_with_env(BIN, &[("ROCKETMQ_ZONE", "zone-a")]);
+    wait_for_route(&server.namesrv, "TBW102");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let route_brokers = |zone: &str| {
+            let client =
+                RemotingClient::new(ClientConfig::default().with_zone(Some(zone.to_owned()), Some("true".to_owned())));
+            let namesrv = server.namesrv.clone();
+            async move {
+                let header =
+                    GetRouteInfoRequestHeader { topic: "TBW102".into(), accept_standard_json_only: Some(true) };
+                let request = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC).with_header(&header);
+                let response = client.invoke(&namesrv, request, Duration::from_secs(5)).await.unwrap();
+                client.shutdown().await;
+                assert_eq!(response.code, response_code::SUCCESS, "{:?}", response.remark);
+                TopicRouteData::decode(&response.body).unwrap().broker_datas
+            }
+        };
+        let own = route_brokers("ZONE-A").await;
+        assert_eq!(own.len(), 1);
+        assert_eq!(own[0].zone_name.as_deref(), Some("zone-a"), "the broker registered its zone");
+        assert!(route_brokers("zone-b").await.is_empty(), "another zone's client does not see it");
+    });
 }

@@ -119,7 +119,10 @@ impl ClientInstance {
         let consumer_table = ConsumerTable::default();
         let transaction_checks = TransactionChecks::default();
         let dispatcher = broker_requests::dispatcher(&consumer_table, &transaction_checks, &config);
-        let remoting = RemotingClient::with_handler(ferromq_remoting::ClientConfig::default(), Arc::new(dispatcher));
+        let remoting = RemotingClient::with_handler(
+            ferromq_remoting::ClientConfig::default().with_zone_from_env(),
+            Arc::new(dispatcher),
+        );
         let (stop_tx, _) = watch::channel(false);
         let instance = Arc::new(ClientInstance {
             client_id: config.client_id(),

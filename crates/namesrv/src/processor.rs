@@ -218,11 +218,6 @@ fn get_route_info(state: &NamesrvState, req: &RemotingCommand) -> Option<Remotin
     Some(success(req).with_body(route.to_json_bytes(standard)))
 }
 
-/// Ext field naming a broker's or a client's zone. Java: `MixAll.ZONE_NAME`.
-const ZONE_NAME: &str = "__ZONE_NAME";
-/// Ext field of a client that wants routes of its own zone only. Java: `MixAll.ZONE_MODE`.
-const ZONE_MODE: &str = "__ZONE_MODE";
-
 /// Keeps the broker groups of `zone` (case-insensitive) and those whose master is down (their
 /// slaves are read wherever they are), with their queues and filter servers. Java:
 /// `ZoneRouteRPCHook#filterByZoneName`.

@@ -407,18 +407,24 @@ async fn write_permission_is_wiped_and_restored() {
 
 /// 5.x zones: a broker registers its `__ZONE_NAME`; a client in zone mode gets the groups of
 /// its zone, plus any group whose master is down (its slaves serve reads wherever they are).
+/// Brokers and clients send the fields on every request once configured with a zone, as
+/// Java's `DynamicalExtFieldRPCHook` does from `ROCKETMQ_ZONE` / `ROCKETMQ_ZONE_MODE`.
 #[tokio::test]
 async fn zone_mode_clients_get_the_routes_of_their_zone() {
     let ns = Namesrv::start(|_| {}).await;
     let client = RemotingClient::new(ClientConfig::default());
+    // Each broker keeps its connection open: the name server drops a broker whose
+    // registration connection closes.
+    let mut brokers_connections = Vec::new();
     for (name, id, addr, zone) in [
         ("broker-a", 0, "127.0.0.1:10911", "z1"),
         ("broker-b", 0, "127.0.0.1:10921", "z2"),
         ("broker-c", 1, "127.0.0.1:10932", "z2"),
     ] {
-        let mut reg = registration("c1", name, id, addr, &[topic("Zoned", 2)], false);
-        reg.ext_fields.insert("__ZONE_NAME".into(), zone);
-        assert_eq!(call(&client, &ns.addr, reg).await.code, response_code::SUCCESS);
+        let broker = RemotingClient::new(ClientConfig::default().with_zone(Some(zone.into()), None));
+        let reg = registration("c1", name, id, addr, &[topic("Zoned", 2)], false);
+        assert_eq!(call(&broker, &ns.addr, reg).await.code, response_code::SUCCESS);
+        brokers_connections.push(broker);
     }
     let brokers = |route: &RemotingCommand| {
         let route = TopicRouteData::decode(&route.body).unwrap();
@@ -431,11 +437,16 @@ async fn zone_mode_clients_get_the_routes_of_their_zone() {
     };
     let all = call(&client, &ns.addr, route_request("Zoned", version::CURRENT)).await;
     assert_eq!(brokers(&all), (vec!["broker-a".into(), "broker-b".into(), "broker-c".into()], Some("z1".into())));
-    let mut zoned = route_request("Zoned", version::CURRENT);
-    zoned.ext_fields.insert("__ZONE_MODE".into(), "true");
-    zoned.ext_fields.insert("__ZONE_NAME".into(), "Z1");
-    let r = call(&client, &ns.addr, zoned).await;
+    let zoned = RemotingClient::new(ClientConfig::default().with_zone(Some("Z1".into()), Some("true".into())));
+    let r = call(&zoned, &ns.addr, route_request("Zoned", version::CURRENT)).await;
     assert_eq!(brokers(&r).0, ["broker-a", "broker-c"], "its zone, and the group without a master");
+    // A blank zone is no zone: the client gets every group.
+    let blank = RemotingClient::new(ClientConfig::default().with_zone(Some(" ".into()), Some("true".into())));
+    let r = call(&blank, &ns.addr, route_request("Zoned", version::CURRENT)).await;
+    assert_eq!(brokers(&r).0.len(), 3);
+    for c in brokers_connections.into_iter().chain([zoned, blank]) {
+        c.shutdown().await;
+    }
     client.shutdown().await;
     ns.stop().await;
 }

@@ -93,7 +93,14 @@ impl RemotingClient {
         let started = tokio::time::Instant::now();
         let conn = self.connection(addr).await?;
         let left = timeout.saturating_sub(started.elapsed());
-        conn.invoke(request, left).await
+        conn.invoke(self.with_request_fields(request), left).await
+    }
+
+    fn with_request_fields(&self, mut request: RemotingCommand) -> RemotingCommand {
+        for (key, value) in &self.config.request_ext_fields {
+            request.ext_fields.insert((*key).into(), value);
+        }
+        request
     }
 
     /// Sends `request` to `addr` as oneway.
@@ -101,7 +108,7 @@ impl RemotingClient {
     /// # Errors
     /// Connect failures and [`RemotingError::ConnectionClosed`].
     pub async fn invoke_oneway(&self, addr: &str, request: RemotingCommand) -> Result<(), RemotingError> {
-        self.connection(addr).await?.invoke_oneway(request).await
+        self.connection(addr).await?.invoke_oneway(self.with_request_fields(request)).await
     }
 
     /// Closes the connection to `addr`, if any.

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use ferromq_protocol::header::{ZONE_MODE, ZONE_NAME};
 use ferromq_protocol::{SerializeType, MAX_FRAME_BYTES};
 
 /// Commands a connection may queue for writing before senders wait.
@@ -39,6 +40,13 @@ impl Default for ServerConfig {
     }
 }
 
+/// Environment variable naming the zone a broker or client runs in. Java:
+/// `MixAll.ROCKETMQ_ZONE_ENV` (or the `rocketmq.zone` system property).
+pub const ROCKETMQ_ZONE_ENV: &str = "ROCKETMQ_ZONE";
+/// Environment variable asking for routes of the client's own zone only. Java:
+/// `MixAll.ROCKETMQ_ZONE_MODE_ENV`.
+pub const ROCKETMQ_ZONE_MODE_ENV: &str = "ROCKETMQ_ZONE_MODE";
+
 /// Client-side transport settings.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
@@ -46,6 +54,9 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     /// Per-connection settings shared with the server side.
     pub connection: ServerConfig,
+    /// Header fields added to every request this client sends, replacing any of the same
+    /// name (Java: an `RPCHook`'s `doBeforeRequest`).
+    pub request_ext_fields: Vec<(&'static str, String)>,
 }
 
 impl Default for ClientConfig {
@@ -54,6 +65,29 @@ impl Default for ClientConfig {
             connect_timeout: Duration::from_secs(3),
             // Clients keep idle connections open; Java clients close them after 120 s too.
             connection: ServerConfig::default(),
+            request_ext_fields: Vec::new(),
         }
+    }
+}
+
+impl ClientConfig {
+    /// Adds the zone fields Java's brokers and clients send on every request when
+    /// `ROCKETMQ_ZONE` / `ROCKETMQ_ZONE_MODE` are set (`DynamicalExtFieldRPCHook`): the name
+    /// server records a registering broker's zone, and answers a client in zone mode with
+    /// its zone's routes.
+    pub fn with_zone_from_env(self) -> Self {
+        self.with_zone(std::env::var(ROCKETMQ_ZONE_ENV).ok(), std::env::var(ROCKETMQ_ZONE_MODE_ENV).ok())
+    }
+
+    /// Adds `__ZONE_NAME` and `__ZONE_MODE` fields for the non-blank values given.
+    pub fn with_zone(mut self, zone: Option<String>, zone_mode: Option<String>) -> Self {
+        let fields = [(ZONE_NAME, zone), (ZONE_MODE, zone_mode)];
+        for (key, value) in fields {
+            if let Some(value) = value.filter(|v| !v.trim().is_empty()) {
+                self.request_ext_fields.retain(|(k, _)| *k != key);
+                self.request_ext_fields.push((key, value));
+            }
+        }
+        self
     }
 }

@@ -17,7 +17,7 @@ mod handler;
 mod server;
 
 pub use client::RemotingClient;
-pub use config::{ClientConfig, ServerConfig};
+pub use config::{ClientConfig, ServerConfig, ROCKETMQ_ZONE_ENV, ROCKETMQ_ZONE_MODE_ENV};
 pub use connection::{Connection, ConnectionId};
 pub use error::RemotingError;
 pub use handler::{Dispatcher, HandlerFuture, RequestHandler};

@@ -57,6 +57,14 @@ pub struct Standalone {
 /// # Panics
 /// When the server does not come up.
 pub fn start_standalone(bin: &str) -> Standalone {
+    start_standalone_with_env(bin, &[])
+}
+
+/// [`start_standalone`] with extra environment variables for the server.
+///
+/// # Panics
+/// When the server does not come up.
+pub fn start_standalone_with_env(bin: &str, env: &[(&str, &str)]) -> Standalone {
     const TRIES: usize = 3;
     let logs = std::env::var_os("FERROMQ_TEST_LOGS").is_some();
     for attempt in 1..=TRIES {
@@ -69,6 +77,7 @@ pub fn start_standalone(bin: &str) -> Standalone {
             .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
             .arg(data.path().join("data"))
             .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string()])
+            .envs(env.iter().copied())
             .stdout(Stdio::null());
         if logs {
             command.stderr(Stdio::inherit());

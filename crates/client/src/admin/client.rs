@@ -25,7 +25,11 @@ impl AdminClient {
     pub fn new(namesrv_addr: &str) -> Self {
         let namesrv_addrs =
             namesrv_addr.split(';').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
-        AdminClient { remoting: RemotingClient::new(ClientConfig::default()), namesrv_addrs, timeout: DEFAULT_TIMEOUT }
+        AdminClient {
+            remoting: RemotingClient::new(ClientConfig::default().with_zone_from_env()),
+            namesrv_addrs,
+            timeout: DEFAULT_TIMEOUT,
+        }
     }
 
     /// Sets the per-request timeout.

@@ -177,3 +177,9 @@ command_header! {
         pub cluster: String => "cluster",
     }
 }
+
+/// Ext field of any request naming the sender's zone (a broker's registration records it as
+/// its group's zone). Java: `MixAll.ZONE_NAME`, added by `DynamicalExtFieldRPCHook`.
+pub const ZONE_NAME: &str = "__ZONE_NAME";
+/// Ext field of a client that wants routes of its own zone only. Java: `MixAll.ZONE_MODE`.
+pub const ZONE_MODE: &str = "__ZONE_MODE";
