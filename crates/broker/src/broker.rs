@@ -170,6 +170,13 @@ impl Broker {
                 async move { Some(b.send(conn, req).await) }
             });
         }
+        for code in [request_code::SEND_REPLY_MESSAGE, request_code::SEND_REPLY_MESSAGE_V2] {
+            let b = self.clone();
+            d.register(code, move |conn, req| {
+                let b = b.clone();
+                async move { Some(b.send_reply(conn, req).await) }
+            });
+        }
         {
             let b = self.clone();
             d.register(request_code::RECALL_MESSAGE, move |conn, req| {

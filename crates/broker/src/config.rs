@@ -100,6 +100,9 @@ rocketmq_config! {
         region_id: String = "regionId", default "DefaultRegion".to_owned();
         /// `traceOn`.
         trace_on: bool = "traceOn", default true;
+        /// `storeReplyMessageEnable`: a request-reply reply is stored as well as pushed to the
+        /// requester.
+        store_reply_message_enable: bool = "storeReplyMessageEnable", default true;
         /// `slaveReadEnable`.
         slave_read_enable: bool = "slaveReadEnable", default false;
         /// `enablePropertyFilter`: serve SQL92 subscriptions.

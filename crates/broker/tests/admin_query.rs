@@ -14,6 +14,7 @@ use ferromq_protocol::body::{
     SubscriptionGroupConfig, TopicRouteData, TopicStatsTable,
 };
 use ferromq_protocol::header::*;
+use ferromq_protocol::message::MessageProperties;
 use ferromq_protocol::{request_code, response_code, LanguageCode, RemotingCommand};
 use ferromq_remoting::{ClientConfig, Dispatcher, RemotingClient};
 use ferromq_testkit::{consumer_heartbeat, send_request, LocalCluster};
@@ -666,5 +667,67 @@ async fn broker_permission_update_takes_effect_at_once_and_is_re_registered() {
     assert_eq!(c.call(&client, send_v2("PermTopic", 0, "accepted")).await.code, response_code::SUCCESS);
     wait_route_perm(&c, "PermTopic", 6).await;
     client.shutdown().await;
+    c.stop().await;
+}
+
+/// Request-reply: a consumer's reply (SEND_REPLY_MESSAGE_V2) is pushed to the requesting
+/// producer client named by REPLY_TO_CLIENT (PUSH_REPLY_MESSAGE_TO_CLIENT) and stored in the
+/// cluster's reply topic; a reply nobody can receive is refused, and stored all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_is_pushed_to_the_requester_and_stored() {
+    let c = Cluster::start(|_| {}).await;
+    let (tx, mut pushed) = mpsc::unbounded_channel();
+    let mut dispatcher = Dispatcher::new();
+    dispatcher.register_sync(request_code::PUSH_REPLY_MESSAGE_TO_CLIENT, move |_conn, req| {
+        let _ = tx.send(req.clone());
+        Some(RemotingCommand::response_to(req, response_code::SUCCESS, None))
+    });
+    let requester = RemotingClient::with_handler(ClientConfig::default(), Arc::new(dispatcher));
+    let hb = heartbeat("127.0.0.1@requester", "cg-requester", &["Orders"], Some("pg-requester"));
+    assert_eq!(c.call(&requester, hb).await.code, response_code::SUCCESS);
+
+    let replier = RemotingClient::new(ClientConfig::default());
+    let reply = |to: Option<&str>, correlation: &str| {
+        let mut props = vec![("CORRELATION_ID", correlation), ("MSG_TYPE", "reply")];
+        props.extend(to.map(|to| ("REPLY_TO_CLIENT", to)));
+        let mut req = send_request("DefaultCluster_REPLY_TOPIC", -1, correlation.as_bytes(), &props);
+        req.code = request_code::SEND_REPLY_MESSAGE_V2;
+        req
+    };
+    let r = c.call(&replier, reply(Some("127.0.0.1@requester"), "c-1")).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let h: SendMessageResponseHeader = r.decode_header().unwrap();
+    assert_eq!((h.msg_id.len(), h.queue_id, h.queue_offset), (32, 0, 0), "stored as the queue's first message");
+    assert_eq!(r.ext_fields.get("MSG_REGION"), Some("DefaultRegion"));
+
+    let push = tokio::time::timeout(T, pushed.recv()).await.unwrap().unwrap();
+    // Java's field names on the wire.
+    for key in
+        ["producerGroup", "topic", "queueId", "sysFlag", "bornTimestamp", "bornHost", "storeHost", "storeTimestamp"]
+    {
+        assert!(push.ext_fields.get(key).is_some(), "{key} missing: {:?}", push.ext_fields);
+    }
+    let ph: ReplyMessageRequestHeader = push.decode_header().unwrap();
+    assert_eq!(ph.topic, "DefaultCluster_REPLY_TOPIC");
+    assert!(ph.born_host.starts_with("127.0.0.1:"), "{}", ph.born_host);
+    assert!(ph.store_timestamp > 0 && !ph.store_host.is_empty());
+    let props = MessageProperties::decode(ph.properties.as_deref().unwrap());
+    assert_eq!(props.get("CORRELATION_ID"), Some("c-1"));
+    assert!(props.get("PUSH_REPLY_TIME").is_some_and(|t| t.parse::<i64>().is_ok()));
+    assert_eq!(&push.body[..], b"c-1");
+
+    // A requester that is not connected: refused, but the reply is kept (as Java does).
+    let r = c.call(&replier, reply(Some("10.0.0.9@gone"), "c-2")).await;
+    assert_eq!(r.code, response_code::SYSTEM_ERROR);
+    assert!(r.remark.as_deref().unwrap().contains("<10.0.0.9@gone> not found"), "{:?}", r.remark);
+    assert_eq!(r.decode_header::<SendMessageResponseHeader>().unwrap().queue_offset, 1);
+    // No REPLY_TO_CLIENT at all.
+    let r = c.call(&replier, reply(None, "c-3")).await;
+    assert_eq!(r.code, response_code::SYSTEM_ERROR);
+    assert!(r.remark.as_deref().unwrap().contains("REPLY_TO_CLIENT"), "{:?}", r.remark);
+    assert!(pushed.try_recv().is_err(), "only the first reply reached the requester");
+    for client in [requester, replier] {
+        client.shutdown().await;
+    }
     c.stop().await;
 }

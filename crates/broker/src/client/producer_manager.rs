@@ -147,6 +147,17 @@ impl ProducerManager {
         Some(open[pick].connection.clone())
     }
 
+    /// An open connection of the producer client `client_id`, whatever its group (the
+    /// requester of a request-reply exchange). Java: `ProducerManager#findChannel`.
+    pub fn find_connection(&self, client_id: &str) -> Option<Connection> {
+        let groups = self.lock();
+        groups
+            .values()
+            .flat_map(|table| table.values())
+            .find(|info| info.client_id == client_id && !info.connection.is_closed())
+            .map(|info| info.connection.clone())
+    }
+
     /// The producer groups with at least one connection.
     pub fn groups(&self) -> BTreeSet<String> {
         self.lock().keys().cloned().collect()

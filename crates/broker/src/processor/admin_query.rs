@@ -49,7 +49,7 @@ const RESET_CLIENT_MIN_VERSION: i32 = 28;
 /// Clients older than this (`V3_1_8_SNAPSHOT`) cannot answer requests forwarded to them.
 const CALL_CLIENT_MIN_VERSION: i32 = 62;
 /// How long a request forwarded to a client may take. Java: `Broker2Client#callClient`.
-const CALL_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const CALL_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Blank as Java's `UtilAll.isBlank`: absent, empty or whitespace only.
 fn non_blank(text: Option<&str>) -> Option<&str> {

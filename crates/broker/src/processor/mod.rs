@@ -8,6 +8,7 @@ pub(crate) mod client;
 pub(crate) mod offset;
 pub(crate) mod pull;
 pub(crate) mod query;
+pub(crate) mod reply;
 pub(crate) mod send;
 pub(crate) mod send_back;
 

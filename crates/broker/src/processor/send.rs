@@ -107,7 +107,7 @@ impl Broker {
     }
 
     /// Java `msgCheck`: permissions, topic name, topic existence (auto-creating it), queue id.
-    fn check_send(
+    pub(super) fn check_send(
         &self,
         conn: &Connection,
         req: &RemotingCommand,
@@ -401,7 +401,7 @@ struct SendTarget {
 }
 
 /// A queue for a send that did not choose one.
-fn pick_queue(write_queue_nums: i32) -> i32 {
+pub(super) fn pick_queue(write_queue_nums: i32) -> i32 {
     if write_queue_nums <= 0 {
         return 0;
     }

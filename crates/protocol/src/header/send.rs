@@ -128,6 +128,30 @@ command_header! {
 }
 
 command_header! {
+    /// PUSH_REPLY_MESSAGE_TO_CLIENT (326): the broker hands a request-reply reply to the
+    /// requesting producer. The send header's fields, plus where and when the reply came in.
+    /// Java: `ReplyMessageRequestHeader`.
+    pub struct ReplyMessageRequestHeader {
+        pub producer_group: String => "producerGroup",
+        pub topic: String => "topic",
+        pub default_topic: String => "defaultTopic",
+        pub default_topic_queue_nums: i32 => "defaultTopicQueueNums",
+        pub queue_id: i32 => "queueId",
+        pub sys_flag: i32 => "sysFlag",
+        pub born_timestamp: i64 => "bornTimestamp",
+        pub flag: i32 => "flag",
+        pub properties: Option<String> => "properties",
+        pub reconsume_times: Option<i32> => "reconsumeTimes",
+        pub unit_mode: bool => "unitMode",
+        /// `ip:port` of the replier's connection.
+        pub born_host: String => "bornHost",
+        /// `ip:port` of the broker.
+        pub store_host: String => "storeHost",
+        pub store_timestamp: i64 => "storeTimestamp",
+    }
+}
+
+command_header! {
     /// RECALL_MESSAGE (370): cancel a pending timer message by the recall handle its send
     /// returned. Java: `RecallMessageRequestHeader`.
     pub struct RecallMessageRequestHeader {

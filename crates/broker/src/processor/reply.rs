@@ -1,0 +1,146 @@
+//! SEND_REPLY_MESSAGE (324) and SEND_REPLY_MESSAGE_V2 (325): the reply half of request-reply.
+//! A consumer answers a request message with a reply naming the requester's client id
+//! (`REPLY_TO_CLIENT`); the broker pushes the reply to that producer client over the
+//! connection it registered by heartbeat (PUSH_REPLY_MESSAGE_TO_CLIENT, 326) and, with
+//! `storeReplyMessageEnable`, stores it in the reply topic as well. The answer says whether
+//! the push succeeded. Java: `ReplyMessageProcessor`.
+
+use ferromq_protocol::header::{ReplyMessageRequestHeader, SendMessageRequestHeader, SendMessageResponseHeader};
+use ferromq_protocol::message::{keys, MessageProperties, StoredMessage};
+use ferromq_protocol::{request_code, response_code, LanguageCode, RemotingCommand};
+use ferromq_remoting::Connection;
+use ferromq_store::PutMessageStatus;
+use tracing::{debug, warn};
+
+use crate::broker::{now_ms, Broker};
+use crate::processor::admin_query::CALL_CLIENT_TIMEOUT;
+use crate::processor::failure;
+use crate::processor::send::pick_queue;
+use crate::processor::send::BUSY_REMARK;
+
+impl Broker {
+    /// Serves both reply codes.
+    pub(crate) async fn send_reply(&self, conn: Connection, req: RemotingCommand) -> RemotingCommand {
+        let header = match SendMessageRequestHeader::decode_for(req.code, &req.ext_fields) {
+            Ok(h) => h,
+            Err(e) => return failure(&req, response_code::SYSTEM_ERROR, e.to_string()),
+        };
+        let Ok(_permit) = self.send_permits.try_acquire() else {
+            return failure(&req, response_code::SYSTEM_BUSY, BUSY_REMARK);
+        };
+        let topic_config = match self.check_send(&conn, &req, &header) {
+            Ok(c) => c,
+            Err(response) => return *response,
+        };
+        if req.body.len() as u64 > self.store.config().max_message_size {
+            return failure(
+                &req,
+                response_code::MESSAGE_ILLEGAL,
+                format!("the message body size over max value, MAX: {}", self.store.config().max_message_size),
+            );
+        }
+        let queue_id = if header.queue_id < 0 { pick_queue(topic_config.write_queue_nums) } else { header.queue_id };
+        let (code, remark, mut response_header) = match self.push_reply(&conn, &header, &req).await {
+            // A reply that was only pushed has no message id; "0" keeps clients' decoders happy
+            // (as Java answers).
+            Ok(()) => (
+                response_code::SUCCESS,
+                None,
+                Some(SendMessageResponseHeader { msg_id: "0".into(), queue_id, queue_offset: 0, ..Default::default() }),
+            ),
+            Err(remark) => (response_code::SYSTEM_ERROR, Some(remark), None),
+        };
+        if self.config.store_reply_message_enable {
+            // Stored as it came (Java adds neither CLUSTER nor UNIQ_KEY to a reply).
+            let msg = StoredMessage {
+                topic: header.topic.clone(),
+                queue_id,
+                flag: header.flag,
+                body: req.body.clone(),
+                properties: header.properties.clone().unwrap_or_default(),
+                sys_flag: header.sys_flag,
+                born_timestamp_ms: header.born_timestamp,
+                born_host: conn.remote_addr(),
+                store_host: self.store_host,
+                reconsume_times: header.reconsume_times.unwrap_or(0),
+                ..StoredMessage::default()
+            };
+            let result = self.store.put_message(msg).await;
+            // Replication is not waited for: the reply went to the requester already.
+            let stored = matches!(result.status, PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout);
+            match result.append {
+                Some(append) if stored => {
+                    response_header = Some(SendMessageResponseHeader {
+                        msg_id: append.msg_id,
+                        queue_id,
+                        queue_offset: append.logics_offset,
+                        ..Default::default()
+                    });
+                }
+                _ => warn!(topic = %header.topic, status = ?result.status, "reply message not stored"),
+            }
+        }
+        let mut response = RemotingCommand::response_to(&req, code, remark);
+        if let Some(h) = &response_header {
+            response = response.with_header(h);
+        }
+        response.ext_fields.insert("MSG_REGION".into(), &self.config.region_id);
+        response.ext_fields.insert("TRACE_ON".into(), if self.config.trace_on { "true" } else { "false" });
+        response
+    }
+
+    /// Pushes the reply to the producer client named by its REPLY_TO_CLIENT property and
+    /// waits for its answer; the error is the remark for the replier.
+    async fn push_reply(
+        &self,
+        conn: &Connection,
+        header: &SendMessageRequestHeader,
+        req: &RemotingCommand,
+    ) -> Result<(), String> {
+        let mut properties = MessageProperties::decode(header.properties.as_deref().unwrap_or(""));
+        let Some(requester) = properties.get(keys::REPLY_TO_CLIENT).map(str::to_owned) else {
+            warn!(topic = %header.topic, "reply without REPLY_TO_CLIENT: nobody to push it to");
+            return Err(format!("reply message properties[{}] is null", keys::REPLY_TO_CLIENT));
+        };
+        let Some(target) = self.producers.find_connection(&requester) else {
+            warn!(requester = %requester, "reply not pushed: the requester has no connection here");
+            return Err(format!("push reply message fail, channel of <{requester}> not found."));
+        };
+        let now = now_ms();
+        properties.insert(keys::PUSH_REPLY_TIME, now.to_string().as_str());
+        let born = conn.remote_addr();
+        let push_header = ReplyMessageRequestHeader {
+            producer_group: header.producer_group.clone(),
+            topic: header.topic.clone(),
+            default_topic: header.default_topic.clone(),
+            default_topic_queue_nums: header.default_topic_queue_nums,
+            queue_id: header.queue_id,
+            sys_flag: header.sys_flag,
+            born_timestamp: header.born_timestamp,
+            flag: header.flag,
+            properties: Some(properties.encode()),
+            reconsume_times: header.reconsume_times,
+            unit_mode: header.unit_mode.unwrap_or(false),
+            born_host: format!("{}:{}", born.ip(), born.port()),
+            store_host: format!("{}:{}", self.store_host.ip(), self.store_host.port()),
+            store_timestamp: now,
+        };
+        let mut push = RemotingCommand::request(request_code::PUSH_REPLY_MESSAGE_TO_CLIENT).with_header(&push_header);
+        push.language = LanguageCode::Java;
+        push.body = req.body.clone();
+        match target.invoke(push, CALL_CLIENT_TIMEOUT).await {
+            Ok(answer) if answer.code == response_code::SUCCESS => {
+                debug!(requester = %requester, "reply pushed");
+                Ok(())
+            }
+            Ok(answer) => {
+                warn!(requester = %requester, code = answer.code, remark = ?answer.remark, "requester refused the reply");
+                Err(format!("push reply message to {requester}fail."))
+            }
+            Err(e) => {
+                warn!(requester = %requester, error = %e, "reply push failed");
+                Err(format!("push reply message to {requester}fail."))
+            }
+        }
+    }
+}
