@@ -231,6 +231,13 @@ impl Broker {
         sync!(request_code::QUERY_MESSAGE, |b, conn, req| b.query_message(req));
         sync!(request_code::VIEW_MESSAGE_BY_ID, |b, conn, req| b.view_message_by_id(req));
         sync!(request_code::UPDATE_AND_CREATE_TOPIC, |b, conn, req| b.update_and_create_topic(req));
+        sync!(request_code::UPDATE_AND_CREATE_TOPIC_LIST, |b, conn, req| b.update_and_create_topic_list(req));
+        sync!(request_code::GET_TOPIC_CONFIG, |b, conn, req| b.get_topic_config(req));
+        sync!(request_code::GET_SUBSCRIPTIONGROUP_CONFIG, |b, conn, req| b.get_subscription_group_config(req));
+        sync!(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST, |b, conn, req| {
+            b.update_and_create_subscription_group_list(req)
+        });
+        sync!(request_code::GET_SYSTEM_TOPIC_LIST_FROM_BROKER, |b, conn, req| b.get_system_topic_list(req));
         sync!(request_code::DELETE_TOPIC_IN_BROKER, |b, conn, req| b.delete_topic(req));
         sync!(request_code::GET_ALL_TOPIC_CONFIG, |b, conn, req| b.get_all_topic_config(req));
         sync!(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, |b, conn, req| b

@@ -11,7 +11,7 @@ use ferromq_broker::BrokerSettings;
 use ferromq_protocol::body::{
     ConsumeFromWhere, ConsumeStats, ConsumeType, ConsumerConnection, ConsumerOffsetSerializeWrapper, GroupList,
     JsonBody, MessageModel, MessageQueue, ProducerConnection, ProducerData, ResetOffsetBody, ResetOffsetBodyForC,
-    SubscriptionGroupConfig, TopicRouteData, TopicStatsTable,
+    SubscriptionGroupConfig, TopicConfig, TopicList, TopicRouteData, TopicStatsTable,
 };
 use ferromq_protocol::header::*;
 use ferromq_protocol::message::MessageProperties;
@@ -729,5 +729,79 @@ async fn a_reply_is_pushed_to_the_requester_and_stored() {
     for client in [requester, replier] {
         client.shutdown().await;
     }
+    c.stop().await;
+}
+
+/// The 5.x list and single-config admin requests: topics and groups created in bulk (all
+/// checked before any is stored), read back one by one, and the system topic set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topic_and_group_lists_are_created_together_and_read_back_one_by_one() {
+    let c = Cluster::start(|_| {}).await;
+    let admin = RemotingClient::new(ClientConfig::default());
+    let topic_list = |json: &str| {
+        RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC_LIST).with_body(json.as_bytes().to_vec())
+    };
+    let get_topic = |topic: &str| {
+        RemotingCommand::request(request_code::GET_TOPIC_CONFIG)
+            .with_header(&GetTopicConfigRequestHeader { topic: topic.into(), lo: None })
+    };
+    let r = c
+        .call(
+            &admin,
+            topic_list(
+                r#"{"topicConfigList":[{"topicName":"ListA","readQueueNums":2,"writeQueueNums":2,"perm":6,"attributes":{"+message.type":"FIFO"}},{"topicName":"ListB"}]}"#,
+            ),
+        )
+        .await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let r = c.call(&admin, get_topic("ListA")).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let a = TopicConfig::decode(&r.body).unwrap();
+    assert_eq!((a.read_queue_nums, a.write_queue_nums, a.perm), (2, 2, 6));
+    assert_eq!(a.attributes, BTreeMap::from([("message.type".to_owned(), "FIFO".to_owned())]));
+    assert_eq!(TopicConfig::decode(&c.call(&admin, get_topic("ListB")).await.body).unwrap().read_queue_nums, 16);
+    // One bad entry refuses the whole list: nothing of it is stored.
+    let r = c.call(&admin, topic_list(r#"{"topicConfigList":[{"topicName":"ListC"},{"topicName":"TBW102"}]}"#)).await;
+    assert_eq!(r.code, response_code::INVALID_PARAMETER, "{:?}", r.remark);
+    let r = c.call(&admin, get_topic("ListC")).await;
+    assert_eq!(r.code, response_code::TOPIC_NOT_EXIST);
+    assert_eq!(r.remark.as_deref(), Some("No topic in this broker. topic: ListC"));
+    let r = c
+        .call(&admin, topic_list(r#"{"topicConfigList":[{"topicName":"ListD","attributes":{"-message.type":""}}]}"#))
+        .await;
+    assert_eq!(r.code, response_code::SYSTEM_ERROR, "a new topic can only add attributes");
+    let r = c
+        .call(&admin, topic_list(r#"{"topicConfigList":[{"topicName":"ListE","attributes":{"message.type":"FIFO"}}]}"#))
+        .await;
+    assert_eq!(r.code, response_code::SYSTEM_ERROR, "an attribute change needs its sign: {:?}", r.remark);
+
+    let group_list = |json: &str| {
+        RemotingCommand::request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST)
+            .with_body(json.as_bytes().to_vec())
+    };
+    let get_group = |group: &str| {
+        RemotingCommand::request(request_code::GET_SUBSCRIPTIONGROUP_CONFIG)
+            .with_header(&GetSubscriptionGroupConfigRequestHeader { group: group.into() })
+    };
+    let r = c
+        .call(&admin, group_list(r#"{"groupConfigList":[{"groupName":"lg1","retryMaxTimes":3},{"groupName":"lg2"}]}"#))
+        .await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let r = c.call(&admin, get_group("lg1")).await;
+    assert_eq!(r.code, response_code::SUCCESS);
+    assert_eq!(SubscriptionGroupConfig::decode(&r.body).unwrap().retry_max_times, 3);
+    let r = c.call(&admin, group_list(r#"{"groupConfigList":[{"groupName":"lg3"},{"groupName":"bad group"}]}"#)).await;
+    assert_eq!(r.code, response_code::INVALID_PARAMETER);
+    let all = c.call(&admin, RemotingCommand::request(request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG)).await;
+    let all = String::from_utf8(all.body.to_vec()).unwrap();
+    assert!(all.contains("lg2") && !all.contains("lg3"), "the refused list stored nothing");
+
+    let r = c.call(&admin, RemotingCommand::request(request_code::GET_SYSTEM_TOPIC_LIST_FROM_BROKER)).await;
+    let system = TopicList::decode(&r.body).unwrap().topic_list;
+    for topic in ["TBW102", "SCHEDULE_TOPIC_XXXX", "DefaultCluster", BROKER, "DefaultCluster_REPLY_TOPIC"] {
+        assert!(system.contains(topic), "{topic} missing from {system:?}");
+    }
+    assert!(!system.contains("ListA"));
+    admin.shutdown().await;
     c.stop().await;
 }

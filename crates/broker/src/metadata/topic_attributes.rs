@@ -80,6 +80,23 @@ pub(crate) fn parse_changes(text: &str) -> Result<Vec<AttributeChange>, String> 
     Ok(changes)
 }
 
+/// The changes of a topic config's `attributes` map as UPDATE_AND_CREATE_TOPIC_LIST carries
+/// it: `"+key": "value"` adds or replaces, `"-key"` removes. Java: `AttributeUtil` reading
+/// the signed keys of `TopicConfig#getAttributes`.
+///
+/// # Errors
+/// As [`parse_changes`], for a key without its sign.
+pub(crate) fn changes_from_map(attributes: &BTreeMap<String, String>) -> Result<Vec<AttributeChange>, String> {
+    attributes
+        .iter()
+        .map(|(signed, value)| match signed.chars().next() {
+            Some('+') => Ok(AttributeChange { key: real_key(signed)?, value: value.clone(), add: true }),
+            Some('-') => Ok(AttributeChange { key: real_key(signed)?, value: String::new(), add: false }),
+            _ => Err(format!("add/alter attribute format is wrong: {signed}")),
+        })
+        .collect()
+}
+
 /// The key without its sign; a key holding a sign of its own is malformed.
 fn real_key(signed: &str) -> Result<String, String> {
     let key = signed.get(1..).unwrap_or("");

@@ -13,7 +13,7 @@
 //! periodic persist. Name
 //! validation and attribute modification lists (`+message.type=FIFO`) are the processors' job.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::{OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -370,6 +370,16 @@ impl TopicConfigManager {
     /// `TopicValidator#isSystemTopic` after the broker's `addSystemTopic` calls.
     pub fn is_system_topic(&self, topic: &str) -> bool {
         topic_validator::is_system_topic(topic) || self.broker_system_topics.contains(topic)
+    }
+
+    /// The fixed system topics and those this broker added at load, existing or not. Java:
+    /// `TopicValidator#getSystemTopicSet`.
+    pub fn system_topic_set(&self) -> BTreeSet<String> {
+        topic_validator::SYSTEM_TOPICS
+            .iter()
+            .map(|t| (*t).to_owned())
+            .chain(self.broker_system_topics.iter().cloned())
+            .collect()
     }
 
     /// A copy of the whole table with its version: topics.json's content and the topic part of

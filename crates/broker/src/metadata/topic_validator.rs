@@ -48,7 +48,7 @@ pub const RETRY_OR_DLQ_TOPIC_MAX_LENGTH: usize = 255;
 pub const GROUP_MAX_LENGTH: usize = 120;
 
 /// Fixed system topics. Java: `TopicValidator.SYSTEM_TOPIC_SET` before brokers add theirs.
-const SYSTEM_TOPICS: [&str; 10] = [
+pub(crate) const SYSTEM_TOPICS: [&str; 10] = [
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     RMQ_SYS_SCHEDULE_TOPIC,
     RMQ_SYS_BENCHMARK_TOPIC,

@@ -3,25 +3,27 @@
 
 use std::collections::BTreeMap;
 
-use ferromq_protocol::body::{JsonBody, KVTable, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType};
+use ferromq_protocol::body::{
+    CreateTopicListRequestBody, JsonBody, KVTable, SubscriptionGroupList, TopicConfig, TopicConfigSerializeWrapper,
+    TopicFilterType, TopicList,
+};
 use ferromq_protocol::header::{
     CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader,
+    GetSubscriptionGroupConfigRequestHeader, GetTopicConfigRequestHeader,
 };
 use ferromq_protocol::{response_code, version, RemotingCommand};
 use ferromq_store::{disk_space, java_double, DiskSpace};
 use tracing::info;
 
 use crate::broker::Broker;
+use crate::metadata::topic_attributes::AttributeChange;
 use crate::metadata::{topic_attributes, validate_group, validate_topic, SubscriptionGroupConfig};
 use crate::processor::{failure, header_or_fail, success};
 
 impl Broker {
     pub(crate) fn update_and_create_topic(&self, req: &RemotingCommand) -> RemotingCommand {
         let h = header_or_fail!(req, CreateTopicRequestHeader);
-        if let Err(remark) = validate_topic(&h.topic) {
-            return failure(req, response_code::INVALID_PARAMETER, remark);
-        }
-        if h.topic == h.default_topic || self.refuses_system_topic(&h.topic) {
+        if h.topic == h.default_topic {
             return failure(req, response_code::INVALID_PARAMETER, system_topic_conflict(&h.topic));
         }
         let mut config = TopicConfig::new(h.topic.clone(), h.read_queue_nums, h.write_queue_nums);
@@ -35,23 +37,122 @@ impl Broker {
             Ok(changes) => changes,
             Err(reason) => return failure(req, response_code::SYSTEM_ERROR, reason),
         };
-        if !self.config.enable_mixed_message_type && topic_attributes::sets_mixed_message_type(&changes) {
-            return failure(req, response_code::INVALID_PARAMETER, "MIXED message type is not supported.");
+        if let Err((code, remark)) = self.check_topic_update(&config.topic_name, &changes) {
+            return failure(req, code, remark);
         }
         // Read, change and write back as one step; a poisoned lock guards no state.
         let _serialized = self.topic_updates.lock().unwrap_or_else(|e| e.into_inner());
-        let current = self.topics().select(&h.topic);
-        let current_attributes = current.as_ref().map(|c| c.attributes.clone()).unwrap_or_default();
-        config.attributes = match topic_attributes::alter(current.is_none(), &current_attributes, &changes) {
-            Ok(attributes) => attributes,
-            Err(reason) => return failure(req, response_code::SYSTEM_ERROR, reason),
-        };
-        if let Err(e) = self.topics().update(config.clone()) {
-            return failure(req, response_code::SYSTEM_ERROR, format!("cannot save topic {}: {e}", h.topic));
+        match self.apply_topic_update(config, &changes) {
+            Ok(()) => success(req),
+            Err((code, remark)) => failure(req, code, remark),
         }
-        info!(topic = %h.topic, read = h.read_queue_nums, write = h.write_queue_nums, perm = h.perm, "topic updated");
-        self.on_topic_created(&config);
+    }
+
+    /// UPDATE_AND_CREATE_TOPIC_LIST (5.x): every topic is checked before any is changed, then
+    /// each is updated as UPDATE_AND_CREATE_TOPIC would, its `attributes` read as signed
+    /// changes. Java: `AdminBrokerProcessor#updateAndCreateTopicList`.
+    pub(crate) fn update_and_create_topic_list(&self, req: &RemotingCommand) -> RemotingCommand {
+        let body = match CreateTopicListRequestBody::decode(&req.body) {
+            Ok(b) => b,
+            Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("malformed topic list: {e}")),
+        };
+        let mut updates = Vec::with_capacity(body.topic_config_list.len());
+        for mut config in body.topic_config_list {
+            let changes = match topic_attributes::changes_from_map(&config.attributes) {
+                Ok(changes) => changes,
+                Err(reason) => return failure(req, response_code::SYSTEM_ERROR, reason),
+            };
+            if let Err((code, remark)) = self.check_topic_update(&config.topic_name, &changes) {
+                return failure(req, code, remark);
+            }
+            config.attributes.clear();
+            updates.push((config, changes));
+        }
+        let _serialized = self.topic_updates.lock().unwrap_or_else(|e| e.into_inner());
+        for (config, changes) in updates {
+            if let Err((code, remark)) = self.apply_topic_update(config, &changes) {
+                return failure(req, code, remark);
+            }
+        }
         success(req)
+    }
+
+    /// What an admin request may not do to a topic, whatever its queues: an illegal name, a
+    /// system topic, or MIXED messages unless `enableMixedMessageType`.
+    fn check_topic_update(&self, topic: &str, changes: &[AttributeChange]) -> Result<(), (i32, String)> {
+        validate_topic(topic).map_err(|remark| (response_code::INVALID_PARAMETER, remark))?;
+        if self.refuses_system_topic(topic) {
+            return Err((response_code::INVALID_PARAMETER, system_topic_conflict(topic)));
+        }
+        if !self.config.enable_mixed_message_type && topic_attributes::sets_mixed_message_type(changes) {
+            return Err((response_code::INVALID_PARAMETER, "MIXED message type is not supported.".to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Stores `config` with `changes` applied to the topic's current attributes. The caller
+    /// holds `topic_updates`.
+    fn apply_topic_update(&self, mut config: TopicConfig, changes: &[AttributeChange]) -> Result<(), (i32, String)> {
+        let current = self.topics().select(&config.topic_name);
+        let current_attributes = current.as_ref().map(|c| c.attributes.clone()).unwrap_or_default();
+        config.attributes = topic_attributes::alter(current.is_none(), &current_attributes, changes)
+            .map_err(|reason| (response_code::SYSTEM_ERROR, reason))?;
+        self.topics()
+            .update(config.clone())
+            .map_err(|e| (response_code::SYSTEM_ERROR, format!("cannot save topic {}: {e}", config.topic_name)))?;
+        info!(topic = %config.topic_name, read = config.read_queue_nums, write = config.write_queue_nums,
+            perm = config.perm, "topic updated");
+        self.on_topic_created(&config);
+        Ok(())
+    }
+
+    /// GET_TOPIC_CONFIG (351): the topic's config as stored. Java:
+    /// `AdminBrokerProcessor#getTopicConfig` (whose static-topic queue mapping FerroMQ does not
+    /// have, so `lo` adds nothing).
+    pub(crate) fn get_topic_config(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, GetTopicConfigRequestHeader);
+        match self.topics().select(&h.topic) {
+            Some(config) => success(req).with_body(config.encode()),
+            None => {
+                failure(req, response_code::TOPIC_NOT_EXIST, format!("No topic in this broker. topic: {}", h.topic))
+            }
+        }
+    }
+
+    /// GET_SUBSCRIPTIONGROUP_CONFIG (352): the group's config, created first when
+    /// `autoCreateSubscriptionGroup` (as every lookup of a group does in Java).
+    pub(crate) fn get_subscription_group_config(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, GetSubscriptionGroupConfigRequestHeader);
+        match self.groups().find(&h.group, self.config.auto_create_subscription_group) {
+            Some(config) => success(req).with_body(config.encode()),
+            None => failure(req, response_code::SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker"),
+        }
+    }
+
+    /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST (5.x): every name is checked before any group
+    /// is stored. Java: `AdminBrokerProcessor#updateAndCreateSubscriptionGroupList`.
+    pub(crate) fn update_and_create_subscription_group_list(&self, req: &RemotingCommand) -> RemotingCommand {
+        let body = match SubscriptionGroupList::decode(&req.body) {
+            Ok(b) => b,
+            Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("malformed group list: {e}")),
+        };
+        if let Some(remark) = body.group_config_list.iter().find_map(|g| validate_group(&g.group_name).err()) {
+            return failure(req, response_code::INVALID_PARAMETER, remark);
+        }
+        for config in body.group_config_list {
+            let name = config.group_name.clone();
+            if let Err(e) = self.groups().update(config) {
+                return failure(req, response_code::SYSTEM_ERROR, format!("cannot save group {name}: {e}"));
+            }
+            info!(group = %name, "subscription group updated");
+        }
+        success(req)
+    }
+
+    /// GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305): the topics the broker reserves for itself.
+    pub(crate) fn get_system_topic_list(&self, req: &RemotingCommand) -> RemotingCommand {
+        let topic_list = self.topics().system_topic_set();
+        success(req).with_body(TopicList { topic_list, broker_addr: None }.encode())
     }
 
     pub(crate) fn delete_topic(&self, req: &RemotingCommand) -> RemotingCommand {

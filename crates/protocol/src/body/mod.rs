@@ -10,6 +10,7 @@
 
 mod broker_member_group;
 mod cluster_info;
+mod config_lists;
 mod connection;
 mod consume_stats;
 mod consumer_list;
@@ -42,6 +43,7 @@ use crate::json::{parse_lenient, to_fastjson_vec};
 
 pub use broker_member_group::{BrokerMemberGroup, GetBrokerMemberGroupResponseBody};
 pub use cluster_info::ClusterInfo;
+pub use config_lists::{CreateTopicListRequestBody, SubscriptionGroupList};
 pub use connection::{Connection, ConsumerConnection, ProducerConnection};
 pub use consume_stats::{ConsumeStats, OffsetWrapper};
 pub use consumer_list::ConsumerListByGroupResponseBody;

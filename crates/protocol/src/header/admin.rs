@@ -101,3 +101,21 @@ command_header! {
         pub offline: Option<bool> => "offline",
     }
 }
+
+command_header! {
+    /// GET_TOPIC_CONFIG (351): one topic's config on the broker. Java:
+    /// `GetTopicConfigRequestHeader`.
+    pub struct GetTopicConfigRequestHeader {
+        pub topic: String => "topic",
+        /// Also the static topic's queue mapping (logic queues), which FerroMQ does not have.
+        pub lo: Option<bool> => "lo",
+    }
+}
+
+command_header! {
+    /// GET_SUBSCRIPTIONGROUP_CONFIG (352): one subscription group's config. Java:
+    /// `GetSubscriptionGroupConfigRequestHeader`.
+    pub struct GetSubscriptionGroupConfigRequestHeader {
+        pub group: String => "group",
+    }
+}
