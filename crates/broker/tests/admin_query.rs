@@ -10,8 +10,8 @@ use ferromq_broker::metadata::DelayOffsetSerializeWrapper;
 use ferromq_broker::BrokerSettings;
 use ferromq_protocol::body::{
     ConsumeFromWhere, ConsumeStats, ConsumeType, ConsumerConnection, ConsumerOffsetSerializeWrapper, GroupList,
-    JsonBody, MessageModel, MessageQueue, ProducerConnection, ProducerData, ResetOffsetBody, ResetOffsetBodyForC,
-    SubscriptionGroupConfig, TopicConfig, TopicList, TopicRouteData, TopicStatsTable,
+    JsonBody, MessageModel, MessageQueue, ProducerConnection, ProducerData, ProducerTableInfo, ResetOffsetBody,
+    ResetOffsetBodyForC, SubscriptionGroupConfig, TopicConfig, TopicList, TopicRouteData, TopicStatsTable,
 };
 use ferromq_protocol::header::*;
 use ferromq_protocol::message::MessageProperties;
@@ -374,6 +374,16 @@ async fn connection_lists_show_the_registered_clients() {
     let r = c.call(&admin, req).await;
     assert_eq!(r.code, response_code::SYSTEM_ERROR);
     assert_eq!(r.remark.as_deref(), Some("the producer group[ghost] not exist"));
+
+    // Every producer group at once, as `mqadmin producer` asks.
+    let r = c.call(&admin, RemotingCommand::request(request_code::GET_ALL_PRODUCER_INFO)).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let table = ProducerTableInfo::decode(&r.body).unwrap();
+    let pg1 = &table.data["pg1"];
+    assert_eq!(pg1.len(), 1);
+    assert_eq!((pg1[0].client_id.as_str(), pg1[0].language), ("127.0.0.1@m1", LanguageCode::Rust));
+    assert_eq!(pg1[0].remote_ip, format!("/{}", connection.client_addr), "Java's socket-address form");
+    assert!(pg1[0].last_update_timestamp > 0);
     member.shutdown().await;
     admin.shutdown().await;
     c.stop().await;

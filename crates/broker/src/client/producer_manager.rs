@@ -158,6 +158,11 @@ impl ProducerManager {
             .map(|info| info.connection.clone())
     }
 
+    /// Every group with its producers, in connection order (GET_ALL_PRODUCER_INFO).
+    pub fn table(&self) -> BTreeMap<String, Vec<ClientChannelInfo>> {
+        self.lock().iter().map(|(group, table)| (group.clone(), table.values().cloned().collect())).collect()
+    }
+
     /// The producer groups with at least one connection.
     pub fn groups(&self) -> BTreeSet<String> {
         self.lock().keys().cloned().collect()

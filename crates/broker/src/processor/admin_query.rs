@@ -16,7 +16,7 @@ use std::time::Duration;
 use ferromq_config::replace_file;
 use ferromq_protocol::body::{
     Connection as ConnectionBody, ConsumeStats, ConsumerConnection, GroupList, JsonBody, MessageQueue, OffsetWrapper,
-    ProducerConnection, ResetOffsetBody, TopicConfig, TopicOffset, TopicStatsTable,
+    ProducerConnection, ProducerInfo, ProducerTableInfo, ResetOffsetBody, TopicConfig, TopicOffset, TopicStatsTable,
 };
 use ferromq_protocol::header::{
     CloneGroupOffsetRequestHeader, GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader,
@@ -136,6 +136,31 @@ impl Broker {
         }
         let body = ProducerConnection { connection_set: connection_set(infos.iter()) };
         success(req).with_body(body.encode())
+    }
+
+    /// GET_ALL_PRODUCER_INFO (328): every producer group's clients (`mqadmin producer`).
+    /// Java: `ProducerManager#getProducerTable`.
+    pub(crate) fn get_all_producer_info(&self, req: &RemotingCommand) -> RemotingCommand {
+        let data = self
+            .producers
+            .table()
+            .into_iter()
+            .map(|(group, infos)| {
+                let producers = infos
+                    .into_iter()
+                    .map(|info| ProducerInfo {
+                        // Java prints the socket address: `/ip:port`.
+                        remote_ip: format!("/{}", info.connection.remote_addr()),
+                        client_id: info.client_id,
+                        language: info.language,
+                        last_update_timestamp: info.last_update_ms,
+                        version: info.version,
+                    })
+                    .collect();
+                (group, producers)
+            })
+            .collect();
+        success(req).with_body(ProducerTableInfo { data }.encode())
     }
 
     /// A consumer group's progress on every readable queue of the asked topics: the broker's

@@ -80,6 +80,51 @@ pub struct ProducerConnection {
 
 impl JsonBody for ProducerConnection {}
 
+/// One producer client of a group, for GET_ALL_PRODUCER_INFO (328). Java: `ProducerInfo`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ProducerInfo {
+    /// `ip@instanceName` as the client announced it.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub client_id: String,
+    /// The client's implementation language, by Java name.
+    #[serde(serialize_with = "serialize_language", deserialize_with = "deserialize_language")]
+    pub language: LanguageCode,
+    /// When the client was last heard from, in epoch milliseconds.
+    #[serde(deserialize_with = "lenient::int")]
+    pub last_update_timestamp: i64,
+    /// The client's address as Java prints a socket address (`/ip:port`).
+    #[serde(rename = "remoteIP", deserialize_with = "lenient::or_default")]
+    pub remote_ip: String,
+    /// The client's `MQVersion` ordinal.
+    #[serde(deserialize_with = "lenient::int")]
+    pub version: i32,
+}
+
+impl Default for ProducerInfo {
+    /// Empty strings, a Java client, version 0.
+    fn default() -> Self {
+        Self {
+            client_id: String::new(),
+            language: LanguageCode::Java,
+            last_update_timestamp: 0,
+            remote_ip: String::new(),
+            version: 0,
+        }
+    }
+}
+
+/// Every producer group's clients. Java: `ProducerTableInfo`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ProducerTableInfo {
+    /// Producer group -> its clients.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub data: BTreeMap<String, Vec<ProducerInfo>>,
+}
+
+impl JsonBody for ProducerTableInfo {}
+
 fn serialize_language<S: Serializer>(language: &LanguageCode, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(language.name())
 }
@@ -130,6 +175,25 @@ mod tests {
 
     fn connection(id: &str, version: i32) -> Connection {
         Connection { client_addr: "127.0.0.1:50001".into(), client_id: id.into(), language: LanguageCode::Cpp, version }
+    }
+
+    #[test]
+    fn producer_table_golden_bytes() {
+        let table = ProducerTableInfo {
+            data: BTreeMap::from([(
+                "pg".to_owned(),
+                vec![ProducerInfo {
+                    client_id: "10.0.0.1@1".into(),
+                    language: LanguageCode::Go,
+                    last_update_timestamp: 1700000000000,
+                    remote_ip: "/10.0.0.1:50001".into(),
+                    version: 479,
+                }],
+            )]),
+        };
+        let golden = r#"{"data":{"pg":[{"clientId":"10.0.0.1@1","language":"GO","lastUpdateTimestamp":1700000000000,"remoteIP":"/10.0.0.1:50001","version":479}]}}"#;
+        assert_eq!(String::from_utf8(table.encode()).unwrap(), golden);
+        assert_eq!(ProducerTableInfo::decode(golden.as_bytes()).unwrap(), table);
     }
 
     #[test]

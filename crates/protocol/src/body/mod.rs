@@ -44,7 +44,7 @@ use crate::json::{parse_lenient, to_fastjson_vec};
 pub use broker_member_group::{BrokerMemberGroup, GetBrokerMemberGroupResponseBody};
 pub use cluster_info::ClusterInfo;
 pub use config_lists::{CreateTopicListRequestBody, SubscriptionGroupList};
-pub use connection::{Connection, ConsumerConnection, ProducerConnection};
+pub use connection::{Connection, ConsumerConnection, ProducerConnection, ProducerInfo, ProducerTableInfo};
 pub use consume_stats::{ConsumeStats, OffsetWrapper};
 pub use consumer_list::ConsumerListByGroupResponseBody;
 pub use consumer_offset::{ConsumerOffsetSerializeWrapper, TOPIC_GROUP_SEPARATOR};
