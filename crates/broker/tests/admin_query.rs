@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use ferromq_broker::metadata::DelayOffsetSerializeWrapper;
 use ferromq_broker::BrokerSettings;
 use ferromq_protocol::body::{
-    ConsumeFromWhere, ConsumeStats, ConsumeType, ConsumerConnection, ConsumerOffsetSerializeWrapper, GroupList,
-    JsonBody, MessageModel, MessageQueue, ProducerConnection, ProducerData, ProducerTableInfo, ResetOffsetBody,
-    ResetOffsetBodyForC, SubscriptionGroupConfig, TopicConfig, TopicList, TopicRouteData, TopicStatsTable,
+    ConsumeFromWhere, ConsumeStats, ConsumeStatsList, ConsumeType, ConsumerConnection, ConsumerOffsetSerializeWrapper,
+    GroupList, JsonBody, MessageModel, MessageQueue, ProducerConnection, ProducerData, ProducerTableInfo,
+    ResetOffsetBody, ResetOffsetBodyForC, SubscriptionGroupConfig, TopicConfig, TopicList, TopicRouteData,
+    TopicStatsTable,
 };
 use ferromq_protocol::header::*;
 use ferromq_protocol::message::MessageProperties;
@@ -287,6 +288,24 @@ async fn consume_stats_report_broker_and_consumer_offsets() {
     let online = c.consume_stats(&client, "cg", None).await;
     assert!(online.offset_table.keys().all(|q| q.topic == "Orders"), "{online:?}");
     assert!(c.consume_stats(&client, "cg", Some("Other")).await.offset_table.is_empty());
+
+    // Every group on the broker at once (`mqadmin brokerConsumeStats`): the online group on
+    // the topics it subscribes to, over the topic's write queues.
+    let broker_stats = |is_order: bool| {
+        RemotingCommand::request(request_code::GET_BROKER_CONSUME_STATS)
+            .with_header(&GetConsumeStatsInBrokerHeader { is_order })
+    };
+    let r = c.call(&client, broker_stats(false)).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let list = ConsumeStatsList::decode(&r.body).unwrap();
+    assert_eq!(list.broker_addr, c.broker_addr);
+    let cg: Vec<&ConsumeStats> = list.consume_stats_list.iter().filter_map(|m| m.get("cg")).flatten().collect();
+    assert_eq!(cg.len(), 1, "Orders only: {cg:?}");
+    assert_eq!(cg[0].offset_table.len(), 4);
+    assert_eq!(cg[0].offset_table[&queue("Orders", 0)].consumer_offset, 2);
+    assert_eq!(list.total_diff, 3);
+    let ordered = ConsumeStatsList::decode(&c.call(&client, broker_stats(true)).await.body).unwrap();
+    assert_eq!(ordered.total_diff, 0, "no ordered topic has offsets");
     member.shutdown().await;
     client.shutdown().await;
     c.stop().await;

@@ -15,13 +15,15 @@ use std::time::Duration;
 
 use ferromq_config::replace_file;
 use ferromq_protocol::body::{
-    Connection as ConnectionBody, ConsumeStats, ConsumerConnection, GroupList, JsonBody, MessageQueue, OffsetWrapper,
-    ProducerConnection, ProducerInfo, ProducerTableInfo, ResetOffsetBody, TopicConfig, TopicOffset, TopicStatsTable,
+    Connection as ConnectionBody, ConsumeStats, ConsumeStatsList, ConsumerConnection, GroupList, JsonBody,
+    MessageQueue, OffsetWrapper, ProducerConnection, ProducerInfo, ProducerTableInfo, ResetOffsetBody, TopicConfig,
+    TopicOffset, TopicStatsTable,
 };
 use ferromq_protocol::header::{
-    CloneGroupOffsetRequestHeader, GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader,
-    GetConsumerRunningInfoRequestHeader, GetProducerConnectionListRequestHeader, GetTopicStatsInfoRequestHeader,
-    QueryTopicConsumeByWhoRequestHeader, ResetOffsetRequestHeader,
+    CloneGroupOffsetRequestHeader, GetConsumeStatsInBrokerHeader, GetConsumeStatsRequestHeader,
+    GetConsumerConnectionListRequestHeader, GetConsumerRunningInfoRequestHeader,
+    GetProducerConnectionListRequestHeader, GetTopicStatsInfoRequestHeader, QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader,
 };
 use ferromq_protocol::message::decode_offset_msg_id;
 use ferromq_protocol::{properties_text, request_code, response_code, LanguageCode, RemotingCommand};
@@ -169,31 +171,72 @@ impl Broker {
     pub(crate) fn get_consume_stats(&self, req: &RemotingCommand) -> RemotingCommand {
         let h = header_or_fail!(req, GetConsumeStatsRequestHeader);
         let group = h.consumer_group.as_str();
-        let mut offset_table = BTreeMap::new();
-        let mut consume_tps = 0.0;
+        let mut stats = ConsumeStats::default();
         let now = clock_ms();
         for topic in self.consume_stats_topics(&h) {
-            consume_tps += self.stats.group_get_nums.rate(&BrokerStats::group_key(&topic, group), now);
+            stats.consume_tps += self.stats.group_get_nums.rate(&BrokerStats::group_key(&topic, group), now);
             let Some(config) = self.topics().select(&topic) else {
                 warn!(topic = %topic, consumer_group = group, "consume stats: topic does not exist");
                 continue;
             };
-            for queue_id in 0..config.read_queue_nums {
-                let broker_offset = self.store.max_offset_in_queue(&topic, queue_id).max(0);
-                let consumer_offset = self.offsets().query_offset(group, &topic, queue_id).unwrap_or(0).max(0);
+            stats.offset_table.extend(self.queue_progress(group, &topic, config.read_queue_nums));
+        }
+        success(req).with_body(stats.encode())
+    }
+
+    /// A group's progress on queues `0..queues` of `topic`: the broker's max offset, the
+    /// committed offset (a pending reset counts; 0 if none), and the store time of the last
+    /// consumed message.
+    fn queue_progress(&self, group: &str, topic: &str, queues: i32) -> BTreeMap<MessageQueue, OffsetWrapper> {
+        (0..queues)
+            .map(|queue_id| {
+                let broker_offset = self.store.max_offset_in_queue(topic, queue_id).max(0);
+                let consumer_offset = self.offsets().query_offset(group, topic, queue_id).unwrap_or(0).max(0);
                 let last_timestamp = match consumer_offset - 1 {
                     last if last >= 0 => {
-                        self.store.message_store_time(&topic, queue_id, last).filter(|t| *t > 0).unwrap_or(0)
+                        self.store.message_store_time(topic, queue_id, last).filter(|t| *t > 0).unwrap_or(0)
                     }
                     _ => 0,
                 };
                 let wrapper =
                     OffsetWrapper { broker_offset, consumer_offset, last_timestamp, pull_offset: consumer_offset };
-                offset_table.insert(self.queue(&topic, queue_id), wrapper);
+                (self.queue(topic, queue_id), wrapper)
+            })
+            .collect()
+    }
+
+    /// GET_BROKER_CONSUME_STATS (317): every subscription group's progress on the topics it
+    /// has offsets on (with `isOrder`, ordered topics only), skipping topics an online group
+    /// does not subscribe to. Java: `AdminBrokerProcessor#fetchAllConsumeStatsInBroker`, which
+    /// counts a topic's write queues here.
+    pub(crate) fn get_broker_consume_stats(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, GetConsumeStatsInBrokerHeader);
+        let now = clock_ms();
+        let mut list = ConsumeStatsList { broker_addr: self.config.broker_addr(), ..Default::default() };
+        for group in self.groups().all().subscription_group_table.into_keys() {
+            let online = self.consumers.group(&group).filter(|g| !g.subscriptions.is_empty());
+            let mut per_topic = Vec::new();
+            for topic in self.offsets().which_topic_by_consumer(&group) {
+                let Some(config) = self.topics().select(&topic) else {
+                    warn!(topic = %topic, consumer_group = %group, "broker consume stats: topic does not exist");
+                    continue;
+                };
+                if h.is_order && !config.order {
+                    continue;
+                }
+                if online.as_ref().is_some_and(|g| !g.subscriptions.contains_key(&topic)) {
+                    continue;
+                }
+                let stats = ConsumeStats {
+                    consume_tps: self.stats.group_get_nums.rate(&BrokerStats::group_key(&topic, &group), now),
+                    offset_table: self.queue_progress(&group, &topic, config.write_queue_nums),
+                };
+                list.total_diff += stats.total_diff();
+                per_topic.push(stats);
             }
+            list.consume_stats_list.push(BTreeMap::from([(group, per_topic)]));
         }
-        let stats = ConsumeStats { consume_tps, offset_table };
-        success(req).with_body(stats.encode())
+        success(req).with_body(list.encode())
     }
 
     /// The topics GET_CONSUME_STATS covers: the `topicList` as given; else the topic, or every

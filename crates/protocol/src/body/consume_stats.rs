@@ -73,6 +73,72 @@ impl JsonBody for ConsumeStats {
     }
 }
 
+/// Every subscription group's progress on this broker (GET_BROKER_CONSUME_STATS, 317;
+/// `mqadmin brokerConsumeStats`). Java: `ConsumeStatsList`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ConsumeStatsList {
+    /// The broker's address.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub broker_addr: String,
+    /// One map per group: group -> its stats per topic.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub consume_stats_list: Vec<BTreeMap<String, Vec<ConsumeStats>>>,
+    /// Messages not yet consumed, over every group and queue.
+    #[serde(deserialize_with = "lenient::int")]
+    pub total_diff: i64,
+    /// Messages pulled but not yet committed, over every group and queue.
+    #[serde(deserialize_with = "lenient::int")]
+    pub total_inflight_diff: i64,
+}
+
+impl JsonBody for ConsumeStatsList {
+    /// fastjson's form: the nested stats have queue objects as keys.
+    fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(128);
+        out.extend_from_slice(b"{\"brokerAddr\":");
+        queue_map::write_value(&self.broker_addr, &mut out);
+        out.extend_from_slice(b",\"consumeStatsList\":[");
+        for (i, groups) in self.consume_stats_list.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.push(b'{');
+            for (j, (group, stats)) in groups.iter().enumerate() {
+                if j > 0 {
+                    out.push(b',');
+                }
+                queue_map::write_value(group, &mut out);
+                out.extend_from_slice(b":[");
+                for (k, one) in stats.iter().enumerate() {
+                    if k > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(&one.encode());
+                }
+                out.push(b']');
+            }
+            out.push(b'}');
+        }
+        out.extend_from_slice(b"],\"totalDiff\":");
+        queue_map::write_value(&self.total_diff, &mut out);
+        out.extend_from_slice(b",\"totalInflightDiff\":");
+        queue_map::write_value(&self.total_inflight_diff, &mut out);
+        out.push(b'}');
+        out
+    }
+
+    /// The same as [`ConsumeStatsList::encode`].
+    fn encode_fastjson(&self) -> Vec<u8> {
+        self.encode()
+    }
+
+    /// Reads the nested queue-object keys as [`ConsumeStats::decode`] does.
+    fn decode(bytes: &[u8]) -> Result<Self, BodyError> {
+        queue_map::decode(bytes)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,6 +164,33 @@ mod tests {
         assert_eq!(String::from_utf8(stats.encode()).unwrap(), golden);
         assert_eq!(ConsumeStats::decode(golden.as_bytes()).unwrap(), stats);
         assert_eq!(stats.total_diff(), 2);
+    }
+
+    #[test]
+    fn consume_stats_list_golden_bytes() {
+        let stats = ConsumeStats {
+            consume_tps: 0.0,
+            offset_table: BTreeMap::from([(
+                MessageQueue::new("T", "b", 1),
+                OffsetWrapper { broker_offset: 9, consumer_offset: 4, last_timestamp: 0, pull_offset: 4 },
+            )]),
+        };
+        let list = ConsumeStatsList {
+            broker_addr: "10.0.0.1:10911".into(),
+            consume_stats_list: vec![
+                BTreeMap::from([("g".to_owned(), vec![stats])]),
+                BTreeMap::from([("h".to_owned(), vec![])]),
+            ],
+            total_diff: 5,
+            total_inflight_diff: 0,
+        };
+        let golden = concat!(
+            r#"{"brokerAddr":"10.0.0.1:10911","consumeStatsList":[{"g":[{"consumeTps":0.0,"offsetTable":"#,
+            r#"{{"brokerName":"b","queueId":1,"topic":"T"}:{"brokerOffset":9,"consumerOffset":4,"lastTimestamp":0,"pullOffset":4}}}]},"#,
+            r#"{"h":[]}],"totalDiff":5,"totalInflightDiff":0}"#
+        );
+        assert_eq!(String::from_utf8(list.encode()).unwrap(), golden);
+        assert_eq!(ConsumeStatsList::decode(golden.as_bytes()).unwrap(), list);
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub use broker_member_group::{BrokerMemberGroup, GetBrokerMemberGroupResponseBod
 pub use cluster_info::ClusterInfo;
 pub use config_lists::{CreateTopicListRequestBody, SubscriptionGroupList};
 pub use connection::{Connection, ConsumerConnection, ProducerConnection, ProducerInfo, ProducerTableInfo};
-pub use consume_stats::{ConsumeStats, OffsetWrapper};
+pub use consume_stats::{ConsumeStats, ConsumeStatsList, OffsetWrapper};
 pub use consumer_list::ConsumerListByGroupResponseBody;
 pub use consumer_offset::{ConsumerOffsetSerializeWrapper, TOPIC_GROUP_SEPARATOR};
 pub use consumer_running_info::{

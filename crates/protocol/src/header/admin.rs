@@ -119,3 +119,11 @@ command_header! {
         pub group: String => "group",
     }
 }
+
+command_header! {
+    /// GET_BROKER_CONSUME_STATS (317). Java: `GetConsumeStatsInBrokerHeader`.
+    pub struct GetConsumeStatsInBrokerHeader {
+        /// Only ordered topics.
+        pub is_order: bool => "isOrder",
+    }
+}
