@@ -328,6 +328,21 @@ fn admin_updates_broker_config_lists_topic_clusters_groups_and_live_connections(
     assert_eq!(column(&producers, "#ClientId"), [client_id], "{producers}");
     let producers = json(&ok(ns, &["producerConnection", "-g", producer_group, "-t", topic, "--json"]));
     assert_eq!(producers["connectionSet"][0]["clientId"], client_id, "{producers}");
+    // Every producer group of the broker at once.
+    let all_producers = ok(ns, &["producer", "-b", &broker]);
+    assert!(
+        all_producers.contains(&format!("producer group ({producer_group}) instances are below:")),
+        "{all_producers}"
+    );
+    let (_, table) = all_producers.split_once('\n').unwrap();
+    assert_eq!(column(table, "#ClientId"), [client_id], "{all_producers}");
+    let all_producers = json(&ok(ns, &["producer", "-b", &broker, "--json"]));
+    assert_eq!(all_producers[producer_group][0]["clientId"], client_id, "{all_producers}");
+    // Every group's progress on the broker: the group is online and at the end of its topic.
+    let stats = ok(ns, &["brokerConsumeStats", "-b", &broker]);
+    assert!(stats.contains(group) && stats.trim_end().ends_with("Diff Total: 0"), "{stats}");
+    let stats = json(&ok(ns, &["brokerConsumeStats", "-b", &broker, "-o", "true", "--json"]));
+    assert_eq!(stats["queues"].as_array().map(Vec::len), Some(0), "no ordered topic: {stats}");
 
     let all = ok(ns, &["consumerProgress"]);
     assert!(all.starts_with("#Group"), "{all}");

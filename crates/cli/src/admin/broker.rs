@@ -1,12 +1,14 @@
-//! Cluster and broker commands: clusterList, brokerStatus, getBrokerConfig, updateBrokerConfig.
-//! Java: `tools/command/cluster/ClusterListSubCommand`, `broker/BrokerStatusSubCommand`,
-//! `broker/GetBrokerConfigCommand`, `broker/UpdateBrokerConfigSubCommand`.
+//! Cluster and broker commands: clusterList, brokerStatus, getBrokerConfig, updateBrokerConfig,
+//! producer, brokerConsumeStats. Java: `tools/command/cluster/ClusterListSubCommand`,
+//! `broker/BrokerStatusSubCommand`, `broker/GetBrokerConfigCommand`,
+//! `broker/UpdateBrokerConfigSubCommand`, `producer/ProducerSubCommand`,
+//! `broker/BrokerConsumeStatsSubCommad`.
 
 use std::collections::BTreeMap;
 
 use ferromq_client::admin::{json, JsonValue};
 
-use crate::admin::output::{print_json, Table};
+use crate::admin::output::{format_ms, print_json, Table};
 use crate::admin::{target_brokers, Ctx};
 
 #[derive(Debug, clap::Args)]
@@ -170,5 +172,121 @@ pub(crate) async fn update_broker_config(ctx: &Ctx, a: UpdateBrokerConfigArgs) -
     if ctx.json {
         return print_json(&json!({ "key": key, "value": value, "brokers": done }));
     }
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct BrokerAddrArgs {
+    /// Broker address.
+    #[arg(short = 'b', long = "brokerAddr")]
+    broker_addr: String,
+}
+
+/// `producer`: every producer group's clients on one broker. Java: `ProducerSubCommand`.
+pub(crate) async fn producer(ctx: &Ctx, a: BrokerAddrArgs) -> anyhow::Result<()> {
+    let table = ctx.client.all_producer_info(&a.broker_addr).await?;
+    if ctx.json {
+        let groups: BTreeMap<&String, Vec<JsonValue>> = table
+            .data
+            .iter()
+            .map(|(group, infos)| {
+                let infos = infos
+                    .iter()
+                    .map(|i| {
+                        json!({ "clientId": i.client_id, "remoteIP": i.remote_ip, "language": i.language.name(),
+                            "version": i.version, "lastUpdateTimestamp": i.last_update_timestamp })
+                    })
+                    .collect();
+                (group, infos)
+            })
+            .collect();
+        return print_json(&json!(groups));
+    }
+    for (group, infos) in &table.data {
+        println!("producer group ({group}) instances are below:");
+        // The last update in milliseconds, as mqadmin prints it.
+        let mut out = Table::new(&["#ClientId", "#Address", "#Language", "#Version", "#LastUpdateTimestamp"]);
+        for i in infos {
+            out.row(vec![
+                i.client_id.clone(),
+                i.remote_ip.clone(),
+                i.language.name().to_owned(),
+                i.version.to_string(),
+                i.last_update_timestamp.to_string(),
+            ]);
+        }
+        out.print();
+    }
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct BrokerConsumeStatsArgs {
+    /// Broker address.
+    #[arg(short = 'b', long = "brokerAddr")]
+    broker_addr: String,
+    /// Only queues at least this far behind.
+    #[arg(short = 'l', long = "level", default_value_t = 0)]
+    level: i64,
+    /// Only ordered topics (true|false).
+    #[arg(short = 'o', long = "order", default_value_t = false, action = clap::ArgAction::Set)]
+    order: bool,
+    /// Accepted for mqadmin compatibility; the call uses the tool's own timeout.
+    #[arg(short = 't', long = "timeoutMillis")]
+    timeout_millis: Option<u64>,
+}
+
+/// `brokerConsumeStats`: every subscription group's progress on one broker. Java:
+/// `BrokerConsumeStatsSubCommad`.
+pub(crate) async fn broker_consume_stats(ctx: &Ctx, a: BrokerConsumeStatsArgs) -> anyhow::Result<()> {
+    let _ = a.timeout_millis;
+    let list = ctx.client.broker_consume_stats(&a.broker_addr, a.order).await?;
+    let mut rows = Vec::new();
+    for (group, stats) in list.consume_stats_list.iter().flatten() {
+        for s in stats {
+            for (q, o) in &s.offset_table {
+                let diff = o.broker_offset - o.consumer_offset;
+                if diff >= a.level {
+                    rows.push((q.clone(), group.clone(), *o, diff));
+                }
+            }
+        }
+    }
+    if ctx.json {
+        let queues: Vec<JsonValue> = rows
+            .iter()
+            .map(|(q, group, o, diff)| {
+                json!({ "topic": q.topic, "group": group, "brokerName": q.broker_name, "queueId": q.queue_id,
+                    "brokerOffset": o.broker_offset, "consumerOffset": o.consumer_offset, "diff": diff,
+                    "lastTimestamp": o.last_timestamp })
+            })
+            .collect();
+        return print_json(&json!({ "brokerAddr": list.broker_addr, "queues": queues, "diffTotal": list.total_diff }));
+    }
+    let mut out = Table::new(&[
+        "#Topic",
+        "#Group",
+        "#Broker Name",
+        "#QID",
+        "#Broker Offset",
+        "#Consumer Offset",
+        "#Diff",
+        "#LastTime",
+    ]);
+    for (q, group, o, diff) in rows {
+        out.row(vec![
+            q.topic,
+            group,
+            q.broker_name,
+            q.queue_id.to_string(),
+            o.broker_offset.to_string(),
+            o.consumer_offset.to_string(),
+            diff.to_string(),
+            format_ms(o.last_timestamp),
+        ]);
+    }
+    out.print();
+    println!();
+    println!("Diff Total: {}", list.total_diff);
     Ok(())
 }

@@ -51,6 +51,10 @@ enum AdminCommand {
     GetBrokerConfig(broker::BrokerTargetArgs),
     /// Change one setting of a broker (-b) or of every master of a cluster (-c).
     UpdateBrokerConfig(broker::UpdateBrokerConfigArgs),
+    /// List every producer group's clients on a broker.
+    Producer(broker::BrokerAddrArgs),
+    /// Show every subscription group's progress on a broker.
+    BrokerConsumeStats(broker::BrokerConsumeStatsArgs),
     /// Create or update a subscription group.
     UpdateSubGroup(group::UpdateSubGroupArgs),
     /// Delete a subscription group.
@@ -124,6 +128,8 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::BrokerStatus(a) => broker::broker_status(ctx, a).await,
         AdminCommand::GetBrokerConfig(a) => broker::get_broker_config(ctx, a).await,
         AdminCommand::UpdateBrokerConfig(a) => broker::update_broker_config(ctx, a).await,
+        AdminCommand::Producer(a) => broker::producer(ctx, a).await,
+        AdminCommand::BrokerConsumeStats(a) => broker::broker_consume_stats(ctx, a).await,
         AdminCommand::UpdateSubGroup(a) => group::update_sub_group(ctx, a).await,
         AdminCommand::DeleteSubGroup(a) => group::delete_sub_group(ctx, a).await,
         AdminCommand::HaStatus(a) => ha::ha_status(ctx, a).await,

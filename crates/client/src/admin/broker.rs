@@ -5,14 +5,16 @@
 use std::collections::BTreeMap;
 
 use ferromq_protocol::body::{
-    ConsumeStats, ConsumerConnection, ConsumerRunningInfo, HaRuntimeInfo, KVTable, MessageQueue, ProducerConnection,
-    ResetOffsetBody, SubscriptionGroupConfig, SubscriptionGroupWrapper, TopicConfig, TopicFilterType, TopicStatsTable,
+    ConsumeStats, ConsumeStatsList, ConsumerConnection, ConsumerRunningInfo, HaRuntimeInfo, KVTable, MessageQueue,
+    ProducerConnection, ProducerTableInfo, ResetOffsetBody, SubscriptionGroupConfig, SubscriptionGroupWrapper,
+    TopicConfig, TopicFilterType, TopicStatsTable,
 };
 use ferromq_protocol::header::{
     CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader,
-    GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader, GetConsumerRunningInfoRequestHeader,
-    GetMaxOffsetRequestHeader, GetProducerConnectionListRequestHeader, GetTopicStatsInfoRequestHeader,
-    OffsetResponseHeader, ResetOffsetRequestHeader, SearchOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
+    GetConsumeStatsInBrokerHeader, GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader, GetMaxOffsetRequestHeader, GetProducerConnectionListRequestHeader,
+    GetTopicStatsInfoRequestHeader, OffsetResponseHeader, ResetOffsetRequestHeader, SearchOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
 };
 use ferromq_protocol::{properties_text, request_code, RemotingCommand};
 
@@ -200,6 +202,25 @@ impl AdminClient {
     pub async fn producer_connection(&self, addr: &str, group: &str) -> Result<ProducerConnection, AdminError> {
         let header = GetProducerConnectionListRequestHeader { producer_group: group.to_owned() };
         let request = RemotingCommand::request(request_code::GET_PRODUCER_CONNECTION_LIST).with_header(&header);
+        self.call_body(addr, request).await
+    }
+
+    /// GET_ALL_PRODUCER_INFO: every producer group's clients on the broker at `addr`.
+    ///
+    /// # Errors
+    /// Transport failures or an unreadable body, naming `addr`.
+    pub async fn all_producer_info(&self, addr: &str) -> Result<ProducerTableInfo, AdminError> {
+        self.call_body(addr, RemotingCommand::request(request_code::GET_ALL_PRODUCER_INFO)).await
+    }
+
+    /// GET_BROKER_CONSUME_STATS: every subscription group's progress on the broker at `addr`
+    /// (only on ordered topics with `is_order`).
+    ///
+    /// # Errors
+    /// Transport failures or an unreadable body, naming `addr`.
+    pub async fn broker_consume_stats(&self, addr: &str, is_order: bool) -> Result<ConsumeStatsList, AdminError> {
+        let request = RemotingCommand::request(request_code::GET_BROKER_CONSUME_STATS)
+            .with_header(&GetConsumeStatsInBrokerHeader { is_order });
         self.call_body(addr, request).await
     }
 
