@@ -240,6 +240,7 @@ impl Broker {
         sync!(request_code::GET_SYSTEM_TOPIC_LIST_FROM_BROKER, |b, conn, req| b.get_system_topic_list(req));
         sync!(request_code::GET_ALL_PRODUCER_INFO, |b, conn, req| b.get_all_producer_info(req));
         sync!(request_code::GET_BROKER_CONSUME_STATS, |b, conn, req| b.get_broker_consume_stats(req));
+        sync!(request_code::VIEW_BROKER_STATS_DATA, |b, conn, req| b.view_broker_stats_data(req));
         sync!(request_code::DELETE_TOPIC_IN_BROKER, |b, conn, req| b.delete_topic(req));
         sync!(request_code::GET_ALL_TOPIC_CONFIG, |b, conn, req| b.get_all_topic_config(req));
         sync!(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, |b, conn, req| b

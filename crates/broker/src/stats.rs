@@ -1,5 +1,6 @@
 //! Per-topic and per-group message counters and their rate over the last minute, for the
-//! `topicPutTps` of GET_TOPIC_STATS_INFO and the `consumeTps` of GET_CONSUME_STATS.
+//! `topicPutTps` of GET_TOPIC_STATS_INFO and the `consumeTps` of GET_CONSUME_STATS, and their
+//! minute, hour and day totals for VIEW_BROKER_STATS_DATA.
 //! Java: `BrokerStatsManager` (`TOPIC_PUT_NUMS`, `GROUP_GET_NUMS`) and `StatsItem`.
 //!
 //! Java samples each counter every 10 s and reports the rate between the oldest and newest
@@ -31,34 +32,118 @@ const MIN_SPAN_MS: u64 = 1_000;
 /// bound. Far above any real broker's topic-group pairs.
 const MAX_KEYS: usize = 100_000;
 
-/// One counter and its recent samples `(time ms, value)`, oldest first.
+/// One sample of a counter: when, its value, and how many additions made it.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    at_ms: u64,
+    value: u64,
+    times: u64,
+}
+
+/// A counter's totals over one window. Java: `StatsSnapshot`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Snapshot {
+    /// What was added within the window.
+    pub(crate) sum: u64,
+    /// `sum` per second.
+    pub(crate) tps: f64,
+    /// `sum` per addition (messages per put or pull).
+    pub(crate) avgpt: f64,
+}
+
+/// Samples of one window, oldest first: one every `every_ms`, enough to cover `span_ms`.
+#[derive(Debug)]
+struct Window {
+    every_ms: u64,
+    span_ms: u64,
+    samples: VecDeque<Sample>,
+}
+
+impl Window {
+    fn new(every_ms: u64, span_ms: u64, first: Sample) -> Window {
+        Window { every_ms, span_ms, samples: VecDeque::from([first]) }
+    }
+
+    fn sample(&mut self, now: Sample) {
+        // The task ticks every SAMPLE_INTERVAL_MS with some jitter: a sample is due when the
+        // next tick would be later than `every_ms`.
+        let due = self
+            .samples
+            .back()
+            .is_none_or(|last| now.at_ms.saturating_sub(last.at_ms) + SAMPLE_INTERVAL_MS / 2 >= self.every_ms);
+        if !due {
+            return;
+        }
+        self.samples.push_back(now);
+        // Keep one sample at or before the window's start, so the window is always covered.
+        while self.samples.len() > 1 && self.samples[1].at_ms + self.span_ms <= now.at_ms {
+            self.samples.pop_front();
+        }
+    }
+
+    /// From the oldest sample to the live values: the live value counts, so a fresh counter
+    /// reads right from its first addition.
+    fn snapshot(&self, now: Sample) -> Snapshot {
+        let Some(base) = self.samples.front() else { return Snapshot::default() };
+        let sum = now.value.saturating_sub(base.value);
+        let span = now.at_ms.saturating_sub(base.at_ms).max(MIN_SPAN_MS);
+        let times = now.times.saturating_sub(base.times);
+        Snapshot {
+            sum,
+            tps: sum as f64 * 1000.0 / span as f64,
+            avgpt: if times > 0 { sum as f64 / times as f64 } else { 0.0 },
+        }
+    }
+}
+
+/// The windows Java reports: the last minute (sampled every 10 s), hour (every 10 minutes)
+/// and day (every hour). Java: `StatsItem#getStatsDataInMinute` / `InHour` / `InDay`.
+const MINUTE: usize = 0;
+const HOUR: usize = 1;
+const DAY: usize = 2;
+
+/// One counter, how many additions made it, and its recent samples per window.
 #[derive(Debug)]
 struct StatsItem {
     value: AtomicU64,
-    samples: Mutex<VecDeque<(u64, u64)>>,
+    times: AtomicU64,
+    windows: Mutex<[Window; 3]>,
 }
 
 impl StatsItem {
     fn new(now_ms: u64) -> StatsItem {
-        StatsItem { value: AtomicU64::new(0), samples: Mutex::new(VecDeque::from([(now_ms, 0)])) }
-    }
-
-    fn sample(&self, now_ms: u64) {
-        let value = self.value.load(Ordering::Relaxed);
-        let mut samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
-        samples.push_back((now_ms, value));
-        // Keep one sample at or before the window's start, so the window is always covered.
-        while samples.len() > 1 && samples[1].0 + WINDOW_MS <= now_ms {
-            samples.pop_front();
+        let first = Sample { at_ms: now_ms, value: 0, times: 0 };
+        StatsItem {
+            value: AtomicU64::new(0),
+            times: AtomicU64::new(0),
+            windows: Mutex::new([
+                Window::new(SAMPLE_INTERVAL_MS, WINDOW_MS, first),
+                Window::new(10 * 60_000, 3_600_000, first),
+                Window::new(3_600_000, 86_400_000, first),
+            ]),
         }
     }
 
+    fn now(&self, now_ms: u64) -> Sample {
+        Sample { at_ms: now_ms, value: self.value.load(Ordering::Relaxed), times: self.times.load(Ordering::Relaxed) }
+    }
+
+    fn sample(&self, now_ms: u64) {
+        let now = self.now(now_ms);
+        for window in self.windows.lock().unwrap_or_else(|e| e.into_inner()).iter_mut() {
+            window.sample(now);
+        }
+    }
+
+    fn snapshots(&self, now_ms: u64) -> [Snapshot; 3] {
+        let now = self.now(now_ms);
+        let windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        [windows[MINUTE].snapshot(now), windows[HOUR].snapshot(now), windows[DAY].snapshot(now)]
+    }
+
     fn rate(&self, now_ms: u64) -> f64 {
-        let value = self.value.load(Ordering::Relaxed);
-        let samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(&(since, base)) = samples.front() else { return 0.0 };
-        let span = now_ms.saturating_sub(since).max(MIN_SPAN_MS);
-        value.saturating_sub(base) as f64 * 1000.0 / span as f64
+        let now = self.now(now_ms);
+        self.windows.lock().unwrap_or_else(|e| e.into_inner())[MINUTE].snapshot(now).tps
     }
 }
 
@@ -74,6 +159,7 @@ impl StatsItemSet {
     pub(crate) fn add(&self, key: &str, n: u64, now_ms: u64) {
         if let Some(item) = self.items.read().unwrap_or_else(|e| e.into_inner()).get(key) {
             item.value.fetch_add(n, Ordering::Relaxed);
+            item.times.fetch_add(1, Ordering::Relaxed);
             return;
         }
         let mut items = self.items.write().unwrap_or_else(|e| e.into_inner());
@@ -83,16 +169,19 @@ impl StatsItemSet {
             }
             return;
         }
-        items
-            .entry(key.to_owned())
-            .or_insert_with(|| Arc::new(StatsItem::new(now_ms)))
-            .value
-            .fetch_add(n, Ordering::Relaxed);
+        let item = items.entry(key.to_owned()).or_insert_with(|| Arc::new(StatsItem::new(now_ms)));
+        item.value.fetch_add(n, Ordering::Relaxed);
+        item.times.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Messages per second of `key` over the last minute; 0 for an unknown key.
     pub(crate) fn rate(&self, key: &str, now_ms: u64) -> f64 {
         self.items.read().unwrap_or_else(|e| e.into_inner()).get(key).map_or(0.0, |item| item.rate(now_ms))
+    }
+
+    /// The minute, hour and day totals of `key`; `None` for a key never counted.
+    pub(crate) fn snapshots(&self, key: &str, now_ms: u64) -> Option<[Snapshot; 3]> {
+        self.items.read().unwrap_or_else(|e| e.into_inner()).get(key).map(|item| item.snapshots(now_ms))
     }
 
     /// Records every counter's value at `now_ms` (the periodic task, every [`SAMPLE_INTERVAL_MS`]).
@@ -222,13 +311,39 @@ mod tests {
     }
 
     #[test]
+    fn minute_hour_and_day_totals_cover_their_windows() {
+        let set = StatsItemSet::default();
+        assert!(set.snapshots("t", T0).is_none(), "an unknown key has no totals");
+        set.add("t", 0, T0);
+        // Two puts of 5 messages every 10 s for three hours: 1 message a second.
+        let ticks = 3 * 360u64;
+        for tick in 1..=ticks {
+            let now = T0 + tick * SAMPLE_INTERVAL_MS;
+            set.add("t", 5, now);
+            set.add("t", 5, now);
+            set.sample(now);
+        }
+        let now = T0 + ticks * SAMPLE_INTERVAL_MS;
+        let [minute, hour, day] = set.snapshots("t", now).unwrap();
+        assert_eq!(minute.sum, 60, "{minute:?}");
+        assert!((minute.tps - 1.0).abs() < 1e-9, "{minute:?}");
+        assert!((minute.avgpt - 5.0).abs() < 1e-9, "{minute:?}");
+        // The hour window is sampled every 10 minutes: it spans 60 to 70 minutes.
+        assert!((3_600..=4_200).contains(&hour.sum), "{hour:?}");
+        assert!((hour.tps - 1.0).abs() < 1e-9, "{hour:?}");
+        assert_eq!(day.sum, 3 * 3_600, "the whole run is within the day: {day:?}");
+    }
+
+    #[test]
     fn samples_stay_bounded() {
         let item = StatsItem::new(T0);
         for tick in 1..=1_000u64 {
             item.sample(T0 + tick * SAMPLE_INTERVAL_MS);
         }
-        let len = item.samples.lock().unwrap().len();
-        assert!(len <= (WINDOW_MS / SAMPLE_INTERVAL_MS) as usize + 1, "{len}");
+        let windows = item.windows.lock().unwrap();
+        let lens: Vec<usize> = windows.iter().map(|w| w.samples.len()).collect();
+        assert!(lens[MINUTE] <= (WINDOW_MS / SAMPLE_INTERVAL_MS) as usize + 1, "{lens:?}");
+        assert!(lens[HOUR] <= 7 && lens[DAY] <= 25, "{lens:?}");
     }
 
     #[test]

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use ferromq_broker::metadata::DelayOffsetSerializeWrapper;
 use ferromq_broker::BrokerSettings;
 use ferromq_protocol::body::{
-    ConsumeFromWhere, ConsumeStats, ConsumeStatsList, ConsumeType, ConsumerConnection, ConsumerOffsetSerializeWrapper,
-    GroupList, JsonBody, MessageModel, MessageQueue, ProducerConnection, ProducerData, ProducerTableInfo,
-    ResetOffsetBody, ResetOffsetBodyForC, SubscriptionGroupConfig, TopicConfig, TopicList, TopicRouteData,
-    TopicStatsTable,
+    BrokerStatsData, ConsumeFromWhere, ConsumeStats, ConsumeStatsList, ConsumeType, ConsumerConnection,
+    ConsumerOffsetSerializeWrapper, GroupList, JsonBody, MessageModel, MessageQueue, ProducerConnection, ProducerData,
+    ProducerTableInfo, ResetOffsetBody, ResetOffsetBodyForC, SubscriptionGroupConfig, TopicConfig, TopicList,
+    TopicRouteData, TopicStatsTable,
 };
 use ferromq_protocol::header::*;
 use ferromq_protocol::message::MessageProperties;
@@ -267,6 +267,22 @@ async fn consume_stats_report_broker_and_consumer_offsets() {
     // Four messages pulled within the first second.
     assert!(stats.consume_tps > 0.0 && stats.consume_tps <= 4.0, "{}", stats.consume_tps);
     assert_eq!(c.consume_stats(&client, "cg", Some("Other")).await.consume_tps, 0.0);
+    // The same counters as `mqadmin statsAll` reads them: five single puts, one pull of four.
+    let view = |name: &str, key: &str| {
+        RemotingCommand::request(request_code::VIEW_BROKER_STATS_DATA)
+            .with_header(&ViewBrokerStatsDataRequestHeader { stats_name: name.into(), stats_key: key.into() })
+    };
+    let put = BrokerStatsData::decode(&c.call(&client, view("TOPIC_PUT_NUMS", "Orders")).await.body).unwrap();
+    assert_eq!((put.stats_minute.sum, put.stats_hour.sum, put.stats_day.sum), (5, 5, 5), "{put:?}");
+    assert!((put.stats_minute.avgpt - 1.0).abs() < 1e-9, "{put:?}");
+    let get = BrokerStatsData::decode(&c.call(&client, view("GROUP_GET_NUMS", "Orders@cg")).await.body).unwrap();
+    assert_eq!(get.stats_day.sum, 4, "{get:?}");
+    assert!((get.stats_day.avgpt - 4.0).abs() < 1e-9, "{get:?}");
+    for (name, key) in [("GROUP_GET_NUMS", "Other@cg"), ("BROKER_PUT_NUMS_X", "Orders")] {
+        let r = c.call(&client, view(name, key)).await;
+        assert_eq!(r.code, response_code::SYSTEM_ERROR);
+        assert_eq!(r.remark.unwrap(), format!("The stats <{name}> <{key}> not exist"));
+    }
 
     // Without a topic: every topic the group has offsets on; the topic list picks exactly.
     let all = c.consume_stats(&client, "cg", None).await;

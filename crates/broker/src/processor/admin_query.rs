@@ -15,15 +15,15 @@ use std::time::Duration;
 
 use ferromq_config::replace_file;
 use ferromq_protocol::body::{
-    Connection as ConnectionBody, ConsumeStats, ConsumeStatsList, ConsumerConnection, GroupList, JsonBody,
-    MessageQueue, OffsetWrapper, ProducerConnection, ProducerInfo, ProducerTableInfo, ResetOffsetBody, TopicConfig,
-    TopicOffset, TopicStatsTable,
+    BrokerStatsData, BrokerStatsItem, Connection as ConnectionBody, ConsumeStats, ConsumeStatsList, ConsumerConnection,
+    GroupList, JsonBody, MessageQueue, OffsetWrapper, ProducerConnection, ProducerInfo, ProducerTableInfo,
+    ResetOffsetBody, TopicConfig, TopicOffset, TopicStatsTable,
 };
 use ferromq_protocol::header::{
     CloneGroupOffsetRequestHeader, GetConsumeStatsInBrokerHeader, GetConsumeStatsRequestHeader,
     GetConsumerConnectionListRequestHeader, GetConsumerRunningInfoRequestHeader,
     GetProducerConnectionListRequestHeader, GetTopicStatsInfoRequestHeader, QueryTopicConsumeByWhoRequestHeader,
-    ResetOffsetRequestHeader,
+    ResetOffsetRequestHeader, ViewBrokerStatsDataRequestHeader,
 };
 use ferromq_protocol::message::decode_offset_msg_id;
 use ferromq_protocol::{properties_text, request_code, response_code, LanguageCode, RemotingCommand};
@@ -138,6 +138,33 @@ impl Broker {
         }
         let body = ProducerConnection { connection_set: connection_set(infos.iter()) };
         success(req).with_body(body.encode())
+    }
+
+    /// VIEW_BROKER_STATS_DATA (315): one counter's minute, hour and day totals, as
+    /// `mqadmin statsAll` reads them: `TOPIC_PUT_NUMS` of a topic, `GROUP_GET_NUMS` of
+    /// `topic@group`. A counter the broker does not keep (another name, or a key never
+    /// counted) gets SYSTEM_ERROR, as Java answers. Java: `AdminBrokerProcessor#ViewBrokerStatsData`.
+    pub(crate) fn view_broker_stats_data(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, ViewBrokerStatsDataRequestHeader);
+        let set = match h.stats_name.as_str() {
+            "TOPIC_PUT_NUMS" => Some(&self.stats.topic_put_nums),
+            "GROUP_GET_NUMS" => Some(&self.stats.group_get_nums),
+            _ => None,
+        };
+        let Some([minute, hour, day]) = set.and_then(|set| set.snapshots(&h.stats_key, clock_ms())) else {
+            return failure(
+                req,
+                response_code::SYSTEM_ERROR,
+                format!("The stats <{}> <{}> not exist", h.stats_name, h.stats_key),
+            );
+        };
+        let item = |s: crate::stats::Snapshot| BrokerStatsItem {
+            avgpt: s.avgpt,
+            sum: i64::try_from(s.sum).unwrap_or(i64::MAX),
+            tps: s.tps,
+        };
+        let data = BrokerStatsData { stats_day: item(day), stats_hour: item(hour), stats_minute: item(minute) };
+        success(req).with_body(data.encode())
     }
 
     /// GET_ALL_PRODUCER_INFO (328): every producer group's clients (`mqadmin producer`).

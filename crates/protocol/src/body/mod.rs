@@ -9,6 +9,7 @@
 //! This module does not act on the bodies; processors in the server crates do.
 
 mod broker_member_group;
+mod broker_stats;
 mod cluster_info;
 mod config_lists;
 mod connection;
@@ -42,6 +43,7 @@ use serde::Serialize;
 use crate::json::{parse_lenient, to_fastjson_vec};
 
 pub use broker_member_group::{BrokerMemberGroup, GetBrokerMemberGroupResponseBody};
+pub use broker_stats::{BrokerStatsData, BrokerStatsItem};
 pub use cluster_info::ClusterInfo;
 pub use config_lists::{CreateTopicListRequestBody, SubscriptionGroupList};
 pub use connection::{Connection, ConsumerConnection, ProducerConnection, ProducerInfo, ProducerTableInfo};

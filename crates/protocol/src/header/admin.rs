@@ -127,3 +127,12 @@ command_header! {
         pub is_order: bool => "isOrder",
     }
 }
+
+command_header! {
+    /// VIEW_BROKER_STATS_DATA (315): one of the broker's counters, such as `TOPIC_PUT_NUMS`
+    /// of a topic or `GROUP_GET_NUMS` of `topic@group`. Java: `ViewBrokerStatsDataRequestHeader`.
+    pub struct ViewBrokerStatsDataRequestHeader {
+        pub stats_name: String => "statsName",
+        pub stats_key: String => "statsKey",
+    }
+}
