@@ -302,6 +302,15 @@ fn admin_updates_broker_config_lists_topic_clusters_groups_and_live_connections(
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("yyyy-MM-dd#HH:mm:ss:SSS"), "{bad:?}");
 
+    // statsAll: today's one message in and out, nothing left to consume.
+    let stats = json(&ok(ns, &["statsAll", "-t", topic, "--json"]));
+    let row =
+        stats.as_array().unwrap().iter().find(|r| r["group"] == group).unwrap_or_else(|| panic!("{stats}")).clone();
+    assert_eq!((row["inMsg24Hour"].as_i64(), row["outMsg24Hour"].as_i64()), (Some(1), Some(1)), "{row}");
+    assert_eq!(row["accumulation"], 0, "{row}");
+    let table = ok(ns, &["statsAll", "-a"]);
+    assert!(table.lines().any(|l| l.starts_with(topic) && l.contains(group)), "{table}");
+
     // consumerProgress without -g before any client is online: the group is listed OFFLINE.
     let all = json(&ok(ns, &["consumerProgress", "--json"]));
     let row = all.as_array().unwrap().iter().find(|r| r["group"] == group).unwrap_or_else(|| panic!("{all}")).clone();

@@ -8,6 +8,7 @@ mod group;
 mod ha;
 mod message;
 mod output;
+mod stats;
 mod topic;
 
 use anyhow::Context;
@@ -55,6 +56,8 @@ enum AdminCommand {
     Producer(broker::BrokerAddrArgs),
     /// Show every subscription group's progress on a broker.
     BrokerConsumeStats(broker::BrokerConsumeStatsArgs),
+    /// Show each topic's put and get rates and today's message counts, per consumer group.
+    StatsAll(stats::StatsAllArgs),
     /// Create or update a subscription group.
     UpdateSubGroup(group::UpdateSubGroupArgs),
     /// Delete a subscription group.
@@ -130,6 +133,7 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::UpdateBrokerConfig(a) => broker::update_broker_config(ctx, a).await,
         AdminCommand::Producer(a) => broker::producer(ctx, a).await,
         AdminCommand::BrokerConsumeStats(a) => broker::broker_consume_stats(ctx, a).await,
+        AdminCommand::StatsAll(a) => stats::stats_all(ctx, a).await,
         AdminCommand::UpdateSubGroup(a) => group::update_sub_group(ctx, a).await,
         AdminCommand::DeleteSubGroup(a) => group::delete_sub_group(ctx, a).await,
         AdminCommand::HaStatus(a) => ha::ha_status(ctx, a).await,

@@ -5,16 +5,17 @@
 use std::collections::BTreeMap;
 
 use ferromq_protocol::body::{
-    ConsumeStats, ConsumeStatsList, ConsumerConnection, ConsumerRunningInfo, HaRuntimeInfo, KVTable, MessageQueue,
-    ProducerConnection, ProducerTableInfo, ResetOffsetBody, SubscriptionGroupConfig, SubscriptionGroupWrapper,
-    TopicConfig, TopicFilterType, TopicStatsTable,
+    BrokerStatsData, ConsumeStats, ConsumeStatsList, ConsumerConnection, ConsumerRunningInfo, GroupList, HaRuntimeInfo,
+    KVTable, MessageQueue, ProducerConnection, ProducerTableInfo, ResetOffsetBody, SubscriptionGroupConfig,
+    SubscriptionGroupWrapper, TopicConfig, TopicFilterType, TopicStatsTable,
 };
 use ferromq_protocol::header::{
     CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader,
     GetConsumeStatsInBrokerHeader, GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader, GetMaxOffsetRequestHeader, GetProducerConnectionListRequestHeader,
-    GetTopicStatsInfoRequestHeader, OffsetResponseHeader, ResetOffsetRequestHeader, SearchOffsetRequestHeader,
-    UpdateConsumerOffsetRequestHeader,
+    GetTopicStatsInfoRequestHeader, OffsetResponseHeader, QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader, SearchOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
 };
 use ferromq_protocol::{properties_text, request_code, RemotingCommand};
 
@@ -222,6 +223,27 @@ impl AdminClient {
         let request = RemotingCommand::request(request_code::GET_BROKER_CONSUME_STATS)
             .with_header(&GetConsumeStatsInBrokerHeader { is_order });
         self.call_body(addr, request).await
+    }
+
+    /// VIEW_BROKER_STATS_DATA: one counter of the broker at `addr` over the last minute, hour
+    /// and day (`TOPIC_PUT_NUMS` of a topic, `GROUP_GET_NUMS` of `topic@group`).
+    ///
+    /// # Errors
+    /// The broker's SYSTEM_ERROR for a counter it does not keep, and transport failures.
+    pub async fn broker_stats_data(&self, addr: &str, name: &str, key: &str) -> Result<BrokerStatsData, AdminError> {
+        let header = ViewBrokerStatsDataRequestHeader { stats_name: name.to_owned(), stats_key: key.to_owned() };
+        self.call_body(addr, RemotingCommand::request(request_code::VIEW_BROKER_STATS_DATA).with_header(&header)).await
+    }
+
+    /// QUERY_TOPIC_CONSUME_BY_WHO: the consumer groups of `topic` on the broker at `addr`
+    /// (online subscribers and groups with offsets).
+    ///
+    /// # Errors
+    /// Transport failures or an unreadable body, naming `addr`.
+    pub async fn topic_consume_by_who(&self, addr: &str, topic: &str) -> Result<GroupList, AdminError> {
+        let header = QueryTopicConsumeByWhoRequestHeader { topic: topic.to_owned() };
+        self.call_body(addr, RemotingCommand::request(request_code::QUERY_TOPIC_CONSUME_BY_WHO).with_header(&header))
+            .await
     }
 
     /// INVOKE_BROKER_TO_RESET_OFFSET: moves a group's offsets on `topic` to the first message
