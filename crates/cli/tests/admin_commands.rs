@@ -369,6 +369,38 @@ fn admin_updates_broker_config_lists_topic_clusters_groups_and_live_connections(
     // Groups without offsets (the built-in ones here) are not listed.
     assert!(all.as_array().unwrap().iter().all(|r| r["group"] != "TOOLS_CONSUMER"), "{all}");
 
+    // Name-server settings and KV config.
+    let config = ok(ns, &["getNamesrvConfig"]);
+    assert!(config.starts_with(&format!("============{ns}============")), "{config}");
+    let updated = ok(ns, &["updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true"]);
+    assert_eq!(updated, format!("update name server config success!{ns}\norderMessageEnable : true\n"));
+    let config = json(&ok(ns, &["getNamesrvConfig", "--json"]));
+    assert_eq!(config[ns]["orderMessageEnable"], "true", "{config}");
+    let put = ok(ns, &["updateKvConfig", "-s", "ORDER_TOPIC_CONFIG", "-k", topic, "-v", "broker-x:4"]);
+    assert_eq!(put.trim(), "create or update kv config to namespace success.");
+    let deleted = ok(ns, &["deleteKvConfig", "-s", "ORDER_TOPIC_CONFIG", "-k", topic]);
+    assert_eq!(deleted.trim(), "delete kv config from namespace success.");
+
+    // A broker group's write permission, taken away and given back on the name server.
+    let broker_name = clusters[0]["brokerName"].as_str().unwrap().to_owned();
+    let route_perm = || json(&ok(ns, &["topicRoute", "-t", topic, "--json"]))["queueDatas"][0]["perm"].clone();
+    // The broker's own registration (every 30 s) restores its permission, so a wipe that
+    // one lands between is repeated.
+    let mut count = 0;
+    for _ in 0..3 {
+        let wiped = ok(ns, &["wipeWritePerm", "-b", &broker_name]);
+        let prefix = format!("wipe write perm of broker[{broker_name}] in name server[{ns}] OK, ");
+        count = wiped.trim().strip_prefix(&prefix).unwrap_or_else(|| panic!("{wiped}")).parse().unwrap();
+        assert!(count > 0, "{wiped}");
+        if route_perm() == 4 {
+            break;
+        }
+    }
+    assert_eq!(route_perm(), 4, "read only");
+    let added = json(&ok(ns, &["addWritePerm", "-b", &broker_name, "--json"]));
+    assert_eq!(added["addTopicCount"][ns], count, "{added}");
+    assert_eq!(route_perm(), 6, "read and write again");
+
     rt.block_on(client.shutdown());
 }
 

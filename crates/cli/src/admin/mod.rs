@@ -7,6 +7,7 @@ mod consumer_status;
 mod group;
 mod ha;
 mod message;
+mod namesrv;
 mod output;
 mod stats;
 mod topic;
@@ -58,6 +59,18 @@ enum AdminCommand {
     BrokerConsumeStats(broker::BrokerConsumeStatsArgs),
     /// Show each topic's put and get rates and today's message counts, per consumer group.
     StatsAll(stats::StatsAllArgs),
+    /// Take a broker group's write permission away on every name server.
+    WipeWritePerm(namesrv::BrokerNameArgs),
+    /// Give a broker group its write permission back on every name server.
+    AddWritePerm(namesrv::BrokerNameArgs),
+    /// Show every name server's settings.
+    GetNamesrvConfig,
+    /// Change one setting of every name server.
+    UpdateNamesrvConfig(namesrv::KeyValueArgs),
+    /// Create or update a KV config entry on every name server.
+    UpdateKvConfig(namesrv::KvArgs),
+    /// Delete a KV config entry from every name server.
+    DeleteKvConfig(namesrv::KvArgs),
     /// Create or update a subscription group.
     UpdateSubGroup(group::UpdateSubGroupArgs),
     /// Delete a subscription group.
@@ -134,6 +147,12 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::Producer(a) => broker::producer(ctx, a).await,
         AdminCommand::BrokerConsumeStats(a) => broker::broker_consume_stats(ctx, a).await,
         AdminCommand::StatsAll(a) => stats::stats_all(ctx, a).await,
+        AdminCommand::WipeWritePerm(a) => namesrv::wipe_write_perm(ctx, a).await,
+        AdminCommand::AddWritePerm(a) => namesrv::add_write_perm(ctx, a).await,
+        AdminCommand::GetNamesrvConfig => namesrv::get_namesrv_config(ctx).await,
+        AdminCommand::UpdateNamesrvConfig(a) => namesrv::update_namesrv_config(ctx, a).await,
+        AdminCommand::UpdateKvConfig(a) => namesrv::update_kv_config(ctx, a).await,
+        AdminCommand::DeleteKvConfig(a) => namesrv::delete_kv_config(ctx, a).await,
         AdminCommand::UpdateSubGroup(a) => group::update_sub_group(ctx, a).await,
         AdminCommand::DeleteSubGroup(a) => group::delete_sub_group(ctx, a).await,
         AdminCommand::HaStatus(a) => ha::ha_status(ctx, a).await,

@@ -1,15 +1,18 @@
-//! Name-server calls: routes, cluster layout, topic lists, topic deletion.
+//! Name-server calls: routes, cluster layout, topic lists, topic deletion, broker write
+//! permission, the name server's settings and its KV config.
 //! Java: `MQClientAPIImpl#getTopicRouteInfoFromNameServer` and friends.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ferromq_protocol::body::{ClusterInfo, TopicList, TopicRouteData};
 use ferromq_protocol::header::{
+    AddWritePermOfBrokerRequestHeader, AddWritePermOfBrokerResponseHeader, DeleteKvConfigRequestHeader,
     DeleteTopicFromNamesrvRequestHeader, GetRouteInfoRequestHeader, GetTopicsByClusterRequestHeader,
+    PutKvConfigRequestHeader, WipeWritePermOfBrokerRequestHeader, WipeWritePermOfBrokerResponseHeader,
 };
-use ferromq_protocol::{request_code, RemotingCommand};
+use ferromq_protocol::{properties_text, request_code, RemotingCommand};
 
-use crate::admin::client::AdminClient;
+use crate::admin::client::{code_name, decode_header, AdminClient};
 use crate::admin::error::AdminError;
 
 impl AdminClient {
@@ -123,6 +126,93 @@ impl AdminClient {
     pub async fn route_brokers(&self, topic: &str) -> Result<Vec<(String, String)>, AdminError> {
         let route = self.topic_route(topic).await?;
         Ok(route_brokers(&route))
+    }
+
+    /// WIPE_WRITE_PERM_OF_BROKER on the name server at `namesrv`: the broker group's queues
+    /// lose write permission there; returns how many topics changed.
+    ///
+    /// # Errors
+    /// The name server's refusal and transport failures, naming `namesrv`.
+    pub async fn wipe_write_perm(&self, namesrv: &str, broker_name: &str) -> Result<i32, AdminError> {
+        let header = WipeWritePermOfBrokerRequestHeader { broker_name: broker_name.to_owned() };
+        let response = self
+            .call_ok(namesrv, RemotingCommand::request(request_code::WIPE_WRITE_PERM_OF_BROKER).with_header(&header))
+            .await?;
+        Ok(decode_header::<WipeWritePermOfBrokerResponseHeader>(namesrv, "WIPE_WRITE_PERM_OF_BROKER", &response)?
+            .wipe_topic_count)
+    }
+
+    /// ADD_WRITE_PERM_OF_BROKER on the name server at `namesrv`: the broker group's queues
+    /// get read and write permission back; returns how many topics changed.
+    ///
+    /// # Errors
+    /// The name server's refusal and transport failures, naming `namesrv`.
+    pub async fn add_write_perm(&self, namesrv: &str, broker_name: &str) -> Result<i32, AdminError> {
+        let header = AddWritePermOfBrokerRequestHeader { broker_name: broker_name.to_owned() };
+        let response = self
+            .call_ok(namesrv, RemotingCommand::request(request_code::ADD_WRITE_PERM_OF_BROKER).with_header(&header))
+            .await?;
+        Ok(decode_header::<AddWritePermOfBrokerResponseHeader>(namesrv, "ADD_WRITE_PERM_OF_BROKER", &response)?
+            .add_topic_count)
+    }
+
+    /// GET_NAMESRV_CONFIG: the name server's settings as `key=value` lines.
+    ///
+    /// # Errors
+    /// Transport failures, naming `namesrv`.
+    pub async fn namesrv_config(&self, namesrv: &str) -> Result<Vec<(String, String)>, AdminError> {
+        let request = RemotingCommand::request(request_code::GET_NAMESRV_CONFIG);
+        let name = code_name(request.code);
+        let response = self.call_ok(namesrv, request).await?;
+        let text = String::from_utf8_lossy(&response.body);
+        properties_text::parse(&text).map_err(|source| AdminError::Body {
+            addr: namesrv.to_owned(),
+            request: name,
+            source,
+        })
+    }
+
+    /// UPDATE_NAMESRV_CONFIG: changes settings of the name server at `namesrv`.
+    ///
+    /// # Errors
+    /// The name server's refusal and transport failures, naming `namesrv`.
+    pub async fn update_namesrv_config(
+        &self,
+        namesrv: &str,
+        entries: &BTreeMap<String, String>,
+    ) -> Result<(), AdminError> {
+        let body = properties_text::to_text(entries.iter());
+        self.call_ok(
+            namesrv,
+            RemotingCommand::request(request_code::UPDATE_NAMESRV_CONFIG).with_body(body.into_bytes()),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// PUT_KV_CONFIG on every name server.
+    ///
+    /// # Errors
+    /// The first refusal or transport failure, naming its name server.
+    pub async fn put_kv_config(&self, namespace: &str, key: &str, value: &str) -> Result<(), AdminError> {
+        let header =
+            PutKvConfigRequestHeader { namespace: namespace.to_owned(), key: key.to_owned(), value: value.to_owned() };
+        for addr in self.namesrv_addrs() {
+            self.call_ok(addr, RemotingCommand::request(request_code::PUT_KV_CONFIG).with_header(&header)).await?;
+        }
+        Ok(())
+    }
+
+    /// DELETE_KV_CONFIG on every name server.
+    ///
+    /// # Errors
+    /// The first refusal or transport failure, naming its name server.
+    pub async fn delete_kv_config(&self, namespace: &str, key: &str) -> Result<(), AdminError> {
+        let header = DeleteKvConfigRequestHeader { namespace: namespace.to_owned(), key: key.to_owned() };
+        for addr in self.namesrv_addrs() {
+            self.call_ok(addr, RemotingCommand::request(request_code::DELETE_KV_CONFIG).with_header(&header)).await?;
+        }
+        Ok(())
     }
 }
 
