@@ -311,6 +311,46 @@ fn admin_updates_broker_config_lists_topic_clusters_groups_and_live_connections(
     let table = ok(ns, &["statsAll", "-a"]);
     assert!(table.lines().any(|l| l.starts_with(topic) && l.contains(group)), "{table}");
 
+    // skipAccumulatedMessage: two new messages skipped; cloneGroupOffset copies the result.
+    ok(ns, &["sendMessage", "-t", topic, "-p", "skip-1"]);
+    ok(ns, &["sendMessage", "-t", topic, "-p", "skip-2"]);
+    until(ns, &["consumerProgress", "-g", group, "-t", topic, "--json"], |out| json(out)["diffTotal"] == 2);
+    let skipped = ok(ns, &["skipAccumulatedMessage", "-g", group, "-t", topic]);
+    assert!(skipped.contains("#brokerName"), "{skipped}");
+    let progress = json(&ok(ns, &["consumerProgress", "-g", group, "-t", topic, "--json"]));
+    assert_eq!(progress["diffTotal"], 0, "{progress}");
+    let clone_group = "AdminMoreCloneGroup";
+    ok(ns, &["updateSubGroup", "-c", "DefaultCluster", "-g", clone_group]);
+    let cloned = ok(ns, &["cloneGroupOffset", "-s", group, "-d", clone_group, "-t", topic, "-o", "true"]);
+    assert_eq!(
+        cloned.trim(),
+        format!("clone group offset success. srcGroup[{group}], destGroup=[{clone_group}], topic[{topic}]")
+    );
+    let progress = json(&ok(ns, &["consumerProgress", "-g", clone_group, "-t", topic, "--json"]));
+    assert_eq!(progress["diffTotal"], 0, "the clone is at the end too: {progress}");
+    let offsets: i64 =
+        progress["queues"].as_array().unwrap().iter().map(|q| q["consumerOffset"].as_i64().unwrap()).sum();
+    assert_eq!(offsets, 3, "{progress}");
+
+    // updateOrderConf on the name server's KV config.
+    let put = ok(ns, &["updateOrderConf", "-t", topic, "-m", "put", "-v", "broker-x:2"]);
+    assert_eq!(put.trim(), format!("update orderConf success. topic=[{topic}], orderConf=[broker-x:2]"));
+    let got = json(&ok(ns, &["updateOrderConf", "-t", topic, "-m", "get", "--json"]));
+    assert_eq!(got["orderConf"], "broker-x:2", "{got}");
+    ok(ns, &["updateOrderConf", "-t", topic, "-m", "delete"]);
+    let got = json(&ok(ns, &["updateOrderConf", "-t", topic, "-m", "get", "--json"]));
+    assert!(got["orderConf"].is_null(), "{got}");
+
+    // updateTopicPerm: read only on the cluster, then read-write again on the broker.
+    let perm_of = |out: &str| json(out)["queueDatas"][0]["perm"].as_i64();
+    let updated = ok(ns, &["updateTopicPerm", "-t", topic, "-p", "4", "-c", "DefaultCluster"]);
+    assert_eq!(updated.trim(), format!("update topic perm from 6 to 4 in {broker} success."));
+    until(ns, &["topicRoute", "-t", topic, "--json"], |out| perm_of(out) == Some(4));
+    let same = ok(ns, &["updateTopicPerm", "-t", topic, "-p", "4", "-b", &broker]);
+    assert_eq!(same.trim(), "new perm equals to the old one!");
+    ok(ns, &["updateTopicPerm", "-t", topic, "-p", "6", "-b", &broker]);
+    until(ns, &["topicRoute", "-t", topic, "--json"], |out| perm_of(out) == Some(6));
+
     // consumerProgress without -g before any client is online: the group is listed OFFLINE.
     let all = json(&ok(ns, &["consumerProgress", "--json"]));
     let row = all.as_array().unwrap().iter().find(|r| r["group"] == group).unwrap_or_else(|| panic!("{all}")).clone();

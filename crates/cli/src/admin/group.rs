@@ -415,7 +415,10 @@ pub(crate) struct ResetOffsetByTimeArgs {
 }
 
 pub(crate) async fn reset_offset_by_time(ctx: &Ctx, a: ResetOffsetByTimeArgs) -> anyhow::Result<()> {
-    let timestamp = if a.timestamp.trim() == "now" {
+    // -1 is the end of every queue (skipAccumulatedMessage; mqadmin takes it here too).
+    let timestamp = if a.timestamp.trim() == "-1" {
+        -1
+    } else if a.timestamp.trim() == "now" {
         SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
     } else {
         parse_timestamp(a.timestamp.trim()).ok_or_else(|| {
@@ -570,4 +573,58 @@ mod tests {
         assert_eq!(rollback_to(false, 12, 10), None);
         assert_eq!(rollback_to(true, 12, 10), Some(12));
     }
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct CloneGroupOffsetArgs {
+    /// The group whose offsets are copied.
+    #[arg(short = 's', long = "srcGroup")]
+    src_group: String,
+    /// The group that gets them.
+    #[arg(short = 'd', long = "destGroup")]
+    dest_group: String,
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// The source group or the topic is offline (true|false): copy even what an online source
+    /// group does not subscribe to.
+    #[arg(short = 'o', long = "offline", action = clap::ArgAction::Set, default_value_t = false)]
+    offline: bool,
+}
+
+/// `cloneGroupOffset`: copies one group's committed offsets on a topic to another group, on
+/// every broker of the topic (CLONE_GROUP_OFFSET). Java: `CloneGroupOffsetCommand`.
+pub(crate) async fn clone_group_offset(ctx: &Ctx, a: CloneGroupOffsetArgs) -> anyhow::Result<()> {
+    let brokers = ctx.client.route_brokers(&a.topic).await?;
+    for (_, addr) in &brokers {
+        ctx.client.clone_group_offset(addr, &a.src_group, &a.dest_group, &a.topic, a.offline).await?;
+    }
+    if ctx.json {
+        let addrs: Vec<&String> = brokers.iter().map(|(_, addr)| addr).collect();
+        return print_json(
+            &json!({ "srcGroup": a.src_group, "destGroup": a.dest_group, "topic": a.topic, "brokers": addrs }),
+        );
+    }
+    println!("clone group offset success. srcGroup[{}], destGroup=[{}], topic[{}]", a.src_group, a.dest_group, a.topic);
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct SkipAccumulatedMessageArgs {
+    /// Consumer group name.
+    #[arg(short = 'g', long = "group")]
+    group: String,
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Move the offsets even where that goes backwards (true|false, default true).
+    #[arg(short = 'f', long = "force")]
+    force: Option<bool>,
+}
+
+/// `skipAccumulatedMessage`: moves a group's offsets on a topic to the end, skipping what it
+/// has not consumed: resetOffsetByTime to -1. Java: `SkipAccumulationSubCommand`.
+pub(crate) async fn skip_accumulated_message(ctx: &Ctx, a: SkipAccumulatedMessageArgs) -> anyhow::Result<()> {
+    let reset = ResetOffsetByTimeArgs { group: a.group, topic: a.topic, timestamp: "-1".to_owned(), force: a.force };
+    reset_offset_by_time(ctx, reset).await
 }

@@ -65,6 +65,14 @@ enum AdminCommand {
     AddWritePerm(namesrv::BrokerNameArgs),
     /// Show every name server's settings.
     GetNamesrvConfig,
+    /// Change a topic's permission on one broker (-b) or every master of a cluster (-c).
+    UpdateTopicPerm(topic::UpdateTopicPermArgs),
+    /// Read, set or remove an ordered topic's queue layout on the name servers.
+    UpdateOrderConf(topic::UpdateOrderConfArgs),
+    /// Copy a consumer group's offsets on a topic to another group.
+    CloneGroupOffset(group::CloneGroupOffsetArgs),
+    /// Move a consumer group's offsets on a topic to the end.
+    SkipAccumulatedMessage(group::SkipAccumulatedMessageArgs),
     /// Change one setting of every name server.
     UpdateNamesrvConfig(namesrv::KeyValueArgs),
     /// Create or update a KV config entry on every name server.
@@ -150,6 +158,10 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::WipeWritePerm(a) => namesrv::wipe_write_perm(ctx, a).await,
         AdminCommand::AddWritePerm(a) => namesrv::add_write_perm(ctx, a).await,
         AdminCommand::GetNamesrvConfig => namesrv::get_namesrv_config(ctx).await,
+        AdminCommand::UpdateTopicPerm(a) => topic::update_topic_perm(ctx, a).await,
+        AdminCommand::UpdateOrderConf(a) => topic::update_order_conf(ctx, a).await,
+        AdminCommand::CloneGroupOffset(a) => group::clone_group_offset(ctx, a).await,
+        AdminCommand::SkipAccumulatedMessage(a) => group::skip_accumulated_message(ctx, a).await,
         AdminCommand::UpdateNamesrvConfig(a) => namesrv::update_namesrv_config(ctx, a).await,
         AdminCommand::UpdateKvConfig(a) => namesrv::update_kv_config(ctx, a).await,
         AdminCommand::DeleteKvConfig(a) => namesrv::delete_kv_config(ctx, a).await,

@@ -258,3 +258,108 @@ fn perm_text(p: i32) -> String {
     s.push(if p & perm::PERM_INHERIT != 0 { 'X' } else { '-' });
     s
 }
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct UpdateTopicPermArgs {
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// New permission: 2 (write), 4 (read) or 6 (read and write).
+    #[arg(short = 'p', long = "perm")]
+    perm: i32,
+    /// The master broker to change it on.
+    #[arg(short = 'b', long = "brokerAddr")]
+    broker_addr: Option<String>,
+    /// Every master of this cluster.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+}
+
+/// `updateTopicPerm`: changes a topic's permission, keeping its queues as the route has them.
+/// Java: `UpdateTopicPermSubCommand`.
+pub(crate) async fn update_topic_perm(ctx: &Ctx, a: UpdateTopicPermArgs) -> anyhow::Result<()> {
+    if ![perm::PERM_WRITE, perm::PERM_READ, perm::PERM_READ | perm::PERM_WRITE].contains(&a.perm) {
+        anyhow::bail!("perm must be 2 (write), 4 (read) or 6 (read and write), not {}", a.perm);
+    }
+    let route = ctx.client.topic_route(&a.topic).await?;
+    let first = route.queue_datas.first().with_context(|| format!("topic {} has no queues", a.topic))?;
+    let mut config = TopicConfig::new(a.topic.clone(), first.read_queue_nums, first.write_queue_nums);
+    config.topic_sys_flag = first.topic_sys_flag;
+    config.perm = a.perm;
+    let mut updated = Vec::new();
+    if let Some(addr) = a.broker_addr.as_deref() {
+        let Some(group) = route.broker_datas.iter().find(|b| b.master_addr() == Some(addr)) else {
+            anyhow::bail!("updateTopicPerm error broker not exit or broker is not master!");
+        };
+        let old = route.queue_datas.iter().find(|q| q.broker_name == group.broker_name).map_or(0, |q| q.perm);
+        if old == a.perm {
+            println!("new perm equals to the old one!");
+            return Ok(());
+        }
+        ctx.client.update_topic(addr, &config, "").await?;
+        updated.push((old, addr.to_owned()));
+    } else {
+        let cluster = a.cluster.as_deref().context("give a broker address (-b) or a cluster name (-c)")?;
+        for (_, addr) in target_brokers(ctx, None, Some(cluster)).await? {
+            ctx.client.update_topic(&addr, &config, "").await?;
+            updated.push((first.perm, addr));
+        }
+    }
+    if ctx.json {
+        let brokers: Vec<_> = updated.iter().map(|(old, addr)| json!({ "brokerAddr": addr, "oldPerm": old })).collect();
+        return print_json(&json!({ "topic": a.topic, "perm": a.perm, "brokers": brokers }));
+    }
+    for (old, addr) in updated {
+        println!("update topic perm from {old} to {} in {addr} success.", a.perm);
+    }
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct UpdateOrderConfArgs {
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// `get`, `put` or `delete`.
+    #[arg(short = 'm', long = "method")]
+    method: String,
+    /// The order conf to put: `brokerName1:queues;brokerName2:queues`.
+    #[arg(short = 'v', long = "orderConf")]
+    order_conf: Option<String>,
+}
+
+/// The name servers' KV namespace of ordered topics' queue layout. Java:
+/// `NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG`.
+const NAMESPACE_ORDER_TOPIC_CONFIG: &str = "ORDER_TOPIC_CONFIG";
+
+/// `updateOrderConf`: reads, sets or removes the queue layout a name server serves for an
+/// ordered topic (with `orderMessageEnable`). Java: `UpdateOrderConfCommand`.
+pub(crate) async fn update_order_conf(ctx: &Ctx, a: UpdateOrderConfArgs) -> anyhow::Result<()> {
+    let topic = a.topic.as_str();
+    match a.method.as_str() {
+        "get" => {
+            let conf = ctx.client.kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, topic).await?;
+            if ctx.json {
+                return print_json(&json!({ "topic": topic, "orderConf": conf }));
+            }
+            println!("get orderConf success. topic=[{topic}], orderConf=[{}] ", conf.unwrap_or_default());
+        }
+        "put" => {
+            let conf = a.order_conf.as_deref().context("put needs the order conf: -v brokerName:queues;...")?;
+            ctx.client.put_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, topic, conf).await?;
+            if ctx.json {
+                return print_json(&json!({ "topic": topic, "orderConf": conf }));
+            }
+            println!("update orderConf success. topic=[{topic}], orderConf=[{conf}]");
+        }
+        "delete" => {
+            ctx.client.delete_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, topic).await?;
+            if ctx.json {
+                return print_json(&json!({ "topic": topic, "deleted": true }));
+            }
+            println!("delete orderConf success. topic=[{topic}]");
+        }
+        other => anyhow::bail!("unknown method {other:?}: give get, put or delete"),
+    }
+    Ok(())
+}

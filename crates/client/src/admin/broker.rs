@@ -10,12 +10,12 @@ use ferromq_protocol::body::{
     SubscriptionGroupWrapper, TopicConfig, TopicFilterType, TopicStatsTable,
 };
 use ferromq_protocol::header::{
-    CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader,
-    GetConsumeStatsInBrokerHeader, GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader,
-    GetConsumerRunningInfoRequestHeader, GetMaxOffsetRequestHeader, GetProducerConnectionListRequestHeader,
-    GetTopicStatsInfoRequestHeader, OffsetResponseHeader, QueryTopicConsumeByWhoRequestHeader,
-    ResetOffsetRequestHeader, SearchOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
-    ViewBrokerStatsDataRequestHeader,
+    CloneGroupOffsetRequestHeader, CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicRequestHeader, GetConsumeStatsInBrokerHeader, GetConsumeStatsRequestHeader,
+    GetConsumerConnectionListRequestHeader, GetConsumerRunningInfoRequestHeader, GetMaxOffsetRequestHeader,
+    GetProducerConnectionListRequestHeader, GetTopicStatsInfoRequestHeader, OffsetResponseHeader,
+    QueryTopicConsumeByWhoRequestHeader, ResetOffsetRequestHeader, SearchOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader, ViewBrokerStatsDataRequestHeader,
 };
 use ferromq_protocol::{properties_text, request_code, RemotingCommand};
 
@@ -223,6 +223,30 @@ impl AdminClient {
         let request = RemotingCommand::request(request_code::GET_BROKER_CONSUME_STATS)
             .with_header(&GetConsumeStatsInBrokerHeader { is_order });
         self.call_body(addr, request).await
+    }
+
+    /// CLONE_GROUP_OFFSET: copies `src`'s committed offsets on `topic` to `dest` on the broker
+    /// at `addr` (`offline`: even for topics an online `src` does not subscribe to).
+    ///
+    /// # Errors
+    /// The broker's refusal or a transport failure, naming `addr`.
+    pub async fn clone_group_offset(
+        &self,
+        addr: &str,
+        src: &str,
+        dest: &str,
+        topic: &str,
+        offline: bool,
+    ) -> Result<(), AdminError> {
+        let header = CloneGroupOffsetRequestHeader {
+            src_group: src.to_owned(),
+            dest_group: dest.to_owned(),
+            topic: Some(topic.to_owned()),
+            offline: Some(offline),
+        };
+        self.call_ok(addr, RemotingCommand::request(request_code::CLONE_GROUP_OFFSET).with_header(&header))
+            .await
+            .map(drop)
     }
 
     /// VIEW_BROKER_STATS_DATA: one counter of the broker at `addr` over the last minute, hour

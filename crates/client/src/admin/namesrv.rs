@@ -7,10 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use ferromq_protocol::body::{ClusterInfo, TopicList, TopicRouteData};
 use ferromq_protocol::header::{
     AddWritePermOfBrokerRequestHeader, AddWritePermOfBrokerResponseHeader, DeleteKvConfigRequestHeader,
-    DeleteTopicFromNamesrvRequestHeader, GetRouteInfoRequestHeader, GetTopicsByClusterRequestHeader,
-    PutKvConfigRequestHeader, WipeWritePermOfBrokerRequestHeader, WipeWritePermOfBrokerResponseHeader,
+    DeleteTopicFromNamesrvRequestHeader, GetKvConfigRequestHeader, GetKvConfigResponseHeader,
+    GetRouteInfoRequestHeader, GetTopicsByClusterRequestHeader, PutKvConfigRequestHeader,
+    WipeWritePermOfBrokerRequestHeader, WipeWritePermOfBrokerResponseHeader,
 };
-use ferromq_protocol::{properties_text, request_code, RemotingCommand};
+use ferromq_protocol::{properties_text, request_code, response_code, RemotingCommand};
 
 use crate::admin::client::{code_name, decode_header, AdminClient};
 use crate::admin::error::AdminError;
@@ -188,6 +189,23 @@ impl AdminClient {
         )
         .await
         .map(drop)
+    }
+
+    /// GET_KV_CONFIG: a KV entry, from the first name server that answers; `None` when it
+    /// has no such entry.
+    ///
+    /// # Errors
+    /// Transport failures, naming the name servers asked.
+    pub async fn kv_config(&self, namespace: &str, key: &str) -> Result<Option<String>, AdminError> {
+        let header = GetKvConfigRequestHeader { namespace: namespace.to_owned(), key: key.to_owned() };
+        let request = RemotingCommand::request(request_code::GET_KV_CONFIG).with_header(&header);
+        match self.call_namesrv(request).await {
+            Ok((addr, response)) => {
+                Ok(decode_header::<GetKvConfigResponseHeader>(&addr, "GET_KV_CONFIG", &response)?.value)
+            }
+            Err(AdminError::Response { code: response_code::QUERY_NOT_FOUND, .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// PUT_KV_CONFIG on every name server.
