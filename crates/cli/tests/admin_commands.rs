@@ -332,6 +332,36 @@ fn admin_updates_broker_config_lists_topic_clusters_groups_and_live_connections(
         progress["queues"].as_array().unwrap().iter().map(|q| q["consumerOffset"].as_i64().unwrap()).sum();
     assert_eq!(offsets, 3, "{progress}");
 
+    // updateTopicList and updateSubGroupList from JSON files; getConsumerConfig reads back.
+    let files = tempfile::tempdir().unwrap();
+    let topics_file = files.path().join("topics.json");
+    std::fs::write(
+        &topics_file,
+        r#"[{"topicName":"AdminListA","readQueueNums":2,"writeQueueNums":2,"perm":6,"attributes":{"+message.type":"FIFO"}},{"topicName":"AdminListB"}]"#,
+    )
+    .unwrap();
+    let listed = ok(ns, &["updateTopicList", "-c", "DefaultCluster", "-f", topics_file.to_str().unwrap()]);
+    assert_eq!(
+        listed.trim(),
+        format!("submit batch of topic config to {broker} success, please check the result later.")
+    );
+    until(ns, &["topicRoute", "-t", "AdminListA", "--json"], |out| json(out)["queueDatas"][0]["writeQueueNums"] == 2);
+    until(ns, &["topicRoute", "-t", "AdminListB", "--json"], |out| json(out)["queueDatas"][0]["writeQueueNums"] == 16);
+    let groups_file = files.path().join("groups.json");
+    std::fs::write(&groups_file, r#"[{"groupName":"AdminListG1","retryMaxTimes":3},{"groupName":"AdminListG2"}]"#)
+        .unwrap();
+    let listed = ok(ns, &["updateSubGroupList", "-b", &broker, "-f", groups_file.to_str().unwrap()]);
+    assert_eq!(
+        listed.trim(),
+        format!("submit batch of group config to {broker} success, please check the result later.")
+    );
+    let config = ok(ns, &["getConsumerConfig", "-g", "AdminListG1"]);
+    assert!(config.starts_with(&format!("=============================DefaultCluster:{broker}")), "{config}");
+    assert!(config.lines().any(|l| l.starts_with("retryMaxTimes ") && l.ends_with("=  3")), "{config}");
+    let missing = admin(ns, &["updateTopicList", "-b", &broker, "-f", "/no/such/file.json"]);
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("does not exists"), "{missing:?}");
+
     // updateOrderConf on the name server's KV config.
     let put = ok(ns, &["updateOrderConf", "-t", topic, "-m", "put", "-v", "broker-x:2"]);
     assert_eq!(put.trim(), format!("update orderConf success. topic=[{topic}], orderConf=[broker-x:2]"));

@@ -628,3 +628,85 @@ pub(crate) async fn skip_accumulated_message(ctx: &Ctx, a: SkipAccumulatedMessag
     let reset = ResetOffsetByTimeArgs { group: a.group, topic: a.topic, timestamp: "-1".to_owned(), force: a.force };
     reset_offset_by_time(ctx, reset).await
 }
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct UpdateSubGroupListArgs {
+    /// Broker address.
+    #[arg(short = 'b', long = "brokerAddr")]
+    broker_addr: Option<String>,
+    /// Every master of this cluster.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+    /// A JSON file holding an array of subscription group configs.
+    #[arg(short = 'f', long = "filename")]
+    file: std::path::PathBuf,
+}
+
+/// `updateSubGroupList`: creates or updates the subscription groups of a file in one request
+/// per broker. Java: `UpdateSubGroupListSubCommand`.
+pub(crate) async fn update_sub_group_list(ctx: &Ctx, a: UpdateSubGroupListArgs) -> anyhow::Result<()> {
+    let text = std::fs::read(&a.file)
+        .map_err(|e| anyhow::anyhow!("the file path {} does not exists: {e}", a.file.display()))?;
+    let groups: Vec<SubscriptionGroupConfig> = ferromq_protocol::json::parse_lenient(&text)
+        .map_err(|e| anyhow::anyhow!("{} is not a JSON array of subscription groups: {e}", a.file.display()))?;
+    if groups.is_empty() {
+        return Ok(());
+    }
+    let targets = target_brokers(ctx, a.broker_addr.as_deref(), a.cluster.as_deref()).await?;
+    for (_, addr) in &targets {
+        ctx.client.update_subscription_group_list(addr, groups.clone()).await?;
+        if !ctx.json {
+            println!("submit batch of group config to {addr} success, please check the result later.");
+        }
+    }
+    if ctx.json {
+        let names: Vec<&str> = groups.iter().map(|g| g.group_name.as_str()).collect();
+        let addrs: Vec<&String> = targets.iter().map(|(_, addr)| addr).collect();
+        return print_json(&json!({ "groups": names, "brokers": addrs }));
+    }
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct GetConsumerConfigArgs {
+    /// Subscription group name.
+    #[arg(short = 'g', long = "groupName")]
+    group: String,
+}
+
+/// `getConsumerConfig`: a subscription group's settings on every master of every cluster that
+/// has it. Java: `GetConsumerConfigSubCommand`.
+pub(crate) async fn get_consumer_config(ctx: &Ctx, a: GetConsumerConfigArgs) -> anyhow::Result<()> {
+    let info = ctx.client.cluster_info().await?;
+    let mut found = Vec::new();
+    for (cluster, names) in &info.cluster_addr_table {
+        for name in names {
+            let Some(addr) = info.broker_addr_table.get(name).and_then(|b| b.master_addr()) else { continue };
+            // As mqadmin, a broker without the group is passed over.
+            if let Ok(config) = ctx.client.subscription_group(addr, &a.group).await {
+                found.push((cluster.clone(), addr.to_owned(), config));
+            }
+        }
+    }
+    if ctx.json {
+        let all: Vec<_> = found
+            .iter()
+            .map(|(cluster, addr, config)| json!({ "clusterName": cluster, "brokerAddr": addr, "config": config }))
+            .collect();
+        return print_json(&json!(all));
+    }
+    for (cluster, addr, config) in &found {
+        println!("============================={cluster}:{addr}=============================");
+        if let ferromq_client::admin::JsonValue::Object(fields) = json!(config) {
+            for (field, value) in fields {
+                let value = match value {
+                    ferromq_client::admin::JsonValue::String(s) => s,
+                    ferromq_client::admin::JsonValue::Null => String::new(),
+                    other => other.to_string(),
+                };
+                println!("{field:<40}=  {value}");
+            }
+        }
+    }
+    Ok(())
+}

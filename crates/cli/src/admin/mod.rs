@@ -65,6 +65,12 @@ enum AdminCommand {
     AddWritePerm(namesrv::BrokerNameArgs),
     /// Show every name server's settings.
     GetNamesrvConfig,
+    /// Create or update the topics of a JSON file on one broker (-b) or every master (-c).
+    UpdateTopicList(topic::UpdateTopicListArgs),
+    /// Create or update the subscription groups of a JSON file.
+    UpdateSubGroupList(group::UpdateSubGroupListArgs),
+    /// Show a subscription group's settings on every master that has it.
+    GetConsumerConfig(group::GetConsumerConfigArgs),
     /// Change a topic's permission on one broker (-b) or every master of a cluster (-c).
     UpdateTopicPerm(topic::UpdateTopicPermArgs),
     /// Read, set or remove an ordered topic's queue layout on the name servers.
@@ -158,6 +164,9 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::WipeWritePerm(a) => namesrv::wipe_write_perm(ctx, a).await,
         AdminCommand::AddWritePerm(a) => namesrv::add_write_perm(ctx, a).await,
         AdminCommand::GetNamesrvConfig => namesrv::get_namesrv_config(ctx).await,
+        AdminCommand::UpdateTopicList(a) => topic::update_topic_list(ctx, a).await,
+        AdminCommand::UpdateSubGroupList(a) => group::update_sub_group_list(ctx, a).await,
+        AdminCommand::GetConsumerConfig(a) => group::get_consumer_config(ctx, a).await,
         AdminCommand::UpdateTopicPerm(a) => topic::update_topic_perm(ctx, a).await,
         AdminCommand::UpdateOrderConf(a) => topic::update_order_conf(ctx, a).await,
         AdminCommand::CloneGroupOffset(a) => group::clone_group_offset(ctx, a).await,

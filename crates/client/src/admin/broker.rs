@@ -5,16 +5,17 @@
 use std::collections::BTreeMap;
 
 use ferromq_protocol::body::{
-    BrokerStatsData, ConsumeStats, ConsumeStatsList, ConsumerConnection, ConsumerRunningInfo, GroupList, HaRuntimeInfo,
-    KVTable, MessageQueue, ProducerConnection, ProducerTableInfo, ResetOffsetBody, SubscriptionGroupConfig,
-    SubscriptionGroupWrapper, TopicConfig, TopicFilterType, TopicStatsTable,
+    BrokerStatsData, ConsumeStats, ConsumeStatsList, ConsumerConnection, ConsumerRunningInfo,
+    CreateTopicListRequestBody, GroupList, HaRuntimeInfo, JsonBody, KVTable, MessageQueue, ProducerConnection,
+    ProducerTableInfo, ResetOffsetBody, SubscriptionGroupConfig, SubscriptionGroupList, SubscriptionGroupWrapper,
+    TopicConfig, TopicFilterType, TopicStatsTable,
 };
 use ferromq_protocol::header::{
     CloneGroupOffsetRequestHeader, CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader, GetConsumeStatsInBrokerHeader, GetConsumeStatsRequestHeader,
     GetConsumerConnectionListRequestHeader, GetConsumerRunningInfoRequestHeader, GetMaxOffsetRequestHeader,
-    GetProducerConnectionListRequestHeader, GetTopicStatsInfoRequestHeader, OffsetResponseHeader,
-    QueryTopicConsumeByWhoRequestHeader, ResetOffsetRequestHeader, SearchOffsetRequestHeader,
+    GetProducerConnectionListRequestHeader, GetSubscriptionGroupConfigRequestHeader, GetTopicStatsInfoRequestHeader,
+    OffsetResponseHeader, QueryTopicConsumeByWhoRequestHeader, ResetOffsetRequestHeader, SearchOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader, ViewBrokerStatsDataRequestHeader,
 };
 use ferromq_protocol::{properties_text, request_code, RemotingCommand};
@@ -94,6 +95,17 @@ impl AdminClient {
         let body = serde_json::to_vec(settings).expect("the settings struct holds only plain fields");
         let request = RemotingCommand::request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).with_body(body);
         self.call_ok(addr, request).await.map(drop)
+    }
+
+    /// GET_SUBSCRIPTIONGROUP_CONFIG: one group's config on the broker at `addr` (a broker with
+    /// `autoCreateSubscriptionGroup` creates it first, as Java's does).
+    ///
+    /// # Errors
+    /// SUBSCRIPTION_GROUP_NOT_EXIST and transport failures, naming `addr`.
+    pub async fn subscription_group(&self, addr: &str, group: &str) -> Result<SubscriptionGroupConfig, AdminError> {
+        let header = GetSubscriptionGroupConfigRequestHeader { group: group.to_owned() };
+        let request = RemotingCommand::request(request_code::GET_SUBSCRIPTIONGROUP_CONFIG).with_header(&header);
+        self.call_body(addr, request).await
     }
 
     /// DELETE_SUBSCRIPTIONGROUP on the broker at `addr`, dropping its offsets if `clean_offset`.
@@ -223,6 +235,33 @@ impl AdminClient {
         let request = RemotingCommand::request(request_code::GET_BROKER_CONSUME_STATS)
             .with_header(&GetConsumeStatsInBrokerHeader { is_order });
         self.call_body(addr, request).await
+    }
+
+    /// UPDATE_AND_CREATE_TOPIC_LIST: creates or updates `topics` on the broker at `addr` in
+    /// one request (each config's attributes are signed changes: `+key`, `-key`).
+    ///
+    /// # Errors
+    /// The broker's refusal (no topic of the list is changed then) or a transport failure.
+    pub async fn update_topic_list(&self, addr: &str, topics: Vec<TopicConfig>) -> Result<(), AdminError> {
+        let body = CreateTopicListRequestBody { topic_config_list: topics }.encode();
+        self.call_ok(addr, RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC_LIST).with_body(body))
+            .await
+            .map(drop)
+    }
+
+    /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST: creates or updates `groups` on the broker at
+    /// `addr` in one request.
+    ///
+    /// # Errors
+    /// The broker's refusal (no group of the list is stored then) or a transport failure.
+    pub async fn update_subscription_group_list(
+        &self,
+        addr: &str,
+        groups: Vec<SubscriptionGroupConfig>,
+    ) -> Result<(), AdminError> {
+        let body = SubscriptionGroupList { group_config_list: groups }.encode();
+        let request = RemotingCommand::request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST).with_body(body);
+        self.call_ok(addr, request).await.map(drop)
     }
 
     /// CLONE_GROUP_OFFSET: copies `src`'s committed offsets on `topic` to `dest` on the broker
