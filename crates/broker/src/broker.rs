@@ -242,6 +242,9 @@ impl Broker {
         sync!(request_code::GET_BROKER_CONSUME_STATS, |b, conn, req| b.get_broker_consume_stats(req));
         sync!(request_code::VIEW_BROKER_STATS_DATA, |b, conn, req| b.view_broker_stats_data(req));
         sync!(request_code::DELETE_TOPIC_IN_BROKER, |b, conn, req| b.delete_topic(req));
+        sync!(request_code::CLEAN_UNUSED_TOPIC, |b, conn, req| b.clean_unused_topic(req));
+        sync!(request_code::CLEAN_EXPIRED_CONSUMEQUEUE, |b, conn, req| b.clean_expired_consume_queue(req));
+        sync!(request_code::DELETE_EXPIRED_COMMITLOG, |b, conn, req| b.delete_expired_commit_log(req));
         sync!(request_code::GET_ALL_TOPIC_CONFIG, |b, conn, req| b.get_all_topic_config(req));
         sync!(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, |b, conn, req| b
             .update_and_create_subscription_group(req));

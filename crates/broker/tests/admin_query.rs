@@ -850,3 +850,42 @@ async fn topic_and_group_lists_are_created_together_and_read_back_one_by_one() {
     admin.shutdown().await;
     c.stop().await;
 }
+
+/// Deleting a topic deletes its queues (the name starts again at offset 0); the store
+/// clean-ups answer and keep every live queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_topic_starts_again_at_zero_and_clean_ups_keep_live_queues() {
+    let c = Cluster::start(|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let max_offset = |topic: &str, queue_id: i32| {
+        RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&GetMaxOffsetRequestHeader {
+            topic: topic.into(),
+            queue_id,
+            committed: None,
+            broker_name: None,
+        })
+    };
+    let max = |r: RemotingCommand| r.decode_header::<OffsetResponseHeader>().unwrap().offset;
+    c.send(&client, "Gone", 0, 3).await;
+    c.send(&client, "Stays", 1, 2).await;
+    for code in [
+        request_code::CLEAN_UNUSED_TOPIC,
+        request_code::CLEAN_EXPIRED_CONSUMEQUEUE,
+        request_code::DELETE_EXPIRED_COMMITLOG,
+    ] {
+        let r = c.call(&client, RemotingCommand::request(code)).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{code}: {:?}", r.remark);
+    }
+    assert_eq!(max(c.call(&client, max_offset("Stays", 1)).await), 2, "live queues are kept");
+    assert_eq!(max(c.call(&client, max_offset("Gone", 0)).await), 3);
+
+    let delete = RemotingCommand::request(request_code::DELETE_TOPIC_IN_BROKER)
+        .with_header(&DeleteTopicRequestHeader { topic: "Gone".into() });
+    assert_eq!(c.call(&client, delete).await.code, response_code::SUCCESS);
+    assert_eq!(max(c.call(&client, max_offset("Gone", 0)).await), 0, "its queues went with it");
+    c.send(&client, "Gone", 0, 1).await;
+    assert_eq!(max(c.call(&client, max_offset("Gone", 0)).await), 1, "created again, from offset 0");
+    assert_eq!(max(c.call(&client, max_offset("Stays", 1)).await), 2);
+    client.shutdown().await;
+    c.stop().await;
+}

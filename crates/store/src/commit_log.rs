@@ -506,6 +506,17 @@ impl CommitLog {
         self.writer().topic_queue_table.remove(topic);
     }
 
+    /// Forgets one queue's offset (its consume queue was destroyed), so it starts again at 0.
+    pub fn remove_queue(&self, topic: &str, queue_id: i32) {
+        let mut state = self.writer();
+        if let Some(queues) = state.topic_queue_table.get_mut(topic) {
+            queues.remove(&queue_id);
+            if queues.is_empty() {
+                state.topic_queue_table.remove(topic);
+            }
+        }
+    }
+
     /// Flushes everything written; poisons the store and returns the error on failure.
     ///
     /// # Errors

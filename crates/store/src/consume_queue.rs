@@ -919,6 +919,50 @@ impl ConsumeQueueStore {
         }
     }
 
+    /// Topics that have consume queues.
+    pub fn topics(&self) -> Vec<String> {
+        self.read_table().keys().cloned().collect()
+    }
+
+    /// Destroys every queue whose units all point below `commit_log_min` (their messages are
+    /// gone), except those of the topics `keep` protects; a topic left without queues goes.
+    /// A queue without units is left alone (it may have been created just now). Returns the
+    /// queues destroyed. Java: `ConsumeQueueStore#cleanExpired`.
+    ///
+    /// # Errors
+    /// Deleting files failed.
+    pub fn clean_expired(&self, commit_log_min: i64, keep: impl Fn(&str) -> bool) -> io::Result<Vec<(String, i32)>> {
+        let mut doomed = Vec::new();
+        {
+            let mut table = self.write_table();
+            for (topic, queues) in table.iter_mut() {
+                if keep(topic) {
+                    continue;
+                }
+                let expired: Vec<i32> = queues
+                    .iter()
+                    .filter(|(_, q)| {
+                        let end = q.max_physic_offset();
+                        end > 0 && end <= commit_log_min
+                    })
+                    .map(|(id, _)| *id)
+                    .collect();
+                for id in expired {
+                    if let Some(q) = queues.remove(&id) {
+                        doomed.push((topic.clone(), id, q));
+                    }
+                }
+            }
+            table.retain(|_, queues| !queues.is_empty());
+        }
+        let mut destroyed = Vec::with_capacity(doomed.len());
+        for (topic, id, q) in doomed {
+            q.destroy()?;
+            destroyed.push((topic, id));
+        }
+        Ok(destroyed)
+    }
+
     /// `((topic, queue id), max offset)` of every queue: the next queue offset to assign, for
     /// rebuilding the CommitLog's topic-queue table after recovery (Java: `recoverOffsetTable`).
     pub fn queue_max_offsets(&self) -> Vec<((String, i32), i64)> {

@@ -490,6 +490,60 @@ impl MessageStore {
         result
     }
 
+    /// Destroys the consume queues of `topic` and forgets its queue offsets, so a topic of the
+    /// same name created later starts at offset 0; its records stay in the CommitLog until
+    /// retention removes them. Returns whether the topic had consume queues. Java:
+    /// `DefaultMessageStore#deleteTopics`.
+    ///
+    /// # Errors
+    /// A topic name that is not a safe directory name, or files that could not be deleted.
+    pub fn delete_topic(&self, topic: &str) -> Result<bool, StoreError> {
+        let had_queues = self.shared.consume_queues.topics().iter().any(|t| t == topic);
+        let dir = self.shared.config.consume_queue_dir().join(topic);
+        self.shared.consume_queues.delete_topic(topic).map_err(io_err(dir))?;
+        self.shared.commit_log.remove_topic(topic);
+        if had_queues {
+            info!(topic, "consume queues of a deleted topic destroyed");
+        }
+        Ok(had_queues)
+    }
+
+    /// Deletes the consume queues of every topic `retain` does not keep (DELETE for topics
+    /// whose config is gone). Returns the topics deleted. Java: `cleanUnusedTopic`.
+    ///
+    /// # Errors
+    /// As [`MessageStore::delete_topic`]; the topics before the failing one are deleted.
+    pub fn clean_unused_topics(&self, retain: impl Fn(&str) -> bool) -> Result<Vec<String>, StoreError> {
+        let mut deleted = Vec::new();
+        for topic in self.shared.consume_queues.topics() {
+            if !retain(&topic) && self.delete_topic(&topic)? {
+                deleted.push(topic);
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// Destroys the consume queues whose every message is below the CommitLog's minimum
+    /// offset (retention removed them all), except those of the topics `keep` protects; their
+    /// queue offsets start again at 0. Returns how many queues went. Java:
+    /// `DefaultMessageStore#cleanExpiredConsumerQueue`.
+    ///
+    /// # Errors
+    /// Files that could not be deleted.
+    pub fn clean_expired_consume_queues(&self, keep: impl Fn(&str) -> bool) -> Result<usize, StoreError> {
+        let min = self.shared.commit_log.min_offset();
+        let destroyed = self
+            .shared
+            .consume_queues
+            .clean_expired(min, keep)
+            .map_err(io_err(self.shared.config.consume_queue_dir()))?;
+        for (topic, queue_id) in &destroyed {
+            self.shared.commit_log.remove_queue(topic, *queue_id);
+            info!(topic, queue_id, commit_log_min = min, "expired consume queue destroyed");
+        }
+        Ok(destroyed.len())
+    }
+
     /// Makes the next retention runs delete expired CommitLog segments whatever the hour
     /// (TRIGGER_DELETE_FILES). Java: `DefaultMessageStore#executeDeleteFilesManually`.
     pub fn trigger_delete_files(&self) {

@@ -348,3 +348,57 @@ async fn shutdown_does_not_wait_for_the_retention_thread() {
     store.shutdown();
     assert!(started.elapsed() < Duration::from_secs(5), "shutdown took {:?}", started.elapsed());
 }
+
+/// The admin clean-ups: consume queues left with no live message go (and their offsets start
+/// again at 0), a deleted topic's queues go, and so do those of topics no longer configured.
+#[tokio::test]
+async fn expired_deleted_and_unused_consume_queues_are_destroyed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path()), host()).unwrap();
+    store.set_disk_usage_probe(Arc::new(|_| Some(10.0)));
+    let put = |topic: &'static str, i: usize| {
+        let store = &store;
+        async move {
+            let r = store.put_message(StoredMessage { topic: topic.into(), ..msg(0, i) }).await;
+            assert_eq!(r.status, PutMessageStatus::PutOk, "{r:?}");
+            r.append.unwrap().logics_offset
+        }
+    };
+    for i in 0..4 {
+        assert_eq!(put("Early", i).await, i as i64);
+    }
+    for i in 0..100 {
+        let r = store.put_message(msg((i % 2) as i32, i)).await;
+        assert_eq!(r.status, PutMessageStatus::PutOk);
+    }
+    assert!(store.wait_dispatched(Duration::from_secs(10)));
+    let cq_dir = |topic: &str| dir.path().join("consumequeue").join(topic);
+
+    // Retention removes the oldest half: every message of Early, some of T.
+    let before = segments(&store);
+    age_segments(dir.path(), &store, at(4, 0), |i| i + 1 < before.len() / 2);
+    assert!(store.run_retention_once(at(4, 0)).commit_log_segments_deleted > 1);
+    assert_eq!(store.clean_expired_consume_queues(|t| t == "Kept").unwrap(), 1, "Early's queue only");
+    assert!(!cq_dir("Early").join("0").exists());
+    assert!(cq_dir("T").join("0").exists() && store.max_offset_in_queue("T", 0) == 50);
+    assert_eq!(store.clean_expired_consume_queues(|_| false).unwrap(), 0, "nothing more expired");
+    assert_eq!(put("Early", 4).await, 0, "the destroyed queue starts again at 0");
+
+    // A protected topic is never cleaned.
+    assert!(store.wait_dispatched(Duration::from_secs(10)));
+    assert_eq!(store.clean_unused_topics(|t| t == "T" || t == "Early").unwrap(), Vec::<String>::new());
+
+    // Deleting a topic destroys its queues; the name starts again at offset 0.
+    assert!(store.delete_topic("T").unwrap());
+    assert!(!cq_dir("T").exists());
+    assert_eq!(store.max_offset_in_queue("T", 0), 0);
+    assert!(!store.delete_topic("Nope").unwrap());
+    assert!(store.delete_topic("../escape").is_err(), "a name that is not a directory name");
+    let r = store.put_message(msg(0, 0)).await;
+    assert_eq!(r.append.unwrap().logics_offset, 0);
+
+    // Topics no longer configured go.
+    assert!(store.wait_dispatched(Duration::from_secs(10)));
+    assert_eq!(store.clean_unused_topics(|t| t == "T").unwrap(), vec!["Early".to_owned()]);
+    assert!(!cq_dir("Early").exists() && cq_dir("T").exists());
+}

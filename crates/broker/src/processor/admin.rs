@@ -168,7 +168,46 @@ impl Broker {
         }
         self.offsets().remove_topic(&h.topic);
         self.stats.on_topic_deleted(&h.topic);
+        // Its consume queues go too, so a topic created again under the name starts at 0
+        // (Java: `deleteTopics`); the records stay in the CommitLog until retention.
+        if let Err(e) = self.store.delete_topic(&h.topic) {
+            return failure(req, response_code::SYSTEM_ERROR, format!("cannot delete the queues of {}: {e}", h.topic));
+        }
         info!(topic = %h.topic, "topic deleted");
+        success(req)
+    }
+
+    /// CLEAN_UNUSED_TOPIC (316): deletes the consume queues of topics no longer configured
+    /// (system topics are kept). Java: `AdminBrokerProcessor#cleanUnusedTopic`.
+    pub(crate) fn clean_unused_topic(&self, req: &RemotingCommand) -> RemotingCommand {
+        let topics = self.topics();
+        match self.store.clean_unused_topics(|t| topics.contains(t) || topics.is_system_topic(t)) {
+            Ok(deleted) => {
+                info!(deleted = ?deleted, "unused topics cleaned");
+                success(req)
+            }
+            Err(e) => failure(req, response_code::SYSTEM_ERROR, format!("cleaning unused topics failed: {e}")),
+        }
+    }
+
+    /// CLEAN_EXPIRED_CONSUMEQUEUE (306): destroys the consume queues whose messages retention
+    /// removed (system topics are kept). Java: `AdminBrokerProcessor#cleanExpiredConsumeQueue`.
+    pub(crate) fn clean_expired_consume_queue(&self, req: &RemotingCommand) -> RemotingCommand {
+        let topics = self.topics();
+        match self.store.clean_expired_consume_queues(|t| topics.is_system_topic(t)) {
+            Ok(destroyed) => {
+                info!(destroyed, "expired consume queues cleaned");
+                success(req)
+            }
+            Err(e) => failure(req, response_code::SYSTEM_ERROR, format!("cleaning expired consume queues failed: {e}")),
+        }
+    }
+
+    /// DELETE_EXPIRED_COMMITLOG (329): the next retention runs delete expired CommitLog
+    /// segments whatever the hour. Java: `executeDeleteFilesManually`.
+    pub(crate) fn delete_expired_commit_log(&self, req: &RemotingCommand) -> RemotingCommand {
+        self.store.trigger_delete_files();
+        info!("expired CommitLog deletion triggered");
         success(req)
     }
 
