@@ -439,6 +439,15 @@ fn admin_updates_broker_config_lists_topic_clusters_groups_and_live_connections(
     // Groups without offsets (the built-in ones here) are not listed.
     assert!(all.as_array().unwrap().iter().all(|r| r["group"] != "TOOLS_CONSUMER"), "{all}");
 
+    // The store clean-ups: answered, and the live topic keeps its messages.
+    for command in ["cleanExpiredCQ", "cleanUnusedTopic", "deleteExpiredCommitLog"] {
+        assert_eq!(ok(ns, &[command]).trim(), "success", "{command} on every master");
+        assert_eq!(ok(ns, &[command, "-b", &broker]).trim(), "success", "{command} -b");
+    }
+    let status = json(&ok(ns, &["topicStatus", "-t", topic, "--json"]));
+    let kept: i64 = status["queues"].as_array().unwrap().iter().map(|q| q["maxOffset"].as_i64().unwrap()).sum();
+    assert_eq!(kept, 3, "{status}");
+
     // Name-server settings and KV config.
     let config = ok(ns, &["getNamesrvConfig"]);
     assert!(config.starts_with(&format!("============{ns}============")), "{config}");

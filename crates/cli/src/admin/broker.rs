@@ -290,3 +290,43 @@ pub(crate) async fn broker_consume_stats(ctx: &Ctx, a: BrokerConsumeStatsArgs) -
     println!("Diff Total: {}", list.total_diff);
     Ok(())
 }
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct MaintenanceArgs {
+    /// Broker address.
+    #[arg(short = 'b', long = "brokerAddr")]
+    broker_addr: Option<String>,
+    /// Every master of this cluster (without -b or -c: every master of every cluster).
+    #[arg(short = 'c', long = "cluster")]
+    cluster: Option<String>,
+}
+
+/// The store clean-ups mqadmin triggers: cleanExpiredCQ (CLEAN_EXPIRED_CONSUMEQUEUE),
+/// cleanUnusedTopic (CLEAN_UNUSED_TOPIC), deleteExpiredCommitLog (DELETE_EXPIRED_COMMITLOG).
+/// Prints `success` or `false` as mqadmin does. Java: `CleanExpiredCQSubCommand`,
+/// `CleanUnusedTopicCommand`, `DeleteExpiredCommitLogSubCommand`.
+pub(crate) async fn store_maintenance(ctx: &Ctx, a: MaintenanceArgs, code: i32) -> anyhow::Result<()> {
+    let targets = if a.broker_addr.is_some() || a.cluster.is_some() {
+        target_brokers(ctx, a.broker_addr.as_deref(), a.cluster.as_deref()).await?
+    } else {
+        let info = ctx.client.cluster_info().await?;
+        let mut all = Vec::new();
+        for cluster in info.cluster_addr_table.keys() {
+            all.extend(ctx.client.master_addrs(cluster).await?);
+        }
+        all
+    };
+    let mut ok = !targets.is_empty();
+    for (_, addr) in &targets {
+        if let Err(e) = ctx.client.store_maintenance(addr, code).await {
+            eprintln!("{addr}: {e}");
+            ok = false;
+        }
+    }
+    if ctx.json {
+        let addrs: Vec<&String> = targets.iter().map(|(_, addr)| addr).collect();
+        return print_json(&json!({ "brokers": addrs, "success": ok }));
+    }
+    println!("{}", if ok { "success" } else { "false" });
+    Ok(())
+}

@@ -14,6 +14,7 @@ mod topic;
 
 use anyhow::Context;
 use ferromq_client::admin::AdminClient;
+use ferromq_protocol::request_code;
 
 /// Arguments of `ferromq admin`.
 #[derive(Debug, clap::Args)]
@@ -65,6 +66,13 @@ enum AdminCommand {
     AddWritePerm(namesrv::BrokerNameArgs),
     /// Show every name server's settings.
     GetNamesrvConfig,
+    /// Destroy the consume queues whose messages retention removed.
+    #[command(name = "cleanExpiredCQ")]
+    CleanExpiredCq(broker::MaintenanceArgs),
+    /// Delete the consume queues of topics no longer configured.
+    CleanUnusedTopic(broker::MaintenanceArgs),
+    /// Delete expired CommitLog files now, whatever the delete hour.
+    DeleteExpiredCommitLog(broker::MaintenanceArgs),
     /// Create or update the topics of a JSON file on one broker (-b) or every master (-c).
     UpdateTopicList(topic::UpdateTopicListArgs),
     /// Create or update the subscription groups of a JSON file.
@@ -164,6 +172,13 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::WipeWritePerm(a) => namesrv::wipe_write_perm(ctx, a).await,
         AdminCommand::AddWritePerm(a) => namesrv::add_write_perm(ctx, a).await,
         AdminCommand::GetNamesrvConfig => namesrv::get_namesrv_config(ctx).await,
+        AdminCommand::CleanExpiredCq(a) => {
+            broker::store_maintenance(ctx, a, request_code::CLEAN_EXPIRED_CONSUMEQUEUE).await
+        }
+        AdminCommand::CleanUnusedTopic(a) => broker::store_maintenance(ctx, a, request_code::CLEAN_UNUSED_TOPIC).await,
+        AdminCommand::DeleteExpiredCommitLog(a) => {
+            broker::store_maintenance(ctx, a, request_code::DELETE_EXPIRED_COMMITLOG).await
+        }
         AdminCommand::UpdateTopicList(a) => topic::update_topic_list(ctx, a).await,
         AdminCommand::UpdateSubGroupList(a) => group::update_sub_group_list(ctx, a).await,
         AdminCommand::GetConsumerConfig(a) => group::get_consumer_config(ctx, a).await,

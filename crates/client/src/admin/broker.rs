@@ -264,6 +264,15 @@ impl AdminClient {
         self.call_ok(addr, request).await.map(drop)
     }
 
+    /// CLEAN_EXPIRED_CONSUMEQUEUE, CLEAN_UNUSED_TOPIC or DELETE_EXPIRED_COMMITLOG (a request
+    /// without header or body) on the broker at `addr`.
+    ///
+    /// # Errors
+    /// The broker's refusal or a transport failure, naming `addr`.
+    pub async fn store_maintenance(&self, addr: &str, code: i32) -> Result<(), AdminError> {
+        self.call_ok(addr, RemotingCommand::request(code)).await.map(drop)
+    }
+
     /// CLONE_GROUP_OFFSET: copies `src`'s committed offsets on `topic` to `dest` on the broker
     /// at `addr` (`offline`: even for topics an online `src` does not subscribe to).
     ///
