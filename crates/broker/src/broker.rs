@@ -186,6 +186,13 @@ impl Broker {
         }
         {
             let b = self.clone();
+            d.register(request_code::RESUME_CHECK_HALF_MESSAGE, move |_conn, req| {
+                let b = b.clone();
+                async move { Some(b.resume_check_half_message(&req).await) }
+            });
+        }
+        {
+            let b = self.clone();
             d.register(request_code::END_TRANSACTION, move |conn, req| {
                 let b = b.clone();
                 async move { Some(b.end_transaction(conn, req).await) }

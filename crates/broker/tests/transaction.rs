@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use ferromq_protocol::body::{HeartbeatData, JsonBody, ProducerData};
 use ferromq_protocol::header::*;
-use ferromq_protocol::message::{decode_offset_msg_id, sysflag, MessageProperties, StoredMessage};
+use ferromq_protocol::message::{
+    create_offset_msg_id, decode_offset_msg_id, sysflag, MessageProperties, StoredMessage,
+};
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, Dispatcher, RemotingClient};
 use ferromq_testkit::{pull_messages, LocalCluster};
@@ -234,6 +236,33 @@ async fn unanswered_half_messages_are_discarded_after_transaction_check_max() {
         "asked again after the discard"
     );
     assert!(pull_messages(&producer, &c.broker_addr, "TxLost", 1, 0, 1, Duration::from_millis(600)).await.is_empty());
+
+    // mqadmin resumeCheckHalfMessage on the discarded copy: checked again from a count of 0,
+    // and the answer commits it.
+    let resume = |msg_id: String| {
+        RemotingCommand::request(request_code::RESUME_CHECK_HALF_MESSAGE)
+            .with_header(&ResumeCheckHalfMessageRequestHeader { topic: Some("TxLost".into()), msg_id: Some(msg_id) })
+    };
+    let copy_id = create_offset_msg_id(discarded[0].store_host, discarded[0].physical_offset);
+    let r = producer.invoke(&c.broker_addr, resume(copy_id), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let (h, m) = tokio::time::timeout(T, checks.recv()).await.expect("checked again").unwrap();
+    assert_eq!(m.property("TRANSACTION_CHECK_TIMES"), Some("1"));
+    let again = HalfRef {
+        commit_log_offset: h.commit_log_offset,
+        queue_offset: h.tran_state_table_offset,
+        msg_id: h.msg_id.clone().unwrap_or_default(),
+    };
+    producer.invoke_oneway(&c.broker_addr, end(&again, sysflag::TRANSACTION_COMMIT_TYPE, "txpg", true)).await.unwrap();
+    let committed = pull_messages(&producer, &c.broker_addr, "TxLost", 1, 0, 1, T).await;
+    assert_eq!(bodies(&committed), vec!["never-answered"]);
+    // Not a message id, no message there, or not a transaction's message: refused.
+    let plain = pull_messages(&producer, &c.broker_addr, "TxLost", 1, 0, 1, T).await;
+    let plain_id = create_offset_msg_id(plain[0].store_host, plain[0].physical_offset);
+    for id in ["nope".to_owned(), create_offset_msg_id(plain[0].store_host, 1 << 40), plain_id] {
+        let r = producer.invoke(&c.broker_addr, resume(id.clone()), T).await.unwrap();
+        assert_eq!(r.code, response_code::SYSTEM_ERROR, "{id}: {:?}", r.remark);
+    }
     producer.shutdown().await;
     c.stop().await;
 }

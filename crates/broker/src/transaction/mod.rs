@@ -14,6 +14,7 @@
 pub(crate) mod check;
 pub(crate) mod end;
 pub(crate) mod op_writer;
+pub(crate) mod resume;
 
 use ferromq_protocol::message::{keys, sysflag, MessageProperties};
 

@@ -32,3 +32,14 @@ command_header! {
         pub broker_name: Option<String> => "bname",
     }
 }
+
+command_header! {
+    /// RESUME_CHECK_HALF_MESSAGE (323): a half message (or its discarded copy) is checked
+    /// again from a count of 0. Java: `ResumeCheckHalfMessageRequestHeader`.
+    pub struct ResumeCheckHalfMessageRequestHeader {
+        /// 5.x: the topic the admin tool looked the message up in.
+        pub topic: Option<String> => "topic",
+        /// The offset message id of the stored copy.
+        pub msg_id: Option<String> => "msgId",
+    }
+}
