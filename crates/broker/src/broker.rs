@@ -237,6 +237,7 @@ impl Broker {
         sync!(request_code::UNLOCK_BATCH_MQ, |b, conn, req| b.unlock_batch_mq(req));
         sync!(request_code::QUERY_MESSAGE, |b, conn, req| b.query_message(req));
         sync!(request_code::VIEW_MESSAGE_BY_ID, |b, conn, req| b.view_message_by_id(req));
+        sync!(request_code::QUERY_CONSUME_QUEUE, |b, conn, req| b.query_consume_queue(req));
         sync!(request_code::UPDATE_AND_CREATE_TOPIC, |b, conn, req| b.update_and_create_topic(req));
         sync!(request_code::UPDATE_AND_CREATE_TOPIC_LIST, |b, conn, req| b.update_and_create_topic_list(req));
         sync!(request_code::GET_TOPIC_CONFIG, |b, conn, req| b.get_topic_config(req));

@@ -11,8 +11,8 @@ use ferromq_broker::BrokerSettings;
 use ferromq_protocol::body::{
     BrokerStatsData, ConsumeFromWhere, ConsumeStats, ConsumeStatsList, ConsumeType, ConsumerConnection,
     ConsumerOffsetSerializeWrapper, GroupList, JsonBody, MessageModel, MessageQueue, ProducerConnection, ProducerData,
-    ProducerTableInfo, ResetOffsetBody, ResetOffsetBodyForC, SubscriptionGroupConfig, TopicConfig, TopicList,
-    TopicRouteData, TopicStatsTable,
+    ProducerTableInfo, QueryConsumeQueueResponseBody, ResetOffsetBody, ResetOffsetBodyForC, SubscriptionGroupConfig,
+    TopicConfig, TopicList, TopicRouteData, TopicStatsTable,
 };
 use ferromq_protocol::header::*;
 use ferromq_protocol::message::MessageProperties;
@@ -878,6 +878,30 @@ async fn a_deleted_topic_starts_again_at_zero_and_clean_ups_keep_live_queues() {
     }
     assert_eq!(max(c.call(&client, max_offset("Stays", 1)).await), 2, "live queues are kept");
     assert_eq!(max(c.call(&client, max_offset("Gone", 0)).await), 3);
+
+    // The units of a consume queue, as `mqadmin queryCq` shows them.
+    let query_cq = |topic: &str, queue_id: i32, index: i64, group: Option<&str>| {
+        RemotingCommand::request(request_code::QUERY_CONSUME_QUEUE).with_header(&QueryConsumeQueueRequestHeader {
+            topic: topic.into(),
+            queue_id,
+            index,
+            count: 10,
+            consumer_group: group.map(str::to_owned),
+        })
+    };
+    let r = c.call(&client, query_cq("Stays", 1, 0, Some("nobody"))).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let cq = QueryConsumeQueueResponseBody::decode(&r.body).unwrap();
+    assert_eq!((cq.min_queue_index, cq.max_queue_index, cq.queue_data.len()), (0, 2, 2), "{cq:?}");
+    assert!(cq.queue_data[0].physic_offset < cq.queue_data[1].physic_offset && cq.queue_data[0].physic_size > 0);
+    assert_eq!(cq.filter_data.as_deref(), Some("nobody@Stays is not online!"));
+    assert!(cq.subscription_data.is_none());
+    let r = c.call(&client, query_cq("Stays", 1, 5, None)).await;
+    assert_eq!((r.code, r.body.is_empty()), (response_code::SUCCESS, true));
+    assert_eq!(r.remark.as_deref(), Some("Index 5 of 1@Stays is not exist!"));
+    let r = c.call(&client, query_cq("Unknown", 3, 0, None)).await;
+    assert_eq!(r.code, response_code::SYSTEM_ERROR);
+    assert_eq!(r.remark.as_deref(), Some("3@Unknown is not exist!"));
 
     let delete = RemotingCommand::request(request_code::DELETE_TOPIC_IN_BROKER)
         .with_header(&DeleteTopicRequestHeader { topic: "Gone".into() });

@@ -447,6 +447,16 @@ fn admin_updates_broker_config_lists_topic_clusters_groups_and_live_connections(
     let status = json(&ok(ns, &["topicStatus", "-t", topic, "--json"]));
     let kept: i64 = status["queues"].as_array().unwrap().iter().map(|q| q["maxOffset"].as_i64().unwrap()).sum();
     assert_eq!(kept, 3, "{status}");
+    // queryCq on a queue that holds messages.
+    let queue =
+        status["queues"].as_array().unwrap().iter().find(|q| q["maxOffset"].as_i64() > Some(0)).unwrap().clone();
+    let (queue_id, max) = (queue["queueId"].to_string(), queue["maxOffset"].as_i64().unwrap());
+    let cq = ok(ns, &["queryCq", "-t", topic, "-q", &queue_id, "-i", "0", "-g", group]);
+    assert!(cq.contains(&format!("Queue data: \nmax: {max}, min: 0")), "{cq}");
+    assert!(cq.contains("idx: 0\nConsumeQueueData{physicOffset="), "{cq}");
+    assert_eq!(cq.matches("idx: ").count() as i64, max, "{cq}");
+    let past = ok(ns, &["queryCq", "-t", topic, "-q", &queue_id, "-i", "100"]);
+    assert_eq!(past.trim(), format!("Index 100 of {queue_id}@{topic} is not exist!"));
 
     // Name-server settings and KV config.
     let config = ok(ns, &["getNamesrvConfig"]);

@@ -593,6 +593,11 @@ impl MessageStore {
         self.shared.consume_queues.find(topic, queue_id).map_or_else(Vec::new, |cq| cq.iter_from(queue_offset, max))
     }
 
+    /// `(min, max)` queue offsets of a consume queue, `None` when the store has no such queue.
+    pub fn consume_queue_bounds(&self, topic: &str, queue_id: i32) -> Option<(i64, i64)> {
+        self.shared.consume_queues.find(topic, queue_id).map(|cq| (cq.min_offset_in_queue(), cq.max_offset_in_queue()))
+    }
+
     /// Whether the message at `queue_offset` of a queue is stored and still warm: within the
     /// last `accessMessageInMemoryMaxRatio` percent of memory's worth of CommitLog, the
     /// estimate pulls use too (Java: `checkInMemByConsumeOffset`, which asks the page cache).

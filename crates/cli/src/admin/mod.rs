@@ -81,6 +81,9 @@ enum AdminCommand {
     GetConsumerConfig(group::GetConsumerConfigArgs),
     /// Change a topic's permission on one broker (-b) or every master of a cluster (-c).
     UpdateTopicPerm(topic::UpdateTopicPermArgs),
+    /// Show the units of one consume queue.
+    #[command(name = "queryCq")]
+    QueryCq(topic::QueryCqArgs),
     /// Read, set or remove an ordered topic's queue layout on the name servers.
     UpdateOrderConf(topic::UpdateOrderConfArgs),
     /// Copy a consumer group's offsets on a topic to another group.
@@ -183,6 +186,7 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::UpdateSubGroupList(a) => group::update_sub_group_list(ctx, a).await,
         AdminCommand::GetConsumerConfig(a) => group::get_consumer_config(ctx, a).await,
         AdminCommand::UpdateTopicPerm(a) => topic::update_topic_perm(ctx, a).await,
+        AdminCommand::QueryCq(a) => topic::query_cq(ctx, a).await,
         AdminCommand::UpdateOrderConf(a) => topic::update_order_conf(ctx, a).await,
         AdminCommand::CloneGroupOffset(a) => group::clone_group_offset(ctx, a).await,
         AdminCommand::SkipAccumulatedMessage(a) => group::skip_accumulated_message(ctx, a).await,

@@ -401,3 +401,82 @@ pub(crate) async fn update_topic_list(ctx: &Ctx, a: UpdateTopicListArgs) -> anyh
     }
     Ok(())
 }
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct QueryCqArgs {
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// Queue id.
+    #[arg(short = 'q', long = "queue")]
+    queue_id: i32,
+    /// Queue offset of the first unit.
+    #[arg(short = 'i', long = "index")]
+    index: i64,
+    /// Units to show.
+    #[arg(short = 'c', long = "count", default_value_t = 10)]
+    count: i32,
+    /// Broker address (default: the topic's first broker group's master).
+    #[arg(short = 'b', long = "broker")]
+    broker_addr: Option<String>,
+    /// A consumer group whose subscription to show.
+    #[arg(short = 'g', long = "consumer")]
+    group: Option<String>,
+}
+
+/// `queryCq`: the units of one consume queue. Java: `QueryConsumeQueueCommand`.
+pub(crate) async fn query_cq(ctx: &Ctx, a: QueryCqArgs) -> anyhow::Result<()> {
+    let addr = match a.broker_addr.clone() {
+        Some(addr) => addr,
+        None => {
+            let route = ctx.client.topic_route(&a.topic).await?;
+            route
+                .broker_datas
+                .first()
+                .and_then(|b| b.master_addr())
+                .map(str::to_owned)
+                .context("No topic route data!")?
+        }
+    };
+    let answer =
+        ctx.client.query_consume_queue(&addr, (&a.topic, a.queue_id), a.index, a.count, a.group.as_deref()).await?;
+    let body = match answer {
+        Ok(body) => body,
+        Err(remark) => {
+            if ctx.json {
+                return print_json(&json!({ "brokerAddr": addr, "remark": remark }));
+            }
+            println!("{}", remark.unwrap_or_default());
+            return Ok(());
+        }
+    };
+    if ctx.json {
+        return print_json(&json!({ "brokerAddr": addr, "body": body }));
+    }
+    let rule = "======================================";
+    if let Some(sub) = &body.subscription_data {
+        println!("Subscription data: \n{}", ferromq_client::admin::json_to_string_pretty(&json!(sub))?);
+        println!("{rule}");
+    }
+    if let Some(filter) = &body.filter_data {
+        println!("Filter data: \n{filter}");
+        println!("{rule}");
+    }
+    println!("Queue data: \nmax: {}, min: {}", body.max_queue_index, body.min_queue_index);
+    println!("{rule}");
+    for (i, unit) in body.queue_data.iter().enumerate() {
+        println!("idx: {}", a.index + i as i64);
+        println!(
+            "ConsumeQueueData{{physicOffset={}, physicSize={}, tagsCode={}, extendDataJson='{}', bitMap='{}', eval={}, msg='{}'}}",
+            unit.physic_offset,
+            unit.physic_size,
+            unit.tags_code,
+            unit.extend_data_json.as_deref().unwrap_or("null"),
+            unit.bit_map.as_deref().unwrap_or("null"),
+            unit.eval,
+            unit.msg.as_deref().unwrap_or("null"),
+        );
+        println!("{rule}");
+    }
+    Ok(())
+}

@@ -7,16 +7,17 @@ use std::collections::BTreeMap;
 use ferromq_protocol::body::{
     BrokerStatsData, ConsumeStats, ConsumeStatsList, ConsumerConnection, ConsumerRunningInfo,
     CreateTopicListRequestBody, GroupList, HaRuntimeInfo, JsonBody, KVTable, MessageQueue, ProducerConnection,
-    ProducerTableInfo, ResetOffsetBody, SubscriptionGroupConfig, SubscriptionGroupList, SubscriptionGroupWrapper,
-    TopicConfig, TopicFilterType, TopicStatsTable,
+    ProducerTableInfo, QueryConsumeQueueResponseBody, ResetOffsetBody, SubscriptionGroupConfig, SubscriptionGroupList,
+    SubscriptionGroupWrapper, TopicConfig, TopicFilterType, TopicStatsTable,
 };
 use ferromq_protocol::header::{
     CloneGroupOffsetRequestHeader, CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader, GetConsumeStatsInBrokerHeader, GetConsumeStatsRequestHeader,
     GetConsumerConnectionListRequestHeader, GetConsumerRunningInfoRequestHeader, GetMaxOffsetRequestHeader,
     GetProducerConnectionListRequestHeader, GetSubscriptionGroupConfigRequestHeader, GetTopicStatsInfoRequestHeader,
-    OffsetResponseHeader, QueryTopicConsumeByWhoRequestHeader, ResetOffsetRequestHeader, SearchOffsetRequestHeader,
-    UpdateConsumerOffsetRequestHeader, ViewBrokerStatsDataRequestHeader,
+    OffsetResponseHeader, QueryConsumeQueueRequestHeader, QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader, SearchOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
 };
 use ferromq_protocol::{properties_text, request_code, RemotingCommand};
 
@@ -271,6 +272,38 @@ impl AdminClient {
     /// The broker's refusal or a transport failure, naming `addr`.
     pub async fn store_maintenance(&self, addr: &str, code: i32) -> Result<(), AdminError> {
         self.call_ok(addr, RemotingCommand::request(code)).await.map(drop)
+    }
+
+    /// QUERY_CONSUME_QUEUE: up to `count` units of a consume queue from `index` on the broker
+    /// at `addr`; `None` (and the broker's remark) when there is no unit at `index`.
+    ///
+    /// # Errors
+    /// SYSTEM_ERROR for a queue the broker does not have, and transport failures.
+    pub async fn query_consume_queue(
+        &self,
+        addr: &str,
+        queue: (&str, i32),
+        index: i64,
+        count: i32,
+        group: Option<&str>,
+    ) -> Result<Result<QueryConsumeQueueResponseBody, Option<String>>, AdminError> {
+        let header = QueryConsumeQueueRequestHeader {
+            topic: queue.0.to_owned(),
+            queue_id: queue.1,
+            index,
+            count,
+            consumer_group: group.map(str::to_owned),
+        };
+        let request = RemotingCommand::request(request_code::QUERY_CONSUME_QUEUE).with_header(&header);
+        let response = self.call_ok(addr, request).await?;
+        if response.body.is_empty() {
+            return Ok(Err(response.remark));
+        }
+        QueryConsumeQueueResponseBody::decode(&response.body).map(Ok).map_err(|source| AdminError::Body {
+            addr: addr.to_owned(),
+            request: "QUERY_CONSUME_QUEUE",
+            source,
+        })
     }
 
     /// CLONE_GROUP_OFFSET: copies `src`'s committed offsets on `topic` to `dest` on the broker

@@ -32,3 +32,18 @@ command_header! {
         pub offset: i64 => "offset",
     }
 }
+
+command_header! {
+    /// QUERY_CONSUME_QUEUE (321): units of one consume queue (`mqadmin queryCq`). Java:
+    /// `QueryConsumeQueueRequestHeader`.
+    pub struct QueryConsumeQueueRequestHeader {
+        pub topic: String => "topic",
+        pub queue_id: i32 => "queueId",
+        /// Queue offset of the first unit.
+        pub index: i64 => "index",
+        /// Units wanted.
+        pub count: i32 => "count",
+        /// With a group, its subscription to the topic comes back too.
+        pub consumer_group: Option<String> => "consumerGroup",
+    }
+}
