@@ -547,13 +547,27 @@ pub async fn run(
             }
         }));
     }
-    let server = RemotingServer::new(
-        ServerConfig {
-            idle_timeout: Duration::from_secs(config.server_channel_max_idle_time_seconds),
-            ..ServerConfig::default()
-        },
-        Arc::new(broker.dispatcher()),
-    );
+    let server_config = ServerConfig {
+        idle_timeout: Duration::from_secs(config.server_channel_max_idle_time_seconds),
+        ..ServerConfig::default()
+    };
+    let server = RemotingServer::new(server_config.clone(), Arc::new(broker.dispatcher()));
+    // Java's "fast" (VIP) port, listenPort - 2, where 4.x clients with `vipChannelEnabled`
+    // send. Best effort: a broker whose neighbouring port is taken serves the main port only.
+    let fast_listener = match listener.local_addr() {
+        Ok(local) if local.port() > 2 => {
+            let fast_addr = SocketAddr::new(local.ip(), local.port() - 2);
+            match TcpListener::bind(fast_addr).await {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    warn!(fast_addr = %fast_addr, error = %e, "VIP channel port not available; serving the main port only");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    let fast_server = RemotingServer::new(server_config, Arc::new(broker.dispatcher()));
     info!(addr = ?listener.local_addr().ok(), broker_name = %config.broker_name, cluster = %config.broker_cluster_name,
         namesrv = %config.namesrv_addr, "broker listening");
 
@@ -648,7 +662,24 @@ pub async fn run(
         }))
     });
 
-    let served = server.serve(listener, shutdown).await;
+    let (stop_fast, fast_stopped) = tokio::sync::oneshot::channel::<()>();
+    let main = async {
+        let served = server.serve(listener, shutdown).await;
+        let _ = stop_fast.send(());
+        served
+    };
+    let fast = async {
+        if let Some(l) = fast_listener {
+            info!(addr = ?l.local_addr().ok(), "VIP channel listening");
+            let stopped = async {
+                let _ = fast_stopped.await;
+            };
+            if let Err(e) = fast_server.serve(l, stopped).await {
+                warn!(error = %e, "VIP channel listener failed");
+            }
+        }
+    };
+    let (served, ()) = tokio::join!(main, fast);
     tasks.shutdown().await;
     // The wheel stops (final flush and checkpoint) before the store does.
     let _ = stop_timer.send(());

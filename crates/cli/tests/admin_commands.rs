@@ -458,6 +458,14 @@ fn admin_updates_broker_config_lists_topic_clusters_groups_and_live_connections(
     let past = ok(ns, &["queryCq", "-t", topic, "-q", &queue_id, "-i", "100"]);
     assert_eq!(past.trim(), format!("Index 100 of {queue_id}@{topic} is not exist!"));
 
+    // Java's VIP channel, listenPort - 2, serves the same requests (4.x clients with
+    // vipChannelEnabled send there).
+    let port: u16 = broker.rsplit(':').next().unwrap().parse().unwrap();
+    let vip = format!("127.0.0.1:{}", port - 2);
+    let request = RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO);
+    let r = rt.block_on(client.invoke(&vip, request, Duration::from_secs(5))).unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+
     // Name-server settings and KV config.
     let config = ok(ns, &["getNamesrvConfig"]);
     assert!(config.starts_with(&format!("============{ns}============")), "{config}");

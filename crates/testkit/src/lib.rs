@@ -37,13 +37,18 @@ pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0").local_addr().expect("local address").port()
 }
 
-/// A port for a broker started without `haListenPort`: it is free and so is the next one,
-/// which such a broker takes for replication (listenPort + 1, as Java does).
+/// A port for a broker started without `haListenPort`: it is free and so are the next one,
+/// which such a broker takes for replication (listenPort + 1, as Java does), and the one two
+/// below, its VIP channel (listenPort - 2).
 pub fn free_broker_port() -> u16 {
     loop {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0");
         let port = listener.local_addr().expect("local address").port();
-        if port < u16::MAX && std::net::TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
+        if port > 2
+            && port < u16::MAX
+            && std::net::TcpListener::bind(("127.0.0.1", port + 1)).is_ok()
+            && std::net::TcpListener::bind(("127.0.0.1", port - 2)).is_ok()
+        {
             return port;
         }
     }
