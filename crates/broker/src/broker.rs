@@ -246,6 +246,7 @@ impl Broker {
             b.update_and_create_subscription_group_list(req)
         });
         sync!(request_code::GET_SYSTEM_TOPIC_LIST_FROM_BROKER, |b, conn, req| b.get_system_topic_list(req));
+        sync!(request_code::UPDATE_AND_GET_GROUP_FORBIDDEN, |b, conn, req| b.update_and_get_group_forbidden(req));
         sync!(request_code::GET_ALL_PRODUCER_INFO, |b, conn, req| b.get_all_producer_info(req));
         sync!(request_code::GET_BROKER_CONSUME_STATS, |b, conn, req| b.get_broker_consume_stats(req));
         sync!(request_code::VIEW_BROKER_STATS_DATA, |b, conn, req| b.view_broker_stats_data(req));

@@ -913,3 +913,50 @@ async fn a_deleted_topic_starts_again_at_zero_and_clean_ups_keep_live_queues() {
     client.shutdown().await;
     c.stop().await;
 }
+
+/// A group's read permission on a topic (UPDATE_AND_GET_GROUP_FORBIDDEN) and a group that may
+/// not broadcast: pulls get NO_PERMISSION with Java's `forbiddenType`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forbidden_groups_are_refused_with_their_forbidden_type() {
+    let c = Cluster::start(|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    c.send(&client, "Fb", 0, 2).await;
+    assert_eq!(c.call(&client, heartbeat("127.0.0.1@fb", "fbg", &["Fb"], None)).await.code, response_code::SUCCESS);
+    let forbid = |readable: Option<bool>| {
+        RemotingCommand::request(request_code::UPDATE_AND_GET_GROUP_FORBIDDEN)
+            .with_header(&UpdateGroupForbiddenRequestHeader { group: "fbg".into(), topic: "Fb".into(), readable })
+    };
+    let pull = |group: &str| {
+        let mut p = ferromq_testkit::pull_request("Fb", 0, 0, "*", 0);
+        p.ext_fields.insert("consumerGroup".into(), group);
+        p.ext_fields.insert("sysFlag".into(), "0");
+        p
+    };
+    let r = c.call(&client, forbid(Some(false))).await;
+    assert_eq!(r.code, response_code::SUCCESS);
+    assert_eq!(String::from_utf8(r.body.to_vec()).unwrap(), r#"{"group":"fbg","readable":false,"topic":"Fb"}"#);
+    let r = c.call(&client, pull("fbg")).await;
+    assert_eq!(r.code, response_code::NO_PERMISSION);
+    assert_eq!(r.ext_fields.get("forbiddenType"), Some("5"));
+    assert_eq!(r.remark.as_deref(), Some("the consumer group[fbg] is forbidden for topic[Fb]"));
+    let r = c.call(&client, forbid(None)).await;
+    assert!(String::from_utf8(r.body.to_vec()).unwrap().contains(r#""readable":false"#), "reading changes nothing");
+    assert_eq!(c.call(&client, forbid(Some(true))).await.code, response_code::SUCCESS);
+    assert_eq!(c.call(&client, pull("fbg")).await.code, response_code::SUCCESS);
+
+    // A group that may not broadcast, consuming by broadcasting.
+    let mut config = SubscriptionGroupConfig { group_name: "bcg".into(), ..Default::default() };
+    config.consume_broadcast_enable = false;
+    let create = RemotingCommand::request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).with_body(config.encode());
+    assert_eq!(c.call(&client, create).await.code, response_code::SUCCESS);
+    let mut hb = consumer_heartbeat("127.0.0.1@bc", "bcg", &["Fb"]);
+    hb.consumer_data_set[0].message_model = MessageModel::Broadcasting;
+    let hb = RemotingCommand::request(request_code::HEART_BEAT).with_body(hb.encode());
+    assert_eq!(c.call(&client, hb).await.code, response_code::SUCCESS);
+    let r = c.call(&client, pull("bcg")).await;
+    assert_eq!(r.code, response_code::NO_PERMISSION);
+    assert_eq!(r.ext_fields.get("forbiddenType"), Some("4"));
+    assert_eq!(r.remark.as_deref(), Some("the consumer group[bcg] can not consume by broadcast way"));
+    client.shutdown().await;
+    c.stop().await;
+}

@@ -4,12 +4,12 @@
 use std::collections::BTreeMap;
 
 use ferromq_protocol::body::{
-    CreateTopicListRequestBody, JsonBody, KVTable, SubscriptionGroupList, TopicConfig, TopicConfigSerializeWrapper,
-    TopicFilterType, TopicList,
+    perm, CreateTopicListRequestBody, GroupForbidden, JsonBody, KVTable, SubscriptionGroupList, TopicConfig,
+    TopicConfigSerializeWrapper, TopicFilterType, TopicList,
 };
 use ferromq_protocol::header::{
     CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader,
-    GetSubscriptionGroupConfigRequestHeader, GetTopicConfigRequestHeader,
+    GetSubscriptionGroupConfigRequestHeader, GetTopicConfigRequestHeader, UpdateGroupForbiddenRequestHeader,
 };
 use ferromq_protocol::{response_code, version, RemotingCommand};
 use ferromq_store::{disk_space, java_double, DiskSpace};
@@ -147,6 +147,24 @@ impl Broker {
             info!(group = %name, "subscription group updated");
         }
         success(req)
+    }
+
+    /// UPDATE_AND_GET_GROUP_FORBIDDEN (353): with `readable`, allows or forbids the group to
+    /// read the topic (a forbidden pull gets NO_PERMISSION); answers the setting now in force.
+    /// Java: `AdminBrokerProcessor#updateAndGetGroupForbidden`.
+    pub(crate) fn update_and_get_group_forbidden(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, UpdateGroupForbiddenRequestHeader);
+        if let Some(readable) = h.readable {
+            if let Err(e) = self.groups().update_forbidden(&h.group, &h.topic, perm::INDEX_PERM_READ, !readable) {
+                return failure(req, response_code::SYSTEM_ERROR, format!("cannot save the forbidden table: {e}"));
+            }
+            info!(group = %h.group, topic = %h.topic, readable, "group read permission changed");
+        }
+        let readable = !self.groups().is_forbidden(&h.group, &h.topic, perm::INDEX_PERM_READ);
+        let body = GroupForbidden { group: h.group, readable: Some(readable), topic: h.topic };
+        let mut response = success(req).with_body(body.encode());
+        response.remark = Some(String::new());
+        response
     }
 
     /// GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305): the topics the broker reserves for itself.

@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use ferromq_protocol::body::{perm, SubscriptionData};
-use ferromq_protocol::header::{pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader};
+use ferromq_protocol::body::{perm, MessageModel, SubscriptionData};
+use ferromq_protocol::header::{forbidden_type, pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader};
 use ferromq_protocol::{response_code, RemotingCommand};
 use ferromq_remoting::Connection;
 use ferromq_store::GetMessageStatus;
@@ -56,6 +56,12 @@ impl Broker {
     /// Processes a pull once; `allow_suspend` is false when a parked pull is re-run.
     pub(crate) fn process_pull(&self, conn: &Connection, req: &RemotingCommand, allow_suspend: bool) -> PullOutcome {
         let respond = |code, remark: String| PullOutcome::Respond(failure(req, code, remark));
+        // NO_PERMISSION says why in the header's `forbiddenType` (Java's `ForbiddenType`).
+        let forbidden = |forbidden_type: i32, remark: String| {
+            let mut response = failure(req, response_code::NO_PERMISSION, remark);
+            response.ext_fields.insert("forbiddenType".into(), &forbidden_type.to_string());
+            PullOutcome::Respond(response)
+        };
         let h: PullMessageRequestHeader = match req.decode_header() {
             Ok(h) => h,
             Err(e) => return respond(response_code::SYSTEM_ERROR, e.to_string()),
@@ -66,8 +72,8 @@ impl Broker {
             return respond(response_code::SYSTEM_BUSY, BUSY_REMARK.to_owned());
         }
         if !perm::is_readable(self.permission()) {
-            return respond(
-                response_code::NO_PERMISSION,
+            return forbidden(
+                forbidden_type::BROKER_FORBIDDEN,
                 format!("the broker[{}] pulling message is forbidden", self.config.broker_ip1),
             );
         }
@@ -78,8 +84,8 @@ impl Broker {
             );
         };
         if !group.consume_enable {
-            return respond(
-                response_code::NO_PERMISSION,
+            return forbidden(
+                forbidden_type::GROUP_FORBIDDEN,
                 format!("subscription group no permission, {}", h.consumer_group),
             );
         }
@@ -90,8 +96,8 @@ impl Broker {
             );
         };
         if !perm::is_readable(topic.perm) {
-            return respond(
-                response_code::NO_PERMISSION,
+            return forbidden(
+                forbidden_type::TOPIC_FORBIDDEN,
                 format!("the topic[{}] pulling message is forbidden", h.topic),
             );
         }
@@ -136,10 +142,22 @@ impl Broker {
                 }
             }
         } else {
-            if self.consumers.group(&h.consumer_group).is_none() {
+            let Some(online) = self.consumers.group(&h.consumer_group) else {
                 return respond(
                     response_code::SUBSCRIPTION_NOT_EXIST,
                     format!("the consumer's group info not exist, group: {}", h.consumer_group),
+                );
+            };
+            if !group.consume_broadcast_enable && online.message_model == MessageModel::Broadcasting {
+                return forbidden(
+                    forbidden_type::BROADCASTING_DISABLE_FORBIDDEN,
+                    format!("the consumer group[{}] can not consume by broadcast way", h.consumer_group),
+                );
+            }
+            if self.groups().is_forbidden(&h.consumer_group, &h.topic, perm::INDEX_PERM_READ) {
+                return forbidden(
+                    forbidden_type::SUBSCRIPTION_FORBIDDEN,
+                    format!("the consumer group[{}] is forbidden for topic[{}]", h.consumer_group, h.topic),
                 );
             }
             let Some(sub): Option<SubscriptionData> = self.consumers.find_subscription(&h.consumer_group, &h.topic)

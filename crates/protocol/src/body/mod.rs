@@ -72,8 +72,8 @@ pub use register_broker::{RegisterBrokerBody, MAPPING_IN_COMPRESSED_BODY_SINCE, 
 pub use reset_offset::{MessageQueueForC, ResetOffsetBody, ResetOffsetBodyForC};
 pub use route::{BrokerData, QueueData, TopicRouteData, MASTER_ID};
 pub use subscription_group::{
-    SubscriptionGroupConfig, SubscriptionGroupWrapper, DEFAULT_CONSUME_TIMEOUT_MINUTE, DEFAULT_RETRY_MAX_TIMES,
-    DEFAULT_RETRY_QUEUE_NUMS,
+    GroupForbidden, SubscriptionGroupConfig, SubscriptionGroupWrapper, DEFAULT_CONSUME_TIMEOUT_MINUTE,
+    DEFAULT_RETRY_MAX_TIMES, DEFAULT_RETRY_QUEUE_NUMS,
 };
 pub use topic_config::{TopicConfig, TopicFilterType, DEFAULT_QUEUE_NUMS};
 pub use topic_config_wrapper::{TopicConfigAndMappingSerializeWrapper, TopicConfigSerializeWrapper};

@@ -13,6 +13,10 @@ pub const PERM_WRITE: i32 = 1 << 1;
 pub const PERM_INHERIT: i32 = 1;
 /// Read and write (6), the default of a new topic.
 pub const PERM_READ_WRITE: i32 = PERM_READ | PERM_WRITE;
+/// Bit index of [`PERM_READ`], as a group's forbidden bits on a topic count it.
+pub const INDEX_PERM_READ: u32 = 2;
+/// Bit index of [`PERM_WRITE`].
+pub const INDEX_PERM_WRITE: u32 = 1;
 
 /// True if the read bit is set.
 pub fn is_readable(perm: i32) -> bool {

@@ -161,6 +161,21 @@ pub struct SubscriptionGroupWrapper {
     pub subscription_group_table: BTreeMap<String, SubscriptionGroupConfig>,
 }
 
+/// Whether a group may read a topic: the answer to UPDATE_AND_GET_GROUP_FORBIDDEN. Java:
+/// `GroupForbidden`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GroupForbidden {
+    /// Consumer group.
+    pub group: String,
+    /// Whether the group may read the topic.
+    pub readable: Option<bool>,
+    /// Topic.
+    pub topic: String,
+}
+
+impl JsonBody for GroupForbidden {}
+
 /// Reads `null` as the type's default, as fastjson does.
 fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where

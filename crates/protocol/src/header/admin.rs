@@ -136,3 +136,14 @@ command_header! {
         pub stats_key: String => "statsKey",
     }
 }
+
+command_header! {
+    /// UPDATE_AND_GET_GROUP_FORBIDDEN (353): whether a group may read a topic, set and read
+    /// back. Java: `UpdateGroupForbiddenRequestHeader`.
+    pub struct UpdateGroupForbiddenRequestHeader {
+        pub group: String => "group",
+        pub topic: String => "topic",
+        /// Absent: only read the setting.
+        pub readable: Option<bool> => "readable",
+    }
+}

@@ -2,6 +2,20 @@
 
 use super::command_header;
 
+/// Why a pull got NO_PERMISSION, in the response's `forbiddenType` (Java: `ForbiddenType`).
+pub mod forbidden_type {
+    /// The broker is not readable.
+    pub const BROKER_FORBIDDEN: i32 = 1;
+    /// The group may not consume (`consumeEnable` false).
+    pub const GROUP_FORBIDDEN: i32 = 2;
+    /// The topic is not readable.
+    pub const TOPIC_FORBIDDEN: i32 = 3;
+    /// The group consumes by broadcasting, which it may not (`consumeBroadcastEnable` false).
+    pub const BROADCASTING_DISABLE_FORBIDDEN: i32 = 4;
+    /// The group may not read this topic (UPDATE_AND_GET_GROUP_FORBIDDEN).
+    pub const SUBSCRIPTION_FORBIDDEN: i32 = 5;
+}
+
 /// Pull sysflag bits (Java: `PullSysFlag`).
 pub mod pull_sys_flag {
     /// The request carries the consumer's committed offset.
