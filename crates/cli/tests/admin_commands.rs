@@ -358,6 +358,21 @@ fn admin_updates_broker_config_lists_topic_clusters_groups_and_live_connections(
     let config = ok(ns, &["getConsumerConfig", "-g", "AdminListG1"]);
     assert!(config.starts_with(&format!("=============================DefaultCluster:{broker}")), "{config}");
     assert!(config.lines().any(|l| l.starts_with("retryMaxTimes ") && l.ends_with("=  3")), "{config}");
+    // exportMetadata: the user topics and groups of the cluster, then one broker's topics.
+    let exported = ok(ns, &["exportMetadata", "-c", "DefaultCluster", "-f", files.path().to_str().unwrap()]);
+    let metadata_file = files.path().join("metadata.json");
+    assert_eq!(exported.trim(), format!("export {} success", metadata_file.display()));
+    let metadata = json(&std::fs::read_to_string(&metadata_file).unwrap());
+    assert_eq!(metadata["topicConfigTable"]["AdminListA"]["writeQueueNums"], 2, "{metadata}");
+    assert!(metadata["topicConfigTable"].get("TBW102").is_none(), "no system topic");
+    assert!(metadata["topicConfigTable"].as_object().unwrap().keys().all(|t| !t.starts_with("%RETRY%")));
+    assert_eq!(metadata["subscriptionGroupTable"]["AdminListG1"]["retryMaxTimes"], 3, "{metadata}");
+    assert!(metadata["subscriptionGroupTable"].get("TOOLS_CONSUMER").is_none(), "no predefined group");
+    assert!(metadata["exportTime"].as_i64().is_some());
+    ok(ns, &["exportMetadata", "-b", &broker, "-t", "-s", "-f", files.path().to_str().unwrap()]);
+    let topics = json(&std::fs::read_to_string(files.path().join("topic.json")).unwrap());
+    assert_eq!(topics["topicConfigTable"][topic]["writeQueueNums"], 2, "{topics}");
+    assert!(topics.get("dataVersion").is_some());
     let missing = admin(ns, &["updateTopicList", "-b", &broker, "-f", "/no/such/file.json"]);
     assert!(!missing.status.success());
     assert!(String::from_utf8_lossy(&missing.stderr).contains("does not exists"), "{missing:?}");

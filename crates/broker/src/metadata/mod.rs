@@ -40,8 +40,8 @@ pub use ferromq_protocol::body::{
     DEFAULT_RETRY_QUEUE_NUMS,
 };
 pub use subscription_group_manager::{
-    is_sys_consumer_group, SubscriptionGroupManager, SubscriptionGroupOptions, CID_ONSAPI_OWNER_GROUP,
-    CID_ONSAPI_PERMISSION_GROUP, CID_ONSAPI_PULL_GROUP, CID_RMQ_SYS_PREFIX, CID_SYS_RMQ_TRANS,
+    is_predefined_group, is_sys_consumer_group, SubscriptionGroupManager, SubscriptionGroupOptions,
+    CID_ONSAPI_OWNER_GROUP, CID_ONSAPI_PERMISSION_GROUP, CID_ONSAPI_PULL_GROUP, CID_RMQ_SYS_PREFIX, CID_SYS_RMQ_TRANS,
     FILTERSRV_CONSUMER_GROUP, ONS_HTTP_PROXY_GROUP, SELF_TEST_CONSUMER_GROUP, TOOLS_CONSUMER_GROUP,
 };
 pub use topic_config_manager::{

@@ -53,6 +53,30 @@ const PREDEFINED_GROUPS: [&str; 8] = [
     CID_SYS_RMQ_TRANS,
 ];
 
+/// Group names RocketMQ itself uses (Java: `MixAll.PREDEFINE_GROUP_SET`): the broker's
+/// predefined groups and the default, schedule, monitor and inner producer groups.
+const PREDEFINE_GROUP_SET: [&str; 14] = [
+    "DEFAULT_CONSUMER",
+    "DEFAULT_PRODUCER",
+    TOOLS_CONSUMER_GROUP,
+    "SCHEDULE_CONSUMER",
+    FILTERSRV_CONSUMER_GROUP,
+    "__MONITOR_CONSUMER",
+    "CLIENT_INNER_PRODUCER",
+    "SELF_TEST_P_GROUP",
+    SELF_TEST_CONSUMER_GROUP,
+    ONS_HTTP_PROXY_GROUP,
+    CID_ONSAPI_PERMISSION_GROUP,
+    CID_ONSAPI_OWNER_GROUP,
+    CID_ONSAPI_PULL_GROUP,
+    CID_SYS_RMQ_TRANS,
+];
+
+/// True for the group names RocketMQ itself uses. Java: `MixAll#isPredefinedGroup`.
+pub fn is_predefined_group(group: &str) -> bool {
+    PREDEFINE_GROUP_SET.contains(&group)
+}
+
 /// True for `CID_RMQ_SYS_*` groups. Java: `MixAll#isSysConsumerGroup`.
 pub fn is_sys_consumer_group(group: &str) -> bool {
     group.starts_with(CID_RMQ_SYS_PREFIX)

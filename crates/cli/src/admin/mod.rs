@@ -4,6 +4,7 @@
 
 mod broker;
 mod consumer_status;
+mod export;
 mod group;
 mod ha;
 mod message;
@@ -81,6 +82,8 @@ enum AdminCommand {
     GetConsumerConfig(group::GetConsumerConfigArgs),
     /// Change a topic's permission on one broker (-b) or every master of a cluster (-c).
     UpdateTopicPerm(topic::UpdateTopicPermArgs),
+    /// Write a broker's or a cluster's user topics and subscription groups to a JSON file.
+    ExportMetadata(export::ExportMetadataArgs),
     /// Show the units of one consume queue.
     #[command(name = "queryCq")]
     QueryCq(topic::QueryCqArgs),
@@ -187,6 +190,7 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::GetConsumerConfig(a) => group::get_consumer_config(ctx, a).await,
         AdminCommand::UpdateTopicPerm(a) => topic::update_topic_perm(ctx, a).await,
         AdminCommand::QueryCq(a) => topic::query_cq(ctx, a).await,
+        AdminCommand::ExportMetadata(a) => export::export_metadata(ctx, a).await,
         AdminCommand::UpdateOrderConf(a) => topic::update_order_conf(ctx, a).await,
         AdminCommand::CloneGroupOffset(a) => group::clone_group_offset(ctx, a).await,
         AdminCommand::SkipAccumulatedMessage(a) => group::skip_accumulated_message(ctx, a).await,

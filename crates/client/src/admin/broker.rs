@@ -8,7 +8,7 @@ use ferromq_protocol::body::{
     BrokerStatsData, ConsumeStats, ConsumeStatsList, ConsumerConnection, ConsumerRunningInfo,
     CreateTopicListRequestBody, GroupList, HaRuntimeInfo, JsonBody, KVTable, MessageQueue, ProducerConnection,
     ProducerTableInfo, QueryConsumeQueueResponseBody, ResetOffsetBody, SubscriptionGroupConfig, SubscriptionGroupList,
-    SubscriptionGroupWrapper, TopicConfig, TopicFilterType, TopicStatsTable,
+    SubscriptionGroupWrapper, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType, TopicList, TopicStatsTable,
 };
 use ferromq_protocol::header::{
     CloneGroupOffsetRequestHeader, CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
@@ -132,6 +132,22 @@ impl AdminClient {
     /// Transport failures or an unreadable body, naming `addr`.
     pub async fn all_subscription_groups(&self, addr: &str) -> Result<SubscriptionGroupWrapper, AdminError> {
         self.call_body(addr, RemotingCommand::request(request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG)).await
+    }
+
+    /// GET_ALL_TOPIC_CONFIG: every topic the broker at `addr` has.
+    ///
+    /// # Errors
+    /// Transport failures or an unreadable body, naming `addr`.
+    pub async fn all_topic_config(&self, addr: &str) -> Result<TopicConfigSerializeWrapper, AdminError> {
+        self.call_body(addr, RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG)).await
+    }
+
+    /// GET_SYSTEM_TOPIC_LIST_FROM_BROKER: the topics the broker at `addr` reserves for itself.
+    ///
+    /// # Errors
+    /// Transport failures or an unreadable body, naming `addr`.
+    pub async fn broker_system_topics(&self, addr: &str) -> Result<TopicList, AdminError> {
+        self.call_body(addr, RemotingCommand::request(request_code::GET_SYSTEM_TOPIC_LIST_FROM_BROKER)).await
     }
 
     /// GET_BROKER_RUNTIME_INFO: the broker's runtime statistics.

@@ -14,5 +14,7 @@ mod namesrv;
 pub use client::{AdminClient, DEFAULT_TIMEOUT};
 pub use error::AdminError;
 pub use ferromq_protocol::body::SubscriptionGroupConfig;
-pub use json::{from_str as json_from_str, json, to_string_pretty as json_to_string_pretty, Value as JsonValue};
+pub use json::{
+    from_str as json_from_str, json, to_string_pretty as json_to_string_pretty, Map as JsonMap, Value as JsonValue,
+};
 pub use message::{PullResult, PullStatus, SendResult, TOOLS_CONSUMER_GROUP, TOOLS_PRODUCER_GROUP};
