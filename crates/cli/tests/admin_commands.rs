@@ -408,7 +408,13 @@ fn admin_updates_broker_config_lists_topic_clusters_groups_and_live_connections(
 
     // A live client: a HEART_BEAT over a connection kept open while the commands run.
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    let client = RemotingClient::new(ClientConfig::default());
+    // It consumes what the broker hands it directly (CONSUME_MESSAGE_DIRECTLY) and says so.
+    let mut dispatcher = ferromq_remoting::Dispatcher::new();
+    dispatcher.register_sync(request_code::CONSUME_MESSAGE_DIRECTLY, |_conn, req| {
+        let body = r#"{"autoCommit":true,"consumeResult":"CR_SUCCESS","order":false,"spentTimeMills":1}"#;
+        Some(RemotingCommand::response_to(req, response_code::SUCCESS, None).with_body(body.as_bytes().to_vec()))
+    });
+    let client = RemotingClient::with_handler(ClientConfig::default(), std::sync::Arc::new(dispatcher));
     rt.block_on(heartbeat(&client, &broker, client_id, group, producer_group, topic));
 
     let consumers = ok(ns, &["consumerConnection", "-g", group]);
@@ -472,6 +478,14 @@ fn admin_updates_broker_config_lists_topic_clusters_groups_and_live_connections(
     assert_eq!(cq.matches("idx: ").count() as i64, max, "{cq}");
     let past = ok(ns, &["queryCq", "-t", topic, "-q", &queue_id, "-i", "100"]);
     assert_eq!(past.trim(), format!("Index 100 of {queue_id}@{topic} is not exist!"));
+
+    // queryMsgByUniqueKey, and the online client consuming the message again (-g -d).
+    let sent = json(&ok(ns, &["sendMessage", "-t", topic, "-p", "direct", "--json"]));
+    let uniq = sent["msgId"].as_str().unwrap().to_owned();
+    let found = until(ns, &["queryMsgByUniqueKey", "-i", &uniq, "-t", topic], |out| out.contains("direct"));
+    assert!(found.contains(&uniq), "{found}");
+    let consumed = ok(ns, &["queryMsgByUniqueKey", "-i", &uniq, "-t", topic, "-g", group, "-d", client_id]);
+    assert!(consumed.contains(r#""consumeResult":"CR_SUCCESS""#), "{consumed}");
 
     // Java's VIP channel, listenPort - 2, serves the same requests (4.x clients with
     // vipChannelEnabled send there).

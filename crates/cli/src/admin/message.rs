@@ -4,7 +4,7 @@
 use anyhow::Context;
 use ferromq_client::admin::{json, JsonValue, PullStatus, TOOLS_CONSUMER_GROUP};
 use ferromq_protocol::body::perm;
-use ferromq_protocol::message::{keys, StoredMessage};
+use ferromq_protocol::message::{create_offset_msg_id, keys, StoredMessage};
 
 use crate::admin::output::{format_ms, print_json, Table};
 use crate::admin::Ctx;
@@ -65,10 +65,10 @@ pub(crate) struct QueryMsgByIdArgs {
     /// Topic, to look a unique (client) message id up.
     #[arg(short = 't', long = "topic")]
     topic: Option<String>,
-    /// Consumer group (accepted; direct consumption is not supported).
+    /// With -d: the consumer group of the client that consumes the message again.
     #[arg(short = 'g', long = "consumerGroup")]
     group: Option<String>,
-    /// Client id (accepted; direct consumption is not supported).
+    /// With -g: the client that consumes the message again (CONSUME_MESSAGE_DIRECTLY).
     #[arg(short = 'd', long = "clientId")]
     client_id: Option<String>,
 }
@@ -91,7 +91,42 @@ pub(crate) async fn query_msg_by_id(ctx: &Ctx, a: QueryMsgByIdArgs) -> anyhow::R
     if found.is_empty() {
         anyhow::bail!("no message found for id {}", a.msg_id);
     }
+    if let (Some(group), Some(client_id)) = (a.group.as_deref(), a.client_id.as_deref()) {
+        // Java's queryMsgById -g -d: the client consumes each message again and says how.
+        for (addr, m) in &found {
+            let offset_id = create_offset_msg_id(m.store_host, m.physical_offset);
+            let result = ctx.client.consume_message_directly(addr, group, client_id, &m.topic, &offset_id).await?;
+            println!("{result}");
+        }
+        return Ok(());
+    }
     print_messages(ctx, &found)
+}
+
+/// `queryMsgByUniqueKey`: a message by its unique (client) id within a topic; with -g and
+/// -d, consumed again by that client. Java: `QueryMsgByUniqueKeySubCommand`.
+pub(crate) async fn query_msg_by_unique_key(ctx: &Ctx, a: QueryMsgByUniqueKeyArgs) -> anyhow::Result<()> {
+    let by_id = QueryMsgByIdArgs { msg_id: a.msg_id, topic: Some(a.topic), group: a.group, client_id: a.client_id };
+    query_msg_by_id(ctx, by_id).await
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct QueryMsgByUniqueKeyArgs {
+    /// The message's unique id (UNIQ_KEY).
+    #[arg(short = 'i', long = "msgId")]
+    msg_id: String,
+    /// Topic.
+    #[arg(short = 't', long = "topic")]
+    topic: String,
+    /// With -d: the consumer group of the client that consumes the message again.
+    #[arg(short = 'g', long = "consumerGroup")]
+    group: Option<String>,
+    /// With -g: the client that consumes the message again.
+    #[arg(short = 'd', long = "clientId")]
+    client_id: Option<String>,
+    /// Accepted for mqadmin compatibility: every message found is shown.
+    #[arg(short = 'a', long = "showAll")]
+    show_all: bool,
 }
 
 #[derive(Debug, clap::Args)]

@@ -120,6 +120,8 @@ enum AdminCommand {
     QueryMsgByKey(message::QueryMsgByKeyArgs),
     /// Find a message by its offset message id (or, with -t, its unique id).
     QueryMsgById(message::QueryMsgByIdArgs),
+    /// Find a message by its unique id within a topic.
+    QueryMsgByUniqueKey(message::QueryMsgByUniqueKeyArgs),
     /// Show the message at an offset of one queue.
     QueryMsgByOffset(message::QueryMsgByOffsetArgs),
     /// Send one message.
@@ -207,6 +209,7 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::ResetOffsetByTime(a) => group::reset_offset_by_time(ctx, a).await,
         AdminCommand::QueryMsgByKey(a) => message::query_msg_by_key(ctx, a).await,
         AdminCommand::QueryMsgById(a) => message::query_msg_by_id(ctx, a).await,
+        AdminCommand::QueryMsgByUniqueKey(a) => message::query_msg_by_unique_key(ctx, a).await,
         AdminCommand::QueryMsgByOffset(a) => message::query_msg_by_offset(ctx, a).await,
         AdminCommand::SendMessage(a) => message::send_message(ctx, a).await,
         AdminCommand::ConsumeMessage(a) => message::consume_message(ctx, a).await,

@@ -256,6 +256,30 @@ impl AdminClient {
         let message = self.view_message(&addr, offset).await?;
         Ok((addr, message))
     }
+
+    /// CONSUME_MESSAGE_DIRECTLY: the broker at `addr` hands the message stored at offset id
+    /// `msg_id` to consumer `client_id` of `group`, which consumes it and reports how; returns
+    /// that report (Java's `ConsumeMessageDirectlyResult` as JSON).
+    ///
+    /// # Errors
+    /// The broker's refusal (the client is not online, too old or too slow) and transport
+    /// failures, naming `addr`.
+    pub async fn consume_message_directly(
+        &self,
+        addr: &str,
+        group: &str,
+        client_id: &str,
+        topic: &str,
+        msg_id: &str,
+    ) -> Result<String, AdminError> {
+        let mut request = RemotingCommand::request(request_code::CONSUME_MESSAGE_DIRECTLY);
+        request.ext_fields.insert("consumerGroup".into(), group);
+        request.ext_fields.insert("clientId".into(), client_id);
+        request.ext_fields.insert("topic".into(), topic);
+        request.ext_fields.insert("msgId".into(), msg_id);
+        let response = self.call_ok(addr, request).await?;
+        Ok(String::from_utf8_lossy(&response.body).into_owned())
+    }
 }
 
 fn decode_messages(addr: &str, name: &'static str, body: &bytes::Bytes) -> Result<Vec<StoredMessage>, AdminError> {
