@@ -11,7 +11,7 @@ use ferromq_protocol::body::{Connection, ConsumeType, ConsumerConnection, Messag
 use ferromq_protocol::{response_code, version};
 
 use crate::admin::output::{format_ms, parse_timestamp, print_json, Table};
-use crate::admin::{target_brokers, Ctx};
+use crate::admin::{target_brokers, ConfigListArgs, Ctx};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct UpdateSubGroupArgs {
@@ -629,30 +629,10 @@ pub(crate) async fn skip_accumulated_message(ctx: &Ctx, a: SkipAccumulatedMessag
     reset_offset_by_time(ctx, reset).await
 }
 
-#[derive(Debug, clap::Args)]
-pub(crate) struct UpdateSubGroupListArgs {
-    /// Broker address.
-    #[arg(short = 'b', long = "brokerAddr")]
-    broker_addr: Option<String>,
-    /// Every master of this cluster.
-    #[arg(short = 'c', long = "clusterName")]
-    cluster: Option<String>,
-    /// A JSON file holding an array of subscription group configs.
-    #[arg(short = 'f', long = "filename")]
-    file: std::path::PathBuf,
-}
-
 /// `updateSubGroupList`: creates or updates the subscription groups of a file in one request
 /// per broker. Java: `UpdateSubGroupListSubCommand`.
-pub(crate) async fn update_sub_group_list(ctx: &Ctx, a: UpdateSubGroupListArgs) -> anyhow::Result<()> {
-    let text = std::fs::read(&a.file)
-        .map_err(|e| anyhow::anyhow!("the file path {} does not exists: {e}", a.file.display()))?;
-    let groups: Vec<SubscriptionGroupConfig> = ferromq_protocol::json::parse_lenient(&text)
-        .map_err(|e| anyhow::anyhow!("{} is not a JSON array of subscription groups: {e}", a.file.display()))?;
-    if groups.is_empty() {
-        return Ok(());
-    }
-    let targets = target_brokers(ctx, a.broker_addr.as_deref(), a.cluster.as_deref()).await?;
+pub(crate) async fn update_sub_group_list(ctx: &Ctx, a: ConfigListArgs) -> anyhow::Result<()> {
+    let (groups, targets) = a.load::<SubscriptionGroupConfig>(ctx, "subscription groups").await?;
     for (_, addr) in &targets {
         ctx.client.update_subscription_group_list(addr, groups.clone()).await?;
         if !ctx.json {

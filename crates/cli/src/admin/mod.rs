@@ -75,9 +75,9 @@ enum AdminCommand {
     /// Delete expired CommitLog files now, whatever the delete hour.
     DeleteExpiredCommitLog(broker::MaintenanceArgs),
     /// Create or update the topics of a JSON file on one broker (-b) or every master (-c).
-    UpdateTopicList(topic::UpdateTopicListArgs),
+    UpdateTopicList(ConfigListArgs),
     /// Create or update the subscription groups of a JSON file.
-    UpdateSubGroupList(group::UpdateSubGroupListArgs),
+    UpdateSubGroupList(ConfigListArgs),
     /// Show a subscription group's settings on every master that has it.
     GetConsumerConfig(group::GetConsumerConfigArgs),
     /// Change a topic's permission on one broker (-b) or every master of a cluster (-c).
@@ -213,6 +213,41 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::QueryMsgByOffset(a) => message::query_msg_by_offset(ctx, a).await,
         AdminCommand::SendMessage(a) => message::send_message(ctx, a).await,
         AdminCommand::ConsumeMessage(a) => message::consume_message(ctx, a).await,
+    }
+}
+
+/// The arguments of the list commands (updateTopicList, updateSubGroupList): where to send
+/// and the JSON file of configs.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ConfigListArgs {
+    /// Broker address.
+    #[arg(short = 'b', long = "brokerAddr")]
+    broker_addr: Option<String>,
+    /// Every master of this cluster.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+    /// A JSON file holding an array of configs.
+    #[arg(short = 'f', long = "filename")]
+    file: std::path::PathBuf,
+}
+
+impl ConfigListArgs {
+    /// The configs of the file, read as a JSON array of `what`, and the brokers to send them
+    /// to; no broker is looked up for an empty file.
+    pub(crate) async fn load<T: serde::de::DeserializeOwned>(
+        &self,
+        ctx: &Ctx,
+        what: &str,
+    ) -> anyhow::Result<(Vec<T>, Vec<(String, String)>)> {
+        let text = std::fs::read(&self.file)
+            .with_context(|| format!("the file path {} does not exists", self.file.display()))?;
+        let items: Vec<T> = ferromq_protocol::json::parse_lenient(&text)
+            .with_context(|| format!("{} is not a JSON array of {what}", self.file.display()))?;
+        if items.is_empty() {
+            return Ok((items, Vec::new()));
+        }
+        let targets = target_brokers(ctx, self.broker_addr.as_deref(), self.cluster.as_deref()).await?;
+        Ok((items, targets))
     }
 }
 

@@ -9,7 +9,7 @@ use ferromq_client::admin::json;
 use ferromq_protocol::body::{perm, TopicConfig, TopicOffset};
 
 use crate::admin::output::{format_ms, print_json, Table};
-use crate::admin::{target_brokers, Ctx};
+use crate::admin::{target_brokers, ConfigListArgs, Ctx};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct UpdateTopicArgs {
@@ -364,30 +364,10 @@ pub(crate) async fn update_order_conf(ctx: &Ctx, a: UpdateOrderConfArgs) -> anyh
     Ok(())
 }
 
-#[derive(Debug, clap::Args)]
-pub(crate) struct UpdateTopicListArgs {
-    /// Broker address.
-    #[arg(short = 'b', long = "brokerAddr")]
-    broker_addr: Option<String>,
-    /// Every master of this cluster.
-    #[arg(short = 'c', long = "clusterName")]
-    cluster: Option<String>,
-    /// A JSON file holding an array of topic configs (`topicName`, `readQueueNums`,
-    /// `writeQueueNums`, `perm`, `attributes` as `{"+key": "value"}`, ...).
-    #[arg(short = 'f', long = "filename")]
-    file: std::path::PathBuf,
-}
-
 /// `updateTopicList`: creates or updates the topics of a file in one request per broker.
 /// Java: `UpdateTopicListSubCommand`.
-pub(crate) async fn update_topic_list(ctx: &Ctx, a: UpdateTopicListArgs) -> anyhow::Result<()> {
-    let text = std::fs::read(&a.file).with_context(|| format!("the file path {} does not exists", a.file.display()))?;
-    let topics: Vec<TopicConfig> = ferromq_protocol::json::parse_lenient(&text)
-        .with_context(|| format!("{} is not a JSON array of topic configs", a.file.display()))?;
-    if topics.is_empty() {
-        return Ok(());
-    }
-    let targets = target_brokers(ctx, a.broker_addr.as_deref(), a.cluster.as_deref()).await?;
+pub(crate) async fn update_topic_list(ctx: &Ctx, a: ConfigListArgs) -> anyhow::Result<()> {
+    let (topics, targets) = a.load::<TopicConfig>(ctx, "topic configs").await?;
     for (_, addr) in &targets {
         ctx.client.update_topic_list(addr, topics.clone()).await?;
         if !ctx.json {
