@@ -16,20 +16,12 @@ use crate::broker::{now_ms, Broker};
 use crate::processor::admin_query::CALL_CLIENT_TIMEOUT;
 use crate::processor::failure;
 use crate::processor::send::pick_queue;
-use crate::processor::send::BUSY_REMARK;
 
 impl Broker {
     /// Serves both reply codes.
     pub(crate) async fn send_reply(&self, conn: Connection, req: RemotingCommand) -> RemotingCommand {
-        let header = match SendMessageRequestHeader::decode_for(req.code, &req.ext_fields) {
-            Ok(h) => h,
-            Err(e) => return failure(&req, response_code::SYSTEM_ERROR, e.to_string()),
-        };
-        let Ok(_permit) = self.send_permits.try_acquire() else {
-            return failure(&req, response_code::SYSTEM_BUSY, BUSY_REMARK);
-        };
-        let topic_config = match self.check_send(&conn, &req, &header) {
-            Ok(c) => c,
+        let (header, topic_config, _permit) = match self.admit_send(&conn, &req) {
+            Ok(admitted) => admitted,
             Err(response) => return *response,
         };
         if req.body.len() as u64 > self.store.config().max_message_size {

@@ -22,18 +22,29 @@ use crate::transaction;
 pub(crate) const BUSY_REMARK: &str = "[REJECTREQUEST]system busy, start flow control for a while";
 
 impl Broker {
+    /// What a request that stores a message (send or reply) starts with: its send header, a
+    /// place among the bounded sends (held while the permit lives) and the topic it may write
+    /// to, auto-created if need be. The error is the answer to give.
+    pub(super) fn admit_send(
+        &self,
+        conn: &Connection,
+        req: &RemotingCommand,
+    ) -> Result<(SendMessageRequestHeader, TopicConfig, tokio::sync::SemaphorePermit<'_>), Box<RemotingCommand>> {
+        let header = SendMessageRequestHeader::decode_for(req.code, &req.ext_fields)
+            .map_err(|e| Box::new(failure(req, response_code::SYSTEM_ERROR, e.to_string())))?;
+        // Bounded work: past the limit a send is refused at once rather than queued.
+        let permit = self
+            .send_permits
+            .try_acquire()
+            .map_err(|_| Box::new(failure(req, response_code::SYSTEM_BUSY, BUSY_REMARK)))?;
+        let topic_config = self.check_send(conn, req, &header)?;
+        Ok((header, topic_config, permit))
+    }
+
     /// Serves the three send codes.
     pub(crate) async fn send(&self, conn: Connection, req: RemotingCommand) -> RemotingCommand {
-        let header = match SendMessageRequestHeader::decode_for(req.code, &req.ext_fields) {
-            Ok(h) => h,
-            Err(e) => return failure(&req, response_code::SYSTEM_ERROR, e.to_string()),
-        };
-        // Bounded work: past the limit a send is refused at once rather than queued.
-        let Ok(_permit) = self.send_permits.try_acquire() else {
-            return failure(&req, response_code::SYSTEM_BUSY, BUSY_REMARK);
-        };
-        let topic_config = match self.check_send(&conn, &req, &header) {
-            Ok(c) => c,
+        let (header, topic_config, _permit) = match self.admit_send(&conn, &req) {
+            Ok(admitted) => admitted,
             Err(response) => return *response,
         };
         let queue_id = if header.queue_id < 0 { pick_queue(topic_config.write_queue_nums) } else { header.queue_id };
@@ -107,7 +118,7 @@ impl Broker {
     }
 
     /// Java `msgCheck`: permissions, topic name, topic existence (auto-creating it), queue id.
-    pub(super) fn check_send(
+    fn check_send(
         &self,
         conn: &Connection,
         req: &RemotingCommand,
