@@ -29,8 +29,9 @@ const MIN_SPAN_MS: u64 = 1_000;
 
 /// At most this many counters per set; past it new keys are not counted (and a warning is
 /// logged once), so a client inventing topic or group names cannot grow the broker without
-/// bound. Far above any real broker's topic-group pairs.
-const MAX_KEYS: usize = 100_000;
+/// bound. Far above any real broker's topic-group pairs; each key keeps about 40 samples over
+/// its three windows (about 1 KiB), so the bound is some 20 MiB.
+const MAX_KEYS: usize = 20_000;
 
 /// One sample of a counter: when, its value, and how many additions made it.
 #[derive(Debug, Clone, Copy)]

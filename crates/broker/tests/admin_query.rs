@@ -812,9 +812,15 @@ async fn topic_and_group_lists_are_created_together_and_read_back_one_by_one() {
     assert_eq!(r.code, response_code::TOPIC_NOT_EXIST);
     assert_eq!(r.remark.as_deref(), Some("No topic in this broker. topic: ListC"));
     let r = c
-        .call(&admin, topic_list(r#"{"topicConfigList":[{"topicName":"ListD","attributes":{"-message.type":""}}]}"#))
+        .call(
+            &admin,
+            topic_list(
+                r#"{"topicConfigList":[{"topicName":"ListF"},{"topicName":"ListD","attributes":{"-message.type":""}}]}"#,
+            ),
+        )
         .await;
     assert_eq!(r.code, response_code::SYSTEM_ERROR, "a new topic can only add attributes");
+    assert_eq!(c.call(&admin, get_topic("ListF")).await.code, response_code::TOPIC_NOT_EXIST, "nothing of it stored");
     let r = c
         .call(&admin, topic_list(r#"{"topicConfigList":[{"topicName":"ListE","attributes":{"message.type":"FIFO"}}]}"#))
         .await;

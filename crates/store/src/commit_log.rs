@@ -501,20 +501,42 @@ impl CommitLog {
         self.writer().next_offset(topic, queue_id)
     }
 
-    /// Forgets a deleted topic's queue offsets.
-    pub fn remove_topic(&self, topic: &str) {
-        self.writer().topic_queue_table.remove(topic);
-    }
-
-    /// Forgets one queue's offset (its consume queue was destroyed), so it starts again at 0.
-    pub fn remove_queue(&self, topic: &str, queue_id: i32) {
+    /// Forgets the queue offsets of `topic` (`queue_id`: that queue only) and runs `destroy`
+    /// (which removes the consume queues) while no put can take an offset, but only if every
+    /// affected queue is settled: its next offset is the one `dispatched` gives (what its
+    /// consume queue holds), so no record of it waits for dispatch. Returns `None` when one is
+    /// not settled; nothing is changed then. Puts wait meanwhile, so `destroy` must be quick.
+    pub fn forget_settled_queues<R>(
+        &self,
+        topic: &str,
+        queue_id: Option<i32>,
+        dispatched: impl Fn(i32) -> i64,
+        destroy: impl FnOnce() -> R,
+    ) -> Option<R> {
         let mut state = self.writer();
-        if let Some(queues) = state.topic_queue_table.get_mut(topic) {
-            queues.remove(&queue_id);
-            if queues.is_empty() {
+        if let Some(queues) = state.topic_queue_table.get(topic) {
+            let unsettled = queues
+                .iter()
+                .filter(|(id, _)| queue_id.is_none_or(|q| q == **id))
+                .any(|(id, next)| *next != dispatched(*id));
+            if unsettled {
+                return None;
+            }
+        }
+        match queue_id {
+            Some(id) => {
+                if let Some(queues) = state.topic_queue_table.get_mut(topic) {
+                    queues.remove(&id);
+                    if queues.is_empty() {
+                        state.topic_queue_table.remove(topic);
+                    }
+                }
+            }
+            None => {
                 state.topic_queue_table.remove(topic);
             }
         }
+        Some(destroy())
     }
 
     /// Flushes everything written; poisons the store and returns the error on failure.

@@ -911,12 +911,12 @@ impl ConsumeQueueStore {
                 debug!(topic, error = %e, "consume queue ext directory not removed");
             }
         }
-        match std::fs::remove_dir_all(self.root.join(topic)) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                Err(io::Error::new(e.kind(), format!("deleting consume queues of topic {topic}: {e}")))
-            }
-            _ => Ok(()),
+        // Only an empty directory goes (Java: `deleteEmptyDirectory`): files a queue created
+        // again meanwhile must not be deleted under it.
+        if let Err(e) = std::fs::remove_dir(self.root.join(topic)) {
+            debug!(topic, error = %e, "consume queue directory of a deleted topic not removed");
         }
+        Ok(())
     }
 
     /// Topics that have consume queues.
@@ -924,43 +924,42 @@ impl ConsumeQueueStore {
         self.read_table().keys().cloned().collect()
     }
 
-    /// Destroys every queue whose units all point below `commit_log_min` (their messages are
-    /// gone), except those of the topics `keep` protects; a topic left without queues goes.
-    /// A queue without units is left alone (it may have been created just now). Returns the
-    /// queues destroyed. Java: `ConsumeQueueStore#cleanExpired`.
+    /// The queues whose units all point below `commit_log_min` (their messages are gone),
+    /// except those of the topics `keep` protects. A queue without units is not among them (it
+    /// may have been created just now). Java: `ConsumeQueueStore#cleanExpired`'s test.
+    pub fn expired(&self, commit_log_min: i64, keep: impl Fn(&str) -> bool) -> Vec<(String, i32, Arc<ConsumeQueue>)> {
+        self.all()
+            .into_iter()
+            .filter(|(topic, _, q)| {
+                let end = q.max_physic_offset();
+                !keep(topic) && end > 0 && end <= commit_log_min
+            })
+            .collect()
+    }
+
+    /// The queues of `topic`.
+    pub fn queues_of(&self, topic: &str) -> Vec<(i32, Arc<ConsumeQueue>)> {
+        self.read_table().get(topic).map(|qs| qs.iter().map(|(id, q)| (*id, q.clone())).collect()).unwrap_or_default()
+    }
+
+    /// Removes one queue from the table and destroys its files; a topic left without queues
+    /// goes from the table. Returns whether the queue was there.
     ///
     /// # Errors
     /// Deleting files failed.
-    pub fn clean_expired(&self, commit_log_min: i64, keep: impl Fn(&str) -> bool) -> io::Result<Vec<(String, i32)>> {
-        let mut doomed = Vec::new();
-        {
+    pub fn destroy_queue(&self, topic: &str, queue_id: i32) -> io::Result<bool> {
+        let removed = {
             let mut table = self.write_table();
-            for (topic, queues) in table.iter_mut() {
-                if keep(topic) {
-                    continue;
-                }
-                let expired: Vec<i32> = queues
-                    .iter()
-                    .filter(|(_, q)| {
-                        let end = q.max_physic_offset();
-                        end > 0 && end <= commit_log_min
-                    })
-                    .map(|(id, _)| *id)
-                    .collect();
-                for id in expired {
-                    if let Some(q) = queues.remove(&id) {
-                        doomed.push((topic.clone(), id, q));
-                    }
-                }
+            let removed = table.get_mut(topic).and_then(|qs| qs.remove(&queue_id));
+            if table.get(topic).is_some_and(HashMap::is_empty) {
+                table.remove(topic);
             }
-            table.retain(|_, queues| !queues.is_empty());
+            removed
+        };
+        match removed {
+            Some(q) => q.destroy().map(|()| true),
+            None => Ok(false),
         }
-        let mut destroyed = Vec::with_capacity(doomed.len());
-        for (topic, id, q) in doomed {
-            q.destroy()?;
-            destroyed.push((topic, id));
-        }
-        Ok(destroyed)
     }
 
     /// `((topic, queue id), max offset)` of every queue: the next queue offset to assign, for

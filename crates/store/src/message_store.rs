@@ -2,6 +2,7 @@
 //! messages (waiting for the flush under SYNC_FLUSH), runs the dispatch (reput) and
 //! consume-queue flush threads, and answers reads and queries. Java: `DefaultMessageStore`.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -9,11 +10,11 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use ferromq_protocol::message::{keys, StoredMessage};
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 use crate::checkpoint::Checkpoint;
 use crate::commit_log::CommitLog;
@@ -31,6 +32,9 @@ use crate::retention::{DiskUsageProbe, RetentionReport, RetentionService, Retent
 use crate::stats::{StatsRecorder, StoreStats};
 
 /// Bytes of a record that hold its store timestamp, whatever its host address lengths.
+/// How long deleting a topic waits for its records still in the dispatch queue.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(3);
+
 const STORE_TIMESTAMP_END: i32 =
     (ferromq_protocol::message::store_timestamp_pos(ferromq_protocol::message::sysflag::BORNHOST_V6_FLAG) + 8) as i32;
 
@@ -492,16 +496,20 @@ impl MessageStore {
 
     /// Destroys the consume queues of `topic` and forgets its queue offsets, so a topic of the
     /// same name created later starts at offset 0; its records stay in the CommitLog until
-    /// retention removes them. Returns whether the topic had consume queues. Java:
+    /// retention removes them. Records of the topic still waiting for dispatch are waited for
+    /// (up to 3 s). Returns whether the topic had consume queues. Java:
     /// `DefaultMessageStore#deleteTopics`.
     ///
     /// # Errors
-    /// A topic name that is not a safe directory name, or files that could not be deleted.
+    /// A topic name that is not a safe directory name, files that could not be deleted, or a
+    /// topic still being written to after the wait.
     pub fn delete_topic(&self, topic: &str) -> Result<bool, StoreError> {
-        let had_queues = self.shared.consume_queues.topics().iter().any(|t| t == topic);
         let dir = self.shared.config.consume_queue_dir().join(topic);
-        self.shared.consume_queues.delete_topic(topic).map_err(io_err(dir))?;
-        self.shared.commit_log.remove_topic(topic);
+        let deleted = self.when_settled(topic, None, || {
+            let had_queues = !self.shared.consume_queues.queues_of(topic).is_empty();
+            self.shared.consume_queues.delete_topic(topic).map(|()| had_queues)
+        });
+        let had_queues = deleted.map_err(io_err(dir))?;
         if had_queues {
             info!(topic, "consume queues of a deleted topic destroyed");
         }
@@ -525,23 +533,69 @@ impl MessageStore {
 
     /// Destroys the consume queues whose every message is below the CommitLog's minimum
     /// offset (retention removed them all), except those of the topics `keep` protects; their
-    /// queue offsets start again at 0. Returns how many queues went. Java:
-    /// `DefaultMessageStore#cleanExpiredConsumerQueue`.
+    /// queue offsets start again at 0. A queue with a record waiting for dispatch is left for
+    /// a later run. Returns how many queues went. Java: `DefaultMessageStore#cleanExpiredConsumerQueue`.
     ///
     /// # Errors
     /// Files that could not be deleted.
     pub fn clean_expired_consume_queues(&self, keep: impl Fn(&str) -> bool) -> Result<usize, StoreError> {
         let min = self.shared.commit_log.min_offset();
-        let destroyed = self
-            .shared
-            .consume_queues
-            .clean_expired(min, keep)
-            .map_err(io_err(self.shared.config.consume_queue_dir()))?;
-        for (topic, queue_id) in &destroyed {
-            self.shared.commit_log.remove_queue(topic, *queue_id);
-            info!(topic, queue_id, commit_log_min = min, "expired consume queue destroyed");
+        let mut destroyed = 0;
+        for (topic, queue_id, cq) in self.shared.consume_queues.expired(min, keep) {
+            let dispatched = cq.max_offset_in_queue();
+            let done = self.shared.commit_log.forget_settled_queues(
+                &topic,
+                Some(queue_id),
+                |_| dispatched,
+                || self.shared.consume_queues.destroy_queue(&topic, queue_id),
+            );
+            match done {
+                Some(result) => {
+                    if result.map_err(io_err(self.shared.config.consume_queue_dir().join(&topic)))? {
+                        destroyed += 1;
+                        info!(topic, queue_id, commit_log_min = min, "expired consume queue destroyed");
+                    }
+                }
+                None => debug!(topic, queue_id, "expired consume queue has a record in flight; left for later"),
+            }
         }
-        Ok(destroyed.len())
+        Ok(destroyed)
+    }
+
+    /// Runs `destroy` once no record of `topic` (`queue_id`: of that queue) waits for
+    /// dispatch, with the topic's queue offsets forgotten and puts held off meanwhile.
+    fn when_settled<R>(
+        &self,
+        topic: &str,
+        queue_id: Option<i32>,
+        destroy: impl FnOnce() -> std::io::Result<R>,
+    ) -> std::io::Result<R> {
+        let deadline = Instant::now() + SETTLE_TIMEOUT;
+        let mut destroy = Some(destroy);
+        loop {
+            let queues: HashMap<i32, i64> = self
+                .shared
+                .consume_queues
+                .queues_of(topic)
+                .into_iter()
+                .map(|(id, q)| (id, q.max_offset_in_queue()))
+                .collect();
+            let settled = self.shared.commit_log.forget_settled_queues(
+                topic,
+                queue_id,
+                |id| queues.get(&id).copied().unwrap_or(0),
+                || destroy.take().map(|f| f()),
+            );
+            if let Some(result) = settled {
+                return result.expect("runs once");
+            }
+            if Instant::now() >= deadline {
+                return Err(std::io::Error::other(format!(
+                    "topic {topic} still has records waiting for dispatch; try again"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
 
     /// Makes the next retention runs delete expired CommitLog segments whatever the hour

@@ -415,7 +415,10 @@ fn store_loads_queues_and_skips_entries_that_are_not_queues() {
 
     store.delete_topic("TopicA").unwrap();
     assert!(store.find("TopicA", 0).is_none());
-    assert!(!root.join("TopicA").exists());
+    assert!(!root.join("TopicA").join("0").exists() && !root.join("TopicA").join("1").exists());
+    // Only an empty topic directory goes (as Java's deleteEmptyDirectory): the stray entries
+    // keep it.
+    assert!(root.join("TopicA").join("not-a-queue").exists());
     assert_eq!(store.max_physic_offset(), 3700);
     assert!(store.delete_topic("..").is_err());
     assert!(root.exists());

@@ -350,7 +350,8 @@ async fn shutdown_does_not_wait_for_the_retention_thread() {
 }
 
 /// The admin clean-ups: consume queues left with no live message go (and their offsets start
-/// again at 0), a deleted topic's queues go, and so do those of topics no longer configured.
+/// again at 0), a deleted topic's queues go, and so do those of topics no longer configured;
+/// a protected topic stays.
 #[tokio::test]
 async fn expired_deleted_and_unused_consume_queues_are_destroyed() {
     let dir = tempfile::tempdir().unwrap();
@@ -366,6 +367,7 @@ async fn expired_deleted_and_unused_consume_queues_are_destroyed() {
     };
     for i in 0..4 {
         assert_eq!(put("Early", i).await, i as i64);
+        put("Kept", i).await;
     }
     for i in 0..100 {
         let r = store.put_message(msg((i % 2) as i32, i)).await;
@@ -374,19 +376,21 @@ async fn expired_deleted_and_unused_consume_queues_are_destroyed() {
     assert!(store.wait_dispatched(Duration::from_secs(10)));
     let cq_dir = |topic: &str| dir.path().join("consumequeue").join(topic);
 
-    // Retention removes the oldest half: every message of Early, some of T.
+    // Retention removes the oldest half: every message of Early and Kept, some of T.
     let before = segments(&store);
     age_segments(dir.path(), &store, at(4, 0), |i| i + 1 < before.len() / 2);
     assert!(store.run_retention_once(at(4, 0)).commit_log_segments_deleted > 1);
-    assert_eq!(store.clean_expired_consume_queues(|t| t == "Kept").unwrap(), 1, "Early's queue only");
+    assert_eq!(store.clean_expired_consume_queues(|t| t == "Kept").unwrap(), 1, "Early's queue; Kept is protected");
     assert!(!cq_dir("Early").join("0").exists());
+    assert!(cq_dir("Kept").join("0").exists());
     assert!(cq_dir("T").join("0").exists() && store.max_offset_in_queue("T", 0) == 50);
-    assert_eq!(store.clean_expired_consume_queues(|_| false).unwrap(), 0, "nothing more expired");
     assert_eq!(put("Early", 4).await, 0, "the destroyed queue starts again at 0");
+    assert_eq!(put("Kept", 4).await, 4, "the protected queue goes on");
 
-    // A protected topic is never cleaned.
+    // Topics no longer configured go; the retained ones stay.
     assert!(store.wait_dispatched(Duration::from_secs(10)));
-    assert_eq!(store.clean_unused_topics(|t| t == "T" || t == "Early").unwrap(), Vec::<String>::new());
+    assert_eq!(store.clean_unused_topics(|t| t == "T" || t == "Early").unwrap(), vec!["Kept".to_owned()]);
+    assert!(!cq_dir("Kept").exists() && cq_dir("Early").exists());
 
     // Deleting a topic destroys its queues; the name starts again at offset 0.
     assert!(store.delete_topic("T").unwrap());
@@ -396,8 +400,6 @@ async fn expired_deleted_and_unused_consume_queues_are_destroyed() {
     assert!(store.delete_topic("../escape").is_err(), "a name that is not a directory name");
     let r = store.put_message(msg(0, 0)).await;
     assert_eq!(r.append.unwrap().logics_offset, 0);
-
-    // Topics no longer configured go.
     assert!(store.wait_dispatched(Duration::from_secs(10)));
     assert_eq!(store.clean_unused_topics(|t| t == "T").unwrap(), vec!["Early".to_owned()]);
     assert!(!cq_dir("Early").exists() && cq_dir("T").exists());

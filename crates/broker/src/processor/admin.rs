@@ -68,9 +68,18 @@ impl Broker {
             config.attributes.clear();
             updates.push((config, changes));
         }
+        // The attribute changes are checked against every topic's current attributes before
+        // any topic is stored, so a refused list changes nothing.
         let _serialized = self.topic_updates.lock().unwrap_or_else(|e| e.into_inner());
+        let mut resolved = Vec::with_capacity(updates.len());
         for (config, changes) in updates {
-            if let Err((code, remark)) = self.apply_topic_update(config, &changes) {
+            match self.resolve_topic_update(config, &changes) {
+                Ok(config) => resolved.push(config),
+                Err((code, remark)) => return failure(req, code, remark),
+            }
+        }
+        for config in resolved {
+            if let Err((code, remark)) = self.store_topic_update(config) {
                 return failure(req, code, remark);
             }
         }
@@ -92,11 +101,27 @@ impl Broker {
 
     /// Stores `config` with `changes` applied to the topic's current attributes. The caller
     /// holds `topic_updates`.
-    fn apply_topic_update(&self, mut config: TopicConfig, changes: &[AttributeChange]) -> Result<(), (i32, String)> {
+    fn apply_topic_update(&self, config: TopicConfig, changes: &[AttributeChange]) -> Result<(), (i32, String)> {
+        let config = self.resolve_topic_update(config, changes)?;
+        self.store_topic_update(config)
+    }
+
+    /// `config` with `changes` applied to the topic's current attributes (checked against the
+    /// attributes a topic may have). The caller holds `topic_updates`.
+    fn resolve_topic_update(
+        &self,
+        mut config: TopicConfig,
+        changes: &[AttributeChange],
+    ) -> Result<TopicConfig, (i32, String)> {
         let current = self.topics().select(&config.topic_name);
         let current_attributes = current.as_ref().map(|c| c.attributes.clone()).unwrap_or_default();
         config.attributes = topic_attributes::alter(current.is_none(), &current_attributes, changes)
             .map_err(|reason| (response_code::SYSTEM_ERROR, reason))?;
+        Ok(config)
+    }
+
+    /// Stores a resolved topic update and announces the topic.
+    fn store_topic_update(&self, config: TopicConfig) -> Result<(), (i32, String)> {
         self.topics()
             .update(config.clone())
             .map_err(|e| (response_code::SYSTEM_ERROR, format!("cannot save topic {}: {e}", config.topic_name)))?;

@@ -56,7 +56,7 @@ impl Broker {
 
     /// QUERY_CONSUME_QUEUE (321): up to `count` units of a consume queue from `index`, with the
     /// queue's bounds and, for a named group, its subscription. An index without a unit gets
-    /// SUCCESS without a body and a remark saying so, as from Java. Java:
+    /// SUCCESS without a body and a remark saying so, as from Java; a count of 0 gets no units. Java:
     /// `AdminBrokerProcessor#queryConsumeQueue` (extension units are shown as plain units).
     pub(crate) fn query_consume_queue(&self, req: &RemotingCommand) -> RemotingCommand {
         let h = header_or_fail!(req, QueryConsumeQueueRequestHeader);
@@ -73,15 +73,15 @@ impl Broker {
                 Some(_) => "null".to_owned(),
             });
         }
-        let count = usize::try_from(h.count).unwrap_or(0).min(MAX_QUERY_CQ_UNITS);
-        let units = self.store.consume_queue_units(&h.topic, h.queue_id, h.index, count);
-        if units.is_empty() {
+        if h.index < min || h.index >= max {
             return RemotingCommand::response_to(
                 req,
                 response_code::SUCCESS,
                 Some(format!("Index {} of {}@{} is not exist!", h.index, h.queue_id, h.topic)),
             );
         }
+        let count = usize::try_from(h.count).unwrap_or(0).min(MAX_QUERY_CQ_UNITS);
+        let units = self.store.consume_queue_units(&h.topic, h.queue_id, h.index, count);
         body.queue_data = units
             .iter()
             .map(|u| ConsumeQueueData {

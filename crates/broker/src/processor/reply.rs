@@ -16,14 +16,19 @@ use crate::broker::{now_ms, Broker};
 use crate::processor::admin_query::CALL_CLIENT_TIMEOUT;
 use crate::processor::failure;
 use crate::processor::send::pick_queue;
+use crate::stats::clock_ms;
 
 impl Broker {
     /// Serves both reply codes.
     pub(crate) async fn send_reply(&self, conn: Connection, req: RemotingCommand) -> RemotingCommand {
-        let (header, topic_config, _permit) = match self.admit_send(&conn, &req) {
+        let (header, topic_config, permit) = match self.admit_send(&conn, &req) {
             Ok(admitted) => admitted,
             Err(response) => return *response,
         };
+        // The push below may wait for a slow requester (up to the call timeout); it must not
+        // hold a place the broker's sends are bounded by (Java runs replies on a pool of their
+        // own).
+        drop(permit);
         if req.body.len() as u64 > self.store.config().max_message_size {
             return failure(
                 &req,
@@ -62,6 +67,7 @@ impl Broker {
             let stored = matches!(result.status, PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout);
             match result.append {
                 Some(append) if stored => {
+                    self.stats.topic_put_nums.add(&header.topic, append.msg_num as u64, clock_ms());
                     response_header = Some(SendMessageResponseHeader {
                         msg_id: append.msg_id,
                         queue_id,
