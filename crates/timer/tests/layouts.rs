@@ -9,8 +9,8 @@ use std::time::Duration;
 use common::*;
 use ferromq_protocol::message::java_string_hash;
 use ferromq_timer::{
-    blank_marker, DataVersion, Slot, TimerCheckpoint, TimerLogUnit, BLANK_MAGIC_CODE, MAGIC_DEFAULT, MAGIC_ROLL,
-    TIMER_TOPIC, UNIT_SIZE,
+    blank_marker, round_deliver_ms, DataVersion, Slot, TimerCheckpoint, TimerLogUnit, BLANK_MAGIC_CODE, MAGIC_DEFAULT,
+    MAGIC_ROLL, TIMER_TOPIC, UNIT_SIZE,
 };
 
 fn hex(bytes: &[u8]) -> String {
@@ -101,7 +101,9 @@ async fn files_on_disk_have_javas_layout() {
     let timer = running.timer.clone();
     assert!(eventually(Duration::from_secs(5), || timer.pending() == 1).await);
     assert!(eventually(Duration::from_secs(5), || timer.flush().unwrap().last_timer_queue_offset == 1).await);
-    let timer_out = deliver.div_euclid(100) * 100;
+    // The slot the wheel files it in (an exact multiple of the precision goes one slot
+    // earlier, as in Java; `now + 60 s` is one once in a hundred runs).
+    let timer_out = round_deliver_ms(deliver, 100);
     let cq = store.consume_queue_units(TIMER_TOPIC, 0, 0, 1);
 
     let log = std::fs::read(dir.path().join("timerlog").join("00000000000000000000")).unwrap();
