@@ -241,17 +241,15 @@ impl Broker {
         let now = clock_ms();
         let mut list = ConsumeStatsList { broker_addr: self.config.broker_addr(), ..Default::default() };
         for group in self.groups().all().subscription_group_table.into_keys() {
-            let online = self.consumers.group(&group).filter(|g| !g.subscriptions.is_empty());
+            let mut topics = self.offsets().which_topic_by_consumer(&group);
+            self.retain_subscribed(&group, &mut topics);
             let mut per_topic = Vec::new();
-            for topic in self.offsets().which_topic_by_consumer(&group) {
+            for topic in topics {
                 let Some(config) = self.topics().select(&topic) else {
                     warn!(topic = %topic, consumer_group = %group, "broker consume stats: topic does not exist");
                     continue;
                 };
                 if h.is_order && !config.order {
-                    continue;
-                }
-                if online.as_ref().is_some_and(|g| !g.subscriptions.contains_key(&topic)) {
                     continue;
                 }
                 let stats = ConsumeStats {
@@ -285,17 +283,23 @@ impl Broker {
             Some(topic) => BTreeSet::from([topic.to_owned()]),
             None => self.offsets().which_topic_by_consumer(&h.consumer_group),
         };
-        if let Some(online) = self.consumers.group(&h.consumer_group).filter(|g| !g.subscriptions.is_empty()) {
+        self.retain_subscribed(&h.consumer_group, &mut topics);
+        topics
+    }
+
+    /// Keeps the topics an online `group` subscribes to (all of them for a group offline or
+    /// without subscriptions). Java: the subscription checks of `getConsumeStats` and
+    /// `fetchAllConsumeStatsInBroker`.
+    fn retain_subscribed(&self, group: &str, topics: &mut BTreeSet<String>) {
+        if let Some(online) = self.consumers.group(group).filter(|g| !g.subscriptions.is_empty()) {
             topics.retain(|topic| {
                 let subscribed = online.subscriptions.contains_key(topic);
                 if !subscribed {
-                    warn!(topic = %topic, consumer_group = %h.consumer_group,
-                        "consume stats: topic not in the group's subscriptions");
+                    warn!(topic = %topic, consumer_group = group, "consume stats: topic not in the group's subscriptions");
                 }
                 subscribed
             });
         }
-        topics
     }
 
     /// The consumer groups of a topic: those subscribing to it now and those with committed

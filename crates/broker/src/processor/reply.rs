@@ -14,14 +14,13 @@ use tracing::{debug, warn};
 
 use crate::broker::{now_ms, Broker};
 use crate::processor::admin_query::CALL_CLIENT_TIMEOUT;
-use crate::processor::failure;
-use crate::processor::send::pick_queue;
+use crate::processor::send::AdmittedSend;
 use crate::stats::clock_ms;
 
 impl Broker {
     /// Serves both reply codes.
     pub(crate) async fn send_reply(&self, conn: Connection, req: RemotingCommand) -> RemotingCommand {
-        let (header, topic_config, permit) = match self.admit_send(&conn, &req) {
+        let AdmittedSend { header, queue_id, permit, .. } = match self.admit_send(&conn, &req) {
             Ok(admitted) => admitted,
             Err(response) => return *response,
         };
@@ -29,14 +28,9 @@ impl Broker {
         // hold a place the broker's sends are bounded by (Java runs replies on a pool of their
         // own).
         drop(permit);
-        if req.body.len() as u64 > self.store.config().max_message_size {
-            return failure(
-                &req,
-                response_code::MESSAGE_ILLEGAL,
-                format!("the message body size over max value, MAX: {}", self.store.config().max_message_size),
-            );
+        if let Err(response) = self.check_body_size(&req) {
+            return *response;
         }
-        let queue_id = if header.queue_id < 0 { pick_queue(topic_config.write_queue_nums) } else { header.queue_id };
         let (code, remark, mut response_header) = match self.push_reply(&conn, &header, &req).await {
             // A reply that was only pushed has no message id; "0" keeps clients' decoders happy
             // (as Java answers).
@@ -82,8 +76,7 @@ impl Broker {
         if let Some(h) = &response_header {
             response = response.with_header(h);
         }
-        response.ext_fields.insert("MSG_REGION".into(), &self.config.region_id);
-        response.ext_fields.insert("TRACE_ON".into(), if self.config.trace_on { "true" } else { "false" });
+        self.add_send_answer_fields(&mut response);
         response
     }
 

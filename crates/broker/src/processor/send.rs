@@ -23,13 +23,14 @@ pub(crate) const BUSY_REMARK: &str = "[REJECTREQUEST]system busy, start flow con
 
 impl Broker {
     /// What a request that stores a message (send or reply) starts with: its send header, a
-    /// place among the bounded sends (held while the permit lives) and the topic it may write
-    /// to, auto-created if need be. The error is the answer to give.
+    /// place among the bounded sends (held while the permit lives), the topic it may write to
+    /// (auto-created if need be) and the queue, picked when the header leaves it negative. The
+    /// error is the answer to give.
     pub(super) fn admit_send(
         &self,
         conn: &Connection,
         req: &RemotingCommand,
-    ) -> Result<(SendMessageRequestHeader, TopicConfig, tokio::sync::SemaphorePermit<'_>), Box<RemotingCommand>> {
+    ) -> Result<AdmittedSend<'_>, Box<RemotingCommand>> {
         let header = SendMessageRequestHeader::decode_for(req.code, &req.ext_fields)
             .map_err(|e| Box::new(failure(req, response_code::SYSTEM_ERROR, e.to_string())))?;
         // Bounded work: past the limit a send is refused at once rather than queued.
@@ -37,17 +38,37 @@ impl Broker {
             .send_permits
             .try_acquire()
             .map_err(|_| Box::new(failure(req, response_code::SYSTEM_BUSY, BUSY_REMARK)))?;
-        let topic_config = self.check_send(conn, req, &header)?;
-        Ok((header, topic_config, permit))
+        let topic = self.check_send(conn, req, &header)?;
+        let queue_id = if header.queue_id < 0 { pick_queue(topic.write_queue_nums) } else { header.queue_id };
+        Ok(AdmittedSend { header, topic, queue_id, permit })
+    }
+
+    /// MESSAGE_ILLEGAL for a single message whose body is over `maxMessageSize`.
+    pub(super) fn check_body_size(&self, req: &RemotingCommand) -> Result<(), Box<RemotingCommand>> {
+        let max = self.store.config().max_message_size;
+        if req.body.len() as u64 > max {
+            return Err(Box::new(failure(
+                req,
+                response_code::MESSAGE_ILLEGAL,
+                format!("the message body size over max value, MAX: {max}"),
+            )));
+        }
+        Ok(())
+    }
+
+    /// The fields every send answer carries (Java's `MSG_REGION` and `TRACE_ON`).
+    pub(super) fn add_send_answer_fields(&self, response: &mut RemotingCommand) {
+        response.ext_fields.insert("MSG_REGION".into(), &self.config.region_id);
+        response.ext_fields.insert("TRACE_ON".into(), if self.config.trace_on { "true" } else { "false" });
     }
 
     /// Serves the three send codes.
     pub(crate) async fn send(&self, conn: Connection, req: RemotingCommand) -> RemotingCommand {
-        let (header, topic_config, _permit) = match self.admit_send(&conn, &req) {
+        let AdmittedSend { header, topic: topic_config, queue_id, permit: _permit } = match self.admit_send(&conn, &req)
+        {
             Ok(admitted) => admitted,
             Err(response) => return *response,
         };
-        let queue_id = if header.queue_id < 0 { pick_queue(topic_config.write_queue_nums) } else { header.queue_id };
         let mut sys_flag = header.sys_flag;
         if topic_config.topic_filter_type == TopicFilterType::MultiTag {
             sys_flag |= sysflag::MULTI_TAGS_FLAG;
@@ -78,12 +99,8 @@ impl Broker {
                 Err(response) => return *response,
             }
         } else {
-            if req.body.len() as u64 > self.store.config().max_message_size {
-                return failure(
-                    &req,
-                    response_code::MESSAGE_ILLEGAL,
-                    format!("the message body size over max value, MAX: {}", self.store.config().max_message_size),
-                );
+            if let Err(response) = self.check_body_size(&req) {
+                return *response;
             }
             let built = match self.build_message(
                 &conn,
@@ -389,10 +406,17 @@ impl Broker {
                 batch_uniq_id: None,
                 recall_handle,
             });
-        response.ext_fields.insert("MSG_REGION".into(), &self.config.region_id);
-        response.ext_fields.insert("TRACE_ON".into(), if self.config.trace_on { "true" } else { "false" });
+        self.add_send_answer_fields(&mut response);
         response
     }
+}
+
+/// A request admitted to store a message: see [`Broker::admit_send`].
+pub(super) struct AdmittedSend<'a> {
+    pub(super) header: SendMessageRequestHeader,
+    pub(super) topic: TopicConfig,
+    pub(super) queue_id: i32,
+    pub(super) permit: tokio::sync::SemaphorePermit<'a>,
 }
 
 /// A message built from a send, its UNIQ_KEY and, for a timer message, its recall handle.
@@ -412,7 +436,7 @@ struct SendTarget {
 }
 
 /// A queue for a send that did not choose one.
-pub(super) fn pick_queue(write_queue_nums: i32) -> i32 {
+fn pick_queue(write_queue_nums: i32) -> i32 {
     if write_queue_nums <= 0 {
         return 0;
     }
