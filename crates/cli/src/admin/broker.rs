@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use ferromq_client::admin::{json, JsonValue};
 
-use crate::admin::output::{format_ms, print_json, Table};
+use crate::admin::output::{format_ms, print_json, print_settings, Table};
 use crate::admin::{target_brokers, Ctx};
 
 #[derive(Debug, clap::Args)]
@@ -110,10 +110,7 @@ pub(crate) async fn get_broker_config(ctx: &Ctx, a: BrokerTargetArgs) -> anyhow:
     for (_, addr) in &targets {
         let entries = ctx.client.broker_config(addr).await?;
         if !ctx.json {
-            println!("============{addr}============");
-            for (k, v) in &entries {
-                println!("{k:<50}=  {v}");
-            }
+            print_settings(addr, &entries);
         }
         all.insert(addr.clone(), entries.into_iter().collect::<BTreeMap<_, _>>());
     }

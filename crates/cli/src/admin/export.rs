@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use ferromq_broker::metadata::{is_predefined_group, is_retry_or_dlq_topic, is_sys_consumer_group, is_system_topic};
-use ferromq_client::admin::{json, json_to_string_pretty, JsonValue};
+use ferromq_client::admin::{json, json_to_string_pretty, JsonMap, JsonValue};
 use ferromq_protocol::body::{perm, SubscriptionGroupConfig, TopicConfig};
 
 use crate::admin::output::print_json;
@@ -80,7 +80,7 @@ pub(crate) async fn export_metadata(ctx: &Ctx, a: ExportMetadataArgs) -> anyhow:
                 }
             }
             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
-            let mut result = serde_json_map();
+            let mut result = JsonMap::new();
             if !a.subscription_group {
                 result.insert("topicConfigTable".into(), json!(topics));
             }
@@ -117,10 +117,6 @@ fn is_user_topic(config: &TopicConfig, special_topic: bool) -> bool {
 /// Java's `getUserSubscriptionGroup`: no `CID_RMQ_SYS_*` and no predefined group.
 fn is_user_group(name: &str) -> bool {
     !is_sys_consumer_group(name) && !is_predefined_group(name)
-}
-
-fn serde_json_map() -> ferromq_client::admin::JsonMap<String, JsonValue> {
-    ferromq_client::admin::JsonMap::new()
 }
 
 fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {

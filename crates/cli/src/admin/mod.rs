@@ -177,8 +177,8 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::Producer(a) => broker::producer(ctx, a).await,
         AdminCommand::BrokerConsumeStats(a) => broker::broker_consume_stats(ctx, a).await,
         AdminCommand::StatsAll(a) => stats::stats_all(ctx, a).await,
-        AdminCommand::WipeWritePerm(a) => namesrv::wipe_write_perm(ctx, a).await,
-        AdminCommand::AddWritePerm(a) => namesrv::add_write_perm(ctx, a).await,
+        AdminCommand::WipeWritePerm(a) => namesrv::change_write_perm(ctx, a, false).await,
+        AdminCommand::AddWritePerm(a) => namesrv::change_write_perm(ctx, a, true).await,
         AdminCommand::GetNamesrvConfig => namesrv::get_namesrv_config(ctx).await,
         AdminCommand::CleanExpiredCq(a) => {
             broker::store_maintenance(ctx, a, request_code::CLEAN_EXPIRED_CONSUMEQUEUE).await

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use ferromq_client::admin::json;
 
-use crate::admin::output::print_json;
+use crate::admin::output::{print_json, print_settings};
 use crate::admin::Ctx;
 
 #[derive(Debug, clap::Args)]
@@ -18,34 +18,24 @@ pub(crate) struct BrokerNameArgs {
     broker_name: String,
 }
 
-/// `wipeWritePerm`: a broker group stops taking messages through the name servers' routes.
-pub(crate) async fn wipe_write_perm(ctx: &Ctx, a: BrokerNameArgs) -> anyhow::Result<()> {
+/// `wipeWritePerm` (`add` false: a broker group stops taking messages through the name
+/// servers' routes) and `addWritePerm` (`add` true: it takes them again).
+pub(crate) async fn change_write_perm(ctx: &Ctx, a: BrokerNameArgs, add: bool) -> anyhow::Result<()> {
+    let (verb, count_key) = if add { ("add", "addTopicCount") } else { ("wipe", "wipeTopicCount") };
     let mut counts = BTreeMap::new();
     for namesrv in ctx.client.namesrv_addrs() {
-        let count = ctx.client.wipe_write_perm(namesrv, &a.broker_name).await?;
+        let count = if add {
+            ctx.client.add_write_perm(namesrv, &a.broker_name).await?
+        } else {
+            ctx.client.wipe_write_perm(namesrv, &a.broker_name).await?
+        };
         if !ctx.json {
-            println!("wipe write perm of broker[{}] in name server[{namesrv}] OK, {count}", a.broker_name);
+            println!("{verb} write perm of broker[{}] in name server[{namesrv}] OK, {count}", a.broker_name);
         }
         counts.insert(namesrv.clone(), count);
     }
     if ctx.json {
-        return print_json(&json!({ "brokerName": a.broker_name, "wipeTopicCount": counts }));
-    }
-    Ok(())
-}
-
-/// `addWritePerm`: a broker group takes messages again.
-pub(crate) async fn add_write_perm(ctx: &Ctx, a: BrokerNameArgs) -> anyhow::Result<()> {
-    let mut counts = BTreeMap::new();
-    for namesrv in ctx.client.namesrv_addrs() {
-        let count = ctx.client.add_write_perm(namesrv, &a.broker_name).await?;
-        if !ctx.json {
-            println!("add write perm of broker[{}] in name server[{namesrv}] OK, {count}", a.broker_name);
-        }
-        counts.insert(namesrv.clone(), count);
-    }
-    if ctx.json {
-        return print_json(&json!({ "brokerName": a.broker_name, "addTopicCount": counts }));
+        return print_json(&json!({ "brokerName": a.broker_name, count_key: counts }));
     }
     Ok(())
 }
@@ -56,10 +46,7 @@ pub(crate) async fn get_namesrv_config(ctx: &Ctx) -> anyhow::Result<()> {
     for namesrv in ctx.client.namesrv_addrs() {
         let entries = ctx.client.namesrv_config(namesrv).await?;
         if !ctx.json {
-            println!("============{namesrv}============");
-            for (k, v) in &entries {
-                println!("{k:<50}=  {v}");
-            }
+            print_settings(namesrv, &entries);
         }
         all.insert(namesrv.clone(), entries.into_iter().collect::<BTreeMap<_, _>>());
     }

@@ -39,6 +39,15 @@ impl Table {
     }
 }
 
+/// One server's settings as mqadmin prints them (getBrokerConfig, getNamesrvConfig): a
+/// `====addr====` line, then `key  =  value` lines.
+pub(crate) fn print_settings(addr: &str, entries: &[(String, String)]) {
+    println!("============{addr}============");
+    for (k, v) in entries {
+        println!("{k:<50}=  {v}");
+    }
+}
+
 /// Prints `value` as pretty JSON.
 pub(crate) fn print_json(value: &JsonValue) -> anyhow::Result<()> {
     println!("{}", json_to_string_pretty(value)?);

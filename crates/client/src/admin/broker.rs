@@ -175,15 +175,7 @@ impl AdminClient {
     /// # Errors
     /// Transport failures or an unreadable body, naming `addr`.
     pub async fn broker_config(&self, addr: &str) -> Result<Vec<(String, String)>, AdminError> {
-        let request = RemotingCommand::request(request_code::GET_BROKER_CONFIG);
-        let name = code_name(request.code);
-        let response = self.call_ok(addr, request).await?;
-        let text = String::from_utf8_lossy(&response.body);
-        properties_text::parse(&text).map_err(|source| AdminError::Body {
-            addr: addr.to_owned(),
-            request: name,
-            source,
-        })
+        self.call_properties(addr, RemotingCommand::request(request_code::GET_BROKER_CONFIG)).await
     }
 
     /// UPDATE_BROKER_CONFIG: applies `entries` on the broker at `addr`.

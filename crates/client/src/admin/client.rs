@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use ferromq_protocol::body::JsonBody;
-use ferromq_protocol::{request_code, response_code, CommandHeader, RemotingCommand};
+use ferromq_protocol::{properties_text, request_code, response_code, CommandHeader, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
 
 use crate::admin::error::AdminError;
@@ -73,6 +73,23 @@ impl AdminClient {
         let name = code_name(request.code);
         let response = self.call_ok(addr, request).await?;
         B::decode(&response.body).map_err(|source| AdminError::Body { addr: addr.to_owned(), request: name, source })
+    }
+
+    /// Sends `request` to `addr` and reads the answer's body as `key=value` lines (the broker's
+    /// and the name server's settings).
+    pub(crate) async fn call_properties(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+    ) -> Result<Vec<(String, String)>, AdminError> {
+        let name = code_name(request.code);
+        let response = self.call_ok(addr, request).await?;
+        let text = String::from_utf8_lossy(&response.body);
+        properties_text::parse(&text).map_err(|source| AdminError::Body {
+            addr: addr.to_owned(),
+            request: name,
+            source,
+        })
     }
 
     /// Sends a name-server request to each name server in turn until one answers; a failure

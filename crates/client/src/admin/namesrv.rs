@@ -13,7 +13,7 @@ use ferromq_protocol::header::{
 };
 use ferromq_protocol::{properties_text, request_code, response_code, RemotingCommand};
 
-use crate::admin::client::{code_name, decode_header, AdminClient};
+use crate::admin::client::{decode_header, AdminClient};
 use crate::admin::error::AdminError;
 
 impl AdminClient {
@@ -162,15 +162,7 @@ impl AdminClient {
     /// # Errors
     /// Transport failures, naming `namesrv`.
     pub async fn namesrv_config(&self, namesrv: &str) -> Result<Vec<(String, String)>, AdminError> {
-        let request = RemotingCommand::request(request_code::GET_NAMESRV_CONFIG);
-        let name = code_name(request.code);
-        let response = self.call_ok(namesrv, request).await?;
-        let text = String::from_utf8_lossy(&response.body);
-        properties_text::parse(&text).map_err(|source| AdminError::Body {
-            addr: namesrv.to_owned(),
-            request: name,
-            source,
-        })
+        self.call_properties(namesrv, RemotingCommand::request(request_code::GET_NAMESRV_CONFIG)).await
     }
 
     /// UPDATE_NAMESRV_CONFIG: changes settings of the name server at `namesrv`.
