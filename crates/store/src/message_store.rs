@@ -505,7 +505,7 @@ impl MessageStore {
     /// topic still being written to after the wait.
     pub fn delete_topic(&self, topic: &str) -> Result<bool, StoreError> {
         let dir = self.shared.config.consume_queue_dir().join(topic);
-        let deleted = self.when_settled(topic, None, || {
+        let deleted = self.when_topic_settled(topic, || {
             let had_queues = !self.shared.consume_queues.queues_of(topic).is_empty();
             self.shared.consume_queues.delete_topic(topic).map(|()| had_queues)
         });
@@ -562,14 +562,9 @@ impl MessageStore {
         Ok(destroyed)
     }
 
-    /// Runs `destroy` once no record of `topic` (`queue_id`: of that queue) waits for
-    /// dispatch, with the topic's queue offsets forgotten and puts held off meanwhile.
-    fn when_settled<R>(
-        &self,
-        topic: &str,
-        queue_id: Option<i32>,
-        destroy: impl FnOnce() -> std::io::Result<R>,
-    ) -> std::io::Result<R> {
+    /// Runs `destroy` once no record of `topic` waits for dispatch, with the topic's queue
+    /// offsets forgotten and puts held off meanwhile.
+    fn when_topic_settled<R>(&self, topic: &str, destroy: impl FnOnce() -> std::io::Result<R>) -> std::io::Result<R> {
         let deadline = Instant::now() + SETTLE_TIMEOUT;
         let mut destroy = Some(destroy);
         loop {
@@ -582,7 +577,7 @@ impl MessageStore {
                 .collect();
             let settled = self.shared.commit_log.forget_settled_queues(
                 topic,
-                queue_id,
+                None,
                 |id| queues.get(&id).copied().unwrap_or(0),
                 || destroy.take().map(|f| f()),
             );
