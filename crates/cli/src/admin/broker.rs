@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use ferromq_client::admin::{json, JsonValue};
 
+use crate::admin::group::all_masters;
 use crate::admin::output::{format_ms, print_json, print_settings, Table};
 use crate::admin::{target_brokers, Ctx};
 
@@ -306,12 +307,7 @@ pub(crate) async fn store_maintenance(ctx: &Ctx, a: MaintenanceArgs, code: i32) 
     let targets = if a.broker_addr.is_some() || a.cluster.is_some() {
         target_brokers(ctx, a.broker_addr.as_deref(), a.cluster.as_deref()).await?
     } else {
-        let info = ctx.client.cluster_info().await?;
-        let mut all = Vec::new();
-        for cluster in info.cluster_addr_table.keys() {
-            all.extend(ctx.client.master_addrs(cluster).await?);
-        }
-        all
+        all_masters(ctx).await?
     };
     let mut ok = !targets.is_empty();
     for (_, addr) in &targets {

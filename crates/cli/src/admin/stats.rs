@@ -2,6 +2,7 @@
 //! over the last day, per consumer group, with the group's backlog. Java:
 //! `tools/command/stats/StatsAllSubCommand`.
 
+use ferromq_broker::metadata::is_retry_or_dlq_topic;
 use ferromq_client::admin::{json, JsonValue};
 
 use crate::admin::output::{print_json, Table};
@@ -32,7 +33,7 @@ pub(crate) async fn stats_all(ctx: &Ctx, a: StatsAllArgs) -> anyhow::Result<()> 
     let topics = ctx.client.topic_list().await?.topic_list;
     let mut rows = Vec::new();
     for topic in topics {
-        if topic.starts_with("%RETRY%") || topic.starts_with("%DLQ%") {
+        if is_retry_or_dlq_topic(&topic) {
             continue;
         }
         if a.topic.as_deref().is_some_and(|t| !t.is_empty() && t != topic) {
