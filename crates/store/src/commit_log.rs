@@ -121,6 +121,11 @@ pub struct CommitLog {
     buffered_segments: Mutex<Vec<Arc<crate::MappedFile>>>,
 }
 
+/// Reserves the blocks for `len` more bytes of `file` (see [`crate::reserve`]).
+fn reserve_for(file: &crate::MappedFile, len: usize) -> Result<(), AppendError> {
+    file.ensure_reserved(file.wrote_position() + len).map_err(|e| CommitLog::no_space(&e))
+}
+
 /// Queue offsets are not consumed by half (prepared) and rolled-back transaction records.
 fn takes_queue_offset(sys_flag: i32) -> bool {
     matches!(sysflag::transaction_value(sys_flag), sysflag::TRANSACTION_NOT_TYPE | sysflag::TRANSACTION_COMMIT_TYPE)
@@ -328,10 +333,14 @@ impl CommitLog {
         if file.remaining() < total + BLANK_MARKER_LEN {
             let remaining = file.remaining();
             let blank = blank_marker(remaining as u32).map_err(illegal)?;
+            reserve_for(&file, BLANK_MARKER_LEN)?;
             file.append(&blank).map_err(|e| self.write_failed(&e))?;
             file.mark_full();
             file = self.segment_for_append()?;
         }
+        // Blocks first: a put the disk has no room for is refused here, before any byte is
+        // written, so it needs no poisoning and later puts succeed once space is back.
+        reserve_for(&file, total)?;
         let store_timestamp = now_ms();
         let wrote_offset = file.file_from_offset() + file.wrote_position() as i64;
         let takes_offset = takes_queue_offset(first.sys_flag);
@@ -363,6 +372,7 @@ impl CommitLog {
         }
         self.last_store_timestamp.store(store_timestamp, Ordering::Release);
         drop(state);
+        self.queue.reserve_ahead(&file);
         Ok(AppendResult {
             wrote_offset,
             wrote_bytes: total,
@@ -371,6 +381,18 @@ impl CommitLog {
             logics_offset: queue_offset,
             msg_num: sizes.len(),
         })
+    }
+
+    /// The status and remark of a put the disk has no room for.
+    fn no_space(e: &io::Error) -> AppendError {
+        // Once per 10 s at most: a producer retrying against a full disk would flood the log.
+        static LAST_WARNED_MS: AtomicI64 = AtomicI64::new(0);
+        let now = now_ms();
+        let last = LAST_WARNED_MS.load(Ordering::Relaxed);
+        if now - last >= 10_000 && LAST_WARNED_MS.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+            warn!(error = %e, "put refused: no room on the store disk");
+        }
+        AppendError::new(PutMessageStatus::ServiceNotAvailable, e.to_string())
     }
 
     /// A failed write leaves unknown bytes past the write position: poison the CommitLog so

@@ -95,6 +95,15 @@ rocketmq_config! {
         delete_when: String = "deleteWhen", default "04".to_owned();
         /// `diskMaxUsedSpaceRatio` (%).
         disk_max_used_space_ratio: u64 = "diskMaxUsedSpaceRatio", default 75;
+        /// `diskSpaceWarningLevelRatio` (%, 35 to 90): above it the store refuses puts (Java's
+        /// disk-full flag), until usage is back at `diskSpaceCleanForciblyRatio`.
+        disk_space_warning_level_ratio: u64 = "diskSpaceWarningLevelRatio", default 90;
+        /// `diskSpaceCleanForciblyRatio` (%, 30 to 85).
+        disk_space_clean_forcibly_ratio: u64 = "diskSpaceCleanForciblyRatio", default 85;
+        /// `commitLogPrefaultWindow` (FerroMQ; bytes): how far ahead of the writer CommitLog
+        /// blocks are reserved and pages faulted in. A 1 GiB segment then takes disk and memory
+        /// as it fills, not at once (unless `warmMapedFileEnable` zero-fills it whole).
+        commit_log_prefault_window: u64 = "commitLogPrefaultWindow", default 32 * 1024 * 1024;
         /// `transientStorePoolEnable`.
         transient_store_pool_enable: bool = "transientStorePoolEnable", default false;
         /// `transientStorePoolSize`.

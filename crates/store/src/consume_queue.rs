@@ -544,7 +544,7 @@ impl ConsumeQueue {
         let mut end = segments[start].file_from_offset();
         let mut last_real_end = None;
         for seg in &segments[start..] {
-            let scan = seg.with_raw(0, self.file_size, scan_valid_prefix).unwrap_or_default();
+            let scan = seg.with_allocated(0, self.file_size, scan_valid_prefix).unwrap_or_default();
             end = seg.file_from_offset() + scan.valid_len as i64;
             last_real_end = scan.last_real_end.or(last_real_end);
             if scan.valid_len < self.file_size {

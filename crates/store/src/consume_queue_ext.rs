@@ -160,7 +160,7 @@ impl ConsumeQueueExt {
         for file in &files {
             let mut pos = 0usize;
             let ended = file
-                .with_raw(0, self.file_size, |bytes| loop {
+                .with_allocated(0, self.file_size, |bytes| loop {
                     let Some(head) = bytes.get(pos..pos + 2) else { break false };
                     let size = i16::from_be_bytes([head[0], head[1]]);
                     if size == -1 {

@@ -7,6 +7,11 @@
 //! walked newest to oldest. Entry 0 is never used (the entry count starts at 1), so 0 means
 //! "no entry". Entry times are seconds after the header's begin timestamp.
 //!
+//! The file is sparse, as Java's: a page of it is given blocks (see [`crate::reserve`]) just
+//! before it is first written, so an index file takes disk in proportion to the keys it
+//! holds, a full disk fails a put with an error instead of a fault, and pages that have no
+//! blocks are read with `pread` (they read as zeros), never through the mapping.
+//!
 //! The file is written through `&mut self` and read through `&self`; the owner
 //! ([`IndexService`](crate::IndexService)) keeps it behind a lock. Counts read from disk are
 //! checked on load and every entry number read from the file is checked against the entry
@@ -14,6 +19,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -69,8 +75,11 @@ pub struct IndexFile {
     path: PathBuf,
     hash_slot_num: i32,
     index_num: i32,
-    _file: File,
+    file: File,
     map: MmapMut,
+    /// One bit per page: set when the page's blocks are known to be allocated, so the page may
+    /// be touched through the mapping.
+    pages: Vec<u64>,
     header: Header,
     /// Set by writes, cleared by a successful flush.
     dirty: AtomicBool,
@@ -136,17 +145,29 @@ impl IndexFile {
     ) -> io::Result<IndexFile> {
         let (slots, entries, size) = dimensions(hash_slot_num, index_num)?;
         let file = OpenOptions::new().read(true).write(true).create_new(true).open(path)?;
-        file.set_len(size as u64)?;
-        let map = map_file(&file)?;
+        let prepared = file.set_len(size as u64).and_then(|()| map_file(&file));
+        let map = match prepared {
+            Ok(map) => map,
+            Err(e) => {
+                let _ = std::fs::remove_file(path);
+                return Err(e);
+            }
+        };
         let mut index_file = IndexFile {
             path: path.to_owned(),
             hash_slot_num: slots,
             index_num: entries,
-            _file: file,
+            file,
             map,
+            pages: vec![0; size.div_ceil(crate::OS_PAGE_SIZE).div_ceil(64)],
             header: Header { index_count: 1, ..Header::default() },
             dirty: AtomicBool::new(true),
         };
+        if let Err(e) = index_file.reserve_range(0, INDEX_HEADER_SIZE) {
+            drop(index_file);
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
         if end_phy_offset > 0 {
             index_file.header.begin_phy_offset = end_phy_offset;
             index_file.header.end_phy_offset = end_phy_offset;
@@ -176,12 +197,21 @@ impl IndexFile {
             )));
         }
         let map = map_file(&file)?;
+        let mut pages = vec![0u64; size.div_ceil(crate::OS_PAGE_SIZE).div_ceil(64)];
+        for (start, end) in crate::reserve::allocated_ranges(&file, size as u64)? {
+            let first = start.div_ceil(crate::OS_PAGE_SIZE as u64) as usize;
+            let last = (end / crate::OS_PAGE_SIZE as u64) as usize;
+            for page in first..last {
+                pages[page / 64] |= 1 << (page % 64);
+            }
+        }
         let mut index_file = IndexFile {
             path: path.to_owned(),
             hash_slot_num: slots,
             index_num: entries,
-            _file: file,
+            file,
             map,
+            pages,
             header: Header::default(),
             dirty: AtomicBool::new(false),
         };
@@ -210,17 +240,25 @@ impl IndexFile {
     /// Adds `key` for the message at `phy_offset` stored at `store_timestamp` (ms). Returns
     /// false, changing nothing, when the file is full. Java: `IndexFile#putKey`.
     ///
+    /// # Errors
+    /// The pages the key needs could not be given blocks (`StorageFull` when the disk is
+    /// full); nothing is changed then.
+    ///
     /// Unlike Java, the first entry's time is measured from its own timestamp (Java measures
     /// it from the seeded begin timestamp, then replaces the begin timestamp, so in a seeded
     /// file the first entry reads back later than it was stored).
-    pub fn put_key(&mut self, key: &str, phy_offset: i64, store_timestamp: i64) -> bool {
+    pub fn put_key(&mut self, key: &str, phy_offset: i64, store_timestamp: i64) -> io::Result<bool> {
         let index_count = self.header.index_count;
         if index_count >= self.index_num {
             debug!(file = %self.path.display(), index_count, index_num = self.index_num, "index file is full");
-            return false;
+            return Ok(false);
         }
         let key_hash = index_key_hash(key);
         let slot_pos = self.slot_pos(key_hash);
+        let entry_pos = self.entry_pos(index_count);
+        self.reserve_range(0, INDEX_HEADER_SIZE)?;
+        self.reserve_range(slot_pos, HASH_SLOT_SIZE)?;
+        self.reserve_range(entry_pos, INDEX_ENTRY_SIZE)?;
         let mut slot_value = self.read_i32(slot_pos);
         if slot_value <= INVALID_INDEX || slot_value > index_count {
             slot_value = INVALID_INDEX;
@@ -236,7 +274,6 @@ impl IndexFile {
             i32::try_from(diff.max(0)).unwrap_or(i32::MAX)
         };
 
-        let entry_pos = self.entry_pos(index_count);
         self.write_i32(entry_pos, key_hash);
         self.write_i64(entry_pos + 4, phy_offset);
         self.write_i32(entry_pos + 12, time_diff_s);
@@ -251,7 +288,30 @@ impl IndexFile {
         self.header.end_timestamp = store_timestamp;
         self.write_header();
         self.dirty.store(true, Ordering::Relaxed);
-        true
+        Ok(true)
+    }
+
+    fn page_allocated(&self, page: usize) -> bool {
+        self.pages[page / 64] & (1 << (page % 64)) != 0
+    }
+
+    /// Whether every page of `[pos, pos + len)` has blocks.
+    fn allocated(&self, pos: usize, len: usize) -> bool {
+        (pos / crate::OS_PAGE_SIZE..=(pos + len - 1) / crate::OS_PAGE_SIZE).all(|p| self.page_allocated(p))
+    }
+
+    /// Gives blocks to the pages of `[pos, pos + len)` that have none.
+    fn reserve_range(&mut self, pos: usize, len: usize) -> io::Result<()> {
+        for page in pos / crate::OS_PAGE_SIZE..=(pos + len - 1) / crate::OS_PAGE_SIZE {
+            if self.page_allocated(page) {
+                continue;
+            }
+            let at = page * crate::OS_PAGE_SIZE;
+            let page_len = crate::OS_PAGE_SIZE.min(self.map.len() - at);
+            crate::reserve::reserve(&self.file, &self.path, at as u64, page_len as u64)?;
+            self.pages[page / 64] |= 1 << (page % 64);
+        }
+        Ok(())
     }
 
     /// Appends to `out` the offsets of entries whose hash equals `key`'s and whose time is in
@@ -401,18 +461,30 @@ impl IndexFile {
         self.write_i32(INDEX_COUNT_POS, h.index_count);
     }
 
+    /// Reads `out.len()` bytes at `pos`: through the mapping where the pages have blocks, with
+    /// `pread` where they may not (a hole reads as zeros; a failed read as zeros too, which
+    /// the readers take for "no entry").
+    fn read_into(&self, pos: usize, out: &mut [u8]) {
+        if self.allocated(pos, out.len()) {
+            out.copy_from_slice(&self.map[pos..pos + out.len()]);
+        } else if self.file.read_exact_at(out, pos as u64).is_err() {
+            out.fill(0);
+        }
+    }
+
     fn read_i32(&self, pos: usize) -> i32 {
         let mut bytes = [0; 4];
-        bytes.copy_from_slice(&self.map[pos..pos + 4]);
+        self.read_into(pos, &mut bytes);
         i32::from_be_bytes(bytes)
     }
 
     fn read_i64(&self, pos: usize) -> i64 {
         let mut bytes = [0; 8];
-        bytes.copy_from_slice(&self.map[pos..pos + 8]);
+        self.read_into(pos, &mut bytes);
         i64::from_be_bytes(bytes)
     }
 
+    /// Writers reserve the pages first (`reserve_range`).
     fn write_i32(&mut self, pos: usize, value: i32) {
         self.map[pos..pos + 4].copy_from_slice(&value.to_be_bytes());
     }
@@ -445,10 +517,10 @@ mod tests {
     fn full_file_refuses_keys_and_keeps_its_header() {
         let dir = tempfile::tempdir().unwrap();
         let mut f = IndexFile::create(&dir.path().join("f"), 4, 3, 0, 0).unwrap();
-        assert!(f.put_key("a", 100, 1_000));
-        assert!(f.put_key("b", 200, 2_000));
+        assert!(f.put_key("a", 100, 1_000).unwrap());
+        assert!(f.put_key("b", 200, 2_000).unwrap());
         assert!(f.is_full(), "3 entries minus the unused entry 0 hold two keys");
-        assert!(!f.put_key("c", 300, 3_000));
+        assert!(!f.put_key("c", 300, 3_000).unwrap());
         assert_eq!((f.index_count(), f.end_phy_offset(), f.end_timestamp()), (3, 200, 2_000));
     }
 
@@ -457,7 +529,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut f = IndexFile::create(&dir.path().join("f"), 4, 8, 500, 10_000).unwrap();
         assert_eq!((f.begin_timestamp(), f.begin_phy_offset()), (10_000, 500));
-        assert!(f.put_key("k", 600, 70_000));
+        assert!(f.put_key("k", 600, 70_000).unwrap());
         assert_eq!((f.begin_timestamp(), f.begin_phy_offset()), (70_000, 600));
         let mut out = Vec::new();
         f.select_phy_offsets("k", 10, 70_000, 70_000, &mut out);
@@ -469,9 +541,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         let mut f = IndexFile::create(&path, 1, 4, 0, 0).unwrap();
-        assert!(f.put_key("a", 1, 1_000));
-        assert!(f.put_key("a", 2, 1_000));
-        assert!(f.put_key("a", 3, 1_000));
+        assert!(f.put_key("a", 1, 1_000).unwrap());
+        assert!(f.put_key("a", 2, 1_000).unwrap());
+        assert!(f.put_key("a", 3, 1_000).unwrap());
         assert!(f.is_full());
         // Entry 1's link points at entry 3 (a cycle 3 -> 2 -> 1 -> 3).
         let prev_of_1 = INDEX_HEADER_SIZE + HASH_SLOT_SIZE + INDEX_ENTRY_SIZE + 16;

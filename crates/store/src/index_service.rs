@@ -290,7 +290,7 @@ impl IndexService {
             Some(file) => file,
             None => self.create_file(0, 0)?,
         };
-        if write_file(&file).put_key(key, phy_offset, store_timestamp) {
+        if write_file(&file).put_key(key, phy_offset, store_timestamp)? {
             return Ok(file);
         }
         let (end_phy_offset, end_timestamp) = {
@@ -299,7 +299,7 @@ impl IndexService {
             (full.end_phy_offset(), full.end_timestamp())
         };
         let next = self.create_file(end_phy_offset, end_timestamp)?;
-        if write_file(&next).put_key(key, phy_offset, store_timestamp) {
+        if write_file(&next).put_key(key, phy_offset, store_timestamp)? {
             Ok(next)
         } else {
             // `load` refuses `maxIndexNum` < 2, so a new file has room for one key.

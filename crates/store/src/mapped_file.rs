@@ -17,12 +17,61 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use memmap2::MmapRaw;
 
+use crate::reserve;
+
 /// Page size used for "least pages" flush accounting and pre-touching.
 pub const OS_PAGE_SIZE: usize = 4096;
 
 /// Staged appends ([`AppendPath::WriteCall`]) beyond this are written by the appender itself
 /// instead of waiting for the next commit: the bound on a segment's staging memory.
 pub const STAGED_LIMIT_BYTES: usize = 1024 * 1024;
+
+/// Blocks reserved ahead of the writer at a time, for files opened without a
+/// [`ReservePolicy`] of their own (consume queues, timer logs).
+pub const DEFAULT_RESERVE_STEP: usize = 1024 * 1024;
+
+/// How a queue's files reserve their blocks ahead of the writer (see [`crate::reserve`]).
+#[derive(Debug)]
+pub struct ReservePolicy {
+    /// Bytes reserved beyond the end of an append at a time (rounded to pages, capped at the
+    /// file's end).
+    step: usize,
+    /// Free bytes a reservation must leave on the filesystem: a reservation that would go
+    /// below shrinks to what the append needs, and fails if even that would. The CommitLog
+    /// keeps room this way for the consume queues and the index of what it has accepted.
+    keep_free: std::sync::atomic::AtomicU64,
+}
+
+impl ReservePolicy {
+    /// Reserve `step` bytes at a time, keeping no space free.
+    pub fn new(step: usize) -> ReservePolicy {
+        ReservePolicy { step: step.max(OS_PAGE_SIZE), keep_free: std::sync::atomic::AtomicU64::new(0) }
+    }
+
+    /// The step.
+    pub fn step(&self) -> usize {
+        self.step
+    }
+
+    /// Sets the free bytes a reservation must leave.
+    pub fn set_keep_free(&self, bytes: u64) {
+        self.keep_free.store(bytes, Ordering::Relaxed);
+    }
+
+    fn keep_free(&self) -> u64 {
+        self.keep_free.load(Ordering::Relaxed)
+    }
+}
+
+impl Default for ReservePolicy {
+    fn default() -> Self {
+        ReservePolicy::new(DEFAULT_RESERVE_STEP)
+    }
+}
+
+fn page_up(n: usize) -> usize {
+    n.div_ceil(OS_PAGE_SIZE) * OS_PAGE_SIZE
+}
 
 /// How appends that no transient buffer takes reach the file.
 ///
@@ -165,6 +214,12 @@ pub struct MappedFile {
     /// The file's length on disk when opened, before it was extended: bytes past it were
     /// never written (a file cut short), so recovery must not trust a record reaching there.
     loaded_len: usize,
+    /// Bytes from the start whose blocks are allocated: the only part of the mapping that may
+    /// be touched. Beyond it the file is a hole (reads as zeros, but a fault there may find no
+    /// block). Grows by [`ensure_reserved`](Self::ensure_reserved) under `reserve_lock`.
+    reserved: AtomicUsize,
+    reserve_lock: Mutex<()>,
+    policy: Arc<ReservePolicy>,
 }
 
 impl std::fmt::Debug for MappedFile {
@@ -183,6 +238,16 @@ impl MappedFile {
     /// # Errors
     /// I/O errors creating, sizing or mapping the file; a file larger than `file_size`.
     pub fn open(dir: &Path, from: i64, file_size: usize) -> io::Result<MappedFile> {
+        MappedFile::open_with(dir, from, file_size, Arc::default())
+    }
+
+    /// As [`open`](Self::open), reserving blocks as `policy` says. No block is reserved here
+    /// and no page is touched: the first append reserves what it needs (so opening never fails
+    /// for want of space, and a file prepared in advance costs no disk until used).
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub fn open_with(dir: &Path, from: i64, file_size: usize, policy: Arc<ReservePolicy>) -> io::Result<MappedFile> {
         let path = dir.join(offset_to_file_name(from));
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)?;
         let len = file.metadata()?.len();
@@ -197,6 +262,9 @@ impl MappedFile {
             // recovery treats as the end of data.
             file.set_len(file_size as u64)?;
         }
+        // Of a file written before (by an earlier run, or by Java, which maps files sparse),
+        // only the allocated prefix may be touched until reserved.
+        let reserved = if len == 0 { 0 } else { reserve::allocated_prefix(&file, file_size as u64)? as usize };
         let map = MmapRaw::map_raw(&file)?;
         Ok(MappedFile {
             path,
@@ -213,7 +281,85 @@ impl MappedFile {
             spare: Mutex::new(Vec::new()),
             full: AtomicBool::new(false),
             loaded_len: len as usize,
+            reserved: AtomicUsize::new(reserved),
+            reserve_lock: Mutex::new(()),
+            policy,
         })
+    }
+
+    /// Bytes from the start whose blocks are allocated (see [`crate::reserve`]).
+    pub fn reserved(&self) -> usize {
+        self.reserved.load(Ordering::Acquire)
+    }
+
+    /// Makes sure the blocks of `[0, end)` are allocated, reserving up to a step beyond `end`
+    /// (less when the policy's free space would not remain). Called before anything is written
+    /// there, through the mapping or a write call.
+    ///
+    /// # Errors
+    /// `StorageFull` naming the file and the free space, when even `end` does not fit; other
+    /// I/O errors of the reservation. Nothing is written then.
+    pub fn ensure_reserved(&self, end: usize) -> io::Result<()> {
+        if end <= self.reserved() {
+            return Ok(());
+        }
+        self.reserve_to(end, end.saturating_add(self.policy.step()))
+    }
+
+    /// Reserves a step ahead of the write position, where the file has less than half a step
+    /// reserved there (background preparation, so appends rarely reserve inline). Returns
+    /// whether it reserved anything.
+    ///
+    /// # Errors
+    /// As [`ensure_reserved`](Self::ensure_reserved).
+    pub fn reserve_ahead(&self) -> io::Result<bool> {
+        let wrote = self.wrote_position();
+        let step = self.policy.step();
+        if self.reserved() >= self.file_size || self.reserved() >= wrote + step / 2 {
+            return Ok(false);
+        }
+        self.reserve_to(wrote, wrote + step).map(|()| true)
+    }
+
+    /// Whether the reserved space ahead of the writer is under half a step (so
+    /// [`reserve_ahead`](Self::reserve_ahead) would reserve).
+    pub fn wants_reserve_ahead(&self) -> bool {
+        let reserved = self.reserved();
+        reserved < self.file_size && reserved < self.wrote_position() + self.policy.step() / 2
+    }
+
+    /// Reserves `[reserved, want)`, or at least `[reserved, need)` when the policy's free
+    /// space would not remain otherwise.
+    fn reserve_to(&self, need: usize, want: usize) -> io::Result<()> {
+        let _guard = self.reserve_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let from = self.reserved();
+        let need = page_up(need).min(self.file_size);
+        let mut to = page_up(want).min(self.file_size).max(need);
+        if to <= from {
+            return Ok(());
+        }
+        let keep_free = self.policy.keep_free();
+        if keep_free > 0 {
+            if let Ok((free, _)) = reserve::free_space(&self.file) {
+                if free < (to - from) as u64 + keep_free {
+                    to = need.max(from);
+                    if to == from {
+                        return Ok(());
+                    }
+                    if free < (to - from) as u64 + keep_free {
+                        return Err(reserve::storage_full(
+                            &self.path,
+                            (to - from) as u64,
+                            Some(free),
+                            &io::Error::other(format!("{keep_free} bytes are kept free for consume queues and index")),
+                        ));
+                    }
+                }
+            }
+        }
+        reserve::reserve(&self.file, &self.path, from as u64, (to - from) as u64)?;
+        self.reserved.store(to, Ordering::Release);
+        Ok(())
     }
 
     /// The file's length on disk when it was opened (before any extension).
@@ -310,6 +456,9 @@ impl MappedFile {
     fn append_inner(&self, bytes: &[u8], size_last: bool) -> io::Result<()> {
         let pos = self.wrote_position.load(Ordering::Acquire);
         assert!(pos + bytes.len() <= self.file_size, "append past the end of {}", self.path.display());
+        // Before anything is written, by either path: a hole touched through the mapping
+        // could kill the process, and a write call into it could fail half done.
+        self.ensure_reserved(pos + bytes.len())?;
         let buffer = self.write_buffer.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if buffer.is_none() && self.append_path() == AppendPath::WriteCall {
             // Whether `size_last` or not, a commit writes its run's first 4 bytes last, and a
@@ -479,14 +628,28 @@ impl MappedFile {
     }
 
     /// Reads any bytes of the file, written or not: used by recovery before the write position
-    /// is known, when no writer exists.
+    /// is known, when no writer exists. Bytes past the allocated prefix are read with a
+    /// write call's counterpart (`pread`), never through the mapping.
     pub fn with_raw<R>(&self, pos: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         let end = pos.checked_add(len)?;
         if end > self.file_size {
             return None;
         }
-        let window = Window { inner: self.inner.clone(), start: pos, len };
-        Some(f(window.as_ref()))
+        if end <= self.reserved() {
+            let window = Window { inner: self.inner.clone(), start: pos, len };
+            return Some(f(window.as_ref()));
+        }
+        let mut buf = vec![0u8; len];
+        self.file.read_exact_at(&mut buf, pos as u64).ok()?;
+        Some(f(&buf))
+    }
+
+    /// As [`with_raw`](Self::with_raw) from `pos`, but only over the allocated prefix (an
+    /// empty slice when `pos` is past it): for scans that stop at the first zeros, which is
+    /// what the rest of the file reads as, so they find the same end without reading it.
+    pub fn with_allocated<R>(&self, pos: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let end = pos.checked_add(len)?.min(self.reserved()).max(pos);
+        self.with_raw(pos, end - pos, f)
     }
 
     /// Forces written-but-unflushed bytes to disk. Returns the new flushed position.
@@ -519,16 +682,35 @@ impl MappedFile {
     }
 
     /// Zeros `[pos, end of file)` so stale bytes past a truncation point can never be read as
-    /// records again. Recovery only: no reader or writer may be active.
+    /// records again. Recovery only: no reader or writer may be active. Whole pages are given
+    /// back to the filesystem (a hole punched), so nothing past `pos` is touched or allocated;
+    /// where holes cannot be punched, the allocated part is overwritten with zeros.
     pub fn zero_from(&self, pos: usize) -> io::Result<()> {
         if pos >= self.file_size {
             return Ok(());
         }
-        // SAFETY: recovery runs before the file is served, so nothing reads or writes it now.
-        unsafe {
-            std::ptr::write_bytes(self.inner.map.as_mut_ptr().add(pos), 0, self.file_size - pos);
+        let _guard = self.reserve_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let reserved = self.reserved();
+        let page_end = page_up(pos).min(self.file_size);
+        // The partial page before the hole: overwritten, if allocated (a write call, so a
+        // failure is an error, not a fault).
+        if pos < reserved.min(page_end) {
+            self.file.write_all_at(&vec![0u8; reserved.min(page_end) - pos], pos as u64)?;
         }
-        self.inner.map.flush_range(pos, self.file_size - pos)
+        if page_end < self.file_size {
+            if reserve::punch_hole(&self.file, page_end as u64, (self.file_size - page_end) as u64)? {
+                self.reserved.store(reserved.min(page_end), Ordering::Release);
+            } else if page_end < reserved {
+                let zeros = vec![0u8; 1 << 20];
+                let mut at = page_end;
+                while at < reserved {
+                    let n = zeros.len().min(reserved - at);
+                    self.file.write_all_at(&zeros[..n], at as u64)?;
+                    at += n;
+                }
+            }
+        }
+        self.file.sync_data()
     }
 
     /// Writes zeros over the whole file and forces them to disk (`warmMapedFileEnable`), so
@@ -537,20 +719,32 @@ impl MappedFile {
     /// Only for a file not yet in service (it would overwrite appended bytes).
     ///
     /// # Errors
-    /// The write or the sync failed.
+    /// The write or the sync failed (`StorageFull` when the disk has no room: the blocks
+    /// written so far stay reserved).
     pub fn write_zeros(&self) -> io::Result<()> {
+        let _guard = self.reserve_lock.lock().unwrap_or_else(|e| e.into_inner());
         let zeros = vec![0u8; 1 << 20];
         let mut at = 0;
         while at < self.file_size {
             let n = zeros.len().min(self.file_size - at);
-            self.file.write_all_at(&zeros[..n], at as u64)?;
+            if let Err(e) = self.file.write_all_at(&zeros[..n], at as u64) {
+                self.reserved.fetch_max(at - at % OS_PAGE_SIZE, Ordering::AcqRel);
+                return Err(if reserve::is_no_space(&e) {
+                    let free = reserve::free_space(&self.file).ok().map(|(f, _)| f);
+                    reserve::storage_full(&self.path, self.file_size as u64, free, &e)
+                } else {
+                    e
+                });
+            }
             at += n;
         }
+        self.reserved.store(self.file_size, Ordering::Release);
         self.file.sync_data()
     }
 
-    /// Touches every page of a fresh file so the first appends do not pay page faults. Only
-    /// for a file not yet in service.
+    /// Pre-faults the reserved pages of a fresh file so the first appends do not pay page
+    /// faults (the whole file when zero-filled by `warmMapedFileEnable`, else one reservation
+    /// step). Only for a file not yet in service.
     pub fn pretouch(&self) {
         if self.prefault(0).is_ok() {
             return;
@@ -559,9 +753,11 @@ impl MappedFile {
         // calls fill the file, so the pages stay mapped read-only).
         let write = self.append_path() == AppendPath::Mapping;
         let mut pos = 0;
-        while pos < self.file_size {
+        let end = self.reserved();
+        while pos < end {
             // SAFETY: the file is not in service yet (it is being prepared for a later roll),
             // so no reader or writer touches it; writing a zero leaves its content unchanged.
+            // The page is below the reserved end, so its block exists.
             unsafe {
                 let p = self.inner.map.as_mut_ptr().add(pos);
                 if write {
@@ -574,9 +770,10 @@ impl MappedFile {
         }
     }
 
-    /// Pre-faults the pages from `from` to the end: allocates their page-cache pages and
-    /// blocks ahead of the writer without touching their content, so it is safe while the file
-    /// is in service. Works in 4 MiB steps.
+    /// Pre-faults the reserved pages from `from` on: allocates their page-cache pages ahead of
+    /// the writer without touching their content, so it is safe while the file is in
+    /// service. Works in 4 MiB steps, and never past the reserved end (see
+    /// [`crate::reserve`]): the window faulted in is bounded by the reservation step.
     ///
     /// With [`AppendPath::Mapping`] the pages are mapped writable (`MADV_POPULATE_WRITE`).
     /// With [`AppendPath::WriteCall`] they are mapped read-only (`MADV_POPULATE_READ`), so a
@@ -588,15 +785,19 @@ impl MappedFile {
     /// The kernel does not support the advice (Linux < 5.14), or the mapping failed.
     pub fn prefault(&self, from: usize) -> io::Result<()> {
         const STEP: usize = 4 * 1024 * 1024;
+        let end = self.reserved();
+        let mut pos = from - from % OS_PAGE_SIZE;
+        if pos >= end {
+            return Ok(());
+        }
         let write_call = self.append_path() == AppendPath::WriteCall;
         if write_call {
             self.inner.map.advise(memmap2::Advice::Random)?;
         }
         let advice = if write_call { memmap2::Advice::PopulateRead } else { memmap2::Advice::PopulateWrite };
-        let mut pos = from - from % OS_PAGE_SIZE;
         let mut result = Ok(());
-        while pos < self.file_size {
-            let len = STEP.min(self.file_size - pos);
+        while pos < end {
+            let len = STEP.min(end - pos);
             result = self.inner.map.advise_range(advice, pos, len);
             if result.is_err() {
                 break;

@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 
 use tracing::{debug, info};
 
-use crate::mapped_file::{AppendPath, MappedFile, SharedAppendPath};
+use crate::mapped_file::{AppendPath, MappedFile, ReservePolicy, SharedAppendPath};
 
 /// Where the segments that may hold uncommitted appends start: after the newest one that is
 /// full and fully committed (commits go oldest first, so everything before it is committed).
@@ -31,11 +31,16 @@ fn open_segment(
     file_size: usize,
     append_path: &SharedAppendPath,
     warm: &AtomicBool,
+    policy: &Arc<ReservePolicy>,
 ) -> io::Result<MappedFile> {
-    let file = MappedFile::open(dir, from, file_size)?;
+    let file = MappedFile::open_with(dir, from, file_size, policy.clone())?;
     file.set_append_path(append_path.load());
     if warm.load(Ordering::Relaxed) && file.loaded_len() == 0 {
-        file.write_zeros()?;
+        if let Err(e) = file.write_zeros() {
+            // Do not leave a half-written file for the next attempt (or the next start) to trip on.
+            let _ = file.destroy();
+            return Err(e);
+        }
     }
     Ok(file)
 }
@@ -53,6 +58,8 @@ pub struct MappedFileQueue {
     /// Whether new segments are zero-filled on disk before use (see [`MappedFile::write_zeros`]);
     /// shared with the preallocator.
     warm: Arc<AtomicBool>,
+    /// How every segment reserves its blocks (see [`crate::reserve`]); shared with the files.
+    policy: Arc<ReservePolicy>,
 }
 
 impl MappedFileQueue {
@@ -62,6 +69,19 @@ impl MappedFileQueue {
     /// # Errors
     /// I/O errors, a file whose name is not an offset, or segments that are not contiguous.
     pub fn load(dir: &Path, file_size: usize, preallocate: bool) -> io::Result<MappedFileQueue> {
+        MappedFileQueue::load_with(dir, file_size, preallocate, Arc::default())
+    }
+
+    /// As [`load`](Self::load), the segments reserving their blocks as `policy` says.
+    ///
+    /// # Errors
+    /// As [`load`](Self::load).
+    pub fn load_with(
+        dir: &Path,
+        file_size: usize,
+        preallocate: bool,
+        policy: Arc<ReservePolicy>,
+    ) -> io::Result<MappedFileQueue> {
         std::fs::create_dir_all(dir)?;
         let mut names: Vec<(i64, PathBuf)> = Vec::new();
         for entry in std::fs::read_dir(dir)? {
@@ -92,7 +112,7 @@ impl MappedFileQueue {
                     format!("segment {} does not follow {} (missing file?)", path.display(), names[i - 1].1.display()),
                 ));
             }
-            let f = MappedFile::open(dir, *offset, file_size)?;
+            let f = MappedFile::open_with(dir, *offset, file_size, policy.clone())?;
             f.set_positions(file_size);
             files.push(Arc::new(f));
         }
@@ -101,8 +121,9 @@ impl MappedFileQueue {
         }
         let append_path = Arc::new(SharedAppendPath::default());
         let warm = Arc::new(AtomicBool::new(false));
-        let preallocator =
-            preallocate.then(|| Preallocator::start(dir.to_owned(), file_size, append_path.clone(), warm.clone()));
+        let preallocator = preallocate.then(|| {
+            Preallocator::start(dir.to_owned(), file_size, append_path.clone(), warm.clone(), policy.clone())
+        });
         Ok(MappedFileQueue {
             dir: dir.to_owned(),
             file_size,
@@ -110,6 +131,7 @@ impl MappedFileQueue {
             preallocator,
             append_path,
             warm,
+            policy,
         })
     }
 
@@ -127,6 +149,22 @@ impl MappedFileQueue {
     /// is filled before the append that needs it.
     pub fn set_warm(&self, warm: bool) {
         self.warm.store(warm, Ordering::Relaxed);
+    }
+
+    /// How the segments reserve their blocks.
+    pub fn reserve_policy(&self) -> &Arc<ReservePolicy> {
+        &self.policy
+    }
+
+    /// Reserves (and pre-faults) the next step of `file` in the background when it has less
+    /// than half a step reserved ahead of its writer; inline appends then rarely reserve.
+    /// Without a preallocator thread this does nothing (appends reserve as they go).
+    pub fn reserve_ahead(&self, file: &Arc<MappedFile>) {
+        if let Some(p) = &self.preallocator {
+            if file.wants_reserve_ahead() {
+                p.prefault(file.clone());
+            }
+        }
     }
 
     pub(crate) fn append_path(&self) -> AppendPath {
@@ -192,7 +230,14 @@ impl MappedFileQueue {
         let file = match self.preallocator.as_ref().and_then(|p| p.take(from)) {
             Some(prepared) => prepared?,
             None => {
-                let file = Arc::new(open_segment(&self.dir, from, self.file_size, &self.append_path, &self.warm)?);
+                let file = Arc::new(open_segment(
+                    &self.dir,
+                    from,
+                    self.file_size,
+                    &self.append_path,
+                    &self.warm,
+                    &self.policy,
+                )?);
                 // Not prepared in advance (the first segment): fault its pages in the
                 // background, ahead of the writer.
                 if let Some(p) = &self.preallocator {
@@ -420,6 +465,7 @@ impl Preallocator {
         file_size: usize,
         append_path: Arc<SharedAppendPath>,
         warm: Arc<AtomicBool>,
+        policy: Arc<ReservePolicy>,
     ) -> Preallocator {
         let shared: Arc<(Mutex<PreState>, Condvar)> = Arc::default();
         let worker = shared.clone();
@@ -436,6 +482,11 @@ impl Preallocator {
                             }
                             if let Some(file) = st.prefault.take() {
                                 drop(st);
+                                // A failure here is left to the appender, which reserves what
+                                // it needs inline and reports the error to the put.
+                                if let Err(e) = file.reserve_ahead() {
+                                    debug!(file = %file.path().display(), error = %e, "cannot reserve ahead");
+                                }
                                 if let Err(e) = file.prefault(file.wrote_position()) {
                                     debug!(error = %e, "page prefault unavailable");
                                 }
@@ -449,7 +500,12 @@ impl Preallocator {
                             st = cv.wait(st).unwrap_or_else(|e| e.into_inner());
                         }
                     };
-                    let result = open_segment(&dir, from, file_size, &append_path, &warm).map(|f| {
+                    let result = open_segment(&dir, from, file_size, &append_path, &warm, &policy).map(|f| {
+                        // The first step only (the whole file is reserved when zero-filled);
+                        // without room for it the segment waits, unreserved, for its appends.
+                        if let Err(e) = f.reserve_ahead() {
+                            debug!(file = %f.path().display(), error = %e, "next segment left unreserved");
+                        }
                         f.pretouch();
                         Arc::new(f)
                     });

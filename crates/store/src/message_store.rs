@@ -21,6 +21,7 @@ use crate::commit_log::CommitLog;
 use crate::config::StoreConfig;
 use crate::consume_queue::{ConsumeQueueStore, CqUnit, ExtOptions};
 use crate::dispatch::{goes_to_consume_queue, scan, Scanned};
+use crate::disk_guard::DiskGuard;
 use crate::dispatch_request::DispatchRequest;
 use crate::flush::FlushService;
 use crate::get_result::{GetMessageResult, QueryMessageResult};
@@ -98,6 +99,27 @@ struct Shared {
     stats: StatsRecorder,
     /// Computes the bloom-filter bitmap of dispatched records (with extension files only).
     bit_map: RwLock<Option<BitMapCalculator>>,
+    /// Rate limit of dispatch error logs (a full disk fails every record until space is back).
+    dispatch_errors: LogLimiter,
+    /// Watches the store's disks and refuses puts when they are full (Java's DISK_FULL_BIT).
+    disk_guard: Arc<DiskGuard>,
+}
+
+/// Lets one log line through per interval.
+#[derive(Debug, Default)]
+struct LogLimiter {
+    last_ms: AtomicI64,
+}
+
+impl LogLimiter {
+    const INTERVAL_MS: i64 = 10_000;
+
+    fn should_log(&self) -> bool {
+        let now = crate::commit_log::now_ms();
+        let last = self.last_ms.load(Ordering::Relaxed);
+        now - last >= Self::INTERVAL_MS
+            && self.last_ms.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    }
 }
 
 /// Computes a dispatched record's bloom-filter bitmap from its topic and properties (the
@@ -111,26 +133,35 @@ impl Shared {
         self.config.enable_consume_queue_ext && self.bit_map.read().unwrap_or_else(|e| e.into_inner()).is_some()
     }
 
-    fn dispatch(&self, req: &DispatchRequest) {
+    /// Builds the index entries and the consume-queue unit of one record. Returns false when
+    /// the consume queue could not take it (a full disk, say): the caller dispatches the record
+    /// again later, which is safe (a unit already written is recognized and skipped), so an
+    /// accepted message always becomes consumable once the queue can be written. An index
+    /// failure only costs the record its keys (logged): it does not hold up consumption.
+    fn dispatch(&self, req: &DispatchRequest) -> bool {
         // Index first: once a message is consumable it is also findable by key.
         if let Err(e) = self.index.build_index(req) {
-            error!(topic = %req.topic, physical_offset = req.commit_log_offset, error = %e, "index write failed");
+            if self.dispatch_errors.should_log() {
+                error!(topic = %req.topic, physical_offset = req.commit_log_offset, error = %e,
+                    "index write failed; the message's keys are not indexed");
+            }
         }
         if goes_to_consume_queue(req) {
-            match self.consume_queues.find_or_create(&req.topic, req.queue_id) {
-                Ok(cq) => {
-                    // Properties are kept only while a calculator is set: without them (the
-                    // common case) the calculator's lock is not touched.
-                    let bit_map = match req.properties {
-                        Some(_) => self.bit_map.read().unwrap_or_else(|e| e.into_inner()).clone().and_then(|f| f(req)),
-                        None => None,
-                    };
-                    if let Err(e) = cq.put_with_bit_map(req, bit_map.as_deref()) {
-                        error!(topic = %req.topic, queue_id = req.queue_id, physical_offset = req.commit_log_offset,
-                            error = %e, "consume queue write failed");
-                    }
+            let written = self.consume_queues.find_or_create(&req.topic, req.queue_id).and_then(|cq| {
+                // Properties are kept only while a calculator is set: without them (the
+                // common case) the calculator's lock is not touched.
+                let bit_map = match req.properties {
+                    Some(_) => self.bit_map.read().unwrap_or_else(|e| e.into_inner()).clone().and_then(|f| f(req)),
+                    None => None,
+                };
+                cq.put_with_bit_map(req, bit_map.as_deref())
+            });
+            if let Err(e) = written {
+                if self.dispatch_errors.should_log() {
+                    error!(topic = %req.topic, queue_id = req.queue_id, physical_offset = req.commit_log_offset,
+                        error = %e, "consume queue write failed; dispatch pauses and retries");
                 }
-                Err(e) => error!(topic = %req.topic, queue_id = req.queue_id, error = %e, "cannot open consume queue"),
+                return false;
             }
         }
         self.last_dispatched_timestamp.store(req.store_timestamp, Ordering::Release);
@@ -139,6 +170,7 @@ impl Shared {
                 listener(req);
             }
         }
+        true
     }
 
     /// Wakes the dispatch thread if it sleeps. Checking the flag first keeps the common case
@@ -222,13 +254,26 @@ impl MessageStore {
 
         let abort_path = config.abort_path();
         let last_exit_ok = !abort_path.exists();
-        std::fs::write(&abort_path, std::process::id().to_string()).map_err(io_err(&abort_path))?;
+        // The marker is its existence: creating it takes an inode, not a block, so a store on a
+        // full disk still starts. The pid inside is for people and may not fit.
+        let mut abort_file = File::create(&abort_path).map_err(io_err(&abort_path))?;
+        if let Err(e) = abort_file.write_all(std::process::id().to_string().as_bytes()) {
+            warn!(file = %abort_path.display(), error = %e, "cannot write the pid into the abort marker");
+        }
+        drop(abort_file);
 
         let checkpoint =
             Arc::new(Checkpoint::open(&config.checkpoint_path()).map_err(io_err(config.checkpoint_path()))?);
         let commit_dir = config.commit_log_dir();
-        let queue = MappedFileQueue::load(&commit_dir, config.mapped_file_size_commit_log as usize, true)
-            .map_err(io_err(&commit_dir))?;
+        let segment_size = config.mapped_file_size_commit_log as usize;
+        let window = usize::try_from(config.commit_log_prefault_window).unwrap_or(usize::MAX).min(segment_size);
+        let policy = Arc::new(crate::ReservePolicy::new(window));
+        let queue =
+            MappedFileQueue::load_with(&commit_dir, segment_size, true, policy.clone()).map_err(io_err(&commit_dir))?;
+        // What the CommitLog leaves free for the consume queues and index of what it accepted.
+        if let Some(space) = crate::disk_space(&commit_dir) {
+            policy.set_keep_free(dispatch_headroom(space.total_bytes()));
+        }
         if config.flush_disk_type == crate::FlushDiskType::SyncFlush {
             queue.set_append_path(crate::AppendPath::WriteCall);
         }
@@ -272,12 +317,20 @@ impl MessageStore {
             retention: RetentionService::new(&config),
             stats: StatsRecorder::new(crate::commit_log::now_ms()),
             bit_map: RwLock::new(None),
+            dispatch_errors: LogLimiter::default(),
+            disk_guard: Arc::new(DiskGuard::new(&config, Arc::new(crate::disk_used_percent))),
         });
+        shared.disk_guard.check();
 
         shared.consume_queues.recover_all().map_err(io_err(&cq_dir))?;
+        // A record recovery could not dispatch (no room for its unit) is dispatched again by
+        // the dispatch thread, which starts there.
+        let mut undispatched: Option<i64> = None;
         let summary =
             recovery::recover(&shared.config, &commit_log, &checkpoint, &shared.consume_queues, last_exit_ok, |req| {
-                shared.dispatch(req)
+                if !shared.dispatch(req) && undispatched.is_none() {
+                    undispatched = Some(req.commit_log_offset);
+                }
             })
             .map_err(io_err(&commit_dir))?;
         shared.consume_queues.truncate_dirty_all(summary.max_phy_offset).map_err(io_err(&cq_dir))?;
@@ -287,7 +340,7 @@ impl MessageStore {
         }
         commit_log.set_topic_queue_table(shared.consume_queues.queue_max_offsets());
         commit_log.queue().prefault_last();
-        shared.reput_from.store(summary.max_phy_offset, Ordering::Release);
+        shared.reput_from.store(undispatched.unwrap_or(summary.max_phy_offset), Ordering::Release);
         info!(
             normal = last_exit_ok,
             files_scanned = summary.files_scanned,
@@ -311,6 +364,7 @@ impl MessageStore {
         store.spawn("store-cq-flush", cq_flush_loop).map_err(io_err(&root))?;
         store.spawn("store-retention", retention_loop).map_err(io_err(&root))?;
         store.spawn("store-stats", stats_loop).map_err(io_err(&root))?;
+        store.spawn("store-disk-guard", disk_guard_loop).map_err(io_err(&root))?;
         Ok(store)
     }
 
@@ -395,6 +449,9 @@ impl MessageStore {
     /// Appends one message and, under SYNC_FLUSH unless its WAIT property is "false", waits
     /// until it is on disk.
     pub async fn put_message(&self, msg: StoredMessage) -> PutMessageResult {
+        if let Some(refused) = self.refuse_when_full() {
+            return refused;
+        }
         let began = std::time::Instant::now();
         let wait = msg.property(keys::WAIT) != Some("false");
         let result = self.shared.commit_log.append(&msg);
@@ -405,12 +462,31 @@ impl MessageStore {
 
     /// Appends a batch of one topic queue contiguously (SEND_BATCH_MESSAGE).
     pub async fn put_messages(&self, msgs: Vec<StoredMessage>) -> PutMessageResult {
+        if let Some(refused) = self.refuse_when_full() {
+            return refused;
+        }
         let began = std::time::Instant::now();
         let wait = msgs.first().is_none_or(|m| m.property(keys::WAIT) != Some("false"));
         let result = self.shared.commit_log.append_batch(&msgs);
         let result = self.after_append(result, wait).await;
         self.shared.stats.record_put(&result, began.elapsed());
         result
+    }
+
+    /// SERVICE_NOT_AVAILABLE while the disk guard says the disk is full (counted as a failed
+    /// put).
+    fn refuse_when_full(&self) -> Option<PutMessageResult> {
+        if !self.shared.disk_guard.is_full() {
+            return None;
+        }
+        let refused = PutMessageResult::failed(PutMessageStatus::ServiceNotAvailable, self.shared.disk_guard.remark());
+        self.shared.stats.record_put(&refused, Duration::ZERO);
+        Some(refused)
+    }
+
+    /// The disk-full guard (its flag and the measured ratios).
+    pub fn disk_guard(&self) -> &DiskGuard {
+        &self.shared.disk_guard
     }
 
     async fn after_append(
@@ -607,7 +683,9 @@ impl MessageStore {
 
     /// Replaces how retention measures disk usage (default: `statvfs`).
     pub fn set_disk_usage_probe(&self, probe: DiskUsageProbe) {
-        self.shared.retention.set_disk_usage_probe(probe);
+        self.shared.retention.set_disk_usage_probe(probe.clone());
+        self.shared.disk_guard.set_probe(probe);
+        self.shared.disk_guard.check();
     }
 
     /// Put and get counts, TPS and put latency. Java: `StoreStatsService#getRuntimeInfo`.
@@ -863,6 +941,18 @@ fn retention_loop(shared: &Shared) {
     });
 }
 
+/// Measures the store's disks (see [`DiskGuard`]).
+fn disk_guard_loop(shared: &Shared) {
+    crate::disk_guard::run(&shared.disk_guard, &shared.stop);
+}
+
+/// Free bytes the CommitLog's reservations leave on its filesystem, so that the consume queues
+/// and the index of every accepted message can still be written: a sixteenth of the disk,
+/// between 1 and 16 MiB.
+fn dispatch_headroom(total_bytes: u64) -> u64 {
+    (total_bytes / 16).clamp(1 << 20, 16 << 20)
+}
+
 /// Samples the statistics every second. Java: `StoreStatsService#run`.
 fn stats_loop(shared: &Shared) {
     crate::stats::run_sampler(&shared.stats, &shared.stop, &shared.wake_flusher);
@@ -878,6 +968,9 @@ const ANNOUNCE_EVERY_RECORDS: u32 = 32;
 /// millisecond and is never woken). Under a low rate every put wakes it, so a message is
 /// dispatched (and pullable) at once.
 const BUSY_POLL_INTERVAL: Duration = Duration::from_millis(1);
+
+/// How long dispatch waits before retrying a record whose consume queue could not be written.
+const DISPATCH_RETRY_PAUSE: Duration = Duration::from_millis(50);
 
 /// Empty polls in a row after which the dispatch thread sleeps until a put wakes it.
 const BUSY_POLLS: u32 = 10;
@@ -951,8 +1044,12 @@ fn reput_loop(shared: &Shared) {
         while pos < data.len() {
             match scan(&data[pos..], from + pos as i64, false, &shared.config.message_delay_level, keep_properties) {
                 Scanned::Record(req) => {
+                    if !shared.dispatch(&req) {
+                        // Retried from this record after a pause (see `Shared::dispatch`).
+                        std::thread::sleep(DISPATCH_RETRY_PAUSE);
+                        break;
+                    }
                     pos += req.msg_size as usize;
-                    shared.dispatch(&req);
                     next = from + pos as i64;
                     dispatched += 1;
                     // A long batch must not delay replication of what is appended meanwhile.

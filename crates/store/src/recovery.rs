@@ -67,7 +67,12 @@ pub(crate) fn recover(
         let valid_len = file.loaded_len().min(file_size);
         let mut pos = 0usize;
         loop {
-            let scanned = file.with_raw(pos, valid_len.saturating_sub(pos), |bytes| {
+            if pos >= file.reserved() {
+                // Past the allocated prefix the file is a hole: no record was ever written
+                // there (appends reserve first), so this is the end of the data.
+                break 'files;
+            }
+            let scanned = file.with_allocated(pos, valid_len.saturating_sub(pos), |bytes| {
                 scan(bytes, from + pos as i64, check_crc, delays, false)
             });
             match scanned {
@@ -109,7 +114,7 @@ pub(crate) fn recover(
 /// later data may be missing from consume queues and index), or the first segment.
 fn start_by_checkpoint(files: &[std::sync::Arc<crate::MappedFile>], min_timestamp: i64) -> usize {
     for (i, file) in files.iter().enumerate().rev() {
-        let first_ts = file.with_raw(0, file.file_size(), |bytes| {
+        let first_ts = file.with_allocated(0, file.file_size(), |bytes| {
             match scan(bytes, file.file_from_offset(), false, &DelayLevels::default(), false) {
                 Scanned::Record(req) => Some(req.store_timestamp),
                 _ => None,

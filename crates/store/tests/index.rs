@@ -315,8 +315,8 @@ fn file_bytes_match_the_rocketmq_layout() {
     // Java: "T#k".hashCode() == 84 * 31 * 31 + 35 * 31 + 107 == 81916; 81916 % 16 == 12.
     let (hash, slot) = (81916_i32, 12_usize);
     let store_time = 1_700_000_000_123_i64;
-    assert!(file.put_key("T#k", 1234, store_time));
-    assert!(file.put_key("T#k", 2000, store_time + 5_500));
+    assert!(file.put_key("T#k", 1234, store_time).unwrap());
+    assert!(file.put_key("T#k", 2000, store_time + 5_500).unwrap());
     file.flush().unwrap();
 
     let mut expected = vec![0_u8; 40 + 16 * 4 + 8 * 20];

@@ -1,6 +1,8 @@
 //! The timer wheel: `2 * slotsTotal` slots, one per precision step, indexed by
 //! `(timeMs / precision) % (2 * slotsTotal)`. The `timerwheel` file holds the wheel and is
-//! mapped read-only (38 MB with Java's defaults: page cache, not process memory); slots changed
+//! mapped read-only (38 MB with Java's defaults: page cache, not process memory). The file is
+//! sparse: a page of it is read through the mapping only once it is known to have blocks (a
+//! fault on a hole of a full tmpfs kills the process), otherwise with `pread`; slots changed
 //! since they were last written live in an in-memory overlay until a flush has written them
 //! (`pwrite`, synced by the flusher) and confirmed it. Java: `TimerWheel` (which maps the file
 //! read-write).
@@ -35,9 +37,14 @@ pub(crate) struct TimerWheel {
     /// One bit per slot changed since the last [`take_dirty`](Self::take_dirty).
     dirty: Vec<u64>,
     precision_ms: i64,
+    /// One bit per page of the file known to have blocks (written, or found with data at
+    /// open): only those pages are read through the mapping.
+    pages: Vec<u64>,
     file: std::sync::Arc<File>,
     path: PathBuf,
 }
+
+const PAGE: usize = ferromq_store::OS_PAGE_SIZE;
 
 impl std::fmt::Debug for TimerWheel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -88,12 +95,19 @@ impl TimerWheel {
             file.set_len(expected).map_err(io_err(path))?;
         }
         let map = map_read_only(&file).map_err(io_err(path))?;
+        let mut pages = vec![0u64; (expected as usize).div_ceil(PAGE).div_ceil(64)];
+        for (start, end) in ferromq_store::reserve::allocated_ranges(&file, expected).map_err(io_err(path))? {
+            for page in start.div_ceil(PAGE as u64) as usize..(end / PAGE as u64) as usize {
+                pages[page / 64] |= 1 << (page % 64);
+            }
+        }
         Ok(TimerWheel {
             map,
             slot_count: count,
             changed: HashMap::new(),
             dirty: vec![0; count.div_ceil(64)],
             precision_ms,
+            pages,
             file: std::sync::Arc::new(file),
             path: path.to_owned(),
         })
@@ -176,8 +190,19 @@ impl TimerWheel {
             return *slot;
         }
         let mut rec = [0u8; SLOT_SIZE];
-        rec.copy_from_slice(&self.map[index * SLOT_SIZE..(index + 1) * SLOT_SIZE]);
+        let (from, to) = (index * SLOT_SIZE, (index + 1) * SLOT_SIZE);
+        if self.page_known(from) && self.page_known(to - 1) {
+            rec.copy_from_slice(&self.map[from..to]);
+        } else if self.file.read_exact_at(&mut rec, from as u64).is_err() {
+            // Unreadable reads as an empty slot, as a hole does.
+            rec = [0u8; SLOT_SIZE];
+        }
         Slot::decode(&rec, self.precision_ms)
+    }
+
+    fn page_known(&self, pos: usize) -> bool {
+        let page = pos / PAGE;
+        self.pages[page / 64] & (1 << (page % 64)) != 0
     }
 
     fn set(&mut self, index: usize, slot: Slot) {
@@ -196,6 +221,13 @@ impl TimerWheel {
     /// After `dirty` was written and synced: its slots that have not changed again since are
     /// read from the file from now on.
     pub(crate) fn confirm_written(&mut self, dirty: &DirtySlots) {
+        // A completed write gave its pages blocks.
+        for (first, bytes) in &dirty.runs {
+            let (from, to) = (first * SLOT_SIZE, first * SLOT_SIZE + bytes.len());
+            for page in from / PAGE..to.div_ceil(PAGE) {
+                self.pages[page / 64] |= 1 << (page % 64);
+            }
+        }
         for (index, written) in &dirty.slots {
             if self.changed.get(index) == Some(written) {
                 self.changed.remove(index);

@@ -1,0 +1,233 @@
+//! Block reservation for files the store maps.
+//!
+//! A page of a shared file mapping whose blocks the filesystem cannot allocate kills the
+//! process with SIGBUS when it is touched: a write fault on ext4 or XFS, and on tmpfs even a
+//! read fault on a hole. So no page of a mapped file is ever touched before its blocks are
+//! reserved with `fallocate` (or, where that is not supported, written as zeros by a write
+//! call). A reservation that fails is an ordinary `StorageFull` error naming the file and the
+//! free space, which the store turns into a refused write; nothing has touched the mapping.
+//!
+//! Files are reserved in steps ahead of their writer, not whole: a 1 GiB CommitLog segment
+//! holds only the blocks its data and one step beyond need, so a fresh store takes megabytes of
+//! disk, not gigabytes.
+
+#![allow(unsafe_code)] // fallocate, lseek and fstatvfs on descriptors the caller owns.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// Free bytes (available to this process) and total bytes of the filesystem holding `file`.
+///
+/// # Errors
+/// `fstatvfs` failed.
+#[allow(clippy::unnecessary_cast)] // `fsblkcnt_t` is u32 on some targets and u64 on others.
+pub fn free_space(file: &File) -> io::Result<(u64, u64)> {
+    let mut buf = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: the descriptor is open for the call and `buf` is writable memory of the type
+    // `fstatvfs` fills in; it is read only after the call reported success.
+    let stat = unsafe {
+        if libc::fstatvfs(file.as_raw_fd(), buf.as_mut_ptr()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        buf.assume_init()
+    };
+    let block = stat.f_frsize as u64;
+    Ok(((stat.f_bavail as u64).saturating_mul(block), (stat.f_blocks as u64).saturating_mul(block)))
+}
+
+/// The error of a reservation that did not fit: `StorageFull`, naming the path and the space.
+pub fn storage_full(path: &Path, wanted: u64, free: Option<u64>, cause: &io::Error) -> io::Error {
+    let free = free.map_or_else(|| "unknown".to_owned(), |f| f.to_string());
+    io::Error::new(
+        io::ErrorKind::StorageFull,
+        format!(
+            "disk full: cannot reserve {wanted} bytes for {} ({free} bytes free on its filesystem: {cause}); \
+             free space there or move storePathRootDir",
+            path.display()
+        ),
+    )
+}
+
+/// Whether `e` means the filesystem has no room (ENOSPC, EDQUOT).
+pub fn is_no_space(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::StorageFull
+        || e.kind() == io::ErrorKind::QuotaExceeded
+        || matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
+}
+
+/// Allocates the blocks of `[offset, offset + len)` of `file` without changing what it reads
+/// as. Falls back to writing zeros where `fallocate` is not supported (then the range must not
+/// hold data yet). `path` names the file in errors.
+///
+/// # Errors
+/// `StorageFull` (see [`storage_full`]) when the filesystem has no room; other I/O errors.
+pub fn reserve(file: &File, path: &Path, offset: u64, len: u64) -> io::Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    let (Ok(off), Ok(l)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "reservation out of range"));
+    };
+    // SAFETY: a plain system call on a descriptor the caller keeps open; mode 0 allocates
+    // blocks for the range (unwritten extents read as zeros) and never discards data.
+    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, off, l) };
+    let result = if rc == 0 {
+        Ok(())
+    } else {
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => write_zeros(file, offset, len),
+            _ => Err(e),
+        }
+    };
+    result.map_err(|e| {
+        if is_no_space(&e) {
+            storage_full(path, len, free_space(file).ok().map(|(free, _)| free), &e)
+        } else {
+            io::Error::new(e.kind(), format!("cannot reserve {len} bytes for {}: {e}", path.display()))
+        }
+    })
+}
+
+fn write_zeros(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    let zeros = vec![0u8; (1 << 20).min(len as usize)];
+    let mut at = 0;
+    while at < len {
+        let n = (zeros.len() as u64).min(len - at) as usize;
+        file.write_all_at(&zeros[..n], offset + at)?;
+        at += n as u64;
+    }
+    Ok(())
+}
+
+/// Gives back the blocks of `[offset, offset + len)`, which then read as zeros (the file keeps
+/// its size). Returns false where punching holes is not supported.
+///
+/// # Errors
+/// Other I/O errors.
+pub fn punch_hole(file: &File, offset: u64, len: u64) -> io::Result<bool> {
+    if len == 0 {
+        return Ok(true);
+    }
+    let (Ok(off), Ok(l)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "hole out of range"));
+    };
+    // SAFETY: a plain system call on a descriptor the caller keeps open.
+    let rc = unsafe { libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, off, l) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => Ok(false),
+        _ => Err(e),
+    }
+}
+
+/// Where the first hole of `file` starts (its length when it has none), rounded down to a
+/// page: the prefix whose blocks are known to be allocated. A file of an earlier run may be
+/// sparse; only this prefix may be touched through a mapping before it is reserved.
+///
+/// # Errors
+/// `lseek` failed for another reason than the filesystem not knowing about holes (then the
+/// whole file is taken as allocated, as it is on such filesystems).
+pub fn allocated_prefix(file: &File, len: u64) -> io::Result<u64> {
+    // SAFETY: a plain system call on a descriptor the caller keeps open. The file position it
+    // moves is not used by the store, which reads and writes at explicit offsets.
+    let at = unsafe { libc::lseek(file.as_raw_fd(), 0, libc::SEEK_HOLE) };
+    if at < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => Ok(len),
+            Some(libc::ENXIO) => Ok(0),
+            _ => Err(e),
+        };
+    }
+    let at = (at as u64).min(len);
+    Ok(if at == len { len } else { at - at % crate::OS_PAGE_SIZE as u64 })
+}
+
+/// The ranges of `file` (of `len` bytes) that hold data, by `SEEK_DATA` / `SEEK_HOLE`; the
+/// whole file when the filesystem does not tell.
+///
+/// # Errors
+/// `lseek` failed for another reason.
+pub fn allocated_ranges(file: &File, len: u64) -> io::Result<Vec<(u64, u64)>> {
+    let mut ranges = Vec::new();
+    let mut at = 0u64;
+    while at < len {
+        let Ok(from) = libc::off_t::try_from(at) else { break };
+        // SAFETY: plain system calls on a descriptor the caller keeps open; the file position
+        // they move is not used by the store.
+        let data = unsafe { libc::lseek(file.as_raw_fd(), from, libc::SEEK_DATA) };
+        if data < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::ENXIO) => Ok(ranges),
+                Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => Ok(vec![(0, len)]),
+                _ => Err(e),
+            };
+        }
+        // SAFETY: as above.
+        let hole = unsafe { libc::lseek(file.as_raw_fd(), data, libc::SEEK_HOLE) };
+        if hole < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let (data, hole) = (data as u64, (hole as u64).min(len));
+        if hole <= data {
+            break;
+        }
+        ranges.push((data, hole));
+        at = hole;
+    }
+    Ok(ranges)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allocated_bytes(file: &File) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        file.metadata().unwrap().blocks() * 512
+    }
+
+    #[test]
+    fn a_reserved_range_is_allocated_and_a_punched_one_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).unwrap();
+        file.set_len(1 << 20).unwrap();
+        assert_eq!(allocated_prefix(&file, 1 << 20).unwrap(), 0, "a sparse file starts with a hole");
+        assert_eq!(allocated_bytes(&file), 0);
+        reserve(&file, &path, 0, 256 * 1024).unwrap();
+        assert!(allocated_bytes(&file) >= 256 * 1024);
+        let mut buf = [1u8; 8];
+        file.read_exact_at(&mut buf, 1000).unwrap();
+        assert_eq!(buf, [0; 8], "reserved blocks read as zeros");
+        // Written data counts as allocated on every filesystem (ext4 reports reserved blocks
+        // nothing was written to as a hole, tmpfs as data: both are safe to read).
+        file.write_all_at(&[7u8; 8192], 0).unwrap();
+        assert!(allocated_prefix(&file, 1 << 20).unwrap() >= 8192);
+        let ranges = allocated_ranges(&file, 1 << 20).unwrap();
+        assert!(ranges.first().is_some_and(|&(from, to)| from == 0 && to >= 8192), "{ranges:?}");
+        if punch_hole(&file, 128 * 1024, 128 * 1024).unwrap() {
+            assert!(allocated_bytes(&file) < 256 * 1024);
+        }
+        reserve(&file, &path, 0, 1 << 20).unwrap();
+        assert!(allocated_bytes(&file) >= 1 << 20);
+    }
+
+    #[test]
+    fn no_space_is_storage_full_naming_the_path_and_free_space() {
+        let e = storage_full(Path::new("/x/y"), 10, Some(3), &io::Error::from_raw_os_error(libc::ENOSPC));
+        assert_eq!(e.kind(), io::ErrorKind::StorageFull);
+        let text = e.to_string();
+        assert!(text.contains("/x/y") && text.contains("3 bytes free"), "{text}");
+        assert!(is_no_space(&io::Error::from_raw_os_error(libc::ENOSPC)));
+        assert!(!is_no_space(&io::Error::from_raw_os_error(libc::EIO)));
+    }
+}
