@@ -28,7 +28,7 @@ pub const STAGED_LIMIT_BYTES: usize = 1024 * 1024;
 
 /// Blocks reserved ahead of the writer at a time, for files opened without a
 /// [`ReservePolicy`] of their own (consume queues, timer logs).
-pub const DEFAULT_RESERVE_STEP: usize = 1024 * 1024;
+pub const DEFAULT_RESERVE_STEP: usize = 256 * 1024;
 
 /// How a queue's files reserve their blocks ahead of the writer (see [`crate::reserve`]).
 #[derive(Debug)]
