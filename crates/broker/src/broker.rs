@@ -47,11 +47,17 @@ pub(crate) fn now_ms() -> i64 {
 #[non_exhaustive]
 pub enum BrokerError {
     /// The store failed to open.
-    #[error("message store")]
+    #[error("cannot open the message store")]
     Store(#[from] StoreError),
     /// The HA (replication) port could not be bound.
-    #[error("replication listener")]
-    HaListen(#[source] std::io::Error),
+    #[error("cannot listen for replication on port {port} (haListenPort; by default the listen port + 1)")]
+    HaListen {
+        /// The port.
+        port: u16,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
     /// The timer wheel failed to open.
     #[error("timer wheel")]
     Timer(#[from] ferromq_timer::TimerError),
@@ -492,11 +498,15 @@ pub async fn run(
         }
         (None, Some(client), String::new())
     } else {
-        let ha_listener =
-            TcpListener::bind((bind_ip, settings.ha_listen_port())).await.map_err(BrokerError::HaListen)?;
-        let port = ha_listener.local_addr().map_err(BrokerError::HaListen)?.port();
+        let ha_listener = TcpListener::bind((bind_ip, settings.ha_listen_port()))
+            .await
+            .map_err(|source| BrokerError::HaListen { port: settings.ha_listen_port(), source })?;
+        let port = ha_listener
+            .local_addr()
+            .map_err(|source| BrokerError::HaListen { port: settings.ha_listen_port(), source })?
+            .port();
         let service = ferromq_replication::HaService::start(store.clone(), settings.ha.clone(), ha_listener)
-            .map_err(BrokerError::HaListen)?;
+            .map_err(|source| BrokerError::HaListen { port, source })?;
         (Some(service), None, format!("{}:{port}", config.broker_ip2))
     };
     let (pull_hold, mut woken) = PullHold::new(config.pull_thread_pool_queue_capacity);

@@ -2,7 +2,9 @@
 
 mod admin;
 mod bench;
+mod log_sink;
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -75,24 +77,48 @@ struct NamesrvArgs {
     print_config: bool,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() {
     let cli = Cli::parse();
     // Tools print their results on stdout; their logs stay quiet unless asked for.
     let quiet = matches!(cli.command, Command::Admin(_) | Command::Bench(_));
     init_logging(if quiet { "warn" } else { "info" });
-    match cli.command {
+    let result = match cli.command {
         Command::Namesrv(args) => namesrv(args),
         Command::Broker(args) => broker(args),
         Command::Standalone(args) => standalone(args),
         Command::Admin(args) => admin::run(args),
         Command::Bench(args) => bench::run(args),
+    };
+    log_sink::drain(std::time::Duration::from_secs(1));
+    let (dropped, failed) = log_sink::lost_lines();
+    if dropped + failed > 0 {
+        let _ = writeln!(
+            std::io::stderr(),
+            "{dropped} log lines dropped (queue full), {failed} not written (stderr failed)"
+        );
+    }
+    if let Err(e) = result {
+        // Not `eprintln!`, which panics when stderr cannot be written (a full disk).
+        let _ = writeln!(std::io::stderr(), "Error: {e:#}");
+        std::process::exit(1);
     }
 }
 
 fn init_logging(default_level: &str) {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(log_sink::LogSink::stderr())
+        .init();
+}
+
+/// Prints a start-up line on stdout. A failed write (stdout on a full disk) is not fatal.
+fn banner(line: std::fmt::Arguments<'_>) {
+    let mut out = std::io::stdout();
+    let _ = out.write_fmt(line).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush());
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -115,7 +141,7 @@ fn namesrv(args: NamesrvArgs) -> anyhow::Result<()> {
     runtime()?.block_on(async move {
         let listener =
             tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
-        println!("The Name Server boot success. serializeType=JSON, address={addr}");
+        banner(format_args!("The Name Server boot success. serializeType=JSON, address={addr}"));
         ferromq_namesrv::run(config, listener, shutdown_signal()).await?;
         Ok(())
     })
@@ -178,12 +204,12 @@ fn broker(args: BrokerArgs) -> anyhow::Result<()> {
     runtime()?.block_on(async move {
         let listener =
             tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
-        println!(
+        banner(format_args!(
             "The broker[{}, {}] boot success. serializeType=JSON and name server is {}",
             settings.broker.broker_name,
             settings.broker.broker_addr(),
             settings.broker.namesrv_addr
-        );
+        ));
         ferromq_broker::run(settings, listener, shutdown_signal()).await?;
         Ok(())
     })
@@ -220,17 +246,34 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|s| *s).await;
         };
-        println!(
+        banner(format_args!(
             "FerroMQ standalone: name server on {namesrv_addr}, broker on {broker_addr}, data in {}",
             data.display()
-        );
-        println!(
+        ));
+        banner(format_args!(
             "Send a first message with any RocketMQ client: namesrvAddr=127.0.0.1:{} topic=TopicTest (auto-created)",
             args.namesrv_port
-        );
-        let namesrv = tokio::spawn(ferromq_namesrv::run(namesrv_config, ns_listener, stopped(stop_ns_rx)));
-        let broker = tokio::spawn(ferromq_broker::run(settings, broker_listener, stopped(stop_broker_rx)));
-        shutdown_signal().await;
+        ));
+        let mut namesrv = tokio::spawn(ferromq_namesrv::run(namesrv_config, ns_listener, stopped(stop_ns_rx)));
+        let mut broker = tokio::spawn(ferromq_broker::run(settings, broker_listener, stopped(stop_broker_rx)));
+        // Either half failing (the store locked by another process, a port taken) ends the
+        // whole process at once with its error: a name server without its broker would look
+        // up and serve nothing.
+        tokio::select! {
+            () = shutdown_signal() => {}
+            ended = &mut broker => {
+                let _ = stop_ns_tx.send(true);
+                let _ = namesrv.await;
+                ended.context("broker task")?.context("the broker stopped")?;
+                anyhow::bail!("the broker stopped unexpectedly");
+            }
+            ended = &mut namesrv => {
+                let _ = stop_broker_tx.send(true);
+                let _ = broker.await;
+                ended.context("name server task")?.context("the name server stopped")?;
+                anyhow::bail!("the name server stopped unexpectedly");
+            }
+        }
         // The broker stops first so it can still unregister from the name server.
         let _ = stop_broker_tx.send(true);
         broker.await.context("broker task")??;

@@ -55,7 +55,9 @@ fn mount(fs: Fs) -> Result<Mount, String> {
     let point = dir.path().join("mnt");
     std::fs::create_dir(&point).map_err(|e| e.to_string())?;
     match fs {
-        Fs::Tmpfs => run(Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={DISK_MB}m"), "tmpfs"]).arg(&point))?,
+        Fs::Tmpfs => {
+            run(Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={DISK_MB}m"), "tmpfs"]).arg(&point))?
+        }
         Fs::Ext4 => {
             let image = dir.path().join("disk.img");
             run(Command::new("truncate").args(["-s", &format!("{DISK_MB}M")]).arg(&image))?;
@@ -138,9 +140,7 @@ async fn wait_serving(client: &RemotingClient, broker: &mut Broker) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         broker.assert_alive("while starting");
-        let probe = client
-            .invoke(&broker.broker, pull_request(TOPIC, 0, 0, "*", 0), Duration::from_secs(2))
-            .await;
+        let probe = client.invoke(&broker.broker, pull_request(TOPIC, 0, 0, "*", 0), Duration::from_secs(2)).await;
         if probe.is_ok() {
             return;
         }
@@ -150,7 +150,12 @@ async fn wait_serving(client: &RemotingClient, broker: &mut Broker) {
 }
 
 /// Every message of `acked` (by queue) is pulled back.
-async fn assert_all_readable(client: &RemotingClient, broker: &Broker, acked: &BTreeMap<i32, BTreeSet<u32>>, when: &str) {
+async fn assert_all_readable(
+    client: &RemotingClient,
+    broker: &Broker,
+    acked: &BTreeMap<i32, BTreeSet<u32>>,
+    when: &str,
+) {
     for (queue, want) in acked {
         let got = pull_messages(client, &broker.broker, TOPIC, *queue, 0, want.len(), Duration::from_secs(20)).await;
         let got: BTreeSet<u32> = got.iter().map(|m| index_of(&m.body)).collect();

@@ -389,7 +389,9 @@ impl CommitLog {
         static LAST_WARNED_MS: AtomicI64 = AtomicI64::new(0);
         let now = now_ms();
         let last = LAST_WARNED_MS.load(Ordering::Relaxed);
-        if now - last >= 10_000 && LAST_WARNED_MS.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+        if now - last >= 10_000
+            && LAST_WARNED_MS.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        {
             warn!(error = %e, "put refused: no room on the store disk");
         }
         AppendError::new(PutMessageStatus::ServiceNotAvailable, e.to_string())

@@ -121,9 +121,8 @@ impl MappedFileQueue {
         }
         let append_path = Arc::new(SharedAppendPath::default());
         let warm = Arc::new(AtomicBool::new(false));
-        let preallocator = preallocate.then(|| {
-            Preallocator::start(dir.to_owned(), file_size, append_path.clone(), warm.clone(), policy.clone())
-        });
+        let preallocator = preallocate
+            .then(|| Preallocator::start(dir.to_owned(), file_size, append_path.clone(), warm.clone(), policy.clone()));
         Ok(MappedFileQueue {
             dir: dir.to_owned(),
             file_size,

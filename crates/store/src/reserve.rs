@@ -116,7 +116,8 @@ pub fn punch_hole(file: &File, offset: u64, len: u64) -> io::Result<bool> {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "hole out of range"));
     };
     // SAFETY: a plain system call on a descriptor the caller keeps open.
-    let rc = unsafe { libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, off, l) };
+    let rc =
+        unsafe { libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE, off, l) };
     if rc == 0 {
         return Ok(true);
     }
