@@ -64,6 +64,9 @@ pub enum BrokerError {
     /// Metadata files failed to load.
     #[error("broker metadata")]
     Metadata(#[from] MetadataError),
+    /// A setting cannot be served (the reason says which and how to fix it).
+    #[error("invalid broker config: {0}")]
+    Config(String),
     /// The transport failed.
     #[error("remoting server")]
     Remoting(#[from] ferromq_remoting::RemotingError),
@@ -452,6 +455,7 @@ pub async fn run(
     if let Ok(local) = listener.local_addr() {
         settings.broker.listen_port = local.port();
     }
+    crate::config::check_max_message_size(settings.store.max_message_size).map_err(BrokerError::Config)?;
     let config = settings.broker.clone();
     let store_host: SocketAddr = config.broker_addr().parse().unwrap_or_else(|_| {
         warn!(broker_ip1 = %config.broker_ip1, "brokerIP1 is not an IP address; STOREHOST falls back to 127.0.0.1");

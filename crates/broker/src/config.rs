@@ -5,7 +5,31 @@
 use std::path::Path;
 
 use ferromq_config::{rocketmq_config, ConfigError, RocketMqConfig};
+use ferromq_protocol::MAX_FRAME_BYTES;
 use ferromq_store::StoreConfig;
+
+/// Bytes of a pull answer's frame kept for everything but the message bodies: the record
+/// fields around each body (topic, up to 32 KiB of properties, fixed fields) and the header.
+pub const PULL_FRAME_RESERVE: usize = 128 * 1024;
+
+/// The largest `maxMessageSize` whose messages a consumer can always pull back: one stored
+/// record with the reserve around it fills a remoting frame (16 MiB, Java's `frameMaxLength`).
+pub const MAX_MESSAGE_SIZE_LIMIT: u64 = (MAX_FRAME_BYTES - PULL_FRAME_RESERVE) as u64;
+
+/// Refuses a `maxMessageSize` above [`MAX_MESSAGE_SIZE_LIMIT`]: a message that large would be
+/// stored and acknowledged, and then no pull could carry it (the consumer stuck there).
+///
+/// # Errors
+/// The reason, naming the key and the limit.
+pub fn check_max_message_size(bytes: u64) -> Result<(), String> {
+    if bytes > MAX_MESSAGE_SIZE_LIMIT {
+        return Err(format!(
+            "maxMessageSize={bytes} is larger than a consumer can pull back in one {MAX_FRAME_BYTES}-byte remoting \
+             frame; set maxMessageSize to at most {MAX_MESSAGE_SIZE_LIMIT}"
+        ));
+    }
+    Ok(())
+}
 
 /// A broker's replication role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,4 +17,4 @@ mod timer;
 mod transaction;
 
 pub use broker::{run, Broker, BrokerError};
-pub use config::{BrokerConfig, BrokerRole, BrokerSettings};
+pub use config::{check_max_message_size, BrokerConfig, BrokerRole, BrokerSettings, MAX_MESSAGE_SIZE_LIMIT};

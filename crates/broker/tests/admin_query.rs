@@ -597,6 +597,7 @@ async fn delay_offsets_are_served_as_java_writes_them() {
 async fn broker_config_updates_apply_all_or_nothing_and_refuse_black_listed_keys() {
     let c = Cluster::start(|s| {
         s.broker.unknown.insert("configBlackList".into(), "configBlackList;brokerConfigPath;storePathRootDir".into());
+        s.broker.unknown.insert("confOnlyKey".into(), "a".into());
     })
     .await;
     let client = RemotingClient::new(ClientConfig::default());
@@ -606,10 +607,25 @@ async fn broker_config_updates_apply_all_or_nothing_and_refuse_black_listed_keys
         String::from_utf8(r.body.to_vec()).unwrap()
     };
 
-    let r = c.call(&client, update("brokerPermission=4\nsomeNewKey=x\n")).await;
+    // Keys the broker does not know are refused, whole, with the keys named.
+    for foreign in ["someNewKey=x", "justakey", "\u{1}\u{2}bin=\u{3}"] {
+        let r = c.call(&client, update(&format!("brokerPermission=2\n{foreign}\n"))).await;
+        assert_eq!(r.code, response_code::SYSTEM_ERROR, "{foreign}");
+        assert!(r.remark.as_deref().unwrap_or_default().contains("unknown broker config key"), "{:?}", r.remark);
+    }
+    let many: String = (0..10_000).map(|i| format!("unknownKey{i}=v\n")).collect();
+    let r = c.call(&client, update(&many)).await;
+    assert_eq!(r.code, response_code::SYSTEM_ERROR, "a body over the bound is refused");
+    assert!(r.remark.as_deref().unwrap_or_default().contains("bytes"), "{:?}", r.remark);
+    let text = config().await;
+    assert!(!text.contains("someNewKey") && !text.contains("justakey") && !text.contains("unknownKey"), "{text}");
+    assert!(!text.contains("brokerPermission=2"), "{text}");
+
+    // A key broker.conf already holds (Java keeps those) may be updated.
+    let r = c.call(&client, update("brokerPermission=4\nconfOnlyKey=b\n")).await;
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
     let text = config().await;
-    assert!(text.contains("brokerPermission=4") && text.contains("someNewKey=x"), "{text}");
+    assert!(text.contains("brokerPermission=4") && text.contains("confOnlyKey=b"), "{text}");
 
     for refused in
         ["rocketmqHome=/refused", "brokerConfigPath=/refused/b.conf", "storePathRootDir=/refused", "configBlackList="]
@@ -630,13 +646,53 @@ async fn broker_config_updates_apply_all_or_nothing_and_refuse_black_listed_keys
     // Accepted updates are written back, whole, where the next start can read them.
     let path = c.dir().join("store").join("config").join("broker.properties");
     let persisted = std::fs::read_to_string(&path).unwrap();
-    assert!(persisted.contains("brokerPermission=4\n") && persisted.contains("someNewKey=x\n"), "{persisted}");
+    assert!(persisted.contains("brokerPermission=4\n") && !persisted.contains("someNewKey"), "{persisted}");
     assert!(!persisted.contains("brokerPermission=2") && !persisted.contains("/refused"), "{persisted}");
     let mut reloaded = BrokerSettings::default();
     let unknown = reloaded.load_file(&path).unwrap();
-    assert_eq!(unknown, vec!["configBlackList".to_owned(), "someNewKey".to_owned()]);
+    assert_eq!(unknown, vec!["confOnlyKey".to_owned(), "configBlackList".to_owned()]);
     assert_eq!(reloaded.broker.broker_permission, 4);
     assert_eq!(reloaded.broker.broker_name, "broker-a");
+    client.shutdown().await;
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_message_size_changes_apply_at_once_and_stay_within_what_a_pull_can_carry() {
+    let c = Cluster::start(|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let update = |text: &str| RemotingCommand::request(request_code::UPDATE_BROKER_CONFIG).with_body(text.to_owned());
+    let body = "x".repeat(2048);
+    assert_eq!(c.call(&client, send_v2("SizeTopic", 0, &body)).await.code, response_code::SUCCESS);
+    assert_eq!(c.call(&client, update("maxMessageSize=1024\n")).await.code, response_code::SUCCESS);
+    let r = c.call(&client, send_v2("SizeTopic", 0, &body)).await;
+    assert_eq!(r.code, response_code::MESSAGE_ILLEGAL, "the new limit applies to the next send: {:?}", r.remark);
+    let r = c.call(&client, update(&format!("maxMessageSize={}\n", 20 * 1024 * 1024))).await;
+    assert_eq!(r.code, response_code::SYSTEM_ERROR, "over what a pull frame can carry");
+    assert!(r.remark.as_deref().unwrap_or_default().contains("maxMessageSize"), "{:?}", r.remark);
+    assert_eq!(c.call(&client, update("maxMessageSize=4096\n")).await.code, response_code::SUCCESS);
+    assert_eq!(c.call(&client, send_v2("SizeTopic", 0, &body)).await.code, response_code::SUCCESS);
+
+    // A topic filter type other than Java's two is refused, as Java's header check does.
+    let create = |filter: &str| {
+        RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC).with_header(&CreateTopicRequestHeader {
+            topic: "FilterTopic".into(),
+            default_topic: "TBW102".into(),
+            read_queue_nums: 4,
+            write_queue_nums: 4,
+            perm: 6,
+            topic_filter_type: filter.into(),
+            ..Default::default()
+        })
+    };
+    let r = c.call(&client, create("BOGUS")).await;
+    assert_eq!(r.code, response_code::SYSTEM_ERROR);
+    assert!(
+        r.remark.as_deref().unwrap_or_default().contains("topicFilterType = [BOGUS] value invalid"),
+        "{:?}",
+        r.remark
+    );
+    assert_eq!(c.call(&client, create("MULTI_TAG")).await.code, response_code::SUCCESS);
     client.shutdown().await;
     c.stop().await;
 }

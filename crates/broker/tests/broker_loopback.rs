@@ -571,3 +571,40 @@ async fn send_back_goes_to_retry_then_dead_letter_topic() {
     client.shutdown().await;
     c.stop().await;
 }
+
+/// With `maxMessageSize` at its limit, the largest messages are acknowledged and each comes
+/// back alone in a pull that fits one frame, whatever byte budget the consumer asks for; a
+/// larger limit is refused at start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_largest_accepted_message_is_pulled_back_alone_within_a_frame() {
+    let limit = ferromq_broker::MAX_MESSAGE_SIZE_LIMIT;
+    assert!(ferromq_broker::check_max_message_size(limit + 1).is_err());
+    let c = Cluster::start(move |s| {
+        s.store.max_message_size = limit;
+        s.store.mapped_file_size_commit_log = 64 << 20;
+    })
+    .await;
+    let client = RemotingClient::new(ClientConfig::default());
+    // Incompressible bytes: a stored record is its body plus the record fields.
+    let body: Vec<u8> = (0..limit as usize).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    for _ in 0..2 {
+        let r = client.invoke(&c.broker_addr, send_request("BigTopic", 0, &body, &[]), T).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    }
+    let mut offset = 0;
+    for _ in 0..2 {
+        let mut req = pull_request("BigTopic", 0, offset, "*", 0);
+        let mut h: PullMessageRequestHeader = req.decode_header().unwrap();
+        h.max_msg_bytes = Some(i32::MAX);
+        req = req.with_header(&h);
+        let r = pull_found(&client, &c.broker_addr, req, 1).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let got = StoredMessage::decode_all(&r.body).unwrap();
+        assert_eq!(got.len(), 1, "one message per pull: two would not fit a frame");
+        assert_eq!(got[0].body.len(), body.len());
+        offset = r.decode_header::<PullMessageResponseHeader>().unwrap().next_begin_offset;
+    }
+    assert_eq!(offset, 2);
+    client.shutdown().await;
+    c.stop().await;
+}

@@ -16,11 +16,16 @@ const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
 /// Starts a standalone with `data` and waits for it to exit (at most 20 s); its exit status
 /// and stderr.
 fn run_until_exit(data: &std::path::Path, broker_port: u16) -> (std::process::ExitStatus, String) {
+    run_until_exit_with(data, broker_port, &[])
+}
+
+fn run_until_exit_with(data: &std::path::Path, broker_port: u16, extra: &[&str]) -> (std::process::ExitStatus, String) {
     let mut child = ChildProcess(
         Command::new(BIN)
             .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
             .arg(data)
             .args(["--namesrv-port", &free_port().to_string(), "--broker-port", &broker_port.to_string()])
+            .args(extra)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -63,6 +68,17 @@ fn a_taken_ha_port_ends_standalone_at_once_naming_the_port() {
     drop(holder);
     assert!(!status.success(), "{status}: {stderr}");
     assert!(stderr.contains(&(broker_port + 1).to_string()) && stderr.contains("haListenPort"), "{stderr}");
+}
+
+#[test]
+fn a_max_message_size_no_pull_could_carry_is_refused_at_start() {
+    let data = tempfile::tempdir().unwrap();
+    let conf = data.path().join("broker.conf");
+    std::fs::write(&conf, "maxMessageSize=33554432\n").unwrap();
+    let (status, stderr) =
+        run_until_exit_with(&data.path().join("data"), free_broker_port(), &["-c", conf.to_str().unwrap()]);
+    assert!(!status.success(), "{status}: {stderr}");
+    assert!(stderr.contains("maxMessageSize=33554432") && stderr.contains("at most"), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

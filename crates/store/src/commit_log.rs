@@ -99,7 +99,8 @@ impl WriterState {
 pub struct CommitLog {
     queue: MappedFileQueue,
     writer: Mutex<WriterState>,
-    max_message_size: usize,
+    /// `maxMessageSize`; changed at runtime by UPDATE_BROKER_CONFIG (Java reads it per put).
+    max_message_size: std::sync::atomic::AtomicUsize,
     store_host: SocketAddr,
     /// Store time of the newest appended record (for the checkpoint after a flush).
     last_store_timestamp: AtomicI64,
@@ -137,7 +138,7 @@ impl CommitLog {
         CommitLog {
             queue,
             writer: Mutex::new(WriterState::default()),
-            max_message_size,
+            max_message_size: std::sync::atomic::AtomicUsize::new(max_message_size),
             store_host,
             last_store_timestamp: AtomicI64::new(0),
             poisoned: AtomicBool::new(false),
@@ -224,6 +225,16 @@ impl CommitLog {
         self.inject_commit_failure.store(fail, Ordering::Release);
     }
 
+    /// The largest body accepted (`maxMessageSize`).
+    pub fn max_message_size(&self) -> usize {
+        self.max_message_size.load(Ordering::Relaxed)
+    }
+
+    /// Changes `maxMessageSize` for the next appends.
+    pub fn set_max_message_size(&self, bytes: usize) {
+        self.max_message_size.store(bytes, Ordering::Relaxed);
+    }
+
     /// The segment queue.
     pub fn queue(&self) -> &MappedFileQueue {
         &self.queue
@@ -279,11 +290,12 @@ impl CommitLog {
         if self.is_poisoned() {
             return Err(AppendError::new(PutMessageStatus::ServiceNotAvailable, "store poisoned after a failed flush"));
         }
+        let max_message_size = self.max_message_size();
         for m in msgs {
-            if m.body.len() > self.max_message_size {
+            if m.body.len() > max_message_size {
                 return Err(AppendError::new(
                     PutMessageStatus::MessageIllegal,
-                    format!("message body of {} bytes exceeds maxMessageSize {}", m.body.len(), self.max_message_size),
+                    format!("message body of {} bytes exceeds maxMessageSize {max_message_size}", m.body.len()),
                 ));
             }
             if m.topic != first.topic || m.queue_id != first.queue_id {

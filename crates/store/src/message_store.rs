@@ -484,6 +484,17 @@ impl MessageStore {
         Some(refused)
     }
 
+    /// The largest message body accepted (`maxMessageSize`, as changed at runtime).
+    pub fn max_message_size(&self) -> u64 {
+        self.shared.commit_log.max_message_size() as u64
+    }
+
+    /// Changes `maxMessageSize` at once (UPDATE_BROKER_CONFIG, as Java applies it on the next
+    /// put). The caller checks the value against what a pull can carry back.
+    pub fn set_max_message_size(&self, bytes: u64) {
+        self.shared.commit_log.set_max_message_size(usize::try_from(bytes).unwrap_or(usize::MAX));
+    }
+
     /// The disk-full guard (its flag and the measured ratios).
     pub fn disk_guard(&self) -> &DiskGuard {
         &self.shared.disk_guard

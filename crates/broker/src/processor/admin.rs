@@ -28,8 +28,21 @@ impl Broker {
         }
         let mut config = TopicConfig::new(h.topic.clone(), h.read_queue_nums, h.write_queue_nums);
         config.perm = h.perm;
-        config.topic_filter_type =
-            if h.topic_filter_type == "MULTI_TAG" { TopicFilterType::MultiTag } else { TopicFilterType::SingleTag };
+        // Java's header check (`TopicFilterType.valueOf`) refuses any other spelling.
+        config.topic_filter_type = match h.topic_filter_type.as_str() {
+            "SINGLE_TAG" => TopicFilterType::SingleTag,
+            "MULTI_TAG" => TopicFilterType::MultiTag,
+            other => {
+                return failure(
+                    req,
+                    response_code::SYSTEM_ERROR,
+                    format!(
+                        "org.apache.rocketmq.remoting.exception.RemotingCommandException: topicFilterType = [{other}] \
+                         value invalid (SINGLE_TAG or MULTI_TAG)"
+                    ),
+                );
+            }
+        };
         config.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
         config.order = h.order;
         // The header lists changes to the topic's attributes, not the whole set.

@@ -41,6 +41,8 @@ use crate::stats::{clock_ms, BrokerStats};
 const ALWAYS_BLACK_LISTED_KEYS: [&str; 3] = ["brokerConfigPath", "rocketmqHome", "configBlackList"];
 /// The `configBlackList` key and its Java default, used when broker.conf does not set it.
 const CONFIG_BLACK_LIST_KEY: &str = "configBlackList";
+/// Largest UPDATE_BROKER_CONFIG body: a broker.conf is a few KiB.
+const UPDATE_BROKER_CONFIG_BODY_MAX: usize = 64 * 1024;
 const CONFIG_BLACK_LIST_DEFAULT: &str = "configBlackList;brokerConfigPath";
 
 /// How long an offset reset waits for RESET_CONSUMER_CLIENT_OFFSET to be queued on the
@@ -363,6 +365,16 @@ impl Broker {
         if req.body.is_empty() {
             return success(req);
         }
+        if req.body.len() > UPDATE_BROKER_CONFIG_BODY_MAX {
+            return failure(
+                req,
+                response_code::SYSTEM_ERROR,
+                format!(
+                    "broker config update of {} bytes refused: at most {UPDATE_BROKER_CONFIG_BODY_MAX} bytes",
+                    req.body.len()
+                ),
+            );
+        }
         let text = String::from_utf8_lossy(&req.body);
         let entries = match properties_text::parse(&text) {
             Ok(entries) => entries,
@@ -376,10 +388,35 @@ impl Broker {
         // Held across the write so concurrent updates reach the file in the order they apply.
         let mut settings = self.settings.write().unwrap_or_else(|e| e.into_inner());
         let mut updated = settings.clone();
+        let known_before = settings.broker.unknown.clone();
         let unknown = match updated.apply_text(&text) {
             Ok(unknown) => unknown,
             Err(e) => return failure(req, response_code::SYSTEM_ERROR, e.to_string()),
         };
+        // Only keys the broker knows, or broker.conf already holds, are merged (Java's
+        // `Configuration#mergeIfExist`); Java drops the others silently, here the update is
+        // refused whole and says which.
+        let foreign: Vec<&String> = unknown.iter().filter(|k| !known_before.contains_key(k.as_str())).collect();
+        if !foreign.is_empty() {
+            let listed: Vec<String> = foreign.iter().take(10).map(|k| format!("{k:?}")).collect();
+            warn!(keys = foreign.len(), caller = %conn.remote_addr(), "broker config update with unknown keys refused");
+            return failure(
+                req,
+                response_code::SYSTEM_ERROR,
+                format!(
+                    "unknown broker config key(s), nothing applied: {}{}",
+                    listed.join(", "),
+                    if foreign.len() > listed.len() {
+                        format!(" and {} more", foreign.len() - listed.len())
+                    } else {
+                        String::new()
+                    }
+                ),
+            );
+        }
+        if let Err(reason) = crate::config::check_max_message_size(updated.store.max_message_size) {
+            return failure(req, response_code::SYSTEM_ERROR, reason);
+        }
         let path = updated.config_store_path();
         if let Err(e) = replace_file(&path, updated.to_text().as_bytes()) {
             // The OS reason is the error's source; the remark carries it to the admin tool.
@@ -392,9 +429,12 @@ impl Broker {
             );
         }
         let permission = updated.broker.broker_permission;
+        let max_message_size = updated.store.max_message_size;
         *settings = updated;
         drop(settings);
         self.set_permission(permission);
+        // Java applies maxMessageSize on the next put.
+        self.store.set_max_message_size(max_message_size);
         info!(keys = entries.len(), ?unknown, path = %path.display(), caller = %conn.remote_addr(), "broker config updated");
         success(req)
     }

@@ -215,7 +215,13 @@ impl Broker {
             return PullOutcome::Respond(response);
         }
         let max_nums = h.max_msg_nums.clamp(1, MAX_PULL_MSG_NUMS) as usize;
-        let max_bytes = h.max_msg_bytes.filter(|b| *b > 0).map_or(DEFAULT_MAX_PULL_BYTES, |b| b as usize);
+        // Whatever the client asks, the answer must fit one frame: a batch stops short of it
+        // (the first message is always taken, and `maxMessageSize` keeps one within it).
+        let max_bytes = h
+            .max_msg_bytes
+            .filter(|b| *b > 0)
+            .map_or(DEFAULT_MAX_PULL_BYTES, |b| b as usize)
+            .min(ferromq_protocol::MAX_FRAME_BYTES - crate::config::PULL_FRAME_RESERVE);
         let mut result =
             self.store.get_message(&h.topic, h.queue_id, h.queue_offset, max_nums, max_bytes, Some(&filter));
         // Java: a slave does not correct a consumer's offset from its own, possibly lagging,

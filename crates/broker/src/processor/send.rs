@@ -45,7 +45,7 @@ impl Broker {
 
     /// MESSAGE_ILLEGAL for a single message whose body is over `maxMessageSize`.
     pub(super) fn check_body_size(&self, req: &RemotingCommand) -> Result<(), Box<RemotingCommand>> {
-        let max = self.store.config().max_message_size;
+        let max = self.store.max_message_size();
         if req.body.len() as u64 > max {
             return Err(Box::new(failure(
                 req,
@@ -291,7 +291,7 @@ impl Broker {
         }
         // The whole batch counts against maxMessageSize, as in Java's batch encoder (a Java
         // producer checks it before sending).
-        let max = self.store.config().max_message_size;
+        let max = self.store.max_message_size();
         if req.body.len() as u64 > max {
             return fail(
                 response_code::MESSAGE_ILLEGAL,
