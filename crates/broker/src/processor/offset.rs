@@ -28,10 +28,15 @@ impl Broker {
         }
         // A queue that still starts at 0, with its first message warm, is consumed from 0
         // (a new group reads a young topic whole); otherwise the client applies its
-        // consume-from rule (CONSUME_FROM_LAST_OFFSET: the end). An empty queue has no first
-        // message, as in Java 5.
+        // consume-from rule (CONSUME_FROM_LAST_OFFSET: the end).
+        //
+        // A queue that has never held a message answers 0 too (Java 4.9.8's rule; Java 5
+        // answers QUERY_NOT_FOUND): the client would then ask for the max offset, and a
+        // message stored in between would be skipped by this group for good. Offset 0 is the
+        // max offset of such a queue, without the race (docs/decisions).
         let min = self.store.min_offset_in_queue(&h.topic, h.queue_id);
-        if min <= 0 && self.store.check_in_mem_by_consume_offset(&h.topic, h.queue_id, 0) {
+        let never_held = min <= 0 && self.store.max_offset_in_queue(&h.topic, h.queue_id) <= 0;
+        if never_held || (min <= 0 && self.store.check_in_mem_by_consume_offset(&h.topic, h.queue_id, 0)) {
             return success(req).with_header(&OffsetResponseHeader { offset: 0 });
         }
         failure(req, response_code::QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
