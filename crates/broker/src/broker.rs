@@ -456,6 +456,15 @@ pub async fn run(
         settings.broker.listen_port = local.port();
     }
     crate::config::check_max_message_size(settings.store.max_message_size).map_err(BrokerError::Config)?;
+    if settings.broker.filter_server_nums != 0 {
+        return Err(BrokerError::Config(format!(
+            "filterServerNums={}: FerroMQ runs no filter servers (filters run in the broker); set filterServerNums=0",
+            settings.broker.filter_server_nums
+        )));
+    }
+    if settings.broker.use_tls {
+        return Err(BrokerError::Config("useTLS=true: TLS is not supported yet; set useTLS=false".into()));
+    }
     let config = settings.broker.clone();
     let store_host: SocketAddr = config.broker_addr().parse().unwrap_or_else(|_| {
         warn!(broker_ip1 = %config.broker_ip1, "brokerIP1 is not an IP address; STOREHOST falls back to 127.0.0.1");
@@ -477,6 +486,8 @@ pub async fn run(
                 cluster_topic_enable: config.cluster_topic_enable,
                 broker_topic_enable: config.broker_topic_enable,
                 timer_wheel_enable: settings.store.timer_wheel_enable,
+                trace_topic_enable: config.trace_topic_enable,
+                msg_trace_topic_name: config.msg_trace_topic_name.clone(),
                 ..TopicConfigOptions::default()
             },
             ..MetadataOptions::default()

@@ -124,6 +124,17 @@ rocketmq_config! {
         region_id: String = "regionId", default "DefaultRegion".to_owned();
         /// `traceOn`.
         trace_on: bool = "traceOn", default true;
+        /// `traceTopicEnable`: create and serve the message-trace topic (`msgTraceTopicName`,
+        /// one queue) that clients with trace enabled send their trace records to.
+        trace_topic_enable: bool = "traceTopicEnable", default false;
+        /// `msgTraceTopicName`.
+        msg_trace_topic_name: String = "msgTraceTopicName", default "RMQ_SYS_TRACE_TOPIC".to_owned();
+        /// `filterServerNums` (4.x): filter-server processes to start. FerroMQ runs none (it
+        /// evaluates filters in the broker); only 0 is accepted, as 4.x's default.
+        filter_server_nums: u32 = "filterServerNums", default 0;
+        /// `useTLS`: whether the broker's own client connections (to name servers and its
+        /// master) use TLS. TLS is not served yet; only false is accepted.
+        use_tls: bool = "useTLS", default false;
         /// `storeReplyMessageEnable`: a request-reply reply is stored as well as pushed to the
         /// requester.
         store_reply_message_enable: bool = "storeReplyMessageEnable", default true;

@@ -230,6 +230,38 @@ async fn runtime_info_has_the_keys_cluster_list_reads() {
     assert!(get("remainHowManyDataToFlush").ends_with('B'));
     // No timer wheel in this broker: Java's zeros.
     assert_eq!((get("timerCongestNum"), get("timerEnqueueTps"), get("timerDequeueTps")), ("0", "0.0", "0.0"));
+    // What 4.9.8's clusterList and exportMetrics read (a missing key is a NullPointerException).
+    assert_eq!(get("getTransferedTps"), get("getTransferredTps"));
+    for key in
+        ["sendThreadPoolQueueHeadWaitTimeMills", "pullThreadPoolQueueHeadWaitTimeMills", "pageCacheLockTimeMills"]
+    {
+        get(key).parse::<i64>().unwrap_or_else(|_| panic!("{key} is a number"));
+    }
+    assert_eq!((get("diskFull"), get("runningFlags")), ("false", "0"));
+    // And what 4.9.8's exportConfigs reads from the broker config.
+    let r = c.call(&client, RemotingCommand::request(request_code::GET_BROKER_CONFIG)).await;
+    let config = String::from_utf8(r.body.to_vec()).unwrap();
+    for key in ["filterServerNums=0", "msgTraceTopicName=RMQ_SYS_TRACE_TOPIC", "traceTopicEnable=false", "useTLS=false"]
+    {
+        assert!(config.lines().any(|l| l == key), "{key} in {config}");
+    }
+    client.shutdown().await;
+    c.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trace_topic_enable_creates_and_serves_the_trace_topic() {
+    let c = Cluster::start(|s| {
+        s.broker.trace_topic_enable = true;
+        s.broker.msg_trace_topic_name = "MyTraceTopic".into();
+    })
+    .await;
+    let route = c.wait_registered("MyTraceTopic").await;
+    assert_eq!(route.queue_datas[0].write_queue_nums, 1, "{route:?}");
+    let client = RemotingClient::new(ClientConfig::default());
+    c.send(&client, "MyTraceTopic", 0, 2).await;
+    let pulled = ferromq_testkit::pull_messages(&client, &c.broker_addr, "MyTraceTopic", 0, 0, 2, T).await;
+    assert_eq!(pulled.len(), 2);
     client.shutdown().await;
     c.stop().await;
 }

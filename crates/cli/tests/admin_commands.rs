@@ -558,3 +558,22 @@ fn a_broker_in_a_zone_registers_it_and_zone_mode_clients_get_its_routes() {
         assert!(route_brokers("zone-b").await.is_empty(), "another zone's client does not see it");
     });
 }
+
+/// What the standalone banner promises, on a fresh store: `sendMessage` to a topic that does
+/// not exist creates it (through TBW102's route, as Java's producer does), and the message is
+/// consumable at once: one `consumeMessage` right after, no retry. A group that does not
+/// exist is an error, not an empty table.
+#[test]
+fn a_fresh_standalone_takes_a_first_message_to_a_new_topic_and_serves_it_at_once() {
+    let server = start_server();
+    let ns = &server.namesrv;
+    let sent = json(&ok(ns, &["sendMessage", "-t", "BrandNewTopic", "-p", "first words", "--json"]));
+    assert_eq!(sent["sendStatus"], "SEND_OK", "{sent}");
+    let consumed = ok(ns, &["consumeMessage", "-t", "BrandNewTopic"]);
+    assert!(consumed.contains("first words") && consumed.contains("Consumed 1 message(s)."), "{consumed}");
+
+    let out = admin(ns, &["consumerProgress", "-g", "nosuchgroup"]);
+    assert!(!out.status.success(), "an unknown group is an error");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("nosuchgroup") && stderr.contains("not found"), "{stderr}");
+}

@@ -104,6 +104,9 @@ pub struct CommitLog {
     store_host: SocketAddr,
     /// Store time of the newest appended record (for the checkpoint after a flush).
     last_store_timestamp: AtomicI64,
+    /// When the put holding the append lock took it (ms), 0 when none holds it (Java:
+    /// `beginTimeInLock`, reported as `pageCacheLockTimeMills`).
+    begin_time_in_lock: AtomicI64,
     /// Set after a failed write or flush: the page-cache state is unknown, so nothing more is
     /// accepted.
     poisoned: AtomicBool,
@@ -141,6 +144,7 @@ impl CommitLog {
             max_message_size: std::sync::atomic::AtomicUsize::new(max_message_size),
             store_host,
             last_store_timestamp: AtomicI64::new(0),
+            begin_time_in_lock: AtomicI64::new(0),
             poisoned: AtomicBool::new(false),
             inject_flush_failure: AtomicBool::new(false),
             inject_write_failure: AtomicBool::new(false),
@@ -338,6 +342,33 @@ impl CommitLog {
     ) -> Result<AppendResult, AppendError> {
         let total = buf.len();
         let mut state = self.writer();
+        self.begin_time_in_lock.store(now_ms(), Ordering::Relaxed);
+        let result = self.write_under_lock(&mut state, buf, sizes, first, total);
+        self.begin_time_in_lock.store(0, Ordering::Relaxed);
+        drop(state);
+        let (append, file) = result?;
+        self.queue.reserve_ahead(&file);
+        Ok(append)
+    }
+
+    /// How long the put now holding the append lock has held it, in ms (0 when none does).
+    /// Java: `getPageCacheLockTimeMills`.
+    pub fn page_cache_lock_time_ms(&self) -> i64 {
+        let begin = self.begin_time_in_lock.load(Ordering::Relaxed);
+        if begin <= 0 {
+            return 0;
+        }
+        (now_ms() - begin).max(0)
+    }
+
+    fn write_under_lock(
+        &self,
+        state: &mut WriterState,
+        buf: &mut BytesMut,
+        sizes: &smallvec_lite::Sizes,
+        first: &StoredMessage,
+        total: usize,
+    ) -> Result<(AppendResult, Arc<crate::MappedFile>), AppendError> {
         if self.closed.load(Ordering::Acquire) {
             return Err(AppendError::new(PutMessageStatus::ServiceNotAvailable, "message store is shut down"));
         }
@@ -383,16 +414,15 @@ impl CommitLog {
             *next = queue_offset + sizes.len() as i64;
         }
         self.last_store_timestamp.store(store_timestamp, Ordering::Release);
-        drop(state);
-        self.queue.reserve_ahead(&file);
-        Ok(AppendResult {
+        let append = AppendResult {
             wrote_offset,
             wrote_bytes: total,
             msg_id,
             store_timestamp,
             logics_offset: queue_offset,
             msg_num: sizes.len(),
-        })
+        };
+        Ok((append, file))
     }
 
     /// The status and remark of a put the disk has no room for.

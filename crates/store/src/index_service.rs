@@ -146,6 +146,22 @@ impl IndexService {
         })
     }
 
+    /// Creates the first index file of an empty index ahead of the first message, so the
+    /// first dispatch (and with it the first message's visibility to consumers) does not wait
+    /// for a file to be created and mapped. A failure (a full disk) is left to the first
+    /// dispatch, which tries again and reports it.
+    pub fn prepare(&self) {
+        if !self.enabled {
+            return;
+        }
+        let _writer = self.lock_writer();
+        if read_list(&self.files).is_empty() {
+            if let Err(e) = self.create_file(0, 0) {
+                debug!(dir = %self.dir.display(), error = %e, "first index file not prepared");
+            }
+        }
+    }
+
     /// Indexes one dispatched record: `topic#UNIQ_KEY` when present and `topic#key` for each
     /// space-separated key in KEYS, rolling to a new file when the last is full. Does nothing
     /// when `messageIndexEnable` is false, for rolled-back transaction records, and for records

@@ -340,6 +340,7 @@ impl MessageStore {
         }
         commit_log.set_topic_queue_table(shared.consume_queues.queue_max_offsets());
         commit_log.queue().prefault_last();
+        shared.index.prepare();
         shared.reput_from.store(undispatched.unwrap_or(summary.max_phy_offset), Ordering::Release);
         info!(
             normal = last_exit_ok,
@@ -493,6 +494,12 @@ impl MessageStore {
     /// put). The caller checks the value against what a pull can carry back.
     pub fn set_max_message_size(&self, bytes: u64) {
         self.shared.commit_log.set_max_message_size(usize::try_from(bytes).unwrap_or(usize::MAX));
+    }
+
+    /// How long the put now holding the CommitLog lock has held it, in ms (Java's
+    /// `pageCacheLockTimeMills`).
+    pub fn page_cache_lock_time_ms(&self) -> i64 {
+        self.shared.commit_log.page_cache_lock_time_ms()
     }
 
     /// The disk-full guard (its flag and the measured ratios).

@@ -327,6 +327,19 @@ impl Broker {
     pub(crate) fn get_broker_runtime_info(&self, req: &RemotingCommand) -> RemotingCommand {
         let stats = self.store.stats();
         let mut table: BTreeMap<String, String> = stats.to_kv().into_iter().collect();
+        // 4.x tools (clusterList, exportMetrics) read the old spelling.
+        if let Some(tps) = table.get("getTransferredTps").cloned() {
+            table.insert("getTransferedTps".into(), tps);
+        }
+        // Sends and pulls are served as they arrive (a send beyond the permits is refused, not
+        // queued), so no request waits at the head of a queue.
+        table.insert("sendThreadPoolQueueHeadWaitTimeMills".into(), "0".into());
+        table.insert("pullThreadPoolQueueHeadWaitTimeMills".into(), "0".into());
+        table.insert("pageCacheLockTimeMills".into(), self.store.page_cache_lock_time_ms().to_string());
+        // Java's RunningFlags bits (DISK_FULL_BIT while the disk guard refuses puts).
+        let guard = self.store.disk_guard();
+        table.insert("runningFlags".into(), guard.flag_bits().to_string());
+        table.insert("diskFull".into(), guard.is_full().to_string());
         table.insert("brokerVersion".into(), version::CURRENT.to_string());
         table.insert("brokerVersionDesc".into(), "V5_3_3".into());
         table.insert("commitLogMinOffset".into(), self.store.min_phy_offset().to_string());

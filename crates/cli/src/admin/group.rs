@@ -156,6 +156,14 @@ pub(crate) async fn consumer_progress(ctx: &Ctx, a: ConsumerProgressArgs) -> any
         tps += stats.consume_tps;
         table.extend(stats.offset_table);
     }
+    if table.is_empty() {
+        // Java's mqadmin fails the same way (examineConsumeStats: CONSUMER_NOT_ONLINE).
+        anyhow::bail!(
+            "consumer group {group} not found: no broker has consume stats for it (the group does not exist, \
+             or it has consumed nothing{})",
+            a.topic.as_deref().map(|t| format!(" from topic {t}")).unwrap_or_default()
+        );
+    }
     let diff_total: i64 = table.values().map(|o| o.broker_offset - o.consumer_offset).sum();
     if ctx.json {
         let queues: Vec<_> = table

@@ -5,6 +5,7 @@ use anyhow::Context;
 use ferromq_client::admin::{json, JsonValue, PullStatus, TOOLS_CONSUMER_GROUP};
 use ferromq_protocol::body::perm;
 use ferromq_protocol::message::{create_offset_msg_id, keys, StoredMessage};
+use ferromq_protocol::response_code;
 
 use crate::admin::output::{format_ms, print_json, Table};
 use crate::admin::Ctx;
@@ -252,7 +253,22 @@ pub(crate) struct SendMessageArgs {
 }
 
 pub(crate) async fn send_message(ctx: &Ctx, a: SendMessageArgs) -> anyhow::Result<()> {
-    let route = ctx.client.topic_route(&a.topic).await?;
+    let route = match ctx.client.topic_route(&a.topic).await {
+        Ok(route) => route,
+        // As Java's producer (`tryToFindTopicPublishInfo`): a topic without a route is sent
+        // through the template topic's brokers, which create it on the first message.
+        Err(ferromq_client::admin::AdminError::Response { code: response_code::TOPIC_NOT_EXIST, .. }) => {
+            let mut route = ctx.client.topic_route(AUTO_CREATE_TOPIC_KEY).await.with_context(|| {
+                format!("topic {} has no route and the broker does not auto-create topics (no {AUTO_CREATE_TOPIC_KEY} route; set autoCreateTopicEnable=true or create it with updateTopic)", a.topic)
+            })?;
+            for q in &mut route.queue_datas {
+                q.write_queue_nums = q.write_queue_nums.min(DEFAULT_TOPIC_QUEUE_NUMS);
+                q.read_queue_nums = q.write_queue_nums;
+            }
+            route
+        }
+        Err(e) => return Err(e.into()),
+    };
     let queue = route
         .queue_datas
         .iter()
@@ -299,6 +315,11 @@ pub(crate) async fn send_message(ctx: &Ctx, a: SendMessageArgs) -> anyhow::Resul
     table.print();
     Ok(())
 }
+
+/// The topic a new topic is modelled on (Java: `TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC`).
+const AUTO_CREATE_TOPIC_KEY: &str = "TBW102";
+/// Queues of an auto-created topic (Java producer's `defaultTopicQueueNums`).
+const DEFAULT_TOPIC_QUEUE_NUMS: i32 = 4;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ConsumeMessageArgs {
