@@ -155,7 +155,7 @@ async fn deliver(broker: &Broker, level: i32, unit: &CqUnit) -> Delivery {
         return Delivery::Done;
     };
     let topic = msg.topic.clone();
-    let result = broker.store.put_message(msg).await;
+    let result = broker.store.put_message_without_flush_wait(msg).await;
     match result.status {
         PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout => {
             if let Some(append) = &result.append {
@@ -176,21 +176,19 @@ async fn deliver(broker: &Broker, level: i32, unit: &CqUnit) -> Delivery {
     }
 }
 
-/// The message as it goes to its real queue: DELAY and the timer properties cleared,
-/// REAL_TOPIC / REAL_QID kept (as Java does), not waiting for the flush, born information,
-/// flag, system flag and reconsume times unchanged.
+/// The message as it goes to its real queue, with the properties it was stored with, as
+/// Java stores them (its `messageTimeUp` builds the stored properties before clearing DELAY on
+/// its in-memory copy): DELAY (so `getDelayTimeLevel()` reads the level sent), REAL_TOPIC,
+/// REAL_QID and WAIT as the producer sent it. The put itself does not wait for the flush.
+/// Born information, flag, system flag and reconsume times unchanged.
 fn due_message(broker: &Broker, delayed: &StoredMessage) -> Option<StoredMessage> {
-    let mut props = MessageProperties::decode(&delayed.properties);
+    let props = MessageProperties::decode(&delayed.properties);
     let topic = props.get(keys::REAL_TOPIC)?.to_owned();
     let queue_id: i32 = props.get(keys::REAL_QID)?.trim().parse().ok()?;
     if topic == RMQ_SYS_TRANS_HALF_TOPIC {
         // Half messages are never delayed; one here would bypass the transaction check.
         return None;
     }
-    props.remove(keys::DELAY);
-    props.remove(keys::TIMER_DELIVER_MS);
-    props.remove(keys::TIMER_DELAY_SEC);
-    props.insert(keys::WAIT, "false");
     Some(broker.stored_copy(delayed, topic, queue_id, &props))
 }
 

@@ -58,7 +58,10 @@ async fn a_delayed_message_reaches_its_queue_after_its_level() {
     let m = &got[0];
     assert_eq!((m.topic.as_str(), m.queue_id, m.queue_offset), ("Later", 1, 0));
     assert_eq!(&m.body[..], b"two-seconds");
-    assert_eq!(m.property("DELAY"), None, "DELAY cleared");
+    // The stored properties are the scheduled message's, as Java stores them: the level
+    // stays readable (MessageExt.getDelayTimeLevel()) and WAIT is the producer's.
+    assert_eq!(m.property("DELAY"), Some("2"), "the level sent");
+    assert_eq!(m.property("WAIT"), Some("true"), "as the producer sent it");
     assert_eq!(m.property("REAL_TOPIC"), Some("Later"), "kept, as RocketMQ does");
     assert_eq!(m.property("REAL_QID"), Some("1"));
     assert_eq!(m.property("KEYS"), Some("two-seconds"));
@@ -138,7 +141,7 @@ async fn retries_wait_for_their_level_and_direct_retry_sends_overflow_to_the_dlq
     assert!(waited >= Duration::from_millis(2_800), "retry level 3 is 3 s, came after {waited:?}");
     assert_eq!(retried[0].reconsume_times, 1);
     assert_eq!(retried[0].property("RETRY_TOPIC"), Some("Work"));
-    assert_eq!(retried[0].property("DELAY"), None);
+    assert_eq!(retried[0].property("DELAY"), Some("3"), "the retry level, kept as Java keeps it");
 
     // The client's fallback: it sends to %RETRY%cg itself. Within the maximum: a normal retry.
     let direct = |reconsume: i32| {

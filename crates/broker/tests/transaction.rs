@@ -113,8 +113,13 @@ async fn commit_shows_the_message_and_rollback_never_does() {
     let m = &got[0];
     assert_eq!(sysflag::transaction_value(m.sys_flag), sysflag::TRANSACTION_COMMIT_TYPE);
     assert_eq!(m.prepared_transaction_offset, a.commit_log_offset);
-    assert_eq!(m.property("TRAN_MSG"), None);
-    assert_eq!(m.property("REAL_TOPIC"), None);
+    // The half message's properties, as Java stores the committed copy: TRAN_MSG (a Java
+    // consumer takes the transaction id from it), REAL_TOPIC / REAL_QID, PGROUP, WAIT.
+    assert_eq!(m.property("TRAN_MSG"), Some("true"));
+    assert_eq!(m.property("REAL_TOPIC"), Some("Tx"));
+    assert_eq!(m.property("REAL_QID"), Some("1"));
+    assert_eq!(m.property("PGROUP"), Some("txpg"));
+    assert_eq!(m.property("WAIT"), None, "as the producer sent it (without)");
     assert!(m.property("__transactionId__").is_some());
     // The rollback never shows, and the op queue marks both half messages done.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -256,7 +261,7 @@ async fn unanswered_half_messages_are_discarded_after_transaction_check_max() {
     producer.invoke_oneway(&c.broker_addr, end(&again, sysflag::TRANSACTION_COMMIT_TYPE, "txpg", true)).await.unwrap();
     let committed = pull_messages(&producer, &c.broker_addr, "TxLost", 1, 0, 1, T).await;
     assert_eq!(bodies(&committed), vec!["never-answered"]);
-    // Not a message id, no message there, or not a transaction's message: refused.
+    // Not a message id, no message there, or a message whose transaction is over: refused.
     let plain = pull_messages(&producer, &c.broker_addr, "TxLost", 1, 0, 1, T).await;
     let plain_id = create_offset_msg_id(plain[0].store_host, plain[0].physical_offset);
     for id in ["nope".to_owned(), create_offset_msg_id(plain[0].store_host, 1 << 40), plain_id] {

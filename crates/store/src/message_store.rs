@@ -450,11 +450,22 @@ impl MessageStore {
     /// Appends one message and, under SYNC_FLUSH unless its WAIT property is "false", waits
     /// until it is on disk.
     pub async fn put_message(&self, msg: StoredMessage) -> PutMessageResult {
+        let wait = msg.property(keys::WAIT) != Some("false");
+        self.put_message_waiting(msg, wait).await
+    }
+
+    /// Appends one message the broker itself moves (a delayed or timer message reaching its
+    /// real topic): it never waits for the flush, whatever its WAIT property says, which is
+    /// stored as the producer sent it (Java sets WAIT=false on its in-memory copy only).
+    pub async fn put_message_without_flush_wait(&self, msg: StoredMessage) -> PutMessageResult {
+        self.put_message_waiting(msg, false).await
+    }
+
+    async fn put_message_waiting(&self, msg: StoredMessage, wait: bool) -> PutMessageResult {
         if let Some(refused) = self.refuse_when_full() {
             return refused;
         }
         let began = std::time::Instant::now();
-        let wait = msg.property(keys::WAIT) != Some("false");
         let result = self.shared.commit_log.append(&msg);
         let result = self.after_append(result, wait).await;
         self.shared.stats.record_put(&result, began.elapsed());

@@ -11,8 +11,8 @@
 //!
 //! The re-put record keeps the stored properties as Java's does (Java clears REAL_TOPIC and
 //! REAL_QID only on its in-memory copy, after the properties string that gets stored was
-//! built), adds TIMER_ENQUEUE_MS, TIMER_DEQUEUE_MS and WAIT=false (Java sets WAIT only in
-//! memory; this store reads it from the record).
+//! built) with WAIT as the producer sent it, and adds TIMER_ENQUEUE_MS and TIMER_DEQUEUE_MS;
+//! the put does not wait for the flush (Java sets WAIT=false on its in-memory copy only).
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -166,9 +166,9 @@ pub(crate) async fn deliver(shared: &Shared, msg: &StoredMessage, enqueue_ms: i6
 async fn put_with_retry(shared: &Shared, msg: StoredMessage) -> Put {
     let mut tries = 0;
     loop {
-        let result = shared.store.put_message(msg.clone()).await;
+        let result = shared.store.put_message_without_flush_wait(msg.clone()).await;
         match result.status {
-            // With WAIT=false nothing waits for the flush; a timeout still means stored.
+            // Nothing waits for the flush; a timeout still means stored.
             PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout => return Put::Stored,
             PutMessageStatus::MessageIllegal | PutMessageStatus::PropertiesSizeExceeded => {
                 error!(topic = %msg.topic, status = ?result.status, "timer message refused by the store; dropped");
@@ -193,7 +193,7 @@ async fn put_with_retry(shared: &Shared, msg: StoredMessage) -> Put {
 }
 
 /// The record to re-put for a due (or rolled) timer message: its stored properties plus
-/// TIMER_ENQUEUE_MS, TIMER_DEQUEUE_MS, TIMER_ROLL_TIMES + 1 for a roll, and WAIT=false;
+/// TIMER_ENQUEUE_MS, TIMER_DEQUEUE_MS and TIMER_ROLL_TIMES + 1 for a roll (WAIT kept);
 /// topic and queue from REAL_TOPIC / REAL_QID (the timer topic's for a roll); body, flags,
 /// born time and host, store host and reconsume times unchanged. `None` without a usable
 /// REAL_TOPIC / REAL_QID. Java: `TimerMessageStore#convert`, `#convertMessage`.
@@ -205,7 +205,6 @@ pub(crate) fn delivery_message(msg: &StoredMessage, enqueue_ms: i64, roll: bool,
         props.insert(keys::TIMER_ROLL_TIMES, times.saturating_add(1).to_string());
     }
     props.insert(keys::TIMER_DEQUEUE_MS, now_ms.to_string());
-    props.insert(keys::WAIT, "false");
     let (topic, queue_id) = if roll {
         (msg.topic.clone(), msg.queue_id)
     } else {
@@ -259,7 +258,7 @@ mod tests {
         let props = MessageProperties::decode(&out.properties);
         assert_eq!(props.get(keys::TIMER_ENQUEUE_MS), Some("1700000001000"));
         assert_eq!(props.get(keys::TIMER_DEQUEUE_MS), Some("1700000005010"));
-        assert_eq!(props.get(keys::WAIT), Some("false"));
+        assert_eq!(props.get(keys::WAIT), Some("true"), "stored as the producer sent it");
         assert_eq!(props.get(keys::REAL_TOPIC), Some("Orders"), "kept, as in Java's stored record");
         assert_eq!(props.get(keys::TIMER_OUT_MS), Some("1700000005000"));
         assert_eq!(props.get(keys::UNIQ_KEY), Some("U1"));

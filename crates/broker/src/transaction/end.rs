@@ -112,16 +112,17 @@ impl Broker {
     }
 }
 
-/// The committed copy: real topic and queue, REAL_TOPIC / REAL_QID / TRAN_MSG removed, system
-/// flag COMMIT, PREPARED TRANSACTION OFFSET = the half message's CommitLog offset; a delivery
-/// time or DELAY level still applies (the commit passes through the timer or the schedule). Java:
-/// `EndTransactionProcessor#endMessageTransaction`.
+/// The committed copy: real topic and queue, system flag COMMIT, PREPARED TRANSACTION OFFSET =
+/// the half message's CommitLog offset; a delivery time or DELAY level still applies (the
+/// commit passes through the timer or the schedule). The half message's properties are stored
+/// as Java stores them (it clears REAL_TOPIC, REAL_QID and TRAN_MSG after building the stored
+/// properties): REAL_TOPIC, REAL_QID, TRAN_MSG=true (from which a Java consumer takes the
+/// transaction id), PGROUP, and WAIT as the producer sent it, which the put honours (a commit
+/// waits for its flush, as in Java). Java: `EndTransactionProcessor#endMessageTransaction`.
 fn committed_message(broker: &Broker, half: &StoredMessage, half_offset: i64) -> Result<StoredMessage, HookRefusal> {
     let mut props = MessageProperties::decode(&half.properties);
-    let mut topic = props.remove(keys::REAL_TOPIC).unwrap_or_else(|| half.topic.clone());
-    let mut queue_id: i32 = props.remove(keys::REAL_QID).and_then(|q| q.trim().parse().ok()).unwrap_or(0);
-    props.remove(keys::TRAN_MSG);
-    props.insert(keys::WAIT, "false");
+    let mut topic = props.get(keys::REAL_TOPIC).map_or_else(|| half.topic.clone(), str::to_owned);
+    let mut queue_id: i32 = props.get(keys::REAL_QID).and_then(|q| q.trim().parse().ok()).unwrap_or(0);
     broker.route_delivery_time(&mut topic, &mut queue_id, &mut props)?;
     Ok(StoredMessage {
         sys_flag: sysflag::with_transaction_value(half.sys_flag, sysflag::TRANSACTION_COMMIT_TYPE),

@@ -5,7 +5,7 @@
 //! Java: `AdminBrokerProcessor#resumeCheckHalfMessage`.
 
 use ferromq_protocol::header::ResumeCheckHalfMessageRequestHeader;
-use ferromq_protocol::message::{decode_offset_msg_id, keys, MessageProperties, StoredMessage};
+use ferromq_protocol::message::{decode_offset_msg_id, keys, sysflag, MessageProperties, StoredMessage};
 use ferromq_protocol::{response_code, RemotingCommand};
 use ferromq_store::PutMessageStatus;
 use tracing::{info, warn};
@@ -33,7 +33,10 @@ impl Broker {
         };
         // Only a transaction's message has somewhere to go once committed (Java re-puts
         // whatever it finds; such a message would be checked back for nothing).
-        if half.property(keys::REAL_TOPIC).is_none() {
+        // A committed message keeps REAL_TOPIC (as Java stores it) but is done: checking it
+        // again could commit it twice.
+        let committed = sysflag::transaction_value(half.sys_flag) == sysflag::TRANSACTION_COMMIT_TYPE;
+        if committed || half.property(keys::REAL_TOPIC).is_none() {
             return failure(req, response_code::SYSTEM_ERROR, format!("the message {msg_id} is not a half message"));
         }
         let mut props = MessageProperties::decode(&half.properties);
