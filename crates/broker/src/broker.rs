@@ -114,7 +114,13 @@ pub struct Broker {
     pub(crate) consumer_filters: crate::filter::ConsumerFilterManager,
     /// Ends of transactions waiting to be written as op messages.
     pub(crate) tx_ops: crate::transaction::op_writer::OpQueue,
+    /// Groups already told (in the log) that their SQL92 subscription needs
+    /// `enablePropertyFilter` (one warning per group, at most [`SQL92_WARNED_GROUPS_MAX`]).
+    pub(crate) sql92_warned: std::sync::Mutex<std::collections::HashSet<String>>,
 }
+
+/// Groups remembered for the SQL92 refusal warning; beyond it, warnings stop.
+const SQL92_WARNED_GROUPS_MAX: usize = 10_000;
 
 impl std::fmt::Debug for Broker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -130,6 +136,19 @@ impl std::ops::Deref for Broker {
 }
 
 impl Broker {
+    /// Logs, once per group, that a SQL92 (or other non-tag) subscription was refused because
+    /// `enablePropertyFilter` is off, naming the key that enables it.
+    pub(crate) fn warn_property_filter_off(&self, group: &str, expression_type: &str) {
+        let mut warned = self.sql92_warned.lock().unwrap_or_else(|e| e.into_inner());
+        if warned.len() < SQL92_WARNED_GROUPS_MAX && warned.insert(group.to_owned()) {
+            warn!(
+                consumer_group = group,
+                expression_type,
+                "subscription refused: filtering by {expression_type} needs enablePropertyFilter=true in broker.conf"
+            );
+        }
+    }
+
     pub(crate) fn is_slave(&self) -> bool {
         self.config.broker_role == BrokerRole::Slave
     }
@@ -456,6 +475,13 @@ pub async fn run(
         settings.broker.listen_port = local.port();
     }
     crate::config::check_max_message_size(settings.store.max_message_size).map_err(BrokerError::Config)?;
+    if settings.broker.broker_role == BrokerRole::SyncMaster && settings.ha.in_sync_replicas < 2 {
+        warn!(
+            in_sync_replicas = settings.ha.in_sync_replicas,
+            "brokerRole=SYNC_MASTER with inSyncReplicas < 2: sends are not replicated synchronously (a put is \
+             acknowledged before any slave has it); set inSyncReplicas=2 to wait for one slave"
+        );
+    }
     if settings.broker.filter_server_nums != 0 {
         return Err(BrokerError::Config(format!(
             "filterServerNums={}: FerroMQ runs no filter servers (filters run in the broker); set filterServerNums=0",
@@ -543,6 +569,7 @@ pub async fn run(
         namesrv: RemotingClient::new(ClientConfig::default().with_zone_from_env()),
         register_now: tokio::sync::Notify::new(),
         tx_ops: Default::default(),
+        sql92_warned: Default::default(),
         timer: timer.clone(),
         ha_service,
         ha_client,

@@ -229,6 +229,8 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
     settings.broker.listen_port = args.broker_port;
     settings.broker.namesrv_addr = format!("127.0.0.1:{}", args.namesrv_port);
     settings.store.store_path_root_dir = data.join("store");
+    // Working defaults for a laptop: SQL92 subscriptions are served.
+    settings.broker.enable_property_filter = true;
     if let Some(path) = &args.config_file {
         load_broker_conf(&mut settings, path)?;
     }

@@ -270,13 +270,13 @@ pub(crate) fn start(
     let task_conn = conn.clone();
     let fut = async move {
         let conn = task_conn;
-        info!(connection_id = conn.id(), remote_addr = %remote_addr, "connection opened");
+        debug!(connection_id = conn.id(), remote_addr = %remote_addr, "connection opened");
         let writer = write_loop(conn.clone(), write_half, rx);
         let reader = read_loop(conn.clone(), read_half, &config, handler.clone(), shutdown);
         let ((), ()) = tokio::join!(reader, writer);
         conn.mark_closed();
         handler.on_connection_closed(&conn);
-        info!(connection_id = conn.id(), remote_addr = %remote_addr, "connection closed");
+        debug!(connection_id = conn.id(), remote_addr = %remote_addr, "connection closed");
     };
     Ok((conn, fut))
 }

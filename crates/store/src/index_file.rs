@@ -10,7 +10,7 @@
 //! The file is sparse, as Java's: a page of it is given blocks (see [`crate::reserve`]) just
 //! before it is first written, so an index file takes disk in proportion to the keys it
 //! holds, a full disk fails a put with an error instead of a fault, and pages that have no
-//! blocks are read with `pread` (they read as zeros), never through the mapping.
+//! blocks read as zeros without touching the mapping.
 //!
 //! The file is written through `&mut self` and read through `&self`; the owner
 //! ([`IndexService`](crate::IndexService)) keeps it behind a lock. Counts read from disk are
@@ -19,7 +19,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -77,9 +76,13 @@ pub struct IndexFile {
     index_num: i32,
     file: File,
     map: MmapMut,
-    /// One bit per page: set when the page's blocks are known to be allocated, so the page may
-    /// be touched through the mapping.
+    /// One bit per page that may hold data, so is read through the mapping (reading a page
+    /// that is partly a hole faults in no block); the other pages read as zeros.
     pages: Vec<u64>,
+    /// One bit per page whose blocks this process reserved, so it may be written through the
+    /// mapping. A page of a file loaded from disk is reserved again before its first write
+    /// (blocks may be smaller than a page: a page can be part data, part hole).
+    reserved_pages: Vec<u64>,
     header: Header,
     /// Set by writes, cleared by a successful flush.
     dirty: AtomicBool,
@@ -160,6 +163,7 @@ impl IndexFile {
             file,
             map,
             pages: vec![0; size.div_ceil(crate::OS_PAGE_SIZE).div_ceil(64)],
+            reserved_pages: vec![0; size.div_ceil(crate::OS_PAGE_SIZE).div_ceil(64)],
             header: Header { index_count: 1, ..Header::default() },
             dirty: AtomicBool::new(true),
         };
@@ -199,12 +203,13 @@ impl IndexFile {
         let map = map_file(&file)?;
         let mut pages = vec![0u64; size.div_ceil(crate::OS_PAGE_SIZE).div_ceil(64)];
         for (start, end) in crate::reserve::allocated_ranges(&file, size as u64)? {
-            let first = start.div_ceil(crate::OS_PAGE_SIZE as u64) as usize;
-            let last = (end / crate::OS_PAGE_SIZE as u64) as usize;
+            let first = (start / crate::OS_PAGE_SIZE as u64) as usize;
+            let last = end.div_ceil(crate::OS_PAGE_SIZE as u64) as usize;
             for page in first..last {
                 pages[page / 64] |= 1 << (page % 64);
             }
         }
+        let reserved_pages = vec![0u64; pages.len()];
         let mut index_file = IndexFile {
             path: path.to_owned(),
             hash_slot_num: slots,
@@ -212,6 +217,7 @@ impl IndexFile {
             file,
             map,
             pages,
+            reserved_pages,
             header: Header::default(),
             dirty: AtomicBool::new(false),
         };
@@ -295,6 +301,10 @@ impl IndexFile {
         self.pages[page / 64] & (1 << (page % 64)) != 0
     }
 
+    fn page_reserved(&self, page: usize) -> bool {
+        self.reserved_pages[page / 64] & (1 << (page % 64)) != 0
+    }
+
     /// Whether every page of `[pos, pos + len)` has blocks.
     fn allocated(&self, pos: usize, len: usize) -> bool {
         (pos / crate::OS_PAGE_SIZE..=(pos + len - 1) / crate::OS_PAGE_SIZE).all(|p| self.page_allocated(p))
@@ -303,13 +313,14 @@ impl IndexFile {
     /// Gives blocks to the pages of `[pos, pos + len)` that have none.
     fn reserve_range(&mut self, pos: usize, len: usize) -> io::Result<()> {
         for page in pos / crate::OS_PAGE_SIZE..=(pos + len - 1) / crate::OS_PAGE_SIZE {
-            if self.page_allocated(page) {
+            if self.page_reserved(page) {
                 continue;
             }
             let at = page * crate::OS_PAGE_SIZE;
             let page_len = crate::OS_PAGE_SIZE.min(self.map.len() - at);
             crate::reserve::reserve(&self.file, &self.path, at as u64, page_len as u64)?;
             self.pages[page / 64] |= 1 << (page % 64);
+            self.reserved_pages[page / 64] |= 1 << (page % 64);
         }
         Ok(())
     }
@@ -461,13 +472,13 @@ impl IndexFile {
         self.write_i32(INDEX_COUNT_POS, h.index_count);
     }
 
-    /// Reads `out.len()` bytes at `pos`: through the mapping where the pages have blocks, with
-    /// `pread` where they may not (a hole reads as zeros; a failed read as zeros too, which
-    /// the readers take for "no entry").
+    /// Reads `out.len()` bytes at `pos`: through the mapping where the pages have blocks;
+    /// elsewhere the file is a hole (pages are given blocks before anything is written to
+    /// them), which reads as zeros, "no entry" to the readers.
     fn read_into(&self, pos: usize, out: &mut [u8]) {
         if self.allocated(pos, out.len()) {
             out.copy_from_slice(&self.map[pos..pos + out.len()]);
-        } else if self.file.read_exact_at(out, pos as u64).is_err() {
+        } else {
             out.fill(0);
         }
     }

@@ -218,6 +218,11 @@ pub struct MappedFile {
     /// be touched. Beyond it the file is a hole (reads as zeros, but a fault there may find no
     /// block). Grows by [`ensure_reserved`](Self::ensure_reserved) under `reserve_lock`.
     reserved: AtomicUsize,
+    /// Bytes from the start that may hold data and may be read through the mapping: at least
+    /// `reserved`, and, for a file of an earlier run, up to its first hole rounded up to a page
+    /// (reading a partly allocated page faults in no block; writing it would, so `reserved`
+    /// rounds down).
+    readable: AtomicUsize,
     reserve_lock: Mutex<()>,
     policy: Arc<ReservePolicy>,
 }
@@ -264,7 +269,9 @@ impl MappedFile {
         }
         // Of a file written before (by an earlier run, or by Java, which maps files sparse),
         // only the allocated prefix may be touched until reserved.
-        let reserved = if len == 0 { 0 } else { reserve::allocated_prefix(&file, file_size as u64)? as usize };
+        let data_end = if len == 0 { 0 } else { reserve::allocated_prefix(&file, file_size as u64)? as usize };
+        let reserved = if data_end == file_size { data_end } else { data_end - data_end % OS_PAGE_SIZE };
+        let readable = page_up(data_end).min(file_size);
         let map = MmapRaw::map_raw(&file)?;
         Ok(MappedFile {
             path,
@@ -282,6 +289,7 @@ impl MappedFile {
             full: AtomicBool::new(false),
             loaded_len: len as usize,
             reserved: AtomicUsize::new(reserved),
+            readable: AtomicUsize::new(readable),
             reserve_lock: Mutex::new(()),
             policy,
         })
@@ -290,6 +298,12 @@ impl MappedFile {
     /// Bytes from the start whose blocks are allocated (see [`crate::reserve`]).
     pub fn reserved(&self) -> usize {
         self.reserved.load(Ordering::Acquire)
+    }
+
+    /// Bytes from the start that may hold data: everything past them reads as zeros and was
+    /// never written.
+    pub fn readable(&self) -> usize {
+        self.readable.load(Ordering::Acquire).max(self.reserved())
     }
 
     /// Makes sure the blocks of `[0, end)` are allocated, reserving up to a step beyond `end`
@@ -635,7 +649,7 @@ impl MappedFile {
         if end > self.file_size {
             return None;
         }
-        if end <= self.reserved() {
+        if end <= self.readable() {
             let window = Window { inner: self.inner.clone(), start: pos, len };
             return Some(f(window.as_ref()));
         }
@@ -648,7 +662,7 @@ impl MappedFile {
     /// empty slice when `pos` is past it): for scans that stop at the first zeros, which is
     /// what the rest of the file reads as, so they find the same end without reading it.
     pub fn with_allocated<R>(&self, pos: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        let end = pos.checked_add(len)?.min(self.reserved()).max(pos);
+        let end = pos.checked_add(len)?.min(self.readable()).max(pos);
         self.with_raw(pos, end - pos, f)
     }
 
@@ -682,32 +696,28 @@ impl MappedFile {
     }
 
     /// Zeros `[pos, end of file)` so stale bytes past a truncation point can never be read as
-    /// records again. Recovery only: no reader or writer may be active. Whole pages are given
-    /// back to the filesystem (a hole punched), so nothing past `pos` is touched or allocated;
-    /// where holes cannot be punched, the allocated part is overwritten with zeros.
+    /// records again. Recovery only: no reader or writer may be active. The range is punched
+    /// out (`FALLOC_FL_PUNCH_HOLE`: whole blocks given back, a partial block zeroed in place),
+    /// so nothing past `pos` is touched through the mapping or newly allocated; where holes
+    /// cannot be punched, what may hold data is overwritten with zeros by write calls.
     pub fn zero_from(&self, pos: usize) -> io::Result<()> {
         if pos >= self.file_size {
             return Ok(());
         }
         let _guard = self.reserve_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let reserved = self.reserved();
-        let page_end = page_up(pos).min(self.file_size);
-        // The partial page before the hole: overwritten, if allocated (a write call, so a
-        // failure is an error, not a fault).
-        if pos < reserved.min(page_end) {
-            self.file.write_all_at(&vec![0u8; reserved.min(page_end) - pos], pos as u64)?;
-        }
-        if page_end < self.file_size {
-            if reserve::punch_hole(&self.file, page_end as u64, (self.file_size - page_end) as u64)? {
-                self.reserved.store(reserved.min(page_end), Ordering::Release);
-            } else if page_end < reserved {
-                let zeros = vec![0u8; 1 << 20];
-                let mut at = page_end;
-                while at < reserved {
-                    let n = zeros.len().min(reserved - at);
-                    self.file.write_all_at(&zeros[..n], at as u64)?;
-                    at += n;
-                }
+        if reserve::punch_hole(&self.file, pos as u64, (self.file_size - pos) as u64)? {
+            // The page holding `pos` may have lost blocks: reserve it again before writing.
+            let page_start = pos - pos % OS_PAGE_SIZE;
+            self.reserved.fetch_min(page_start, Ordering::AcqRel);
+            self.readable.store(page_up(pos).min(self.file_size), Ordering::Release);
+        } else {
+            let end = self.readable();
+            let zeros = vec![0u8; 1 << 20];
+            let mut at = pos;
+            while at < end {
+                let n = zeros.len().min(end - at);
+                self.file.write_all_at(&zeros[..n], at as u64)?;
+                at += n;
             }
         }
         self.file.sync_data()

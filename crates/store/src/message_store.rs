@@ -345,6 +345,7 @@ impl MessageStore {
         info!(
             normal = last_exit_ok,
             files_scanned = summary.files_scanned,
+            bytes_checked = summary.bytes_checked,
             bytes_truncated = summary.bytes_truncated,
             redispatched = summary.redispatched,
             physical_offset = summary.max_phy_offset,

@@ -23,6 +23,10 @@ use crate::DelayLevels;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct RecoverySummary {
     pub files_scanned: usize,
+    /// Bytes of records checked (from the first scanned segment's start to the recovered end).
+    pub bytes_checked: u64,
+    /// Bytes cut after the last whole record: a torn or corrupt tail, 0 after a clean stop (the
+    /// rest of the last segment is unused space, not data).
     pub bytes_truncated: u64,
     pub redispatched: u64,
     pub max_phy_offset: i64,
@@ -67,7 +71,7 @@ pub(crate) fn recover(
         let valid_len = file.loaded_len().min(file_size);
         let mut pos = 0usize;
         loop {
-            if pos >= file.reserved() {
+            if pos >= file.readable() {
                 // Past the allocated prefix the file is a hole: no record was ever written
                 // there (appends reserve first), so this is the end of the data.
                 break 'files;
@@ -99,8 +103,11 @@ pub(crate) fn recover(
             }
         }
     }
-    let max_offset = last.file_from_offset() + file_size as i64;
-    summary.bytes_truncated = (max_offset - end).max(0) as u64;
+    summary.bytes_checked = (end - files[start].file_from_offset()).max(0) as u64;
+    // What a torn tail held: up to the last segment's allocated bytes, which bound anything
+    // written (the rest of a segment is never written before it is reserved).
+    let written_end = last.file_from_offset() + last.readable().min(file_size) as i64;
+    summary.bytes_truncated = if torn { (written_end - end).max(0) as u64 } else { 0 };
     // After an unclean stop, zero the cut tail so stale bytes can never pass for records.
     commit_log.queue().truncate(end, !last_exit_ok || torn)?;
     summary.max_phy_offset = end;

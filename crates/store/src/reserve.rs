@@ -128,9 +128,10 @@ pub fn punch_hole(file: &File, offset: u64, len: u64) -> io::Result<bool> {
     }
 }
 
-/// Where the first hole of `file` starts (its length when it has none), rounded down to a
-/// page: the prefix whose blocks are known to be allocated. A file of an earlier run may be
-/// sparse; only this prefix may be touched through a mapping before it is reserved.
+/// Where the first hole of `file` starts (its length when it has none): everything written
+/// lies below it, since the store writes files front to back. Blocks can be smaller than a
+/// page (ext4 on a small disk has 1 KiB blocks), so the page holding this offset may be part
+/// data, part hole: round up to read it, down to know which pages need no reservation.
 ///
 /// # Errors
 /// `lseek` failed for another reason than the filesystem not knowing about holes (then the
@@ -147,8 +148,7 @@ pub fn allocated_prefix(file: &File, len: u64) -> io::Result<u64> {
             _ => Err(e),
         };
     }
-    let at = (at as u64).min(len);
-    Ok(if at == len { len } else { at - at % crate::OS_PAGE_SIZE as u64 })
+    Ok((at as u64).min(len))
 }
 
 /// The ranges of `file` (of `len` bytes) that hold data, by `SEEK_DATA` / `SEEK_HOLE`; the

@@ -2,7 +2,7 @@
 //! `(timeMs / precision) % (2 * slotsTotal)`. The `timerwheel` file holds the wheel and is
 //! mapped read-only (38 MB with Java's defaults: page cache, not process memory). The file is
 //! sparse: a page of it is read through the mapping only once it is known to have blocks (a
-//! fault on a hole of a full tmpfs kills the process), otherwise with `pread`; slots changed
+//! fault on a hole of a full tmpfs kills the process); a hole reads as empty slots; slots changed
 //! since they were last written live in an in-memory overlay until a flush has written them
 //! (`pwrite`, synced by the flusher) and confirmed it. Java: `TimerWheel` (which maps the file
 //! read-write).
@@ -97,7 +97,9 @@ impl TimerWheel {
         let map = map_read_only(&file).map_err(io_err(path))?;
         let mut pages = vec![0u64; (expected as usize).div_ceil(PAGE).div_ceil(64)];
         for (start, end) in ferromq_store::reserve::allocated_ranges(&file, expected).map_err(io_err(path))? {
-            for page in start.div_ceil(PAGE as u64) as usize..(end / PAGE as u64) as usize {
+            // Outward: a page that is part data is read through the mapping (a read of a hole
+            // faults in no block where blocks are smaller than pages; tmpfs blocks are pages).
+            for page in (start / PAGE as u64) as usize..end.div_ceil(PAGE as u64) as usize {
                 pages[page / 64] |= 1 << (page % 64);
             }
         }
@@ -191,11 +193,11 @@ impl TimerWheel {
         }
         let mut rec = [0u8; SLOT_SIZE];
         let (from, to) = (index * SLOT_SIZE, (index + 1) * SLOT_SIZE);
+        // A page not known to have blocks was a hole at open and has not been written since
+        // (writes mark their pages once done; a slot being written is served from `changed`),
+        // so it reads as zeros: an empty slot, with no need to touch the file.
         if self.page_known(from) && self.page_known(to - 1) {
             rec.copy_from_slice(&self.map[from..to]);
-        } else if self.file.read_exact_at(&mut rec, from as u64).is_err() {
-            // Unreadable reads as an empty slot, as a hole does.
-            rec = [0u8; SLOT_SIZE];
         }
         Slot::decode(&rec, self.precision_ms)
     }

@@ -132,6 +132,7 @@ impl Broker {
             return success(req);
         }
         if !self.config.enable_property_filter {
+            self.warn_property_filter_off(&body.group, &sub.expression_type);
             return failure(
                 req,
                 response_code::SYSTEM_ERROR,

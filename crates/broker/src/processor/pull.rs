@@ -123,6 +123,7 @@ impl Broker {
             } else {
                 let expression_type = expression_type.unwrap_or(EXPRESSION_TYPE_TAG);
                 if !self.config.enable_property_filter {
+                    self.warn_property_filter_off(&h.consumer_group, expression_type);
                     return respond(
                         response_code::SYSTEM_ERROR,
                         format!("The broker does not support consumer to filter message by {expression_type}"),
@@ -177,6 +178,7 @@ impl Broker {
                 PullFilter::tags(&sub.sub_string)
             } else {
                 if !self.config.enable_property_filter {
+                    self.warn_property_filter_off(&h.consumer_group, &sub.expression_type);
                     return respond(
                         response_code::SYSTEM_ERROR,
                         format!("The broker does not support consumer to filter message by {}", sub.expression_type),

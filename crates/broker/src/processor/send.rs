@@ -8,7 +8,7 @@ use ferromq_protocol::message::{decode_batch, keys, sysflag, MessageProperties, 
 use ferromq_protocol::{response_code, version, RemotingCommand};
 use ferromq_remoting::Connection;
 use ferromq_store::{PutMessageResult, PutMessageStatus};
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use crate::broker::{now_ms, Broker};
 use crate::metadata::{dlq_topic, is_not_allowed_send_topic, validate_topic, RETRY_GROUP_TOPIC_PREFIX};
@@ -165,7 +165,7 @@ impl Broker {
         }
         let mut config = self.topics().select(&header.topic);
         if config.is_none() {
-            warn!(topic = %header.topic, remote_addr = %conn.remote_addr(), "the topic does not exist");
+            debug!(topic = %header.topic, remote_addr = %conn.remote_addr(), "the topic does not exist; creating it from the default topic");
             let remote = conn.remote_addr().to_string();
             config = match self.topics().create_topic_in_send_message(
                 &header.topic,
