@@ -1,6 +1,7 @@
 //! `ferromq bench produce|consume|e2e`: the load tool (see the `ferromq-bench` crate). Option
 //! letters follow RocketMQ's `benchmark/Producer.java` where they exist.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -17,15 +18,19 @@ pub(crate) struct BenchArgs {
 #[derive(Debug, clap::Subcommand)]
 enum BenchMode {
     /// Send messages as fast as the in-flight limit allows.
-    Produce(BenchOptions),
-    /// Pull every queue of the topic and measure end-to-end latency.
-    Consume(BenchOptions),
+    Produce(ProduceArgs),
+    /// Pull every queue of the topic and measure end-to-end latency (new messages only, unless
+    /// --from-start reads the backlog).
+    Consume(ConsumeArgs),
     /// Produce and consume at once.
-    E2e(BenchOptions),
+    E2e(E2eArgs),
+    /// How soon after SEND_OK the first message of a new topic can be pulled.
+    Visibility(VisibilityArgs),
 }
 
+/// Options every load mode takes.
 #[derive(Debug, clap::Args)]
-struct BenchOptions {
+struct CommonArgs {
     /// Name server address.
     #[arg(short = 'n', long = "namesrv", default_value = "127.0.0.1:9876")]
     namesrv: String,
@@ -35,33 +40,9 @@ struct BenchOptions {
     /// Topic (created on the broker serving TBW102 if missing).
     #[arg(short = 't', long, default_value = "FerroBench")]
     topic: String,
-    /// Requests in flight (sender tasks, one outstanding request each).
-    #[arg(short = 'w', long = "threadCount", default_value_t = 64)]
-    in_flight: u32,
-    /// Message body size in bytes.
-    #[arg(short = 's', long = "messageSize", default_value_t = 128)]
-    size: u32,
-    /// Attach a KEYS property to every message.
-    #[arg(short = 'k', long = "keyEnable")]
-    keys: bool,
-    /// Messages per request: more than 1 sends SEND_BATCH_MESSAGE.
-    #[arg(short = 'b', long = "batchSize", default_value_t = 1)]
-    batch: u32,
-    /// Send oneway (no response; acked means written, latency is the write time).
-    #[arg(short = 'y', long = "oneway")]
-    oneway: bool,
-    /// Total messages to send (produce) or receive (consume); 0 = no count limit.
-    #[arg(short = 'q', long = "messageQuantity", default_value_t = 0)]
-    count: u64,
     /// Time limit in seconds.
     #[arg(long, default_value_t = 10)]
     duration: u64,
-    /// Consume from offset 0 instead of the queues' current max.
-    #[arg(long)]
-    from_start: bool,
-    /// Consumer group.
-    #[arg(short = 'g', long, default_value = "ferro_bench_consumer")]
-    group: String,
     /// Connections to the broker.
     #[arg(long, default_value_t = 4)]
     connections: u32,
@@ -79,38 +60,159 @@ struct BenchOptions {
     quiet: bool,
 }
 
+/// What the sending side takes.
+#[derive(Debug, clap::Args)]
+struct SendArgs {
+    /// Requests in flight (sender tasks, one outstanding request each).
+    #[arg(short = 'w', long = "threadCount", default_value_t = 64)]
+    in_flight: u32,
+    /// Message body size in bytes.
+    #[arg(short = 's', long = "messageSize", default_value_t = 128)]
+    size: u32,
+    /// Attach a KEYS property to every message.
+    #[arg(short = 'k', long = "keyEnable")]
+    keys: bool,
+    /// Messages per request: more than 1 sends SEND_BATCH_MESSAGE.
+    #[arg(short = 'b', long = "batchSize", default_value_t = 1)]
+    batch: u32,
+    /// Send oneway (no response; acked means written, latency is the write time).
+    #[arg(short = 'y', long = "oneway")]
+    oneway: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct ProduceArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    send: SendArgs,
+    /// Total messages to send; 0 = only the time limit.
+    #[arg(short = 'q', long = "messageQuantity", default_value_t = 0)]
+    count: u64,
+}
+
+#[derive(Debug, clap::Args)]
+struct ConsumeArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Read from each queue's oldest message (a backlog) instead of its current end (only
+    /// messages sent from now on).
+    #[arg(long)]
+    from_start: bool,
+    /// Consumer group.
+    #[arg(short = 'g', long, default_value = "ferro_bench_consumer")]
+    group: String,
+    /// Total messages to receive; 0 = only the time limit.
+    #[arg(short = 'q', long = "messageQuantity", default_value_t = 0)]
+    count: u64,
+}
+
+#[derive(Debug, clap::Args)]
+struct E2eArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    send: SendArgs,
+    /// Consumer group.
+    #[arg(short = 'g', long, default_value = "ferro_bench_consumer")]
+    group: String,
+    /// Total messages to send; 0 = only the time limit.
+    #[arg(short = 'q', long = "messageQuantity", default_value_t = 0)]
+    count: u64,
+}
+
+#[derive(Debug, clap::Args)]
+struct VisibilityArgs {
+    /// Name server address.
+    #[arg(short = 'n', long = "namesrv", default_value = "127.0.0.1:9876")]
+    namesrv: String,
+    /// New topics to send a first message to, one after another.
+    #[arg(long, default_value_t = 10)]
+    samples: u32,
+    /// Prefix of the new topics' names.
+    #[arg(long, default_value = "FerroVisibility")]
+    prefix: String,
+    /// Per-request timeout (and longest wait for a message) in milliseconds.
+    #[arg(long, default_value_t = 3000)]
+    timeout_ms: u64,
+}
+
 /// Runs the load tool.
 pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
-    let (mode, o) = match args.mode {
-        BenchMode::Produce(o) => (Mode::Produce, o),
-        BenchMode::Consume(o) => (Mode::Consume, o),
-        BenchMode::E2e(o) => (Mode::E2e, o),
-    };
-    let opts = Options {
-        mode,
-        namesrv: Some(o.namesrv),
-        broker: o.broker,
-        topic: o.topic,
-        in_flight: o.in_flight,
-        connections: o.connections,
-        message_size: o.size,
-        keys: o.keys,
-        batch: o.batch,
-        oneway: o.oneway,
-        count: o.count,
-        duration: Duration::from_secs(o.duration),
-        from_start: o.from_start,
-        group: o.group,
-        queues: o.queues,
-        timeout: Duration::from_millis(o.timeout_ms),
-        progress: !o.quiet,
-    };
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
+    let (mode, common, send, from_start, group, count) = match args.mode {
+        BenchMode::Produce(a) => (Mode::Produce, a.common, Some(a.send), false, None, a.count),
+        BenchMode::Consume(a) => (Mode::Consume, a.common, None, a.from_start, Some(a.group), a.count),
+        BenchMode::E2e(a) => (Mode::E2e, a.common, Some(a.send), false, Some(a.group), a.count),
+        BenchMode::Visibility(a) => return runtime.block_on(visibility(a)),
+    };
+    let defaults = Options::default();
+    let send = send.unwrap_or(SendArgs {
+        in_flight: defaults.in_flight,
+        size: defaults.message_size,
+        keys: false,
+        batch: 1,
+        oneway: false,
+    });
+    let opts = Options {
+        mode,
+        namesrv: Some(common.namesrv),
+        broker: common.broker,
+        topic: common.topic,
+        in_flight: send.in_flight,
+        connections: common.connections,
+        message_size: send.size,
+        keys: send.keys,
+        batch: send.batch,
+        oneway: send.oneway,
+        count,
+        duration: Duration::from_secs(common.duration),
+        from_start,
+        group: group.unwrap_or(defaults.group),
+        queues: common.queues,
+        timeout: Duration::from_millis(common.timeout_ms),
+        progress: !common.quiet,
+    };
     let report = runtime.block_on(ferromq_bench::run(opts, std::env::args().collect()))?;
     print!("{}", report.table());
-    if let Some(path) = &o.json {
+    if let Some(path) = &common.json {
         std::fs::write(path, report.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
     }
+    if mode == Mode::Consume && report.consume.as_ref().is_some_and(|c| c.consumed == 0) && !from_start {
+        let _ = writeln!(
+            std::io::stderr(),
+            "read 0 messages: consume starts at each queue's end and waits for new ones; to measure a backlog \
+             already in the topic, add --from-start"
+        );
+    }
+    Ok(())
+}
+
+async fn visibility(a: VisibilityArgs) -> anyhow::Result<()> {
+    let samples =
+        ferromq_bench::visibility::probe(&a.namesrv, &a.prefix, a.samples, Duration::from_millis(a.timeout_ms)).await?;
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "{:<40} {:>10} {:>12} {:>12}", "topic", "send_us", "visible_us", "empty_pulls");
+    for s in &samples {
+        let _ = writeln!(
+            out,
+            "{:<40} {:>10} {:>12} {:>12}",
+            s.topic,
+            s.send.as_micros(),
+            s.visible.as_micros(),
+            s.empty_pulls
+        );
+    }
+    let mut visible: Vec<u128> = samples.iter().map(|s| s.visible.as_micros()).collect();
+    visible.sort_unstable();
+    let _ = writeln!(
+        out,
+        "first message visible {} us after SEND_OK; median of {} new topics {} us, max {} us",
+        samples[0].visible.as_micros(),
+        samples.len(),
+        visible[visible.len() / 2],
+        visible[visible.len() - 1]
+    );
     Ok(())
 }

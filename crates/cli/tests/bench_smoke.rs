@@ -99,6 +99,34 @@ fn bench_produce_consume_and_e2e_reports_add_up() {
     assert_eq!(c.bytes, p.bytes);
     assert_eq!(c.e2e_latency_ms.count, c.consumed);
     assert_eq!(c.queues, r.config.queues);
+    // The rate counts the time messages arrived, not the time limit the run waited out.
+    assert!(c.elapsed_s < 10.0 && c.msgs_per_s >= c.consumed as f64 / c.elapsed_s * 0.99, "{c:?}");
+
+    // Without --from-start a backlog is not read, and the tool says which flag reads it.
+    let out = bench(&["consume", "-n", &namesrv, "--duration", "1", "--quiet"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--from-start"), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // -n given a broker's port says that -n wants a name server.
+    let broker = format!("127.0.0.1:{broker_port}");
+    let out = bench(&["produce", "-n", &broker, "-q", "1", "--quiet"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("name server") && stderr.contains("--broker"), "{stderr}");
+
+    // Each mode's help lists its own options only.
+    let help = |mode: &str| String::from_utf8_lossy(&bench(&[mode, "--help"]).stdout).into_owned();
+    let (produce, consume) = (help("produce"), help("consume"));
+    assert!(produce.contains("--oneway") && !produce.contains("--from-start"), "{produce}");
+    assert!(
+        consume.contains("--from-start") && !consume.contains("--oneway") && !consume.contains("--messageSize"),
+        "{consume}"
+    );
+
+    // The first message of a new topic is pullable right after SEND_OK.
+    let out = bench(&["visibility", "-n", &namesrv, "--samples", "3"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("visible"), "{}", String::from_utf8_lossy(&out.stdout));
 
     // e2e with batches: consumes exactly what was acked while it ran.
     let e2e_json = dir.path().join("e.json");

@@ -9,7 +9,7 @@ use ferromq_protocol::body::{
 };
 use ferromq_remoting::ConnectionId;
 use serde_json::Value;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 /// Topics a broker group uses to learn its members (Java: `TopicValidator.SYNC_BROKER_MEMBER_GROUP_PREFIX`).
 const SYNC_BROKER_MEMBER_GROUP_PREFIX: &str = "rmq_sys_SYNC_BROKER_MEMBER_";
@@ -226,7 +226,8 @@ impl RouteTable {
         );
         if previous.is_none() {
             info!(cluster = %reg.cluster_name, broker_name = %reg.broker_name, broker_id = reg.broker_id,
-                broker_addr = %reg.broker_addr, ha_server_addr = %reg.ha_server_addr, "new broker registered");
+                broker_addr = %reg.broker_addr, ha_server_addr = %reg.ha_server_addr,
+                topics = reg.topic_config_table.len(), "new broker registered");
         }
         if reg.filter_server_list.is_empty() {
             self.filter_server_table.remove(&addr_info);
@@ -272,7 +273,7 @@ impl RouteTable {
                 queues.insert(broker_name.to_owned(), queue_data);
             }
             None => {
-                info!(topic = %config.topic_name, broker_name, "new topic registered");
+                debug!(topic = %config.topic_name, broker_name, "new topic registered");
                 queues.insert(broker_name.to_owned(), queue_data);
             }
         }
@@ -336,7 +337,7 @@ impl RouteTable {
     fn remove_topics_of_broker_name(&mut self, broker_name: &str) {
         self.topic_queue_table.retain(|topic, queues| {
             if queues.remove(broker_name).is_some() {
-                info!(topic = %topic, broker_name, "topic queue data removed with its broker");
+                debug!(topic = %topic, broker_name, "topic queue data removed with its broker");
             }
             !queues.is_empty()
         });
