@@ -37,6 +37,11 @@ impl Checkpoint {
         let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
         if file.metadata()?.len() < PAGE {
             file.set_len(PAGE)?;
+            // Its block now, while there may be room: a checkpoint written later on a full
+            // disk then overwrites an allocated block instead of failing for want of one.
+            if let Err(e) = crate::reserve::reserve(&file, path, 0, PAGE) {
+                tracing::warn!(file = %path.display(), error = %e, "checkpoint block not reserved");
+            }
         }
         let mut buf = [0u8; 40];
         file.read_exact_at(&mut buf, 0)?;

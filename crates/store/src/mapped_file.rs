@@ -69,6 +69,9 @@ impl Default for ReservePolicy {
     }
 }
 
+/// The most an append reserves past its end when it has to reserve inline.
+const INLINE_RESERVE_MAX: usize = 1024 * 1024;
+
 fn page_up(n: usize) -> usize {
     n.div_ceil(OS_PAGE_SIZE) * OS_PAGE_SIZE
 }
@@ -317,7 +320,10 @@ impl MappedFile {
         if end <= self.reserved() {
             return Ok(());
         }
-        self.reserve_to(end, end.saturating_add(self.policy.step()))
+        // Inline, a little ahead only: the writer waits for this (on tmpfs a reservation
+        // zeroes its pages), and [`reserve_ahead`](Self::reserve_ahead) takes the full step
+        // in the background where there is a preallocator.
+        self.reserve_to(end, end.saturating_add(self.policy.step().min(INLINE_RESERVE_MAX)))
     }
 
     /// Reserves a step ahead of the write position, where the file has less than half a step
@@ -782,7 +788,7 @@ impl MappedFile {
 
     /// Pre-faults the reserved pages from `from` on: allocates their page-cache pages ahead of
     /// the writer without touching their content, so it is safe while the file is in
-    /// service. Works in 4 MiB steps, and never past the reserved end (see
+    /// service. Works in 1 MiB steps, and never past the reserved end (see
     /// [`crate::reserve`]): the window faulted in is bounded by the reservation step.
     ///
     /// With [`AppendPath::Mapping`] the pages are mapped writable (`MADV_POPULATE_WRITE`).
@@ -794,7 +800,9 @@ impl MappedFile {
     /// # Errors
     /// The kernel does not support the advice (Linux < 5.14), or the mapping failed.
     pub fn prefault(&self, from: usize) -> io::Result<()> {
-        const STEP: usize = 4 * 1024 * 1024;
+        // Each call holds the process's mmap lock for its range: small steps let another
+        // thread map a file (a new consume queue) in between.
+        const STEP: usize = 1024 * 1024;
         let end = self.reserved();
         let mut pos = from - from % OS_PAGE_SIZE;
         if pos >= end {

@@ -60,6 +60,8 @@ pub struct MappedFileQueue {
     warm: Arc<AtomicBool>,
     /// How every segment reserves its blocks (see [`crate::reserve`]); shared with the files.
     policy: Arc<ReservePolicy>,
+    /// Start of the segment last asked of the preallocator (asked once each).
+    next_requested: std::sync::atomic::AtomicI64,
 }
 
 impl MappedFileQueue {
@@ -131,6 +133,7 @@ impl MappedFileQueue {
             append_path,
             warm,
             policy,
+            next_requested: std::sync::atomic::AtomicI64::new(-1),
         })
     }
 
@@ -163,6 +166,17 @@ impl MappedFileQueue {
             if file.wants_reserve_ahead() {
                 p.prefault(file.clone());
             }
+            if file.remaining() < 2 * self.policy.step() {
+                self.request_next(p, file.file_from_offset());
+            }
+        }
+    }
+
+    /// Asks the preallocator for the segment after the one at `from`, once.
+    fn request_next(&self, p: &Preallocator, from: i64) {
+        let next = from + self.file_size as i64;
+        if self.next_requested.swap(next, Ordering::AcqRel) != next {
+            p.request(next);
         }
     }
 
@@ -245,8 +259,14 @@ impl MappedFileQueue {
                 file
             }
         };
+        // The next segment is prepared once this one nears its end (`reserve_ahead`), not
+        // now: its reservation and pre-faulting would compete with the first appends and
+        // their dispatch, and a segment that is never filled needs no successor. A segment
+        // of a few steps asks at once.
         if let Some(p) = &self.preallocator {
-            p.request(from + self.file_size as i64);
+            if self.file_size <= 2 * self.policy.step() {
+                self.request_next(p, from);
+            }
         }
         debug!(file = %file.path().display(), "new segment");
         files.push(file.clone());
@@ -420,6 +440,7 @@ impl MappedFileQueue {
         }
         if let Some(p) = &self.preallocator {
             p.discard()?;
+            self.next_requested.store(-1, Ordering::Release);
         }
         for f in files.drain(..) {
             info!(file = %f.path().display(), "removing empty segment");
