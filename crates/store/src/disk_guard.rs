@@ -164,7 +164,7 @@ mod tests {
             &StoreConfig::with_root("/nonexistent"),
             Arc::new(move |_| Some(*probe_used.lock().unwrap())),
         );
-        let mut at = |p: f64| {
+        let at = |p: f64| {
             *used.lock().unwrap() = p;
             guard.check()
         };
