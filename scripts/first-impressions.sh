@@ -4,17 +4,20 @@
 # the first message of the store (and of each new topic) can be pulled. Each round starts a
 # fresh data directory. Prints one line per round, then the medians.
 # Usage: scripts/first-impressions.sh [rounds]
+# SERVER_BIN=path runs that binary's standalone instead (say an older build, for a baseline);
+# the measuring tools are always this tree's.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 rounds="${1:-3}"
 cargo build --release -j2 -p ferromq-cli >&2
 bin=target/release/ferromq
+server="${SERVER_BIN:-$bin}"
 kb() { awk -v k="$1" '$1 == k":" { print $2 }' "/proc/$2/status"; }
 out="$(mktemp)"
 for round in $(seq "$rounds"); do
     data="$(mktemp -d)"
     ns=$((19000 + RANDOM % 500)); broker=$((21000 + RANDOM % 500 * 4))
-    "$bin" standalone --bind 127.0.0.1 --data-dir "$data/d" --namesrv-port "$ns" --broker-port "$broker" \
+    "$server" standalone --bind 127.0.0.1 --data-dir "$data/d" --namesrv-port "$ns" --broker-port "$broker" \
         >/dev/null 2>"$data/log" &
     pid=$!
     for _ in $(seq 200); do

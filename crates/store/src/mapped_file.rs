@@ -40,12 +40,25 @@ pub struct ReservePolicy {
     /// below shrinks to what the append needs, and fails if even that would. The CommitLog
     /// keeps room this way for the consume queues and the index of what it has accepted.
     keep_free: std::sync::atomic::AtomicU64,
+    /// Reserve by writing zeros (and syncing them) rather than with `fallocate`: see
+    /// [`reserve::reserve_zeroed`]. For files written by write calls and flushed often
+    /// (the CommitLog under SYNC_FLUSH).
+    zero_fill: AtomicBool,
 }
 
 impl ReservePolicy {
     /// Reserve `step` bytes at a time, keeping no space free.
     pub fn new(step: usize) -> ReservePolicy {
-        ReservePolicy { step: step.max(OS_PAGE_SIZE), keep_free: std::sync::atomic::AtomicU64::new(0) }
+        ReservePolicy {
+            step: step.max(OS_PAGE_SIZE),
+            keep_free: std::sync::atomic::AtomicU64::new(0),
+            zero_fill: AtomicBool::new(false),
+        }
+    }
+
+    /// Chooses zero-filling over `fallocate` for reservations from now on.
+    pub fn set_zero_fill(&self, zero_fill: bool) {
+        self.zero_fill.store(zero_fill, Ordering::Relaxed);
     }
 
     /// The step.
@@ -377,7 +390,15 @@ impl MappedFile {
                 }
             }
         }
-        reserve::reserve(&self.file, &self.path, from as u64, (to - from) as u64)?;
+        if self.policy.zero_fill.load(Ordering::Relaxed) {
+            // Zeros only past anything a file of an earlier run may hold (the page holding its
+            // end may be part data); `fallocate` there, which changes no byte.
+            let data_end = self.readable.load(Ordering::Acquire).clamp(from, to);
+            reserve::reserve(&self.file, &self.path, from as u64, (data_end - from) as u64)?;
+            reserve::reserve_zeroed(&self.file, &self.path, data_end as u64, (to - data_end) as u64)?;
+        } else {
+            reserve::reserve(&self.file, &self.path, from as u64, (to - from) as u64)?;
+        }
         self.reserved.store(to, Ordering::Release);
         Ok(())
     }
@@ -925,6 +946,39 @@ mod tests {
         assert!(f.has_uncommitted(), "still staged");
         assert_eq!(&f.slice(0, 4).unwrap()[..], b"kept");
         assert!(f.slice(0, 8).is_none());
+    }
+
+    #[test]
+    fn blocks_are_reserved_in_a_window_ahead_of_the_writer() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let step = 64 * 1024;
+        let f = MappedFile::open_with(dir.path(), 0, 1 << 20, Arc::new(ReservePolicy::new(step))).unwrap();
+        assert_eq!(f.reserved(), 0, "opening reserves nothing");
+        f.append(&[7u8; 100]).unwrap();
+        assert!(f.reserved() >= 100 && f.reserved() <= 100 + step + OS_PAGE_SIZE, "{}", f.reserved());
+        assert!(f.reserve_ahead().is_ok());
+        let allocated = std::fs::metadata(f.path()).unwrap().blocks() * 512;
+        assert!(allocated < 1 << 20, "a window, not the whole segment: {allocated} bytes allocated");
+    }
+
+    #[test]
+    fn zero_filled_reservations_never_overwrite_what_an_earlier_run_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(offset_to_file_name(0));
+        // An earlier run's data ending inside a page.
+        let earlier: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8 + 1).collect();
+        std::fs::write(&path, &earlier).unwrap();
+        let policy = Arc::new(ReservePolicy::new(64 * 1024));
+        policy.set_zero_fill(true);
+        let f = MappedFile::open_with(dir.path(), 0, 1 << 20, policy).unwrap();
+        assert!(f.readable() >= earlier.len(), "the partial page is readable: {}", f.readable());
+        assert!(f.with_allocated(0, 1 << 20, |b| b.len()).unwrap() >= earlier.len());
+        f.set_positions(earlier.len());
+        f.append(b"next").unwrap();
+        let on_disk = std::fs::read(&path).unwrap();
+        assert_eq!(&on_disk[..earlier.len()], &earlier[..]);
+        assert_eq!(&on_disk[earlier.len()..earlier.len() + 4], b"next");
     }
 
     #[test]

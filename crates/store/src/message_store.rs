@@ -276,6 +276,9 @@ impl MessageStore {
         }
         if config.flush_disk_type == crate::FlushDiskType::SyncFlush {
             queue.set_append_path(crate::AppendPath::WriteCall);
+            // Every group commit flushes a few pages: into zero-filled blocks that is a data
+            // write, into fallocated ones also a conversion of unwritten extents.
+            policy.set_zero_fill(true);
         }
         queue.set_warm(config.warm_mapped_file_enable);
         let mut commit_log = CommitLog::new(queue, config.max_message_size as usize, store_host);

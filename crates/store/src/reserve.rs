@@ -92,6 +92,27 @@ pub fn reserve(file: &File, path: &Path, offset: u64, len: u64) -> io::Result<()
     })
 }
 
+/// Allocates `[offset, offset + len)` by writing zeros and forcing them to disk: the blocks
+/// are then plain written blocks, so a later write there is a data write only. `fallocate`
+/// leaves unwritten extents instead, which the filesystem converts (a metadata change in its
+/// journal) at the first flush of each part written: a cost every SYNC_FLUSH group commit
+/// pays (measured in docs/benchmarks.md). The range must hold no data.
+///
+/// # Errors
+/// As [`reserve`].
+pub fn reserve_zeroed(file: &File, path: &Path, offset: u64, len: u64) -> io::Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    write_zeros(file, offset, len).and_then(|()| file.sync_data()).map_err(|e| {
+        if is_no_space(&e) {
+            storage_full(path, len, free_space(file).ok().map(|(free, _)| free), &e)
+        } else {
+            io::Error::new(e.kind(), format!("cannot reserve {len} bytes for {}: {e}", path.display()))
+        }
+    })
+}
+
 fn write_zeros(file: &File, offset: u64, len: u64) -> io::Result<()> {
     let zeros = vec![0u8; (1 << 20).min(len as usize)];
     let mut at = 0;
