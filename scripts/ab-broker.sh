@@ -4,11 +4,11 @@
 # with 256, 5 s each. Prints msgs/s and the broker CPU per message of every run.
 # Usage: scripts/ab-broker.sh /path/to/old/ferromq [rounds]
 set -euo pipefail
-old_bin="$1"
+old_bin="$(realpath "$1")"
 rounds="${2:-3}"
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 cargo build --release -j2 -p ferromq-cli >&2
 cargo build --release -j2 -p ferromq-broker --example send_load >&2
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
 tck=$(getconf CLK_TCK)
 for _ in $(seq "$rounds"); do
   for which in old new; do
