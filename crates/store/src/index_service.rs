@@ -179,7 +179,12 @@ impl IndexService {
         let _writer = self.lock_writer();
         let mut file = read_list(&self.files).last().cloned();
         if let Some(last) = &file {
-            if req.commit_log_offset < read_file(last).end_phy_offset() {
+            let last = read_file(last);
+            let end = last.end_phy_offset();
+            // At the end offset itself: that record's keys are in already (a dispatch retried
+            // after a consume-queue failure), unless the file is new and unseeded.
+            let indexed = req.commit_log_offset == end && (last.index_count() > 1 || end > 0);
+            if req.commit_log_offset < end || indexed {
                 return Ok(());
             }
         }

@@ -85,6 +85,15 @@ impl Default for ReservePolicy {
 /// The most an append reserves past its end when it has to reserve inline.
 const INLINE_RESERVE_MAX: usize = 1024 * 1024;
 
+/// A background reservation leaves at least 1/this of the disk free.
+const BACKGROUND_FREE_DIVISOR: u64 = 5;
+
+/// What the background reserves under one hold of the reservation lock.
+const RESERVE_CHUNK: usize = 4 * 1024 * 1024;
+
+/// Zeros handed out for the never-written tail of a sealed segment (replication ships it).
+static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
+
 fn page_up(n: usize) -> usize {
     n.div_ceil(OS_PAGE_SIZE) * OS_PAGE_SIZE
 }
@@ -336,7 +345,7 @@ impl MappedFile {
         // Inline, a little ahead only: the writer waits for this (on tmpfs a reservation
         // zeroes its pages), and [`reserve_ahead`](Self::reserve_ahead) takes the full step
         // in the background where there is a preallocator.
-        self.reserve_to(end, end.saturating_add(self.policy.step().min(INLINE_RESERVE_MAX)))
+        self.reserve_to(end, end.saturating_add(self.policy.step().min(INLINE_RESERVE_MAX)), false)
     }
 
     /// Reserves a step ahead of the write position, where the file has less than half a step
@@ -351,7 +360,19 @@ impl MappedFile {
         if self.reserved() >= self.file_size || self.reserved() >= wrote + step / 2 {
             return Ok(false);
         }
-        self.reserve_to(wrote, wrote + step).map(|()| true)
+        // In chunks, the lock released between them: an appender that catches up waits for
+        // one chunk at most, not for the whole step (a zero-filled step is written and synced).
+        let target = (wrote + step).min(self.file_size);
+        let mut any = false;
+        while self.reserved() < target {
+            let before = self.reserved();
+            self.reserve_to(before, (before + RESERVE_CHUNK).min(target), true)?;
+            if self.reserved() == before {
+                break; // no room to spare (the policy's free space): appends reserve inline
+            }
+            any = true;
+        }
+        Ok(any)
     }
 
     /// Whether the reserved space ahead of the writer is under half a step (so
@@ -363,7 +384,12 @@ impl MappedFile {
 
     /// Reserves `[reserved, want)`, or at least `[reserved, need)` when the policy's free
     /// space would not remain otherwise.
-    fn reserve_to(&self, need: usize, want: usize) -> io::Result<()> {
+    ///
+    /// A `background` reservation (ahead of need) also leaves a fifth of the disk free: blocks
+    /// reserved count as used, and reserving far ahead must not by itself push the disk over
+    /// `diskSpaceWarningLevelRatio` (puts refused while reserved room waits unused). Appends
+    /// then reserve inline, a little at a time, up to the policy's own free space.
+    fn reserve_to(&self, need: usize, want: usize, background: bool) -> io::Result<()> {
         let _guard = self.reserve_lock.lock().unwrap_or_else(|e| e.into_inner());
         let from = self.reserved();
         let need = page_up(need).min(self.file_size);
@@ -371,9 +397,12 @@ impl MappedFile {
         if to <= from {
             return Ok(());
         }
-        let keep_free = self.policy.keep_free();
-        if keep_free > 0 {
-            if let Ok((free, _)) = reserve::free_space(&self.file) {
+        let mut keep_free = self.policy.keep_free();
+        if keep_free > 0 || background {
+            if let Ok((free, total)) = reserve::free_space(&self.file) {
+                if background {
+                    keep_free = keep_free.max(total / BACKGROUND_FREE_DIVISOR);
+                }
                 if free < (to - from) as u64 + keep_free {
                     to = need.max(from);
                     if to == from {
@@ -390,17 +419,28 @@ impl MappedFile {
                 }
             }
         }
+        let reserved = match self.reserve_range(from, to) {
+            // No room for the step: what the write needs may still fit.
+            Err(e) if reserve::is_no_space(&e) && need > from && need < to => {
+                self.reserve_range(from, need).map(|()| need).map_err(|_| e)
+            }
+            other => other.map(|()| to),
+        }?;
+        self.reserved.store(reserved, Ordering::Release);
+        Ok(())
+    }
+
+    /// Allocates `[from, to)`, as the policy says. The caller holds `reserve_lock`.
+    fn reserve_range(&self, from: usize, to: usize) -> io::Result<()> {
         if self.policy.zero_fill.load(Ordering::Relaxed) {
             // Zeros only past anything a file of an earlier run may hold (the page holding its
             // end may be part data); `fallocate` there, which changes no byte.
             let data_end = self.readable.load(Ordering::Acquire).clamp(from, to);
             reserve::reserve(&self.file, &self.path, from as u64, (data_end - from) as u64)?;
-            reserve::reserve_zeroed(&self.file, &self.path, data_end as u64, (to - data_end) as u64)?;
+            reserve::reserve_zeroed(&self.file, &self.path, data_end as u64, (to - data_end) as u64)
         } else {
-            reserve::reserve(&self.file, &self.path, from as u64, (to - from) as u64)?;
+            reserve::reserve(&self.file, &self.path, from as u64, (to - from) as u64)
         }
-        self.reserved.store(to, Ordering::Release);
-        Ok(())
     }
 
     /// The file's length on disk when it was opened (before any extension).
@@ -640,7 +680,9 @@ impl MappedFile {
     /// A zero-copy slice of written bytes, or `None` if the range is not fully written.
     pub fn slice(&self, pos: usize, len: usize) -> Option<Bytes> {
         let end = pos.checked_add(len)?;
-        if end > self.committed_position() {
+        // A segment loaded from disk counts as committed to its end; past its first hole it
+        // holds nothing, and reading a hole through the mapping could fault (see `Inner`).
+        if end > self.committed_position().min(self.readable()) {
             return None;
         }
         Some(Bytes::from_owner(Window { inner: self.inner.clone(), start: pos, len }))
@@ -650,18 +692,27 @@ impl MappedFile {
     /// after the end-of-file blank marker, which replication ships as part of the segment.
     /// `None` unless the file is full and fully committed (nothing writes it any more) and
     /// `[pos, pos + len)` lies inside the file.
+    ///
+    /// Past the allocated part (the unused tail was never written, so it is a hole) the
+    /// answer is zeros that do not touch the mapping, possibly shorter than asked: the caller
+    /// asks again from where it ends.
     pub fn slice_sealed(&self, pos: usize, len: usize) -> Option<Bytes> {
         let end = pos.checked_add(len)?;
         if end > self.file_size || !self.is_full() || self.committed_position() != self.wrote_position() {
             return None;
         }
+        let readable = self.readable();
+        if pos >= readable {
+            return Some(Bytes::from_static(&ZEROS[..len.min(ZEROS.len())]));
+        }
+        let len = end.min(readable) - pos;
         Some(Bytes::from_owner(Window { inner: self.inner.clone(), start: pos, len }))
     }
 
     /// Reads written bytes into a borrowed view for the duration of `f` (no allocation).
     pub fn with_bytes<R>(&self, pos: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         let end = pos.checked_add(len)?;
-        if end > self.committed_position() {
+        if end > self.committed_position().min(self.readable()) {
             return None;
         }
         let window = Window { inner: self.inner.clone(), start: pos, len };

@@ -157,11 +157,17 @@ impl Shared {
                 cq.put_with_bit_map(req, bit_map.as_deref())
             });
             if let Err(e) = written {
-                if self.dispatch_errors.should_log() {
-                    error!(topic = %req.topic, queue_id = req.queue_id, physical_offset = req.commit_log_offset,
-                        error = %e, "consume queue write failed; dispatch pauses and retries");
+                if crate::reserve::is_no_space(&e) {
+                    if self.dispatch_errors.should_log() {
+                        error!(topic = %req.topic, queue_id = req.queue_id, physical_offset = req.commit_log_offset,
+                            error = %e, "consume queue write failed for want of space; dispatch pauses and retries");
+                    }
+                    return false;
                 }
-                return false;
+                // Anything else (a broken queue order, a path that cannot be a directory) will not
+                // go away by waiting; holding up every later record would stop all topics.
+                error!(topic = %req.topic, queue_id = req.queue_id, physical_offset = req.commit_log_offset,
+                    error = %e, "consume queue write failed; record not consumable");
             }
         }
         self.last_dispatched_timestamp.store(req.store_timestamp, Ordering::Release);
@@ -327,11 +333,22 @@ impl MessageStore {
 
         shared.consume_queues.recover_all().map_err(io_err(&cq_dir))?;
         // A record recovery could not dispatch (no room for its unit) is dispatched again by
-        // the dispatch thread, which starts there.
+        // the dispatch thread, which starts there; so are all after it (dispatched out of
+        // order, a later unit would take its place). The queue offsets the records already hold
+        // are remembered, so new puts never take one of them again.
         let mut undispatched: Option<i64> = None;
+        let mut scanned_next: HashMap<String, HashMap<i32, i64>> = HashMap::new();
         let summary =
             recovery::recover(&shared.config, &commit_log, &checkpoint, &shared.consume_queues, last_exit_ok, |req| {
-                if !shared.dispatch(req) && undispatched.is_none() {
+                if goes_to_consume_queue(req) {
+                    let queues = match scanned_next.get_mut(&req.topic) {
+                        Some(queues) => queues,
+                        None => scanned_next.entry(req.topic.clone()).or_default(),
+                    };
+                    let next = queues.entry(req.queue_id).or_insert(0);
+                    *next = (*next).max(req.consume_queue_offset + 1);
+                }
+                if undispatched.is_none() && !shared.dispatch(req) {
                     undispatched = Some(req.commit_log_offset);
                 }
             })
@@ -341,7 +358,18 @@ impl MessageStore {
         for (_, _, cq) in shared.consume_queues.all() {
             cq.correct_min_offset(commit_log_min);
         }
-        commit_log.set_topic_queue_table(shared.consume_queues.queue_max_offsets());
+        let mut next_offsets = shared.consume_queues.queue_max_offsets();
+        for ((topic, queue_id), next) in &mut next_offsets {
+            if let Some(scanned) = scanned_next.get_mut(topic.as_str()).and_then(|q| q.remove(queue_id)) {
+                *next = (*next).max(scanned);
+            }
+        }
+        next_offsets.extend(
+            scanned_next
+                .into_iter()
+                .flat_map(|(topic, queues)| queues.into_iter().map(move |(q, n)| ((topic.clone(), q), n))),
+        );
+        commit_log.set_topic_queue_table(next_offsets);
         commit_log.queue().prefault_last();
         shared.index.prepare();
         shared.reput_from.store(undispatched.unwrap_or(summary.max_phy_offset), Ordering::Release);

@@ -79,7 +79,7 @@ pub fn reserve(file: &File, path: &Path, offset: u64, len: u64) -> io::Result<()
     } else {
         let e = io::Error::last_os_error();
         match e.raw_os_error() {
-            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => write_zeros(file, offset, len),
+            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => rewrite_in_place(file, offset, len),
             _ => Err(e),
         }
     };
@@ -111,6 +111,28 @@ pub fn reserve_zeroed(file: &File, path: &Path, offset: u64, len: u64) -> io::Re
             io::Error::new(e.kind(), format!("cannot reserve {len} bytes for {}: {e}", path.display()))
         }
     })
+}
+
+/// Without `fallocate`: writes the range back with what it reads as (its data, or zeros where
+/// it is a hole), which allocates its blocks and changes no byte.
+fn rewrite_in_place(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    let mut buf = vec![0u8; (1 << 20).min(len as usize)];
+    let mut at = 0;
+    while at < len {
+        let n = (buf.len() as u64).min(len - at) as usize;
+        let chunk = &mut buf[..n];
+        let mut got = 0;
+        while got < n {
+            match file.read_at(&mut chunk[got..], offset + at + got as u64)? {
+                0 => break,
+                k => got += k,
+            }
+        }
+        chunk[got..].fill(0);
+        file.write_all_at(chunk, offset + at)?;
+        at += n as u64;
+    }
+    Ok(())
 }
 
 fn write_zeros(file: &File, offset: u64, len: u64) -> io::Result<()> {
