@@ -127,3 +127,28 @@ async fn a_sync_master_that_would_not_wait_for_a_slave_says_so() {
     let log = stop(r);
     assert!(!log.contains("inSyncReplicas < 2"), "{log}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_sql92_subscription_is_warned_of_once_per_group_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = RemotingClient::new(ClientConfig::default());
+    let mut r = start(&dir.path().join("data"), Some("enablePropertyFilter=false\n"));
+    wait_serving(&client, &mut r).await;
+    let sql_pull = |group: &str| {
+        let mut h: PullMessageRequestHeader = pull_request("Sql", 0, 0, "a > 2", 0).decode_header().unwrap();
+        h.expression_type = Some("SQL92".into());
+        h.consumer_group = group.into();
+        RemotingCommand::request(ferromq_protocol::request_code::PULL_MESSAGE).with_header(&h)
+    };
+    let sent = client.invoke(&r.broker, send_request("Sql", 0, b"m", &[("a", "3")]), Duration::from_secs(5)).await;
+    assert_eq!(sent.unwrap().code, response_code::SUCCESS);
+    for group in ["g1", "g1", "g1", "g2"] {
+        let answer = client.invoke(&r.broker, sql_pull(group), Duration::from_secs(5)).await.unwrap();
+        assert_eq!(answer.code, response_code::SYSTEM_ERROR, "{:?}", answer.remark);
+    }
+    client.shutdown().await;
+    let log = stop(r);
+    let warnings: Vec<_> = log.lines().filter(|l| l.contains("WARN") && l.contains("enablePropertyFilter")).collect();
+    assert_eq!(warnings.len(), 2, "one per group:\n{log}");
+    assert!(warnings.iter().any(|l| l.contains("g1")) && warnings.iter().any(|l| l.contains("g2")), "{warnings:?}");
+}
