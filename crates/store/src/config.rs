@@ -98,8 +98,11 @@ rocketmq_config! {
         /// `diskSpaceWarningLevelRatio` (%, 35 to 90): above it the store refuses puts (Java's
         /// disk-full flag), until usage is back at `diskSpaceCleanForciblyRatio`.
         disk_space_warning_level_ratio: u64 = "diskSpaceWarningLevelRatio", default 90;
-        /// `diskSpaceCleanForciblyRatio` (%, 30 to 85).
+        /// `diskSpaceCleanForciblyRatio` (%, 30 to 85): above it retention deletes unexpired
+        /// CommitLog segments too (with `cleanFileForciblyEnable`).
         disk_space_clean_forcibly_ratio: u64 = "diskSpaceCleanForciblyRatio", default 85;
+        /// `cleanFileForciblyEnable`.
+        clean_file_forcibly_enable: bool = "cleanFileForciblyEnable", default true;
         /// `commitLogPrefaultWindow` (FerroMQ; bytes): how far ahead of the writer CommitLog
         /// blocks are reserved and pages faulted in. A 1 GiB segment then takes disk and memory
         /// as it fills, not at once (unless `warmMapedFileEnable` zero-fills it whole).

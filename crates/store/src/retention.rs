@@ -14,10 +14,10 @@
 //!
 //! A run deletes segments oldest first and stops at the first one it must keep. It keeps the
 //! newest segment, any segment whose end the dispatch has not reached, and any segment modified
-//! less than `fileReservedTime` hours ago, unless the disk is over the ratio. Over the ratio,
-//! unexpired segments go too. (Java deletes unexpired segments only above
-//! `diskSpaceCleanForciblyRatio`, 85 %. Over `diskMaxUsedSpaceRatio` it only deletes expired
-//! segments, but at any hour.) A run deletes at most [`DELETE_FILES_BATCH_MAX`] segments, as
+//! less than `fileReservedTime` hours ago, unless the disk is used more than
+//! `diskSpaceCleanForciblyRatio` (85 %) and `cleanFileForciblyEnable` is on: then unexpired
+//! segments go too, as in Java. Over `diskMaxUsedSpaceRatio` only expired segments go, but at
+//! any hour. A run deletes at most [`DELETE_FILES_BATCH_MAX`] segments, as
 //! Java's `deleteFileBatchMax` does. Java also sleeps `deleteCommitLogFilesInterval` (100 ms)
 //! between two deletions; that is not done here.
 //!
@@ -76,6 +76,9 @@ pub struct RetentionReport {
     pub disk_used_percent: Option<f64>,
     /// `disk_used_percent` was over `diskMaxUsedSpaceRatio`.
     pub disk_over_ratio: bool,
+    /// `disk_used_percent` was over `diskSpaceCleanForciblyRatio` (with
+    /// `cleanFileForciblyEnable`): unexpired segments were deletable.
+    pub clean_forcibly: bool,
     /// CommitLog segments deleted.
     pub commit_log_segments_deleted: usize,
     /// Consume-queue segments deleted, over every queue.
@@ -99,14 +102,14 @@ pub(crate) struct RetentionTargets<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DeleteReason {
     Expired,
-    DiskOverRatio,
+    CleanForcibly,
 }
 
 impl DeleteReason {
     fn as_str(self) -> &'static str {
         match self {
             DeleteReason::Expired => "older than fileReservedTime",
-            DeleteReason::DiskOverRatio => "disk used over diskMaxUsedSpaceRatio",
+            DeleteReason::CleanForcibly => "disk used over diskSpaceCleanForciblyRatio",
         }
     }
 }
@@ -132,6 +135,8 @@ pub(crate) struct RetentionService {
     file_reserved_ms: i64,
     delete_hours: [bool; 24],
     disk_max_used_percent: f64,
+    /// Above it (and with `cleanFileForciblyEnable`) unexpired segments go too.
+    clean_forcibly_percent: Option<f64>,
     /// Directories whose disks are watched: the CommitLog's and the consume queues'.
     watched_dirs: Vec<PathBuf>,
     manual_runs_left: AtomicU32,
@@ -151,6 +156,10 @@ impl RetentionService {
             file_reserved_ms: reserved_hours.saturating_mul(HOUR_MS),
             delete_hours: parse_delete_when(&config.delete_when),
             disk_max_used_percent: config.disk_max_used_space_ratio as f64,
+            // Java clamps the ratio to 30..=85 %.
+            clean_forcibly_percent: config
+                .clean_file_forcibly_enable
+                .then(|| config.disk_space_clean_forcibly_ratio.clamp(30, 85) as f64),
             watched_dirs,
             manual_runs_left: AtomicU32::new(0),
             disk_usage: RwLock::new(Arc::new(disk_used_percent)),
@@ -181,6 +190,8 @@ impl RetentionService {
         let time_up = self.is_delete_hour(now_utc_ms);
         let disk_used_percent = self.measure_disk(&mut state);
         let disk_over_ratio = disk_used_percent.is_some_and(|p| p > self.disk_max_used_percent);
+        let clean_forcibly =
+            disk_used_percent.zip(self.clean_forcibly_percent).is_some_and(|(used, forcibly)| used > forcibly);
         let manual =
             self.manual_runs_left.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_ok();
         if disk_over_ratio != state.disk_over {
@@ -190,19 +201,26 @@ impl RetentionService {
                 Some(used) if disk_over_ratio => warn!(
                     used_percent = used,
                     max_percent = self.disk_max_used_percent,
-                    "store disk used over diskMaxUsedSpaceRatio; deleting commit log segments early"
+                    "store disk used over diskMaxUsedSpaceRatio; deleting expired commit log segments at once \
+                     (unexpired ones too over diskSpaceCleanForciblyRatio)"
                 ),
                 _ => info!(used_percent = ?disk_used_percent, "store disk usage back under diskMaxUsedSpaceRatio"),
             }
         }
 
-        let mut report =
-            RetentionReport { time_up, manual, disk_used_percent, disk_over_ratio, ..RetentionReport::default() };
+        let mut report = RetentionReport {
+            time_up,
+            manual,
+            disk_used_percent,
+            disk_over_ratio,
+            clean_forcibly,
+            ..RetentionReport::default()
+        };
         if time_up || disk_over_ratio || manual {
-            report.commit_log_segments_deleted = self.delete_commit_log_segments(targets, now_utc_ms, disk_over_ratio);
-            if disk_over_ratio && report.commit_log_segments_deleted == 0 && !state.warned_nothing_to_delete {
+            report.commit_log_segments_deleted = self.delete_commit_log_segments(targets, now_utc_ms, clean_forcibly);
+            if clean_forcibly && report.commit_log_segments_deleted == 0 && !state.warned_nothing_to_delete {
                 state.warned_nothing_to_delete = true;
-                warn!("store disk used over diskMaxUsedSpaceRatio but no commit log segment can be deleted");
+                warn!("store disk used over diskSpaceCleanForciblyRatio but no commit log segment can be deleted");
             }
         }
         let (cq_deleted, index_deleted) = clean_logics(targets, &mut state);
@@ -241,13 +259,13 @@ impl RetentionService {
     }
 
     /// Deletes CommitLog segments oldest first. Keeps the newest segment and any segment the
-    /// dispatch has not passed. Keeps unexpired segments too, unless `disk_over_ratio`.
+    /// dispatch has not passed. Keeps unexpired segments too, unless `clean_forcibly`.
     /// Deletes at most [`DELETE_FILES_BATCH_MAX`].
     fn delete_commit_log_segments(
         &self,
         targets: &RetentionTargets<'_>,
         now_utc_ms: i64,
-        disk_over_ratio: bool,
+        clean_forcibly: bool,
     ) -> usize {
         let queue = targets.commit_log.queue();
         let mut deleted = 0;
@@ -266,7 +284,7 @@ impl RetentionService {
             let modified_ms = modified_ms(first);
             let reason = match modified_ms {
                 Some(m) if now_utc_ms >= m.saturating_add(self.file_reserved_ms) => DeleteReason::Expired,
-                _ if disk_over_ratio => DeleteReason::DiskOverRatio,
+                _ if clean_forcibly => DeleteReason::CleanForcibly,
                 _ => break,
             };
             match queue.delete_first() {

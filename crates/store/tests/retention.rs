@@ -184,10 +184,16 @@ async fn disk_over_ratio_deletes_unexpired_segments_a_batch_per_run_but_never_th
     let report = store.run_retention_once(at(10, 0));
     assert!(!report.disk_over_ratio, "exactly the ratio is not over it");
     assert_eq!(report.commit_log_segments_deleted, 0);
+    // Over diskMaxUsedSpaceRatio but under diskSpaceCleanForciblyRatio: expired segments only
+    // (none here), as in Java.
+    store.set_disk_usage_probe(Arc::new(|_| Some(80.0)));
+    let report = store.run_retention_once(at(10, 0));
+    assert!(report.disk_over_ratio && !report.clean_forcibly);
+    assert_eq!(report.commit_log_segments_deleted, 0, "unexpired segments stay under 85 %");
 
     store.set_disk_usage_probe(Arc::new(|_| Some(90.0)));
     let report = store.run_retention_once(at(10, 0));
-    assert!(report.disk_over_ratio && !report.time_up);
+    assert!(report.disk_over_ratio && report.clean_forcibly && !report.time_up);
     assert_eq!(report.disk_used_percent, Some(90.0));
     assert_eq!(report.commit_log_segments_deleted, DELETE_FILES_BATCH_MAX);
     assert_eq!(segments(&store), before[DELETE_FILES_BATCH_MAX..]);
