@@ -617,3 +617,22 @@ async fn the_largest_accepted_message_is_pulled_back_alone_within_a_frame() {
     client.shutdown().await;
     c.stop().await;
 }
+
+/// A pull that arrives after SEND_OK reads the message, even if dispatch to the consume queue
+/// has not finished yet: the broker waits (a bounded moment) for dispatch to reach what was
+/// stored before the pull arrived. One pull each, no retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_after_send_ok_reads_the_message_sent() {
+    let c = Cluster::start(|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    for i in 0..20 {
+        let topic = format!("ReadYourWrite{i}");
+        let r = client.invoke(&c.broker_addr, send_v2(&topic, 0, "written", "t", "k"), T).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let r = client.invoke(&c.broker_addr, pull_request(&topic, 0, 0, "*", 0), T).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{topic}: {:?}", r.remark);
+        assert_eq!(bodies(&r), vec!["written".to_owned()]);
+    }
+    client.shutdown().await;
+    c.stop().await;
+}

@@ -873,7 +873,12 @@ impl MessageStore {
         segments.last().map_or(0, |f| f.file_from_offset() + f.wrote_position() as i64)
     }
 
-    /// CommitLog bytes not yet dispatched to the consume queues.
+    /// CommitLog offset up to which records are dispatched to the consume queues and index.
+    pub fn dispatched_phy_offset(&self) -> i64 {
+        self.shared.reput_from.load(Ordering::Acquire)
+    }
+
+    /// Bytes appended and not yet dispatched.
     pub fn dispatch_behind_bytes(&self) -> i64 {
         self.max_phy_offset() - self.shared.reput_from.load(Ordering::Acquire)
     }

@@ -19,6 +19,10 @@ use crate::stats::{clock_ms, BrokerStats};
 
 /// Largest number of messages one pull returns, whatever the client asks.
 const MAX_PULL_MSG_NUMS: i32 = 1000;
+/// How long a pull that found nothing waits for dispatch to reach what was stored before it
+/// arrived (normally well under a millisecond).
+const DISPATCH_CATCH_UP_MAX: Duration = Duration::from_millis(500);
+
 /// Byte budget of one pull when the client does not say (the store applies its own limits).
 const DEFAULT_MAX_PULL_BYTES: usize = 8 * 1024 * 1024;
 
@@ -33,7 +37,21 @@ pub(crate) enum PullOutcome {
 impl Broker {
     /// Serves a pull: answers at once, or parks it and answers later on `conn`.
     pub(crate) async fn pull(&self, conn: Connection, req: RemotingCommand) -> Option<RemotingCommand> {
+        // What was acknowledged before this pull arrived is what it may expect to see.
+        let stored_at_arrival = self.store.max_phy_offset();
         match self.process_pull(&conn, &req, true) {
+            PullOutcome::Respond(r) if r.code == response_code::PULL_NOT_FOUND => {
+                // Nothing yet, but dispatch has not reached what was stored before the pull
+                // arrived (the message a producer was just told SEND_OK for, on its way to the
+                // consume queue): wait for it, a bounded moment, and look once more, so a send
+                // then a pull reads its own write.
+                if self.wait_dispatched(stored_at_arrival).await {
+                    if let PullOutcome::Respond(again) = self.process_pull(&conn, &req, false) {
+                        return Some(again);
+                    }
+                }
+                Some(r)
+            }
             PullOutcome::Respond(r) => Some(r),
             PullOutcome::Park { topic, queue_id, pull_from, suspend, tag_codes } => {
                 let held = HeldPull {
@@ -51,6 +69,19 @@ impl Broker {
                 None
             }
         }
+    }
+
+    /// Waits (at most [`DISPATCH_CATCH_UP_MAX`]) until dispatch has passed `offset`. Returns
+    /// false at once when it already had: there is nothing new to look for.
+    async fn wait_dispatched(&self, offset: i64) -> bool {
+        if self.store.dispatched_phy_offset() >= offset {
+            return false;
+        }
+        let deadline = tokio::time::Instant::now() + DISPATCH_CATCH_UP_MAX;
+        while self.store.dispatched_phy_offset() < offset && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        true
     }
 
     /// Processes a pull once; `allow_suspend` is false when a parked pull is re-run.
