@@ -27,6 +27,8 @@ use tracing::debug;
 
 use ferromq_protocol::message::java_string_hash;
 
+use crate::reserve::PageSet;
+
 /// Header size in bytes. Java: `IndexHeader.INDEX_HEADER_SIZE`.
 pub const INDEX_HEADER_SIZE: usize = 40;
 /// Size of one hash slot in bytes.
@@ -76,13 +78,13 @@ pub struct IndexFile {
     index_num: i32,
     file: File,
     map: MmapMut,
-    /// One bit per page that may hold data, so is read through the mapping (reading a page
-    /// that is partly a hole faults in no block); the other pages read as zeros.
-    pages: Vec<u64>,
-    /// One bit per page whose blocks this process reserved, so it may be written through the
-    /// mapping. A page of a file loaded from disk is reserved again before its first write
-    /// (blocks may be smaller than a page: a page can be part data, part hole).
-    reserved_pages: Vec<u64>,
+    /// The pages that may hold data, so are read through the mapping (reading a page that is
+    /// partly a hole faults in no block); the other pages read as zeros.
+    pages: PageSet,
+    /// The pages whose blocks this process reserved, so may be written through the mapping.
+    /// A page of a file loaded from disk is reserved again before its first write (blocks may
+    /// be smaller than a page: a page can be part data, part hole).
+    reserved_pages: PageSet,
     header: Header,
     /// Set by writes, cleared by a successful flush.
     dirty: AtomicBool,
@@ -162,8 +164,8 @@ impl IndexFile {
             index_num: entries,
             file,
             map,
-            pages: vec![0; size.div_ceil(crate::OS_PAGE_SIZE).div_ceil(64)],
-            reserved_pages: vec![0; size.div_ceil(crate::OS_PAGE_SIZE).div_ceil(64)],
+            pages: PageSet::empty(size),
+            reserved_pages: PageSet::empty(size),
             header: Header { index_count: 1, ..Header::default() },
             dirty: AtomicBool::new(true),
         };
@@ -201,15 +203,8 @@ impl IndexFile {
             )));
         }
         let map = map_file(&file)?;
-        let mut pages = vec![0u64; size.div_ceil(crate::OS_PAGE_SIZE).div_ceil(64)];
-        for (start, end) in crate::reserve::allocated_ranges(&file, size as u64)? {
-            let first = (start / crate::OS_PAGE_SIZE as u64) as usize;
-            let last = end.div_ceil(crate::OS_PAGE_SIZE as u64) as usize;
-            for page in first..last {
-                pages[page / 64] |= 1 << (page % 64);
-            }
-        }
-        let reserved_pages = vec![0u64; pages.len()];
+        let pages = PageSet::with_data(&file, size)?;
+        let reserved_pages = PageSet::empty(size);
         let mut index_file = IndexFile {
             path: path.to_owned(),
             hash_slot_num: slots,
@@ -297,30 +292,15 @@ impl IndexFile {
         Ok(true)
     }
 
-    fn page_allocated(&self, page: usize) -> bool {
-        self.pages[page / 64] & (1 << (page % 64)) != 0
-    }
-
-    fn page_reserved(&self, page: usize) -> bool {
-        self.reserved_pages[page / 64] & (1 << (page % 64)) != 0
-    }
-
-    /// Whether every page of `[pos, pos + len)` has blocks.
-    fn allocated(&self, pos: usize, len: usize) -> bool {
-        (pos / crate::OS_PAGE_SIZE..=(pos + len - 1) / crate::OS_PAGE_SIZE).all(|p| self.page_allocated(p))
-    }
-
     /// Gives blocks to the pages of `[pos, pos + len)` that have none.
     fn reserve_range(&mut self, pos: usize, len: usize) -> io::Result<()> {
-        for page in pos / crate::OS_PAGE_SIZE..=(pos + len - 1) / crate::OS_PAGE_SIZE {
-            if self.page_reserved(page) {
-                continue;
-            }
+        let missing: Vec<usize> = self.reserved_pages.missing(pos, len).collect();
+        for page in missing {
             let at = page * crate::OS_PAGE_SIZE;
             let page_len = crate::OS_PAGE_SIZE.min(self.map.len() - at);
             crate::reserve::reserve(&self.file, &self.path, at as u64, page_len as u64)?;
-            self.pages[page / 64] |= 1 << (page % 64);
-            self.reserved_pages[page / 64] |= 1 << (page % 64);
+            self.pages.insert(page);
+            self.reserved_pages.insert(page);
         }
         Ok(())
     }
@@ -476,7 +456,7 @@ impl IndexFile {
     /// elsewhere the file is a hole (pages are given blocks before anything is written to
     /// them), which reads as zeros, "no entry" to the readers.
     fn read_into(&self, pos: usize, out: &mut [u8]) {
-        if self.allocated(pos, out.len()) {
+        if self.pages.covers(pos, out.len()) {
             out.copy_from_slice(&self.map[pos..pos + out.len()]);
         } else {
             out.fill(0);

@@ -194,12 +194,71 @@ pub fn allocated_prefix(file: &File, len: u64) -> io::Result<u64> {
     Ok((at as u64).min(len))
 }
 
+/// A set of a file's pages, one bit each: for files written at scattered places (the index
+/// file, the timer wheel), which pages may hold data or have blocks reserved.
+#[derive(Debug, Clone)]
+pub struct PageSet {
+    bits: Vec<u64>,
+}
+
+impl PageSet {
+    /// No page of a file of `file_len` bytes.
+    pub fn empty(file_len: usize) -> PageSet {
+        PageSet { bits: vec![0; file_len.div_ceil(crate::OS_PAGE_SIZE).div_ceil(64)] }
+    }
+
+    /// The pages of `file` (`file_len` bytes) that hold data, rounded outward: a page only
+    /// partly data (blocks smaller than a page) is in the set, as reading it faults in no
+    /// block.
+    ///
+    /// # Errors
+    /// `lseek` failed (other than for a filesystem that does not tell data from holes).
+    pub fn with_data(file: &File, file_len: usize) -> io::Result<PageSet> {
+        let mut set = PageSet::empty(file_len);
+        for (start, end) in allocated_ranges(file, file_len as u64)? {
+            set.insert_range(start as usize, (end - start) as usize);
+        }
+        Ok(set)
+    }
+
+    fn pages(pos: usize, len: usize) -> std::ops::Range<usize> {
+        pos / crate::OS_PAGE_SIZE..(pos + len).div_ceil(crate::OS_PAGE_SIZE)
+    }
+
+    /// Whether `page` (its number) is in the set.
+    pub fn contains(&self, page: usize) -> bool {
+        self.bits[page / 64] & (1 << (page % 64)) != 0
+    }
+
+    /// Whether every page of `[pos, pos + len)` is in the set.
+    pub fn covers(&self, pos: usize, len: usize) -> bool {
+        PageSet::pages(pos, len).all(|page| self.contains(page))
+    }
+
+    /// Adds `page`.
+    pub fn insert(&mut self, page: usize) {
+        self.bits[page / 64] |= 1 << (page % 64);
+    }
+
+    /// Adds every page of `[pos, pos + len)`.
+    pub fn insert_range(&mut self, pos: usize, len: usize) {
+        for page in PageSet::pages(pos, len) {
+            self.insert(page);
+        }
+    }
+
+    /// The pages of `[pos, pos + len)` not in the set, by number.
+    pub fn missing(&self, pos: usize, len: usize) -> impl Iterator<Item = usize> + '_ {
+        PageSet::pages(pos, len).filter(|page| !self.contains(*page))
+    }
+}
+
 /// The ranges of `file` (of `len` bytes) that hold data, by `SEEK_DATA` / `SEEK_HOLE`; the
 /// whole file when the filesystem does not tell.
 ///
 /// # Errors
 /// `lseek` failed for another reason.
-pub fn allocated_ranges(file: &File, len: u64) -> io::Result<Vec<(u64, u64)>> {
+fn allocated_ranges(file: &File, len: u64) -> io::Result<Vec<(u64, u64)>> {
     let mut ranges = Vec::new();
     let mut at = 0u64;
     while at < len {

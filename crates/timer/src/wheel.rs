@@ -19,6 +19,8 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use ferromq_store::reserve::PageSet;
+
 use crate::error::{io_err, TimerError};
 use crate::slot::{Slot, SLOT_SIZE};
 
@@ -37,14 +39,12 @@ pub(crate) struct TimerWheel {
     /// One bit per slot changed since the last [`take_dirty`](Self::take_dirty).
     dirty: Vec<u64>,
     precision_ms: i64,
-    /// One bit per page of the file known to have blocks (written, or found with data at
-    /// open): only those pages are read through the mapping.
-    pages: Vec<u64>,
+    /// The pages of the file known to hold data (written, or found with data at open): only
+    /// those are read through the mapping.
+    pages: PageSet,
     file: std::sync::Arc<File>,
     path: PathBuf,
 }
-
-const PAGE: usize = ferromq_store::OS_PAGE_SIZE;
 
 impl std::fmt::Debug for TimerWheel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -95,14 +95,9 @@ impl TimerWheel {
             file.set_len(expected).map_err(io_err(path))?;
         }
         let map = map_read_only(&file).map_err(io_err(path))?;
-        let mut pages = vec![0u64; (expected as usize).div_ceil(PAGE).div_ceil(64)];
-        for (start, end) in ferromq_store::reserve::allocated_ranges(&file, expected).map_err(io_err(path))? {
-            // Outward: a page that is part data is read through the mapping (a read of a hole
-            // faults in no block where blocks are smaller than pages; tmpfs blocks are pages).
-            for page in (start / PAGE as u64) as usize..end.div_ceil(PAGE as u64) as usize {
-                pages[page / 64] |= 1 << (page % 64);
-            }
-        }
+        // Outward: a page that is part data is read through the mapping (a read of a hole
+        // faults in no block where blocks are smaller than pages; tmpfs blocks are pages).
+        let pages = PageSet::with_data(&file, expected as usize).map_err(io_err(path))?;
         Ok(TimerWheel {
             map,
             slot_count: count,
@@ -196,15 +191,10 @@ impl TimerWheel {
         // A page not known to have blocks was a hole at open and has not been written since
         // (writes mark their pages once done; a slot being written is served from `changed`),
         // so it reads as zeros: an empty slot, with no need to touch the file.
-        if self.page_known(from) && self.page_known(to - 1) {
+        if self.pages.covers(from, to - from) {
             rec.copy_from_slice(&self.map[from..to]);
         }
         Slot::decode(&rec, self.precision_ms)
-    }
-
-    fn page_known(&self, pos: usize) -> bool {
-        let page = pos / PAGE;
-        self.pages[page / 64] & (1 << (page % 64)) != 0
     }
 
     fn set(&mut self, index: usize, slot: Slot) {
@@ -225,10 +215,7 @@ impl TimerWheel {
     pub(crate) fn confirm_written(&mut self, dirty: &DirtySlots) {
         // A completed write gave its pages blocks.
         for (first, bytes) in &dirty.runs {
-            let (from, to) = (first * SLOT_SIZE, first * SLOT_SIZE + bytes.len());
-            for page in from / PAGE..to.div_ceil(PAGE) {
-                self.pages[page / 64] |= 1 << (page % 64);
-            }
+            self.pages.insert_range(first * SLOT_SIZE, bytes.len());
         }
         for (index, written) in &dirty.slots {
             if self.changed.get(index) == Some(written) {
