@@ -789,14 +789,8 @@ impl MappedFile {
             self.reserved.fetch_min(page_start, Ordering::AcqRel);
             self.readable.store(page_up(pos).min(self.file_size), Ordering::Release);
         } else {
-            let end = self.readable();
-            let zeros = vec![0u8; 1 << 20];
-            let mut at = pos;
-            while at < end {
-                let n = zeros.len().min(end - at);
-                self.file.write_all_at(&zeros[..n], at as u64)?;
-                at += n;
-            }
+            let end = self.readable().max(pos);
+            reserve::write_zeros(&self.file, pos as u64, (end - pos) as u64)?;
         }
         self.file.sync_data()
     }
@@ -807,27 +801,13 @@ impl MappedFile {
     /// Only for a file not yet in service (it would overwrite appended bytes).
     ///
     /// # Errors
-    /// The write or the sync failed (`StorageFull` when the disk has no room: the blocks
-    /// written so far stay reserved).
+    /// The write or the sync failed (`StorageFull` when the disk has no room); the caller
+    /// deletes the half-written file.
     pub fn write_zeros(&self) -> io::Result<()> {
         let _guard = self.reserve_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let zeros = vec![0u8; 1 << 20];
-        let mut at = 0;
-        while at < self.file_size {
-            let n = zeros.len().min(self.file_size - at);
-            if let Err(e) = self.file.write_all_at(&zeros[..n], at as u64) {
-                self.reserved.fetch_max(at - at % OS_PAGE_SIZE, Ordering::AcqRel);
-                return Err(if reserve::is_no_space(&e) {
-                    let free = reserve::free_space(&self.file).ok().map(|(f, _)| f);
-                    reserve::storage_full(&self.path, self.file_size as u64, free, &e)
-                } else {
-                    e
-                });
-            }
-            at += n;
-        }
+        reserve::reserve_zeroed(&self.file, &self.path, 0, self.file_size as u64)?;
         self.reserved.store(self.file_size, Ordering::Release);
-        self.file.sync_data()
+        Ok(())
     }
 
     /// Pre-faults the reserved pages of a fresh file so the first appends do not pay page

@@ -59,8 +59,8 @@ pub fn is_no_space(e: &io::Error) -> bool {
 }
 
 /// Allocates the blocks of `[offset, offset + len)` of `file` without changing what it reads
-/// as. Falls back to writing zeros where `fallocate` is not supported (then the range must not
-/// hold data yet). `path` names the file in errors.
+/// as. Where `fallocate` is not supported the range is written back with its own bytes.
+/// `path` names the file in errors.
 ///
 /// # Errors
 /// `StorageFull` (see [`storage_full`]) when the filesystem has no room; other I/O errors.
@@ -83,13 +83,17 @@ pub fn reserve(file: &File, path: &Path, offset: u64, len: u64) -> io::Result<()
             _ => Err(e),
         }
     };
-    result.map_err(|e| {
-        if is_no_space(&e) {
-            storage_full(path, len, free_space(file).ok().map(|(free, _)| free), &e)
-        } else {
-            io::Error::new(e.kind(), format!("cannot reserve {len} bytes for {}: {e}", path.display()))
-        }
-    })
+    result.map_err(|e| reservation_error(file, path, len, &e))
+}
+
+/// A failed reservation of `len` bytes as the store reports it: [`storage_full`] for want of
+/// space, else the error naming the file.
+fn reservation_error(file: &File, path: &Path, len: u64, e: &io::Error) -> io::Error {
+    if is_no_space(e) {
+        storage_full(path, len, free_space(file).ok().map(|(free, _)| free), e)
+    } else {
+        io::Error::new(e.kind(), format!("cannot reserve {len} bytes for {}: {e}", path.display()))
+    }
 }
 
 /// Allocates `[offset, offset + len)` by writing zeros and forcing them to disk: the blocks
@@ -104,13 +108,7 @@ pub fn reserve_zeroed(file: &File, path: &Path, offset: u64, len: u64) -> io::Re
     if len == 0 {
         return Ok(());
     }
-    write_zeros(file, offset, len).and_then(|()| file.sync_data()).map_err(|e| {
-        if is_no_space(&e) {
-            storage_full(path, len, free_space(file).ok().map(|(free, _)| free), &e)
-        } else {
-            io::Error::new(e.kind(), format!("cannot reserve {len} bytes for {}: {e}", path.display()))
-        }
-    })
+    write_zeros(file, offset, len).and_then(|()| file.sync_data()).map_err(|e| reservation_error(file, path, len, &e))
 }
 
 /// Without `fallocate`: writes the range back with what it reads as (its data, or zeros where
@@ -135,7 +133,11 @@ fn rewrite_in_place(file: &File, offset: u64, len: u64) -> io::Result<()> {
     Ok(())
 }
 
-fn write_zeros(file: &File, offset: u64, len: u64) -> io::Result<()> {
+/// Writes zeros over `[offset, offset + len)` with write calls (no sync).
+///
+/// # Errors
+/// The first failed write.
+pub(crate) fn write_zeros(file: &File, offset: u64, len: u64) -> io::Result<()> {
     let zeros = vec![0u8; (1 << 20).min(len as usize)];
     let mut at = 0;
     while at < len {
