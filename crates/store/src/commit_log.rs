@@ -25,6 +25,7 @@ use ferromq_protocol::message::{
 };
 use tracing::{error, warn};
 
+use crate::log_limiter::LogLimiter;
 use crate::mapped_file_queue::MappedFileQueue;
 use crate::put_result::{AppendResult, PutMessageStatus};
 use crate::transient_pool::TransientStorePool;
@@ -427,13 +428,9 @@ impl CommitLog {
 
     /// The status and remark of a put the disk has no room for.
     fn no_space(e: &io::Error) -> AppendError {
-        // Once per 10 s at most: a producer retrying against a full disk would flood the log.
-        static LAST_WARNED_MS: AtomicI64 = AtomicI64::new(0);
-        let now = now_ms();
-        let last = LAST_WARNED_MS.load(Ordering::Relaxed);
-        if now - last >= 10_000
-            && LAST_WARNED_MS.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
-        {
+        // A producer retrying against a full disk would flood the log.
+        static REFUSALS: LogLimiter = LogLimiter::new();
+        if REFUSALS.should_log() {
             warn!(error = %e, "put refused: no room on the store disk");
         }
         AppendError::new(PutMessageStatus::ServiceNotAvailable, e.to_string())

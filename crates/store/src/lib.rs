@@ -21,6 +21,7 @@ mod flush;
 mod get_result;
 mod index_file;
 mod index_service;
+mod log_limiter;
 mod mapped_file;
 mod mapped_file_queue;
 mod message_store;

@@ -153,11 +153,6 @@ impl MappedFileQueue {
         self.warm.store(warm, Ordering::Relaxed);
     }
 
-    /// How the segments reserve their blocks.
-    pub fn reserve_policy(&self) -> &Arc<ReservePolicy> {
-        &self.policy
-    }
-
     /// Reserves (and pre-faults) the next step of `file` in the background when it has less
     /// than half a step reserved ahead of its writer; inline appends then rarely reserve.
     /// Without a preallocator thread this does nothing (appends reserve as they go).

@@ -26,6 +26,7 @@ use crate::dispatch_request::DispatchRequest;
 use crate::flush::FlushService;
 use crate::get_result::{GetMessageResult, QueryMessageResult};
 use crate::index_service::IndexService;
+use crate::log_limiter::LogLimiter;
 use crate::mapped_file_queue::MappedFileQueue;
 use crate::put_result::{PutMessageResult, PutMessageStatus};
 use crate::recovery;
@@ -103,23 +104,6 @@ struct Shared {
     dispatch_errors: LogLimiter,
     /// Watches the store's disks and refuses puts when they are full (Java's DISK_FULL_BIT).
     disk_guard: Arc<DiskGuard>,
-}
-
-/// Lets one log line through per interval.
-#[derive(Debug, Default)]
-struct LogLimiter {
-    last_ms: AtomicI64,
-}
-
-impl LogLimiter {
-    const INTERVAL_MS: i64 = 10_000;
-
-    fn should_log(&self) -> bool {
-        let now = crate::commit_log::now_ms();
-        let last = self.last_ms.load(Ordering::Relaxed);
-        now - last >= Self::INTERVAL_MS
-            && self.last_ms.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
-    }
 }
 
 /// Computes a dispatched record's bloom-filter bitmap from its topic and properties (the
@@ -326,7 +310,7 @@ impl MessageStore {
             retention: RetentionService::new(&config),
             stats: StatsRecorder::new(crate::commit_log::now_ms()),
             bit_map: RwLock::new(None),
-            dispatch_errors: LogLimiter::default(),
+            dispatch_errors: LogLimiter::new(),
             disk_guard: Arc::new(DiskGuard::new(&config, Arc::new(crate::disk_used_percent))),
         });
         shared.disk_guard.check();
@@ -358,17 +342,14 @@ impl MessageStore {
         for (_, _, cq) in shared.consume_queues.all() {
             cq.correct_min_offset(commit_log_min);
         }
-        let mut next_offsets = shared.consume_queues.queue_max_offsets();
-        for ((topic, queue_id), next) in &mut next_offsets {
-            if let Some(scanned) = scanned_next.get_mut(topic.as_str()).and_then(|q| q.remove(queue_id)) {
+        let mut next_offsets: HashMap<(String, i32), i64> =
+            shared.consume_queues.queue_max_offsets().into_iter().collect();
+        for (topic, queues) in scanned_next {
+            for (queue_id, scanned) in queues {
+                let next = next_offsets.entry((topic.clone(), queue_id)).or_insert(0);
                 *next = (*next).max(scanned);
             }
         }
-        next_offsets.extend(
-            scanned_next
-                .into_iter()
-                .flat_map(|(topic, queues)| queues.into_iter().map(move |(q, n)| ((topic.clone(), q), n))),
-        );
         commit_log.set_topic_queue_table(next_offsets);
         commit_log.queue().prefault_last();
         shared.index.prepare();
@@ -880,7 +861,7 @@ impl MessageStore {
 
     /// Bytes appended and not yet dispatched.
     pub fn dispatch_behind_bytes(&self) -> i64 {
-        self.max_phy_offset() - self.shared.reput_from.load(Ordering::Acquire)
+        self.max_phy_offset() - self.dispatched_phy_offset()
     }
 
     /// Flushes performed by the CommitLog flush service.
