@@ -539,13 +539,11 @@ pub async fn run(
         }
         (None, Some(client), String::new())
     } else {
-        let ha_listener = TcpListener::bind((bind_ip, settings.ha_listen_port()))
+        let ha_port = settings.ha_listen_port();
+        let ha_listener = TcpListener::bind((bind_ip, ha_port))
             .await
-            .map_err(|source| BrokerError::HaListen { port: settings.ha_listen_port(), source })?;
-        let port = ha_listener
-            .local_addr()
-            .map_err(|source| BrokerError::HaListen { port: settings.ha_listen_port(), source })?
-            .port();
+            .map_err(|source| BrokerError::HaListen { port: ha_port, source })?;
+        let port = ha_listener.local_addr().map_err(|source| BrokerError::HaListen { port: ha_port, source })?.port();
         let service = ferromq_replication::HaService::start(store.clone(), settings.ha.clone(), ha_listener)
             .map_err(|source| BrokerError::HaListen { port, source })?;
         (Some(service), None, format!("{}:{port}", config.broker_ip2))

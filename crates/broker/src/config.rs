@@ -12,9 +12,13 @@ use ferromq_store::StoreConfig;
 /// fields around each body (topic, up to 32 KiB of properties, fixed fields) and the header.
 pub const PULL_FRAME_RESERVE: usize = 128 * 1024;
 
+/// The most message bytes one pull answer carries: a remoting frame (16 MiB, Java's
+/// `frameMaxLength`) less the reserve.
+pub const PULL_BODY_BYTES_MAX: usize = MAX_FRAME_BYTES - PULL_FRAME_RESERVE;
+
 /// The largest `maxMessageSize` whose messages a consumer can always pull back: one stored
-/// record with the reserve around it fills a remoting frame (16 MiB, Java's `frameMaxLength`).
-pub const MAX_MESSAGE_SIZE_LIMIT: u64 = (MAX_FRAME_BYTES - PULL_FRAME_RESERVE) as u64;
+/// record with the reserve around it fills a pull answer's frame.
+pub const MAX_MESSAGE_SIZE_LIMIT: u64 = PULL_BODY_BYTES_MAX as u64;
 
 /// Refuses a `maxMessageSize` above [`MAX_MESSAGE_SIZE_LIMIT`]: a message that large would be
 /// stored and acknowledged, and then no pull could carry it (the consumer stuck there).

@@ -35,8 +35,8 @@ impl Broker {
         // message stored in between would be skipped by this group for good. Offset 0 is the
         // max offset of such a queue, without the race (docs/decisions).
         let min = self.store.min_offset_in_queue(&h.topic, h.queue_id);
-        let never_held = min <= 0 && self.store.max_offset_in_queue(&h.topic, h.queue_id) <= 0;
-        if never_held || (min <= 0 && self.store.check_in_mem_by_consume_offset(&h.topic, h.queue_id, 0)) {
+        let never_held = || self.store.max_offset_in_queue(&h.topic, h.queue_id) <= 0;
+        if min <= 0 && (never_held() || self.store.check_in_mem_by_consume_offset(&h.topic, h.queue_id, 0)) {
             return success(req).with_header(&OffsetResponseHeader { offset: 0 });
         }
         failure(req, response_code::QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")

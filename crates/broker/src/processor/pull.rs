@@ -254,7 +254,7 @@ impl Broker {
             .max_msg_bytes
             .filter(|b| *b > 0)
             .map_or(DEFAULT_MAX_PULL_BYTES, |b| b as usize)
-            .min(ferromq_protocol::MAX_FRAME_BYTES - crate::config::PULL_FRAME_RESERVE);
+            .min(crate::config::PULL_BODY_BYTES_MAX);
         let mut result =
             self.store.get_message(&h.topic, h.queue_id, h.queue_offset, max_nums, max_bytes, Some(&filter));
         // Java: a slave does not correct a consumer's offset from its own, possibly lagging,

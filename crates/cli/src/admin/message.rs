@@ -3,6 +3,7 @@
 
 use anyhow::Context;
 use ferromq_client::admin::{json, JsonValue, PullStatus, TOOLS_CONSUMER_GROUP};
+use ferromq_client::{ProducerConfig, CREATE_TOPIC_KEY};
 use ferromq_protocol::body::perm;
 use ferromq_protocol::message::{create_offset_msg_id, keys, StoredMessage};
 use ferromq_protocol::response_code;
@@ -258,11 +259,12 @@ pub(crate) async fn send_message(ctx: &Ctx, a: SendMessageArgs) -> anyhow::Resul
         // As Java's producer (`tryToFindTopicPublishInfo`): a topic without a route is sent
         // through the template topic's brokers, which create it on the first message.
         Err(ferromq_client::admin::AdminError::Response { code: response_code::TOPIC_NOT_EXIST, .. }) => {
-            let mut route = ctx.client.topic_route(AUTO_CREATE_TOPIC_KEY).await.with_context(|| {
-                format!("topic {} has no route and the broker does not auto-create topics (no {AUTO_CREATE_TOPIC_KEY} route; set autoCreateTopicEnable=true or create it with updateTopic)", a.topic)
+            let mut route = ctx.client.topic_route(CREATE_TOPIC_KEY).await.with_context(|| {
+                format!("topic {} has no route and the broker does not auto-create topics (no {CREATE_TOPIC_KEY} route; set autoCreateTopicEnable=true or create it with updateTopic)", a.topic)
             })?;
+            let queue_nums = ProducerConfig::default().default_topic_queue_nums;
             for q in &mut route.queue_datas {
-                q.write_queue_nums = q.write_queue_nums.min(DEFAULT_TOPIC_QUEUE_NUMS);
+                q.write_queue_nums = q.write_queue_nums.min(queue_nums);
                 q.read_queue_nums = q.write_queue_nums;
             }
             route
@@ -315,11 +317,6 @@ pub(crate) async fn send_message(ctx: &Ctx, a: SendMessageArgs) -> anyhow::Resul
     table.print();
     Ok(())
 }
-
-/// The topic a new topic is modelled on (Java: `TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC`).
-const AUTO_CREATE_TOPIC_KEY: &str = "TBW102";
-/// Queues of an auto-created topic (Java producer's `defaultTopicQueueNums`).
-const DEFAULT_TOPIC_QUEUE_NUMS: i32 = 4;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ConsumeMessageArgs {
