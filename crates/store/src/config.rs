@@ -200,6 +200,17 @@ impl StoreConfig {
         (self.mapped_file_size_consume_queue / 20).max(1) * 20
     }
 
+    /// `diskSpaceWarningLevelRatio` within Java's bounds (35 to 90 %:
+    /// `MessageStoreConfig#getDiskSpaceWarningLevelRatio`).
+    pub fn disk_space_warning_level_percent(&self) -> f64 {
+        self.disk_space_warning_level_ratio.clamp(35, 90) as f64
+    }
+
+    /// `diskSpaceCleanForciblyRatio` within Java's bounds (30 to 85 %).
+    pub fn disk_space_clean_forcibly_percent(&self) -> f64 {
+        self.disk_space_clean_forcibly_ratio.clamp(30, 85) as f64
+    }
+
     /// `syncFlushTimeout` as a duration.
     pub fn sync_flush_timeout(&self) -> Duration {
         Duration::from_millis(self.sync_flush_timeout_ms)

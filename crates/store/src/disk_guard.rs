@@ -24,12 +24,6 @@ pub const CHECK_INTERVAL: Duration = Duration::from_millis(100);
 /// Java's `RunningFlags.DISK_FULL_BIT`.
 pub const DISK_FULL_BIT: i32 = 1 << 4;
 
-/// Clamps a percent key to Java's bounds (`MessageStoreConfig#getDiskSpaceWarningLevelRatio`
-/// keeps 35..=90, `getDiskSpaceCleanForciblyRatio` 30..=85).
-fn clamp_percent(value: u64, min: u64, max: u64) -> f64 {
-    value.clamp(min, max) as f64
-}
-
 /// Watches the store's disks.
 pub struct DiskGuard {
     dirs: Vec<PathBuf>,
@@ -58,8 +52,8 @@ impl DiskGuard {
     pub fn new(config: &StoreConfig, probe: DiskUsageProbe) -> DiskGuard {
         DiskGuard {
             dirs: vec![config.commit_log_dir(), config.consume_queue_dir()],
-            warning_percent: clamp_percent(config.disk_space_warning_level_ratio, 35, 90),
-            clean_forcibly_percent: clamp_percent(config.disk_space_clean_forcibly_ratio, 30, 85),
+            warning_percent: config.disk_space_warning_level_percent(),
+            clean_forcibly_percent: config.disk_space_clean_forcibly_percent(),
             probe: RwLock::new(probe),
             full: AtomicBool::new(false),
             commit_log_percent: AtomicU64::new((-1f64).to_bits()),

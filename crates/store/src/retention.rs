@@ -156,10 +156,9 @@ impl RetentionService {
             file_reserved_ms: reserved_hours.saturating_mul(HOUR_MS),
             delete_hours: parse_delete_when(&config.delete_when),
             disk_max_used_percent: config.disk_max_used_space_ratio as f64,
-            // Java clamps the ratio to 30..=85 %.
             clean_forcibly_percent: config
                 .clean_file_forcibly_enable
-                .then(|| config.disk_space_clean_forcibly_ratio.clamp(30, 85) as f64),
+                .then(|| config.disk_space_clean_forcibly_percent()),
             watched_dirs,
             manual_runs_left: AtomicU32::new(0),
             disk_usage: RwLock::new(Arc::new(disk_used_percent)),
