@@ -14,6 +14,7 @@ pub mod frame;
 pub mod header;
 pub mod json;
 pub mod message;
+pub mod pop;
 pub mod properties_text;
 pub mod version;
 

@@ -8,6 +8,7 @@
 //! `lenient` module). Output is standard JSON unless a fastjson-style method is asked for.
 //! This module does not act on the bodies; processors in the server crates do.
 
+mod assignment;
 mod broker_member_group;
 mod broker_stats;
 mod cluster_info;
@@ -28,6 +29,7 @@ mod lenient;
 mod lock_batch;
 mod message_queue;
 pub mod perm;
+mod pop;
 mod queue_map;
 mod register_broker;
 mod reset_offset;
@@ -43,6 +45,10 @@ use serde::Serialize;
 
 use crate::json::{parse_lenient, to_fastjson_vec};
 
+pub use assignment::{
+    MessageQueueAssignment, MessageRequestMode, MessageRequestModeSerializeWrapper, QueryAssignmentRequestBody,
+    QueryAssignmentResponseBody, SetMessageRequestModeRequestBody,
+};
 pub use broker_member_group::{BrokerMemberGroup, GetBrokerMemberGroupResponseBody};
 pub use broker_stats::{BrokerStatsData, BrokerStatsItem};
 pub use cluster_info::ClusterInfo;
@@ -68,6 +74,7 @@ pub use heartbeat::{
 pub use kv_table::KVTable;
 pub use lock_batch::{LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody};
 pub use message_queue::MessageQueue;
+pub use pop::{base64_decode, base64_encode, AckMsg, BatchAck, BatchAckMessageRequestBody, PopCheckPoint};
 pub use register_broker::{RegisterBrokerBody, MAPPING_IN_COMPRESSED_BODY_SINCE, MAX_INFLATED_REGISTER_BODY_BYTES};
 pub use reset_offset::{MessageQueueForC, ResetOffsetBody, ResetOffsetBodyForC};
 pub use route::{BrokerData, QueueData, TopicRouteData, MASTER_ID};
