@@ -28,6 +28,8 @@ use crate::metadata::{MetadataError, MetadataOptions, MetadataStore, TopicConfig
 use crate::processor::pull::PullOutcome;
 use crate::stats::{self, BrokerStats};
 
+/// How often parked pops are checked for expiry (Java: 20 ms).
+const POP_EXPIRY_TICK: Duration = Duration::from_millis(20);
 /// How often parked pulls are checked for expiry.
 const PULL_EXPIRY_TICK: Duration = Duration::from_millis(100);
 /// How often silent clients are looked for (Java: every 10 s).
@@ -95,7 +97,7 @@ pub struct Broker {
     /// `brokerPermission` as it is now: UPDATE_BROKER_CONFIG changes it at once (the one
     /// broker key that takes effect without a restart, as in Java).
     permission: AtomicI32,
-    namesrv: RemotingClient,
+    pub(crate) namesrv: RemotingClient,
     /// Wakes the registration loop when a topic is created.
     register_now: tokio::sync::Notify,
     /// Replication, master side: ships the CommitLog to slaves, counts their acks.
@@ -117,6 +119,9 @@ pub struct Broker {
     /// Groups already told (in the log) that their SQL92 subscription needs
     /// `enablePropertyFilter` (one warning per group, at most [`SQL92_WARNED_GROUPS_MAX`]).
     pub(crate) sql92_warned: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// POP consumption: queue locks, in-flight counts, parked pops, FIFO and request-mode
+    /// state.
+    pub(crate) pop: crate::pop::PopState,
 }
 
 /// Groups remembered for the SQL92 refusal warning; beyond it, warnings stop.
@@ -240,6 +245,33 @@ impl Broker {
                 async move { b.pull(conn, req).await }
             });
         }
+        {
+            let b = self.clone();
+            d.register(request_code::POP_MESSAGE, move |conn, req| {
+                let b = b.clone();
+                async move { b.pop_message(conn, req).await }
+            });
+        }
+        for code in [request_code::ACK_MESSAGE, request_code::BATCH_ACK_MESSAGE, request_code::CHANGE_MESSAGE_INVISIBLETIME] {
+            let b = self.clone();
+            d.register(code, move |conn, req| {
+                let b = b.clone();
+                async move {
+                    Some(match req.code {
+                        request_code::ACK_MESSAGE => b.ack_message(&conn, &req).await,
+                        request_code::BATCH_ACK_MESSAGE => b.batch_ack_message(&req).await,
+                        _ => b.change_invisible_time(&conn, &req).await,
+                    })
+                }
+            });
+        }
+        {
+            let b = self.clone();
+            d.register(request_code::QUERY_ASSIGNMENT, move |_conn, req| {
+                let b = b.clone();
+                async move { Some(b.query_assignment(&req).await) }
+            });
+        }
         macro_rules! sync {
             ($code:expr, |$b:ident, $conn:ident, $req:ident| $body:expr) => {{
                 let b = self.clone();
@@ -250,6 +282,16 @@ impl Broker {
                 });
             }};
         }
+        sync!(request_code::PEEK_MESSAGE, |b, conn, req| b.peek_message(conn, req));
+        {
+            let b = self.clone();
+            d.register_sync(request_code::NOTIFICATION, move |conn: &Connection, req: &RemotingCommand| {
+                b.notification(conn, req, true)
+            });
+        }
+        sync!(request_code::POLLING_INFO, |b, conn, req| b.polling_info(conn, req));
+        sync!(request_code::SET_MESSAGE_REQUEST_MODE, |b, conn, req| b.set_message_request_mode(req));
+        sync!(request_code::GET_ALL_MESSAGE_REQUEST_MODE, |b, conn, req| b.get_all_message_request_mode(req));
         sync!(request_code::QUERY_CONSUMER_OFFSET, |b, conn, req| b.query_consumer_offset(req));
         sync!(request_code::UPDATE_CONSUMER_OFFSET, |b, conn, req| b.update_consumer_offset(conn, req));
         sync!(request_code::GET_MAX_OFFSET, |b, conn, req| b.get_max_offset(req));
@@ -325,6 +367,32 @@ impl Broker {
             b.consumers.on_connection_closed(conn.id());
         });
         d
+    }
+
+    /// Answers a released parked pop or notification: processed again (it may park again
+    /// when woken by an arrival and time is left), then answered on its connection.
+    async fn answer_parked_pop(self: &Arc<Self>, held: crate::pop::hold::HeldPop, why: crate::pop::hold::Release) {
+        if held.conn.is_closed() {
+            return;
+        }
+        let allow_park = why == crate::pop::hold::Release::Arrived;
+        let response = match held.kind {
+            crate::pop::hold::PollKind::Pop => match self.process_pop(&held.conn, &held.request, allow_park).await {
+                crate::pop::pop_message::PopOutcome::Respond(r) => Some(r),
+                crate::pop::pop_message::PopOutcome::Parked => None,
+            },
+            crate::pop::hold::PollKind::Notification => self.notification(&held.conn, &held.request, allow_park),
+        };
+        if let Some(r) = response {
+            let _ = held.conn.send_response(r).await;
+        }
+    }
+
+    /// Whether a FIFO order-info entry (`topic@group`, queue) still has its topic, group and
+    /// queue.
+    fn order_info_live(&self, key: &str, queue_id: i32) -> bool {
+        let Some((topic, group)) = key.split_once('@') else { return false };
+        self.topics().select(topic).is_some_and(|t| queue_id < t.read_queue_nums) && self.groups().contains(group)
     }
 
     /// Answers a released parked pull.
@@ -488,6 +556,19 @@ pub async fn run(
             settings.broker.filter_server_nums
         )));
     }
+    if settings.broker.enable_pop_buffer_merge {
+        return Err(BrokerError::Config(
+            "enablePopBufferMerge=true: FerroMQ writes every pop checkpoint at pop time (Java's default) and has no \
+             checkpoint buffer; set enablePopBufferMerge=false"
+                .into(),
+        ));
+    }
+    if settings.broker.revive_queue_num < 1 {
+        return Err(BrokerError::Config(format!(
+            "reviveQueueNum={}: the revive topic needs at least one queue; set reviveQueueNum=8 (Java's default)",
+            settings.broker.revive_queue_num
+        )));
+    }
     if settings.broker.use_tls {
         return Err(BrokerError::Config("useTLS=true: TLS is not supported yet; set useTLS=false".into()));
     }
@@ -514,11 +595,24 @@ pub async fn run(
                 timer_wheel_enable: settings.store.timer_wheel_enable,
                 trace_topic_enable: config.trace_topic_enable,
                 msg_trace_topic_name: config.msg_trace_topic_name.clone(),
+                revive_queue_num: config.revive_queue_num,
                 ..TopicConfigOptions::default()
             },
             ..MetadataOptions::default()
         },
     )?;
+    let config_dir = crate::metadata::config_dir(&settings.store.store_path_root_dir);
+    let (pop_hold, mut pop_woken) = crate::pop::hold::PopHold::new(crate::pop::hold::HoldLimits {
+        max_total: config.max_pop_polling_size,
+        per_key: config.pop_polling_size,
+        max_keys: config.pop_polling_map_size,
+        force_notify_interval: config.pop_long_polling_force_notify_interval,
+    });
+    let pop = crate::pop::PopState::new(
+        pop_hold,
+        crate::pop::order_info::ConsumerOrderInfoManager::load(config_dir.join("consumerOrderInfo.json"))?,
+        crate::pop::request_mode::MessageRequestModeManager::load(config_dir.join("messageRequestMode.json"))?,
+    );
     let timer_config = crate::timer::timer_config(&settings.store);
     let timer = if timer_config.timer_wheel_enable && config.broker_role != BrokerRole::Slave {
         let (cfg, root, s) = (timer_config.clone(), settings.store.store_path_root_dir.clone(), store.clone());
@@ -568,6 +662,7 @@ pub async fn run(
         register_now: tokio::sync::Notify::new(),
         tx_ops: Default::default(),
         sql92_warned: Default::default(),
+        pop,
         timer: timer.clone(),
         ha_service,
         ha_client,
@@ -595,6 +690,7 @@ pub async fn run(
         store.on_message_arrival(Arc::new(move |req| {
             if let Some(b) = b.upgrade() {
                 b.pull_hold.notify_arrival(&req.topic, req.queue_id, req.consume_queue_offset, req.tags_code);
+                b.pop.hold.notify_arrival(&req.topic, req.queue_id, req.consume_queue_offset, req.tags_code);
             }
         }));
     }
@@ -635,6 +731,28 @@ pub async fn run(
                         None => return,
                     },
                     _ = tick.tick() => b.pull_hold.expire(Instant::now()),
+                }
+            }
+        });
+    }
+    // Parked pops and notifications: re-run the released ones (each on its own task: a pop
+    // waits for its checkpoint's put); expire the rest every 20 ms, as Java does.
+    {
+        let b = broker.clone();
+        tasks.spawn(async move {
+            let mut tick = tokio::time::interval(POP_EXPIRY_TICK);
+            let mut running = JoinSet::new();
+            loop {
+                tokio::select! {
+                    released = pop_woken.recv() => match released {
+                        Some((held, why)) => {
+                            let b = b.clone();
+                            running.spawn(async move { b.answer_parked_pop(held, why).await });
+                        }
+                        None => return,
+                    },
+                    _ = tick.tick() => b.pop.hold.expire(Instant::now()),
+                    Some(_) = running.join_next(), if !running.is_empty() => {}
                 }
             }
         });
@@ -684,7 +802,13 @@ pub async fn run(
                     _ = persist.tick() => {
                         // File writes and fsyncs stay off the async workers.
                         let b2 = b.clone();
-                        let result = tokio::task::spawn_blocking(move || b2.metadata.persist_all()).await;
+                        let result = tokio::task::spawn_blocking(move || {
+                            b2.pop.order.auto_clean(now_ms(), |key, qid| b2.order_info_live(key, qid));
+                            b2.metadata.persist_all()?;
+                            b2.pop.order.persist_if_dirty()?;
+                            b2.pop.modes.persist_if_dirty().map(|_| ())
+                        })
+                        .await;
                         if let Ok(Err(e)) = result {
                             warn!(error = %e, "metadata persistence failed");
                         }
@@ -701,6 +825,7 @@ pub async fn run(
     }
     if !broker.is_slave() {
         crate::schedule::start(&broker, &mut tasks);
+        crate::pop::revive::start(&broker, &mut tasks);
         let b = broker.clone();
         tasks.spawn(async move { b.run_op_writer().await });
         tasks.spawn(crate::transaction::check::run(broker.clone()));
@@ -748,6 +873,9 @@ pub async fn run(
     broker.namesrv.shutdown().await;
     if let Err(e) = broker.metadata.persist_all() {
         warn!(error = %e, "metadata not persisted at shutdown");
+    }
+    if let Err(e) = broker.pop.order.persist_if_dirty().and_then(|_| broker.pop.modes.persist_if_dirty()) {
+        warn!(error = %e, "pop state not persisted at shutdown");
     }
     let store_for_shutdown = store.clone();
     let _ = tokio::task::spawn_blocking(move || store_for_shutdown.shutdown()).await;

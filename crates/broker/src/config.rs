@@ -180,6 +180,60 @@ rocketmq_config! {
         slave_sync_interval: u64 = "slaveSyncInterval", default 10_000;
         /// `serverChannelMaxIdleTimeSeconds`.
         server_channel_max_idle_time_seconds: u64 = "serverChannelMaxIdleTimeSeconds", default 120;
+        // POP consumption (`../shared/reference/pop-consumption.md` section 14).
+        /// `reviveQueueNum`: queues of the revive topic, one revive task each.
+        revive_queue_num: i32 = "reviveQueueNum", default 8;
+        /// `reviveInterval` (ms) between two revive rounds of a revive queue.
+        revive_interval: u64 = "reviveInterval", default 1_000;
+        /// `reviveMaxSlow`: idle rounds after which a revive queue is looked at less often.
+        revive_max_slow: u32 = "reviveMaxSlow", default 3;
+        /// `reviveScanTime` (ms): longest scan of one revive round.
+        revive_scan_time: u64 = "reviveScanTime", default 10_000;
+        /// `enablePopLog`: log every pop, ack and revive at info level.
+        enable_pop_log: bool = "enablePopLog", default false;
+        /// `enablePopBufferMerge`: Java's in-memory checkpoint buffer. FerroMQ writes every
+        /// checkpoint at pop time (Java's default); true is refused at start.
+        enable_pop_buffer_merge: bool = "enablePopBufferMerge", default false;
+        /// `enablePopBatchAck`: only used by the checkpoint buffer (see above).
+        enable_pop_batch_ack: bool = "enablePopBatchAck", default false;
+        /// `popPollingSize`: parked pops per `topic@group@queueId` before POLLING_FULL.
+        pop_polling_size: usize = "popPollingSize", default 1_024;
+        /// `popPollingMapSize`: distinct `topic@group@queueId` keys with parked pops.
+        pop_polling_map_size: usize = "popPollingMapSize", default 100_000;
+        /// `maxPopPollingSize`: parked pops and notifications in all before POLLING_FULL.
+        max_pop_polling_size: usize = "maxPopPollingSize", default 100_000;
+        /// `popLongPollingForceNotifyInterval`: every this many queue offsets an arrival wakes
+        /// parked pops whatever their filter.
+        pop_long_polling_force_notify_interval: i64 = "popLongPollingForceNotifyInterval", default 800;
+        /// `enableNotifyAfterPopOrderLockRelease`: wake parked FIFO pops when a queue unblocks.
+        enable_notify_after_pop_order_lock_release: bool = "enableNotifyAfterPopOrderLockRelease", default true;
+        /// `initPopOffsetByCheckMsgInMem`: a MAX-init group whose queue still starts at 0 in
+        /// memory starts at 0 rather than the end.
+        init_pop_offset_by_check_msg_in_mem: bool = "initPopOffsetByCheckMsgInMem", default true;
+        /// `enableRetryTopicV2`: new pop retries go to `%RETRY%group+topic` (else
+        /// `%RETRY%group_topic`).
+        enable_retry_topic_v2: bool = "enableRetryTopicV2", default false;
+        /// `retrieveMessageFromPopRetryTopicV1`: with V2 on, keep draining the V1 retry topic.
+        retrieve_message_from_pop_retry_topic_v1: bool = "retrieveMessageFromPopRetryTopicV1", default true;
+        /// `popFromRetryProbability` (percent): how often a pop reads the retry topic first.
+        pop_from_retry_probability: u32 = "popFromRetryProbability", default 20;
+        /// `popResponseReturnActualRetryTopic`: serve retried messages under their retry topic
+        /// name instead of the original topic.
+        pop_response_return_actual_retry_topic: bool = "popResponseReturnActualRetryTopic", default false;
+        /// `enablePopMessageThreshold`: skip queues with `popInflightMessageThreshold` messages
+        /// popped and not acknowledged.
+        enable_pop_message_threshold: bool = "enablePopMessageThreshold", default false;
+        /// `popInflightMessageThreshold`.
+        pop_inflight_message_threshold: i64 = "popInflightMessageThreshold", default 10_000;
+        /// `skipWhenCKRePutReachMaxTimes`: drop a checkpoint whose revive failed more often than
+        /// the re-put table is long (else it is retried at the table's last interval).
+        skip_when_ck_re_put_reach_max_times: bool = "skipWhenCKRePutReachMaxTimes", default false;
+        /// `serverLoadBalancerEnable`: QUERY_ASSIGNMENT allocates queues among the clients.
+        server_load_balancer_enable: bool = "serverLoadBalancerEnable", default true;
+        /// `defaultMessageRequestMode`: PULL or POP for groups without a mode of their own.
+        default_message_request_mode: String = "defaultMessageRequestMode", default "PULL".to_owned();
+        /// `defaultPopShareQueueNum`.
+        default_pop_share_queue_num: i32 = "defaultPopShareQueueNum", default -1;
     }
 }
 

@@ -8,6 +8,7 @@ mod config;
 mod filter;
 mod ha;
 mod long_polling;
+mod pop;
 pub mod metadata;
 mod processor;
 mod schedule;
