@@ -158,6 +158,16 @@ async fn unacked_messages_come_back_after_their_invisible_time() {
         let r = ack(&client, &addr, "PopT", "G1", p).await;
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
     }
+    // Popped and not acked is not consumed: the group's lag counts the five in flight.
+    let stats = RemotingCommand::request(request_code::GET_CONSUME_STATS).with_header(&GetConsumeStatsRequestHeader {
+        consumer_group: "G1".into(),
+        topic: Some("PopT".into()),
+        topic_list: None,
+    });
+    let r = client.invoke(&addr, stats, T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let stats = ferromq_protocol::body::ConsumeStats::decode(&r.body).unwrap();
+    assert_eq!(stats.total_diff(), 5, "in-flight messages show as lag");
     let back = pop_until(&client, &addr, "PopT", "G1", 5, Duration::from_secs(20)).await;
     assert_eq!(bodies(&back), bodies(unacked), "exactly the unacknowledged ones come back");
     for p in &back {

@@ -262,12 +262,6 @@ impl ConsumerOrderInfoManager {
         }
     }
 
-    /// Replaces the table with a master's (slave sync).
-    pub(crate) fn replace_all(&self, master: OrderInfoWrapper) {
-        let mut table = self.table();
-        *table = master.table.into_iter().map(|(k, v)| (k, v.into_iter().collect())).collect();
-        self.file.mark_dirty();
-    }
 
     /// Writes the file when something changed.
     pub(crate) fn persist_if_dirty(&self) -> Result<bool, MetadataError> {

@@ -61,13 +61,6 @@ impl MessageRequestModeManager {
         MessageRequestModeSerializeWrapper { message_request_mode_map: self.modes().clone() }
     }
 
-    pub(crate) fn replace_all(&self, master: MessageRequestModeSerializeWrapper) {
-        let mut modes = self.modes();
-        if *modes != master.message_request_mode_map {
-            *modes = master.message_request_mode_map;
-            self.file.mark_dirty();
-        }
-    }
 
     pub(crate) fn persist_if_dirty(&self) -> Result<bool, MetadataError> {
         self.file.persist_if_dirty(|| self.snapshot())

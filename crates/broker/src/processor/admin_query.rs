@@ -227,8 +227,15 @@ impl Broker {
                     }
                     _ => 0,
                 };
-                let wrapper =
-                    OffsetWrapper { broker_offset, consumer_offset, last_timestamp, pull_offset: consumer_offset };
+                // A pop group's offset moves at pop time: what it popped and has not
+                // acknowledged yet counts as not consumed (consumerOffset below pullOffset).
+                let in_flight = self.pop.inflight.get(topic, group, queue_id);
+                let wrapper = OffsetWrapper {
+                    broker_offset,
+                    consumer_offset: (consumer_offset - in_flight).max(0),
+                    last_timestamp,
+                    pull_offset: consumer_offset,
+                };
                 (self.queue(topic, queue_id), wrapper)
             })
             .collect()
