@@ -252,7 +252,9 @@ impl Broker {
                 async move { b.pop_message(conn, req).await }
             });
         }
-        for code in [request_code::ACK_MESSAGE, request_code::BATCH_ACK_MESSAGE, request_code::CHANGE_MESSAGE_INVISIBLETIME] {
+        for code in
+            [request_code::ACK_MESSAGE, request_code::BATCH_ACK_MESSAGE, request_code::CHANGE_MESSAGE_INVISIBLETIME]
+        {
             let b = self.clone();
             d.register(code, move |conn, req| {
                 let b = b.clone();
@@ -596,7 +598,6 @@ pub async fn run(
                 trace_topic_enable: config.trace_topic_enable,
                 msg_trace_topic_name: config.msg_trace_topic_name.clone(),
                 revive_queue_num: config.revive_queue_num,
-                ..TopicConfigOptions::default()
             },
             ..MetadataOptions::default()
         },

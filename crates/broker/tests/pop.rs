@@ -72,10 +72,8 @@ fn decode_pop(r: &RemotingCommand) -> Vec<Popped> {
         .into_iter()
         .map(|msg| {
             // A retried message carries the broker's POP_CK, whose flag names the retry topic.
-            let flag = msg
-                .property("POP_CK")
-                .map(|ck| ExtraInfo::parse(ck).unwrap().retry_flag)
-                .unwrap_or(RetryFlag::Normal);
+            let flag =
+                msg.property("POP_CK").map(|ck| ExtraInfo::parse(ck).unwrap().retry_flag).unwrap_or(RetryFlag::Normal);
             let key = format!("{}@{}", flag.as_str(), msg.queue_id);
             let extra = ExtraInfo {
                 ck_queue_offset: starts[&key],
@@ -121,7 +119,14 @@ async fn ack(client: &RemotingClient, addr: &str, topic: &str, group: &str, p: &
 }
 
 /// Pops until `want` messages came back or `within` passed.
-async fn pop_until(client: &RemotingClient, addr: &str, topic: &str, group: &str, want: usize, within: Duration) -> Vec<Popped> {
+async fn pop_until(
+    client: &RemotingClient,
+    addr: &str,
+    topic: &str,
+    group: &str,
+    want: usize,
+    within: Duration,
+) -> Vec<Popped> {
     let deadline = Instant::now() + within;
     let mut out = Vec::new();
     while out.len() < want && Instant::now() < deadline {
@@ -194,15 +199,17 @@ async fn change_invisible_time_extends_and_shortens_and_batch_ack_acks() {
     let (_, got) = pop(&client, &addr, pop_request("PopC", "G2", 0, 6, 1_500, 0)).await;
     assert_eq!(got.len(), 6);
     let change = |p: &Popped, invisible: i64| {
-        RemotingCommand::request(request_code::CHANGE_MESSAGE_INVISIBLETIME).with_header(&ChangeInvisibleTimeRequestHeader {
-            consumer_group: "G2".into(),
-            topic: "PopC".into(),
-            queue_id: 0,
-            extra_info: p.extra.render(),
-            offset: p.msg.queue_offset,
-            invisible_time: invisible,
-            broker_name: None,
-        })
+        RemotingCommand::request(request_code::CHANGE_MESSAGE_INVISIBLETIME).with_header(
+            &ChangeInvisibleTimeRequestHeader {
+                consumer_group: "G2".into(),
+                topic: "PopC".into(),
+                queue_id: 0,
+                extra_info: p.extra.render(),
+                offset: p.msg.queue_offset,
+                invisible_time: invisible,
+                broker_name: None,
+            },
+        )
     };
     // m0: extended to a minute; m1: shortened; m2..m5: batch-acked.
     let r = client.invoke(&addr, change(&got[0], 60_000), T).await.unwrap();
@@ -225,13 +232,19 @@ async fn change_invisible_time_extends_and_shortens_and_batch_ack_acks() {
     let indexes: Vec<u32> = got[2..].iter().map(|p| (p.msg.queue_offset - batch.start_offset) as u32).collect();
     batch.set_acked_indexes(&indexes);
     let body = BatchAckMessageRequestBody { acks: vec![batch], broker_name: Some("broker-a".into()) };
-    let r = client.invoke(&addr, RemotingCommand::request(request_code::BATCH_ACK_MESSAGE).with_body(body.encode()), T).await.unwrap();
+    let r = client
+        .invoke(&addr, RemotingCommand::request(request_code::BATCH_ACK_MESSAGE).with_body(body.encode()), T)
+        .await
+        .unwrap();
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
     let back = pop_until(&client, &addr, "PopC", "G2", 2, Duration::from_secs(8)).await;
     assert_eq!(bodies(&back), BTreeSet::from(["m1".to_owned()]), "only the shortened one is back");
     // An empty batch is refused.
     let empty = BatchAckMessageRequestBody::default();
-    let r = client.invoke(&addr, RemotingCommand::request(request_code::BATCH_ACK_MESSAGE).with_body(empty.encode()), T).await.unwrap();
+    let r = client
+        .invoke(&addr, RemotingCommand::request(request_code::BATCH_ACK_MESSAGE).with_body(empty.encode()), T)
+        .await
+        .unwrap();
     assert_eq!(r.code, response_code::NO_MESSAGE);
     c.stop().await;
 }
@@ -241,9 +254,14 @@ async fn a_message_never_acked_lands_in_the_dead_letter_topic() {
     let c = LocalCluster::start(fast_pop).await;
     let client = RemotingClient::new(ClientConfig::default());
     let addr = c.broker_addr.clone();
-    let group = SubscriptionGroupConfig { group_name: "G3".into(), retry_max_times: 1, ..SubscriptionGroupConfig::default() };
+    let group =
+        SubscriptionGroupConfig { group_name: "G3".into(), retry_max_times: 1, ..SubscriptionGroupConfig::default() };
     let r = client
-        .invoke(&addr, RemotingCommand::request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).with_body(group.encode()), T)
+        .invoke(
+            &addr,
+            RemotingCommand::request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).with_body(group.encode()),
+            T,
+        )
         .await
         .unwrap();
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
@@ -446,7 +464,10 @@ async fn query_assignment_follows_the_request_mode() {
     let consumers = [RemotingClient::new(ClientConfig::default()), RemotingClient::new(ClientConfig::default())];
     for (cid, consumer) in ["c1", "c2"].iter().zip(&consumers) {
         let hb = consumer_heartbeat(cid, "GA", &["PopA"]);
-        let r = consumer.invoke(&addr, RemotingCommand::request(request_code::HEART_BEAT).with_body(hb.encode()), T).await.unwrap();
+        let r = consumer
+            .invoke(&addr, RemotingCommand::request(request_code::HEART_BEAT).with_body(hb.encode()), T)
+            .await
+            .unwrap();
         assert_eq!(r.code, response_code::SUCCESS);
     }
     let query = |cid: &str| {
@@ -477,14 +498,20 @@ async fn query_assignment_follows_the_request_mode() {
         pop_share_queue_num: 0,
         topic: "PopA".into(),
     };
-    let r = client.invoke(&addr, RemotingCommand::request(request_code::SET_MESSAGE_REQUEST_MODE).with_body(set.encode()), T).await.unwrap();
+    let r = client
+        .invoke(&addr, RemotingCommand::request(request_code::SET_MESSAGE_REQUEST_MODE).with_body(set.encode()), T)
+        .await
+        .unwrap();
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
     let popped = assigned(client.invoke(&addr, query("c2"), T).await.unwrap());
     assert_eq!(popped.len(), 1, "POP: one every-queue queue per broker");
     let only = popped.iter().next().unwrap();
     assert_eq!((only.mode, only.message_queue.queue_id), (MessageRequestMode::Pop, -1));
     let retry = SetMessageRequestModeRequestBody { topic: "%RETRY%GA".into(), ..set };
-    let r = client.invoke(&addr, RemotingCommand::request(request_code::SET_MESSAGE_REQUEST_MODE).with_body(retry.encode()), T).await.unwrap();
+    let r = client
+        .invoke(&addr, RemotingCommand::request(request_code::SET_MESSAGE_REQUEST_MODE).with_body(retry.encode()), T)
+        .await
+        .unwrap();
     assert_eq!(r.code, response_code::NO_PERMISSION);
     c.stop().await;
 }

@@ -252,10 +252,7 @@ pub struct InfoError {
     pub reason: &'static str,
 }
 
-fn parse_entries<T>(
-    text: &str,
-    mut value: impl FnMut(&str) -> Option<T>,
-) -> Result<HashMap<String, T>, InfoError> {
+fn parse_entries<T>(text: &str, mut value: impl FnMut(&str) -> Option<T>) -> Result<HashMap<String, T>, InfoError> {
     let err = |reason| InfoError { text: text.to_owned(), reason };
     let mut map = HashMap::new();
     if text.is_empty() {
@@ -305,7 +302,12 @@ mod tests {
 
     #[test]
     fn extra_info_round_trips_in_every_form() {
-        for text in ["100 1700000000000 60000 3 0 broker-a", "100 1700000000000 60000 3 0 broker-a 1", "100 1700000000000 60000 3 1 broker-a 1 105", "100 1700000000000 60000 999 2 broker-a 1 105 4096"] {
+        for text in [
+            "100 1700000000000 60000 3 0 broker-a",
+            "100 1700000000000 60000 3 0 broker-a 1",
+            "100 1700000000000 60000 3 1 broker-a 1 105",
+            "100 1700000000000 60000 999 2 broker-a 1 105 4096",
+        ] {
             let info = ExtraInfo::parse(text).unwrap();
             assert_eq!(info.render(), text);
         }

@@ -6,7 +6,9 @@
 //! never loses it. Java: `AckMessageProcessor`, `ChangeInvisibleTimeProcessor`.
 
 use ferromq_protocol::body::{AckMsg, BatchAck, BatchAckMessageRequestBody, JsonBody, PopCheckPoint};
-use ferromq_protocol::header::{AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader};
+use ferromq_protocol::header::{
+    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
+};
 use ferromq_protocol::pop::{ExtraInfo, RetryFlag, POP_ORDER_REVIVE_QUEUE};
 use ferromq_protocol::{response_code, RemotingCommand};
 use ferromq_remoting::Connection;
@@ -25,16 +27,16 @@ impl Broker {
         conn: &Connection,
         topic: &str,
         queue_id: i32,
-    ) -> Result<(), RemotingCommand> {
+    ) -> Result<(), Box<RemotingCommand>> {
         let Some(config) = self.topics().select(topic) else {
-            return Err(failure(
+            return Err(Box::new(failure(
                 req,
                 response_code::TOPIC_NOT_EXIST,
                 format!("topic[{topic}] not exist, apply first please!"),
-            ));
+            )));
         };
         if queue_id < 0 || queue_id >= config.read_queue_nums {
-            return Err(failure(
+            return Err(Box::new(failure(
                 req,
                 response_code::MESSAGE_ILLEGAL,
                 format!(
@@ -42,24 +44,29 @@ impl Broker {
                     config.read_queue_nums,
                     conn.remote_addr()
                 ),
-            ));
+            )));
         }
         Ok(())
     }
 
     /// An extra info's revive queue must be one this broker writes (or the FIFO marker).
-    fn check_revive_qid(&self, req: &RemotingCommand, info: &ExtraInfo, text: &str) -> Result<(), RemotingCommand> {
+    fn check_revive_qid(
+        &self,
+        req: &RemotingCommand,
+        info: &ExtraInfo,
+        text: &str,
+    ) -> Result<(), Box<RemotingCommand>> {
         if info.is_order() || (0..self.config.revive_queue_num).contains(&info.revive_qid) {
             return Ok(());
         }
-        Err(failure(
+        Err(Box::new(failure(
             req,
             response_code::INVALID_PARAMETER,
             format!(
                 "extraInfo {text:?} names revive queue {} but the broker has {} (reviveQueueNum)",
                 info.revive_qid, self.config.revive_queue_num
             ),
-        ))
+        )))
     }
 
     /// ACK_MESSAGE.
@@ -72,7 +79,7 @@ impl Broker {
             return failure(req, response_code::SYSTEM_ERROR, "the broker is a slave: ack to its master");
         }
         if let Err(r) = self.check_ack_queue(req, conn, &h.topic, h.queue_id) {
-            return r;
+            return *r;
         }
         let (min, max) = self.queue_bounds(&h.topic, h.queue_id);
         if h.offset < min || h.offset > max {
@@ -87,7 +94,7 @@ impl Broker {
             Err(e) => return failure(req, response_code::INVALID_PARAMETER, e.to_string()),
         };
         if let Err(r) = self.check_revive_qid(req, &info, &h.extra_info) {
-            return r;
+            return *r;
         }
         if info.is_order() {
             return self.ack_orderly(req, &h.topic, &h.consumer_group, h.queue_id, h.offset, info.pop_time);
@@ -173,27 +180,32 @@ impl Broker {
         let broker_name = body.broker_name.clone().unwrap_or_else(|| self.config.broker_name.clone());
         for ack in &body.acks {
             if let Err(remark) = self.batch_ack_one(req, ack, &broker_name).await {
-                return remark;
+                return *remark;
             }
         }
         success(req)
     }
 
-    async fn batch_ack_one(&self, req: &RemotingCommand, ack: &BatchAck, broker_name: &str) -> Result<(), RemotingCommand> {
+    async fn batch_ack_one(
+        &self,
+        req: &RemotingCommand,
+        ack: &BatchAck,
+        broker_name: &str,
+    ) -> Result<(), Box<RemotingCommand>> {
         let Some(flag) = RetryFlag::parse(&ack.retry) else {
-            return Err(failure(
+            return Err(Box::new(failure(
                 req,
                 response_code::INVALID_PARAMETER,
                 format!("batch ack of topic {} has retry flag {:?}; expected 0, 1 or 2", ack.topic, ack.retry),
-            ));
+            )));
         };
         let topic = flag.real_topic(&ack.topic, &ack.consumer_group);
         let Some(indexes) = ack.acked_indexes() else {
-            return Err(failure(
+            return Err(Box::new(failure(
                 req,
                 response_code::INVALID_PARAMETER,
                 format!("batch ack of topic {} has a bit set that is not base64: {:?}", ack.topic, ack.bit_set),
-            ));
+            )));
         };
         if self.topics().select(&topic).is_none() {
             warn!(topic = %topic, group = %ack.consumer_group, "batch ack for an unknown topic ignored");
@@ -201,18 +213,18 @@ impl Broker {
         }
         let is_order = ack.revive_queue_id == POP_ORDER_REVIVE_QUEUE;
         if !is_order && !(0..self.config.revive_queue_num).contains(&ack.revive_queue_id) {
-            return Err(failure(
+            return Err(Box::new(failure(
                 req,
                 response_code::INVALID_PARAMETER,
-                format!("batch ack names revive queue {} but the broker has {}", ack.revive_queue_id, self.config.revive_queue_num),
-            ));
+                format!(
+                    "batch ack names revive queue {} but the broker has {}",
+                    ack.revive_queue_id, self.config.revive_queue_num
+                ),
+            )));
         }
         let (min, max) = self.queue_bounds(&topic, ack.queue_id);
-        let offsets: Vec<i64> = indexes
-            .into_iter()
-            .map(|i| ack.start_offset + i64::from(i))
-            .filter(|o| (min..=max).contains(o))
-            .collect();
+        let offsets: Vec<i64> =
+            indexes.into_iter().map(|i| ack.start_offset + i64::from(i)).filter(|o| (min..=max).contains(o)).collect();
         if is_order {
             for o in offsets {
                 let _ = self.ack_orderly(req, &topic, &ack.consumer_group, ack.queue_id, o, ack.pop_time);
@@ -238,7 +250,7 @@ impl Broker {
                 self.pop.inflight.sub(&topic, &ack.consumer_group, ack.queue_id, n);
                 Ok(())
             }
-            Err(e) => Err(failure(req, response_code::SYSTEM_ERROR, e.to_string())),
+            Err(e) => Err(Box::new(failure(req, response_code::SYSTEM_ERROR, e.to_string()))),
         }
     }
 
@@ -249,10 +261,14 @@ impl Broker {
             Err(e) => return failure(req, response_code::SYSTEM_ERROR, e.to_string()),
         };
         if self.is_slave() {
-            return failure(req, response_code::SYSTEM_ERROR, "the broker is a slave: change invisible time at its master");
+            return failure(
+                req,
+                response_code::SYSTEM_ERROR,
+                "the broker is a slave: change invisible time at its master",
+            );
         }
         if let Err(r) = self.check_ack_queue(req, conn, &h.topic, h.queue_id) {
-            return r;
+            return *r;
         }
         let (min, max) = self.queue_bounds(&h.topic, h.queue_id);
         if h.offset < min || h.offset >= max {
@@ -263,14 +279,18 @@ impl Broker {
             );
         }
         if h.invisible_time < 0 {
-            return failure(req, response_code::INVALID_PARAMETER, format!("invisibleTime must not be negative, got {}", h.invisible_time));
+            return failure(
+                req,
+                response_code::INVALID_PARAMETER,
+                format!("invisibleTime must not be negative, got {}", h.invisible_time),
+            );
         }
         let info = match ExtraInfo::parse(&h.extra_info) {
             Ok(i) => i,
             Err(e) => return failure(req, response_code::INVALID_PARAMETER, e.to_string()),
         };
         if let Err(r) = self.check_revive_qid(req, &info, &h.extra_info) {
-            return r;
+            return *r;
         }
         let now = now_ms();
         if info.is_order() {
@@ -291,7 +311,10 @@ impl Broker {
                 None => failure(
                     req,
                     response_code::MESSAGE_ILLEGAL,
-                    format!("no FIFO batch of {}@{} popped at {} holds offset {}", h.topic, h.queue_id, info.pop_time, h.offset),
+                    format!(
+                        "no FIFO batch of {}@{} popped at {} holds offset {}",
+                        h.topic, h.queue_id, info.pop_time, h.offset
+                    ),
                 ),
             };
         }

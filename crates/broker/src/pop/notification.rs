@@ -18,7 +18,14 @@ use crate::processor::{failure, success};
 impl Broker {
     /// Whether (`topic`, `group`) has something a pop would get now: its retry topic or a
     /// queue (FIFO: a queue not blocked) with messages past the group's offset.
-    fn has_message_to_pop(&self, topic: &str, group: &str, queue_id: i32, order: bool, attempt_id: Option<&str>) -> bool {
+    fn has_message_to_pop(
+        &self,
+        topic: &str,
+        group: &str,
+        queue_id: i32,
+        order: bool,
+        attempt_id: Option<&str>,
+    ) -> bool {
         let backlog = |t: &str, q: i32| {
             let max = self.store.max_offset_in_queue(t, q);
             let offset = self
@@ -41,14 +48,19 @@ impl Broker {
         let Some(config) = self.topics().select(topic) else { return false };
         let queues: Vec<i32> = if queue_id < 0 { (0..config.read_queue_nums).collect() } else { vec![queue_id] };
         let now = now_ms();
-        queues.into_iter().any(|q| {
-            backlog(topic, q) && !(order && self.pop.order.needs_block(topic, group, q, attempt_id, now))
-        })
+        queues
+            .into_iter()
+            .any(|q| backlog(topic, q) && !(order && self.pop.order.needs_block(topic, group, q, attempt_id, now)))
     }
 
     /// NOTIFICATION: answers hasMsg now, or parks until something arrives or the poll time
     /// ends.
-    pub(crate) fn notification(&self, conn: &Connection, req: &RemotingCommand, allow_park: bool) -> Option<RemotingCommand> {
+    pub(crate) fn notification(
+        &self,
+        conn: &Connection,
+        req: &RemotingCommand,
+        allow_park: bool,
+    ) -> Option<RemotingCommand> {
         let h: NotificationRequestHeader = match req.decode_header() {
             Ok(h) => h,
             Err(e) => return Some(failure(req, response_code::SYSTEM_ERROR, e.to_string())),
@@ -61,7 +73,7 @@ impl Broker {
             ));
         }
         if let Err(r) = self.check_pop_target(req, conn, &h.topic, &h.consumer_group, h.queue_id) {
-            return Some(r);
+            return Some(*r);
         }
         let queue_id = h.queue_id.max(-1);
         let order = h.order.unwrap_or(false);
@@ -110,7 +122,7 @@ impl Broker {
             );
         }
         if let Err(r) = self.check_pop_target(req, conn, &h.topic, &h.consumer_group, h.queue_id) {
-            return r;
+            return *r;
         }
         let n = self.pop.hold.polling_num(&h.topic, &h.consumer_group, h.queue_id.max(-1));
         success(req).with_header(&PollingInfoResponseHeader { polling_num: i32::try_from(n).unwrap_or(i32::MAX) })

@@ -125,16 +125,20 @@ impl ConsumerOrderInfoManager {
 
     /// Whether a pop (with `attempt_id`) must skip the queue: its last batch has an
     /// unacknowledged offset still invisible, and the pop is not a retry of that attempt.
-    pub(crate) fn needs_block(&self, topic: &str, group: &str, queue_id: i32, attempt_id: Option<&str>, now: i64) -> bool {
+    pub(crate) fn needs_block(
+        &self,
+        topic: &str,
+        group: &str,
+        queue_id: i32,
+        attempt_id: Option<&str>,
+        now: i64,
+    ) -> bool {
         let table = self.table();
         let Some(info) = table.get(&key(topic, group)).and_then(|q| q.get(&queue_id)) else { return false };
         if attempt_id.is_some() && info.attempt_id.as_deref() == attempt_id {
             return false;
         }
-        info.offsets()
-            .iter()
-            .enumerate()
-            .any(|(i, o)| !info.is_acked(i) && now < info.next_visible_time(*o))
+        info.offsets().iter().enumerate().any(|(i, o)| !info.is_acked(i) && now < info.next_visible_time(*o))
     }
 
     /// When the queue unblocks at the earliest (None: not blocked).
@@ -151,6 +155,7 @@ impl ConsumerOrderInfoManager {
 
     /// Records a FIFO pop of `offsets` and returns each offset's reconsume count. Counts carry
     /// over (+1) for offsets popped again, except for a retry of the same attempt.
+    #[allow(clippy::too_many_arguments)] // Java's `update` signature, one value per field
     pub(crate) fn update(
         &self,
         attempt_id: Option<&str>,
@@ -195,7 +200,14 @@ impl ConsumerOrderInfoManager {
     }
 
     /// Acknowledges `offset` of the batch popped at `pop_time`.
-    pub(crate) fn commit_and_next(&self, topic: &str, group: &str, queue_id: i32, offset: i64, pop_time: i64) -> Commit {
+    pub(crate) fn commit_and_next(
+        &self,
+        topic: &str,
+        group: &str,
+        queue_id: i32,
+        offset: i64,
+        pop_time: i64,
+    ) -> Commit {
         let mut table = self.table();
         let Some(info) = table.get_mut(&key(topic, group)).and_then(|q| q.get_mut(&queue_id)) else {
             return Commit::Unknown;
@@ -248,7 +260,8 @@ impl ConsumerOrderInfoManager {
         let mut table = self.table();
         let before: usize = table.values().map(HashMap::len).sum();
         table.retain(|k, queues| {
-            queues.retain(|q, info| now - info.last_consume_timestamp.max(info.pop_time) < CLEAN_SPAN_MS && keep(k, *q));
+            queues
+                .retain(|q, info| now - info.last_consume_timestamp.max(info.pop_time) < CLEAN_SPAN_MS && keep(k, *q));
             !queues.is_empty()
         });
         if table.values().map(HashMap::len).sum::<usize>() != before {
@@ -258,10 +271,13 @@ impl ConsumerOrderInfoManager {
 
     pub(crate) fn snapshot(&self) -> OrderInfoWrapper {
         OrderInfoWrapper {
-            table: self.table().iter().map(|(k, q)| (k.clone(), q.iter().map(|(i, o)| (*i, o.clone())).collect())).collect(),
+            table: self
+                .table()
+                .iter()
+                .map(|(k, q)| (k.clone(), q.iter().map(|(i, o)| (*i, o.clone())).collect()))
+                .collect(),
         }
     }
-
 
     /// Writes the file when something changed.
     pub(crate) fn persist_if_dirty(&self) -> Result<bool, MetadataError> {
@@ -311,7 +327,11 @@ mod tests {
         let again = ConsumerOrderInfoManager::load(&path).unwrap();
         assert_eq!(again.snapshot(), m.snapshot());
         // Java writes integer keys bare; they load too.
-        std::fs::write(&path, r#"{"table":{"T@G":{1:{"a":"x","cm":1,"i":100,"l":5,"o":[5,1],"oc":{6:2},"popTime":5}}}}"#).unwrap();
+        std::fs::write(
+            &path,
+            r#"{"table":{"T@G":{1:{"a":"x","cm":1,"i":100,"l":5,"o":[5,1],"oc":{6:2},"popTime":5}}}}"#,
+        )
+        .unwrap();
         let java = ConsumerOrderInfoManager::load(&path).unwrap();
         assert_eq!(java.commit_and_next("T", "G", 1, 6, 5), Commit::Next(7));
     }

@@ -72,7 +72,11 @@ struct PopContext<'a> {
 
 impl Broker {
     /// Serves POP_MESSAGE: answers, or parks the request and answers it later on `conn`.
-    pub(crate) async fn pop_message(self: &Arc<Self>, conn: Connection, req: RemotingCommand) -> Option<RemotingCommand> {
+    pub(crate) async fn pop_message(
+        self: &Arc<Self>,
+        conn: Connection,
+        req: RemotingCommand,
+    ) -> Option<RemotingCommand> {
         let stored_at_arrival = self.store.max_phy_offset();
         match self.process_pop(&conn, &req, true).await {
             PopOutcome::Respond(r) if r.code == response_code::POLLING_TIMEOUT => {
@@ -103,7 +107,12 @@ impl Broker {
     }
 
     /// Processes a pop once; `allow_park` is false when an expired parked pop is answered.
-    pub(crate) async fn process_pop(self: &Arc<Self>, conn: &Connection, req: &RemotingCommand, allow_park: bool) -> PopOutcome {
+    pub(crate) async fn process_pop(
+        self: &Arc<Self>,
+        conn: &Connection,
+        req: &RemotingCommand,
+        allow_park: bool,
+    ) -> PopOutcome {
         let respond = |code, remark: String| PopOutcome::Respond(failure(req, code, remark));
         let mut h: PopMessageRequestHeader = match req.decode_header() {
             Ok(h) => h,
@@ -115,7 +124,10 @@ impl Broker {
         }
         let ip = &self.config.broker_ip1;
         if now - h.born_time - h.poll_time > EXPIRED_IN_TRANSIT_MS {
-            return respond(response_code::POLLING_TIMEOUT, format!("the broker[{ip}] pop message is timeout too much"));
+            return respond(
+                response_code::POLLING_TIMEOUT,
+                format!("the broker[{ip}] pop message is timeout too much"),
+            );
         }
         if self.is_slave() {
             return respond(
@@ -152,7 +164,7 @@ impl Broker {
         }
         let (topic, _) = match self.check_pop_target(req, conn, &h.topic, &h.consumer_group, h.queue_id) {
             Ok(t) => t,
-            Err(r) => return PopOutcome::Respond(r),
+            Err(r) => return PopOutcome::Respond(*r),
         };
         if h.queue_id < 0 {
             h.queue_id = -1;
@@ -260,23 +272,23 @@ impl Broker {
         topic: &str,
         group: &str,
         queue_id: i32,
-    ) -> Result<(TopicConfig, i32), RemotingCommand> {
+    ) -> Result<(TopicConfig, i32), Box<RemotingCommand>> {
         let Some(config) = self.topics().select(topic) else {
-            return Err(failure(
+            return Err(Box::new(failure(
                 req,
                 response_code::TOPIC_NOT_EXIST,
                 format!("topic[{topic}] not exist, apply first please!"),
-            ));
+            )));
         };
         if !perm::is_readable(config.perm) {
-            return Err(failure(
+            return Err(Box::new(failure(
                 req,
                 response_code::NO_PERMISSION,
                 format!("the topic[{topic}] peeking message is forbidden"),
-            ));
+            )));
         }
         if queue_id >= config.read_queue_nums {
-            return Err(failure(
+            return Err(Box::new(failure(
                 req,
                 response_code::INVALID_PARAMETER,
                 format!(
@@ -284,17 +296,21 @@ impl Broker {
                     config.read_queue_nums,
                     conn.remote_addr()
                 ),
-            ));
+            )));
         }
         let Some(group_config) = self.groups().find(group, self.config.auto_create_subscription_group) else {
-            return Err(failure(
+            return Err(Box::new(failure(
                 req,
                 response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
                 format!("subscription group [{group}] does not exist"),
-            ));
+            )));
         };
         if !group_config.consume_enable {
-            return Err(failure(req, response_code::NO_PERMISSION, format!("subscription group no permission, {group}")));
+            return Err(Box::new(failure(
+                req,
+                response_code::NO_PERMISSION,
+                format!("subscription group no permission, {group}"),
+            )));
         }
         Ok((config, group_config.retry_max_times))
     }
@@ -422,7 +438,9 @@ impl Broker {
         let mut result = self.store.get_message(topic, queue_id, offset, want, budget, Some(filter));
         if matches!(
             result.status,
-            GetMessageStatus::OffsetTooSmall | GetMessageStatus::OffsetOverflowBadly | GetMessageStatus::OffsetFoundNull
+            GetMessageStatus::OffsetTooSmall
+                | GetMessageStatus::OffsetOverflowBadly
+                | GetMessageStatus::OffsetFoundNull
         ) && result.next_begin_offset != offset
         {
             // The group's offset is outside the queue (retention, a reset): move it in and
@@ -559,7 +577,7 @@ impl Broker {
         }
         let (topic, _) = match self.check_pop_target(req, conn, &h.topic, &h.consumer_group, h.queue_id) {
             Ok(t) => t,
-            Err(r) => return r,
+            Err(r) => return *r,
         };
         let want = h.max_msg_nums.clamp(1, POP_MAX_MSG_NUMS) as usize;
         let random_q = self.pop.random_percent();
@@ -574,7 +592,14 @@ impl Broker {
                 .query_offset(&h.consumer_group, topic_name, qid)
                 .filter(|o| *o >= 0)
                 .unwrap_or_else(|| self.store.min_offset_in_queue(topic_name, qid));
-            let r = self.store.get_message(topic_name, qid, offset, want - messages.len(), crate::config::PULL_BODY_BYTES_MAX, None);
+            let r = self.store.get_message(
+                topic_name,
+                qid,
+                offset,
+                want - messages.len(),
+                crate::config::PULL_BODY_BYTES_MAX,
+                None,
+            );
             rest += (r.max_offset - r.next_begin_offset).max(0);
             messages.extend(r.messages);
         };
@@ -596,8 +621,12 @@ impl Broker {
         }
         let header = PopMessageResponseHeader { rest_num: rest, ..PopMessageResponseHeader::default() };
         if messages.is_empty() {
-            return RemotingCommand::response_to(req, response_code::PULL_NOT_FOUND, Some("NO_MESSAGE_IN_QUEUE".into()))
-                .with_header(&header);
+            return RemotingCommand::response_to(
+                req,
+                response_code::PULL_NOT_FOUND,
+                Some("NO_MESSAGE_IN_QUEUE".into()),
+            )
+            .with_header(&header);
         }
         let mut body = BytesMut::new();
         for m in &messages {

@@ -11,8 +11,9 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use ferromq_protocol::body::{
-    JsonBody, MessageModel, MessageQueue, MessageQueueAssignment, MessageRequestMode, MessageRequestModeSerializeWrapper,
-    QueryAssignmentRequestBody, QueryAssignmentResponseBody, SetMessageRequestModeRequestBody, TopicRouteData,
+    JsonBody, MessageModel, MessageQueue, MessageQueueAssignment, MessageRequestMode,
+    MessageRequestModeSerializeWrapper, QueryAssignmentRequestBody, QueryAssignmentResponseBody,
+    SetMessageRequestModeRequestBody, TopicRouteData,
 };
 use ferromq_protocol::header::GetRouteInfoRequestHeader;
 use ferromq_protocol::pop::RETRY_GROUP_TOPIC_PREFIX;
@@ -60,7 +61,6 @@ impl MessageRequestModeManager {
     pub(crate) fn snapshot(&self) -> MessageRequestModeSerializeWrapper {
         MessageRequestModeSerializeWrapper { message_request_mode_map: self.modes().clone() }
     }
-
 
     pub(crate) fn persist_if_dirty(&self) -> Result<bool, MetadataError> {
         self.file.persist_if_dirty(|| self.snapshot())
@@ -134,7 +134,9 @@ impl Broker {
     pub(crate) fn set_message_request_mode(&self, req: &RemotingCommand) -> RemotingCommand {
         let body = match SetMessageRequestModeRequestBody::decode(&req.body) {
             Ok(b) => b,
-            Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("bad SetMessageRequestModeRequestBody: {e}")),
+            Err(e) => {
+                return failure(req, response_code::SYSTEM_ERROR, format!("bad SetMessageRequestModeRequestBody: {e}"))
+            }
         };
         if body.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
             return failure(req, response_code::NO_PERMISSION, "retry topic is not allowed to set mode");
@@ -173,7 +175,10 @@ impl Broker {
         let assigned = self.assign(&body, mode, share).await;
         let response = QueryAssignmentResponseBody {
             message_queue_assignments: assigned.map(|queues| {
-                queues.into_iter().map(|q| MessageQueueAssignment { attachments: None, message_queue: q, mode }).collect()
+                queues
+                    .into_iter()
+                    .map(|q| MessageQueueAssignment { attachments: None, message_queue: q, mode })
+                    .collect()
             }),
         };
         success(req).with_body(response.encode())

@@ -134,7 +134,11 @@ impl ReviveQueue {
         let deadline = tokio::time::Instant::now() + ENQUEUE_WAIT;
         while timer.queue_offset() < need {
             if tokio::time::Instant::now() >= deadline {
-                debug!(revive_qid = self.qid, behind = need - timer.queue_offset(), "timer wheel enqueue behind; revive waits");
+                debug!(
+                    revive_qid = self.qid,
+                    behind = need - timer.queue_offset(),
+                    "timer wheel enqueue behind; revive waits"
+                );
                 return None;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -208,7 +212,11 @@ impl ReviveQueue {
                     warn!(revive_qid = self.qid, offset, tag, "ack body unreadable; skipped");
                     return;
                 };
-                let bn = ack.broker_name.clone().filter(|b| !b.is_empty()).unwrap_or_else(|| self.broker.config.broker_name.clone());
+                let bn = ack
+                    .broker_name
+                    .clone()
+                    .filter(|b| !b.is_empty())
+                    .unwrap_or_else(|| self.broker.config.broker_name.clone());
                 let key = merge_key(
                     ack.topic.as_deref().unwrap_or_default(),
                     ack.consumer_group.as_deref().unwrap_or_default(),
@@ -227,7 +235,8 @@ impl ReviveQueue {
                         }
                     }
                     None if self.orphans.len() < ORPHAN_ACKS_MAX => {
-                        let due = msg.property(keys::TIMER_DELIVER_MS).and_then(|t| t.parse().ok()).unwrap_or_else(now_ms);
+                        let due =
+                            msg.property(keys::TIMER_DELIVER_MS).and_then(|t| t.parse().ok()).unwrap_or_else(now_ms);
                         self.orphans.entry(key).or_insert_with(|| (Vec::new(), due)).0.extend(offsets);
                     }
                     None => {}
@@ -329,14 +338,30 @@ async fn revive_checkpoint(broker: &Broker, revive_qid: i32, open: &mut OpenCk) 
         open.mark(i);
         broker.pop.inflight.sub(ck_topic, group, ck.queue_id, 1);
         if broker.config.enable_pop_log {
-            info!(revive_qid, topic = ck_topic, group, queue_id = ck.queue_id, offset, to_dlq, lateness_ms = lateness, "revived");
+            info!(
+                revive_qid,
+                topic = ck_topic,
+                group,
+                queue_id = ck.queue_id,
+                offset,
+                to_dlq,
+                lateness_ms = lateness,
+                "revived"
+            );
         }
     }
     broker.pop.hold.wake_group(&original, group);
     true
 }
 
-async fn put_retry(broker: &Broker, msg: &StoredMessage, ck_topic: &str, original: &str, group: &str, pop_time: i64) -> bool {
+async fn put_retry(
+    broker: &Broker,
+    msg: &StoredMessage,
+    ck_topic: &str,
+    original: &str,
+    group: &str,
+    pop_time: i64,
+) -> bool {
     let retry = if ck_topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
         ck_topic.to_owned()
     } else {
@@ -387,7 +412,12 @@ async fn put_dead_letter(broker: &Broker, msg: &StoredMessage, original: &str, g
         born_host: broker.store_host,
         ..broker.stored_copy(msg, dlq.clone(), 0, &props)
     };
-    info!(group, topic = original, reconsume_times = msg.reconsume_times, "popped message moved to the dead-letter topic");
+    info!(
+        group,
+        topic = original,
+        reconsume_times = msg.reconsume_times,
+        "popped message moved to the dead-letter topic"
+    );
     put(broker, copy, &dlq).await
 }
 

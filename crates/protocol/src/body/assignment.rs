@@ -88,7 +88,6 @@ pub struct QueryAssignmentResponseBody {
 
 impl JsonBody for QueryAssignmentResponseBody {}
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

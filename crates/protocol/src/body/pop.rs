@@ -106,7 +106,12 @@ pub struct AckMsg {
     #[serde(rename = "ao", alias = "ackOffset", deserialize_with = "lenient::int")]
     pub ack_offset: i64,
     /// Batch acks only: the acknowledged queue offsets.
-    #[serde(rename = "aol", alias = "ackOffsetList", skip_serializing_if = "Option::is_none", deserialize_with = "lenient::or_default")]
+    #[serde(
+        rename = "aol",
+        alias = "ackOffsetList",
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::or_default"
+    )]
     pub ack_offset_list: Option<Vec<i64>>,
     /// The broker that served the pop.
     #[serde(rename = "bn", alias = "brokerName", deserialize_with = "lenient::or_default")]
@@ -278,7 +283,10 @@ mod tests {
             topic: Some("T".into()),
             ..AckMsg::default()
         };
-        assert_eq!(String::from_utf8(ack.encode()).unwrap(), r#"{"ao":101,"bn":"b","c":"G","pt":5,"q":1,"so":100,"t":"T"}"#);
+        assert_eq!(
+            String::from_utf8(ack.encode()).unwrap(),
+            r#"{"ao":101,"bn":"b","c":"G","pt":5,"q":1,"so":100,"t":"T"}"#
+        );
         let long = AckMsg::decode(br#"{"ackOffset":101,"brokerName":"b","consumerGroup":"G","popTime":5,"queueId":1,"startOffset":100,"topic":"T"}"#).unwrap();
         assert_eq!(long, ack);
         let batch = AckMsg { ack_offset: -1, ack_offset_list: Some(vec![1, 2]), ..ack };
@@ -307,7 +315,8 @@ mod tests {
 
     #[test]
     fn base64_matches_the_standard_alphabet() {
-        for (bytes, text) in [(&b""[..], ""), (b"f", "Zg=="), (b"fo", "Zm8="), (b"foo", "Zm9v"), (b"\xff\xfe", "//4=")] {
+        for (bytes, text) in [(&b""[..], ""), (b"f", "Zg=="), (b"fo", "Zm8="), (b"foo", "Zm9v"), (b"\xff\xfe", "//4=")]
+        {
             assert_eq!(base64_encode(bytes), text);
             assert_eq!(base64_decode(text).unwrap(), bytes);
         }
