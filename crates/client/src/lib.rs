@@ -27,6 +27,7 @@ mod publish_info;
 mod pull_node;
 mod push_consumer;
 mod send_result;
+mod simple_consumer;
 mod subscription;
 mod transaction_producer;
 mod validators;
@@ -45,6 +46,7 @@ pub use push_consumer::{
     ConsumeOrderlyStatus, ConsumeStatus, MessageListener, MessageListenerOrderly, PushConsumer, PushConsumerConfig,
 };
 pub use send_result::{SendResult, SendStatus};
+pub use simple_consumer::{ReceivedMessage, SimpleConsumer, SimpleConsumerConfig};
 pub use subscription::{build_subscription, MessageSelector};
 pub use transaction_producer::{
     LocalTransactionState, TransactionCheckConfig, TransactionListener, TransactionProducer, TransactionSendResult,
