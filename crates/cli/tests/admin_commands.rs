@@ -160,6 +160,14 @@ fn admin_commands_manage_topics_messages_and_groups_on_a_standalone_server() {
 
     let group = "AdminTestGroup";
     ok(ns, &["updateSubGroup", "-c", "DefaultCluster", "-g", group]);
+    let mode = ok(ns, &["setConsumeMode", "-c", "DefaultCluster", "-t", topic, "-g", group, "-m", "POP", "-q", "1"]);
+    assert!(mode.contains("success.") && mode.contains("consume mode[POP] popShareQueueNum[1]"), "{mode}");
+    let back = ok(ns, &["setConsumeMode", "-c", "DefaultCluster", "-t", topic, "-g", group, "-m", "PULL"]);
+    assert!(back.contains("consume mode[PULL]"), "{back}");
+    let bad = admin(ns, &["setConsumeMode", "-c", "DefaultCluster", "-t", topic, "-g", group, "-m", "PUSH"]);
+    assert!(!bad.status.success() && String::from_utf8_lossy(&bad.stderr).contains("PULL or POP"), "{bad:?}");
+    let retry = admin(ns, &["setConsumeMode", "-c", "DefaultCluster", "-t", "%RETRY%x", "-g", group, "-m", "POP"]);
+    assert!(!retry.status.success(), "{retry:?}");
     let consumed = ok(ns, &["consumeMessage", "-t", topic, "-g", group]);
     assert!(consumed.contains("hello admin") && consumed.contains("Consumed 1 message(s)."), "{consumed}");
     let progress = ok(ns, &["consumerProgress", "-g", group, "-t", topic]);

@@ -85,6 +85,60 @@ pub(crate) async fn update_sub_group(ctx: &Ctx, a: UpdateSubGroupArgs) -> anyhow
 }
 
 #[derive(Debug, clap::Args)]
+pub(crate) struct SetConsumeModeArgs {
+    /// Broker address.
+    #[arg(short = 'b', long = "brokerAddr")]
+    broker_addr: Option<String>,
+    /// Every master of this cluster.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+    /// Topic.
+    #[arg(short = 't', long = "topicName")]
+    topic: String,
+    /// Consumer group.
+    #[arg(short = 'g', long = "groupName")]
+    group: String,
+    /// PULL or POP.
+    #[arg(short = 'm', long = "mode")]
+    mode: String,
+    /// POP: how many other clients' queues each client also pops (0: every queue).
+    #[arg(short = 'q', long = "popShareQueueNum")]
+    pop_share_queue_num: Option<i32>,
+}
+
+/// `setConsumeMode`: makes a group pull or pop a topic, on one broker or every master of a
+/// cluster. Java: `SetConsumeModeSubCommand`.
+pub(crate) async fn set_consume_mode(ctx: &Ctx, a: SetConsumeModeArgs) -> anyhow::Result<()> {
+    use ferromq_protocol::body::{MessageRequestMode, SetMessageRequestModeRequestBody};
+    let Some(mode) = MessageRequestMode::from_name(&a.mode.to_ascii_uppercase()) else {
+        anyhow::bail!("-m {}: the mode is PULL or POP", a.mode);
+    };
+    let body = SetMessageRequestModeRequestBody {
+        consumer_group: a.group.clone(),
+        mode,
+        pop_share_queue_num: a.pop_share_queue_num.unwrap_or(0),
+        topic: a.topic.clone(),
+    };
+    let targets = target_brokers(ctx, a.broker_addr.as_deref(), a.cluster.as_deref()).await?;
+    for (_, addr) in &targets {
+        ctx.client.set_message_request_mode(addr, &body).await?;
+        if !ctx.json {
+            println!("set consume mode to {addr} success.");
+        }
+    }
+    if ctx.json {
+        let brokers: Vec<&String> = targets.iter().map(|(_, addr)| addr).collect();
+        return print_json(&json!({ "topic": a.topic, "group": a.group, "mode": mode.as_str(),
+            "popShareQueueNum": body.pop_share_queue_num, "brokers": brokers }));
+    }
+    println!(
+        "topic[{}] group[{}] consume mode[{}] popShareQueueNum[{}]",
+        a.topic, a.group, mode, body.pop_share_queue_num
+    );
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
 pub(crate) struct DeleteSubGroupArgs {
     /// Broker address.
     #[arg(short = 'b', long = "brokerAddr")]

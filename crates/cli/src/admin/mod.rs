@@ -101,6 +101,9 @@ enum AdminCommand {
     DeleteKvConfig(namesrv::KvArgs),
     /// Create or update a subscription group.
     UpdateSubGroup(group::UpdateSubGroupArgs),
+    /// Make a group pull or pop a topic (server-side assignment), on one broker (-b) or every
+    /// master of a cluster (-c).
+    SetConsumeMode(group::SetConsumeModeArgs),
     /// Delete a subscription group.
     #[command(name = "deleteSubGroup")]
     DeleteSubGroup(group::DeleteSubGroupArgs),
@@ -200,6 +203,7 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::UpdateKvConfig(a) => namesrv::update_kv_config(ctx, a).await,
         AdminCommand::DeleteKvConfig(a) => namesrv::delete_kv_config(ctx, a).await,
         AdminCommand::UpdateSubGroup(a) => group::update_sub_group(ctx, a).await,
+        AdminCommand::SetConsumeMode(a) => group::set_consume_mode(ctx, a).await,
         AdminCommand::DeleteSubGroup(a) => group::delete_sub_group(ctx, a).await,
         AdminCommand::HaStatus(a) => ha::ha_status(ctx, a).await,
         AdminCommand::ConsumerProgress(a) => group::consumer_progress(ctx, a).await,

@@ -98,6 +98,23 @@ impl AdminClient {
         self.call_ok(addr, request).await.map(drop)
     }
 
+    /// SET_MESSAGE_REQUEST_MODE: whether `group` pulls or pops `topic` on the broker at
+    /// `addr` (and, popping, how many other clients' queues each client shares).
+    /// Java: `MQClientAPIImpl#setMessageRequestMode`.
+    ///
+    /// # Errors
+    /// TOPIC_NOT_EXIST, SUBSCRIPTION_GROUP_NOT_EXIST, NO_PERMISSION (retry topics) and
+    /// transport failures, naming `addr`.
+    pub async fn set_message_request_mode(
+        &self,
+        addr: &str,
+        body: &ferromq_protocol::body::SetMessageRequestModeRequestBody,
+    ) -> Result<(), AdminError> {
+        use ferromq_protocol::body::JsonBody as _;
+        let request = RemotingCommand::request(request_code::SET_MESSAGE_REQUEST_MODE).with_body(body.encode());
+        self.call_ok(addr, request).await.map(drop)
+    }
+
     /// GET_SUBSCRIPTIONGROUP_CONFIG: one group's config on the broker at `addr` (a broker with
     /// `autoCreateSubscriptionGroup` creates it first, as Java's does).
     ///
