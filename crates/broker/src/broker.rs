@@ -612,7 +612,6 @@ pub async fn run(
     let pop = crate::pop::PopState::new(
         pop_hold,
         crate::pop::order_info::ConsumerOrderInfoManager::load(config_dir.join("consumerOrderInfo.json"))?,
-        crate::pop::request_mode::MessageRequestModeManager::load(config_dir.join("messageRequestMode.json"))?,
     );
     let timer_config = crate::timer::timer_config(&settings.store);
     let timer = if timer_config.timer_wheel_enable && config.broker_role != BrokerRole::Slave {
@@ -806,8 +805,7 @@ pub async fn run(
                         let result = tokio::task::spawn_blocking(move || {
                             b2.pop.order.auto_clean(now_ms(), |key, qid| b2.order_info_live(key, qid));
                             b2.metadata.persist_all()?;
-                            b2.pop.order.persist_if_dirty()?;
-                            b2.pop.modes.persist_if_dirty().map(|_| ())
+                            b2.pop.order.persist_if_dirty().map(|_| ())
                         })
                         .await;
                         if let Ok(Err(e)) = result {
@@ -875,7 +873,7 @@ pub async fn run(
     if let Err(e) = broker.metadata.persist_all() {
         warn!(error = %e, "metadata not persisted at shutdown");
     }
-    if let Err(e) = broker.pop.order.persist_if_dirty().and_then(|_| broker.pop.modes.persist_if_dirty()) {
+    if let Err(e) = broker.pop.order.persist_if_dirty() {
         warn!(error = %e, "pop state not persisted at shutdown");
     }
     let store_for_shutdown = store.clone();

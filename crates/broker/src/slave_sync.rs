@@ -1,7 +1,8 @@
 //! A slave's copy of its master's metadata: every sync interval (10 s by default, the first time
 //! 3 s after start) the slave asks its master for the topic configs (GET_ALL_TOPIC_CONFIG),
-//! consumer offsets (GET_ALL_CONSUMER_OFFSET), delay offsets (GET_ALL_DELAY_OFFSET) and
-//! subscription groups (GET_ALL_SUBSCRIPTIONGROUP_CONFIG), in Java's order, applies each to its
+//! consumer offsets (GET_ALL_CONSUMER_OFFSET, which carry POP's revive progress), delay offsets
+//! (GET_ALL_DELAY_OFFSET), subscription groups (GET_ALL_SUBSCRIPTIONGROUP_CONFIG) and message
+//! request modes (GET_ALL_MESSAGE_REQUEST_MODE), in Java's order, applies each to its
 //! own table and persists it. Java: `SlaveSynchronize#syncAll`, scheduled by 4.x's
 //! `BrokerController#handleSlaveSynchronize` (3 s, then every 10 s; Java 5 checks every 3 s
 //! and syncs at most once a minute).
@@ -14,16 +15,17 @@
 //!
 //! Not here: learning the master's address (the registration loop in `broker.rs`, from
 //! REGISTER_BROKER answers), CommitLog replication (`ferromq-replication`), Java 5's timer
-//! checkpoint, timer metrics and message-request-mode sync, static-topic queue mappings, and the
+//! checkpoint, timer metrics, FIFO pop order info (Java has no request for it either), static-topic queue mappings, and the
 //! paged GET_ALL_TOPIC_CONFIG / GET_ALL_SUBSCRIPTIONGROUP_CONFIG of Java after 5.3.3 (a master
 //! that pages answers a request without paging fields with everything).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use ferromq_protocol::body::{
-    BodyError, ConsumerOffsetSerializeWrapper, JsonBody, SubscriptionGroupWrapper,
+    BodyError, ConsumerOffsetSerializeWrapper, JsonBody, MessageRequestModeSerializeWrapper, SubscriptionGroupWrapper,
     TopicConfigAndMappingSerializeWrapper, TopicConfigSerializeWrapper,
 };
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
@@ -113,11 +115,13 @@ enum Table {
     ConsumerOffsets = 1,
     DelayOffsets = 2,
     Groups = 3,
+    RequestModes = 4,
 }
 
 impl Table {
     /// Java's order of `syncAll`.
-    const ALL: [Table; 4] = [Table::Topics, Table::ConsumerOffsets, Table::DelayOffsets, Table::Groups];
+    const ALL: [Table; 5] =
+        [Table::Topics, Table::ConsumerOffsets, Table::DelayOffsets, Table::Groups, Table::RequestModes];
 
     fn request_code(self) -> i32 {
         match self {
@@ -125,6 +129,7 @@ impl Table {
             Table::ConsumerOffsets => request_code::GET_ALL_CONSUMER_OFFSET,
             Table::DelayOffsets => request_code::GET_ALL_DELAY_OFFSET,
             Table::Groups => request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+            Table::RequestModes => request_code::GET_ALL_MESSAGE_REQUEST_MODE,
         }
     }
 
@@ -134,6 +139,7 @@ impl Table {
             Table::ConsumerOffsets => "consumer_offsets",
             Table::DelayOffsets => "delay_offsets",
             Table::Groups => "subscription_groups",
+            Table::RequestModes => "message_request_modes",
         }
     }
 }
@@ -169,12 +175,12 @@ struct SlaveSync<T> {
     owner: Arc<T>,
     client: RemotingClient,
     /// Per [`Table`]: the last attempt failed (so the next failure is not logged at warn).
-    failing: [bool; 4],
+    failing: [bool; 5],
 }
 
 impl<T: MetadataOwner> SlaveSync<T> {
     fn new(owner: Arc<T>) -> Self {
-        Self { owner, client: RemotingClient::new(ClientConfig::default().with_zone_from_env()), failing: [false; 4] }
+        Self { owner, client: RemotingClient::new(ClientConfig::default().with_zone_from_env()), failing: [false; 5] }
     }
 
     /// One round: every table in Java's order, each on its own.
@@ -227,6 +233,17 @@ impl<T: MetadataOwner> SlaveSync<T> {
                 let wrapper = SubscriptionGroupWrapper::decode(&body).map_err(SyncError::Body)?;
                 let replaced = self.apply(move |m| m.groups().replace_all(wrapper)).await?;
                 Ok(replaced.map_or(Applied::Unchanged, Applied::Replaced))
+            }
+            Table::RequestModes => {
+                let wrapper = MessageRequestModeSerializeWrapper::decode(&body).map_err(SyncError::Body)?;
+                let keys = wrapper.message_request_mode_map.values().map(BTreeMap::len).sum();
+                let changed = self
+                    .apply(move |m| {
+                        let changed = m.request_modes().replace_all(wrapper);
+                        m.request_modes().persist_if_dirty().map(|_| changed)
+                    })
+                    .await?;
+                Ok(if changed { Applied::Merged { keys } } else { Applied::Unchanged })
             }
         }
     }
@@ -361,9 +378,14 @@ mod tests {
                 };
                 Some(RemotingCommand::response_to(req, response_code::SUCCESS, None).with_body(body))
             });
-            let t = tables;
+            let t = tables.clone();
             d.register_sync(request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG, move |_, req| {
                 let body = serde_json::to_vec(&t.groups().all()).unwrap();
+                Some(RemotingCommand::response_to(req, response_code::SUCCESS, None).with_body(body))
+            });
+            let t = tables;
+            d.register_sync(request_code::GET_ALL_MESSAGE_REQUEST_MODE, move |_, req| {
+                let body = t.request_modes().snapshot().encode();
                 Some(RemotingCommand::response_to(req, response_code::SUCCESS, None).with_body(body))
             });
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -394,6 +416,12 @@ mod tests {
         master.groups().update(SubscriptionGroupConfig::new("billing")).unwrap();
         master.offsets().commit_offset("c", "billing", "Orders", 0, 5);
         master.delay_offsets().set(1, 3);
+        master.request_modes().set(ferromq_protocol::body::SetMessageRequestModeRequestBody {
+            consumer_group: "billing".into(),
+            mode: ferromq_protocol::body::MessageRequestMode::Pop,
+            pop_share_queue_num: 1,
+            topic: "Orders".into(),
+        });
         Arc::new(master)
     }
 
@@ -410,6 +438,7 @@ mod tests {
         assert_eq!(slave.topics().all(), master.topics().all(), "topics and their version");
         assert_eq!(slave.groups().all(), master.groups().all(), "groups and their version");
         assert_eq!(slave.delay_offsets().snapshot(), master.delay_offsets().snapshot());
+        assert_eq!(slave.request_modes().snapshot(), master.request_modes().snapshot(), "request modes");
         let slave_offsets = slave.offsets().snapshot();
         for (key, queues) in master.offsets().snapshot().offset_table {
             assert_eq!(slave_offsets.offset_table.get(&key), Some(&queues), "{key}");
@@ -428,7 +457,7 @@ mod tests {
         let mut sync = SlaveSync::new(slave.clone());
 
         sync.sync_all(&fake.addr).await;
-        assert_eq!(sync.failing, [false; 4]);
+        assert_eq!(sync.failing, [false; 5]);
         assert_copied(&slave, &master);
         assert!(!slave.topics().contains("OnlyOnSlave"), "topics the master lacks are deleted");
         assert_eq!(slave.offsets().query_offset("reader", "OnlyOnSlave", 0), Some(9), "offsets are merged");
@@ -460,7 +489,7 @@ mod tests {
 
         fake.refuse.store(true, Ordering::SeqCst);
         sync.sync_all(&fake.addr).await;
-        assert_eq!(sync.failing, [true, false, true, false], "refused topics, unparsable delay offsets");
+        assert_eq!(sync.failing, [true, false, true, false, false], "refused topics, unparsable delay offsets");
         assert_eq!(slave.topics().all(), before);
         assert_eq!(slave.delay_offsets().get(1), None);
         assert!(slave.groups().contains("billing"), "the other tables were synced");
@@ -468,7 +497,7 @@ mod tests {
 
         fake.refuse.store(false, Ordering::SeqCst);
         sync.sync_all(&fake.addr).await;
-        assert_eq!(sync.failing, [false; 4]);
+        assert_eq!(sync.failing, [false; 5]);
         assert_copied(&slave, &master);
 
         // A master that is gone: every table fails within the request timeouts, nothing changes.
@@ -477,8 +506,8 @@ mod tests {
         let synced = slave.topics().all();
         let started = Instant::now();
         sync.sync_all(&addr).await;
-        assert_eq!(sync.failing, [true; 4]);
-        assert!(started.elapsed() < 4 * REQUEST_TIMEOUT + Duration::from_secs(1));
+        assert_eq!(sync.failing, [true; 5]);
+        assert!(started.elapsed() < 5 * REQUEST_TIMEOUT + Duration::from_secs(1));
         assert_eq!(slave.topics().all(), synced);
     }
 

@@ -20,6 +20,7 @@ mod config_file;
 mod consumer_offset_manager;
 mod delay_offset;
 mod error;
+mod message_request_mode;
 mod subscription_group_manager;
 pub(crate) mod topic_attributes;
 mod topic_config_manager;
@@ -39,6 +40,7 @@ pub use ferromq_protocol::body::{
     SubscriptionGroupConfig, SubscriptionGroupWrapper, DEFAULT_CONSUME_TIMEOUT_MINUTE, DEFAULT_RETRY_MAX_TIMES,
     DEFAULT_RETRY_QUEUE_NUMS,
 };
+pub use message_request_mode::MessageRequestModeManager;
 pub use subscription_group_manager::{
     is_predefined_group, is_sys_consumer_group, SubscriptionGroupManager, SubscriptionGroupOptions,
     CID_ONSAPI_OWNER_GROUP, CID_ONSAPI_PERMISSION_GROUP, CID_ONSAPI_PULL_GROUP, CID_RMQ_SYS_PREFIX, CID_SYS_RMQ_TRANS,
@@ -70,6 +72,8 @@ pub const SUBSCRIPTION_GROUP_FILE_NAME: &str = "subscriptionGroup.json";
 pub const CONSUMER_OFFSET_FILE_NAME: &str = "consumerOffset.json";
 /// The delay offset table's file.
 pub const DELAY_OFFSET_FILE_NAME: &str = "delayOffset.json";
+/// File name of the message request modes.
+pub const MESSAGE_REQUEST_MODE_FILE_NAME: &str = "messageRequestMode.json";
 
 /// `<storePathRootDir>/config`. Java: `BrokerPathConfigHelper`.
 pub fn config_dir(store_path_root_dir: &Path) -> PathBuf {
@@ -128,17 +132,18 @@ impl ReplaceSummary {
     }
 }
 
-/// The four metadata tables of a broker.
+/// The metadata tables of a broker (the ones a slave copies from its master).
 #[derive(Debug)]
 pub struct MetadataStore {
     topics: TopicConfigManager,
     groups: SubscriptionGroupManager,
     offsets: ConsumerOffsetManager,
     delay_offsets: DelayOffsetTable,
+    request_modes: MessageRequestModeManager,
 }
 
 impl MetadataStore {
-    /// Loads the four files from `config_dir` (usually [`config_dir`] of the store root).
+    /// Loads the files from `config_dir` (usually [`config_dir`] of the store root).
     ///
     /// # Errors
     ///
@@ -153,7 +158,8 @@ impl MetadataStore {
         let groups = SubscriptionGroupManager::load(config_dir.join(SUBSCRIPTION_GROUP_FILE_NAME), options.groups)?;
         let offsets = ConsumerOffsetManager::load(config_dir.join(CONSUMER_OFFSET_FILE_NAME))?;
         let delay_offsets = DelayOffsetTable::load(config_dir.join(DELAY_OFFSET_FILE_NAME))?;
-        Ok(Self { topics, groups, offsets, delay_offsets })
+        let request_modes = MessageRequestModeManager::load(config_dir.join(MESSAGE_REQUEST_MODE_FILE_NAME))?;
+        Ok(Self { topics, groups, offsets, delay_offsets, request_modes })
     }
 
     /// The topic table.
@@ -176,6 +182,11 @@ impl MetadataStore {
         &self.delay_offsets
     }
 
+    /// The message request modes (POP or PULL per topic and group).
+    pub fn request_modes(&self) -> &MessageRequestModeManager {
+        &self.request_modes
+    }
+
     /// Writes every table that changed since its last write (the periodic task and shutdown
     /// call this; unchanged tables are already on disk). Every table is tried; each failure is
     /// logged and the first returned, and failed tables stay dirty for the next call.
@@ -189,6 +200,7 @@ impl MetadataStore {
             self.groups.persist_if_dirty(),
             self.offsets.persist_if_dirty(),
             self.delay_offsets.persist_if_dirty(),
+            self.request_modes.persist_if_dirty(),
         ];
         let mut first = None;
         for result in results {

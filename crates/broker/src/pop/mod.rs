@@ -12,7 +12,8 @@
 //! - `revive.rs`: one task per revive queue, putting unacknowledged messages back.
 //! - `hold.rs`: parked pops and notifications (long polling), NOTIFICATION, POLLING_INFO.
 //! - `order_info.rs`: FIFO pop state (`consumerOrderInfo.json`).
-//! - `request_mode.rs`: `messageRequestMode.json`, SET_MESSAGE_REQUEST_MODE, QUERY_ASSIGNMENT.
+//! - `request_mode.rs`: SET_MESSAGE_REQUEST_MODE, QUERY_ASSIGNMENT (the modes themselves are
+//!   metadata: `metadata/message_request_mode.rs`).
 
 pub(crate) mod ack;
 pub(crate) mod checkpoint;
@@ -110,15 +111,10 @@ pub(crate) struct PopState {
     random: AtomicU64,
     pub(crate) hold: hold::PopHold,
     pub(crate) order: order_info::ConsumerOrderInfoManager,
-    pub(crate) modes: request_mode::MessageRequestModeManager,
 }
 
 impl PopState {
-    pub(crate) fn new(
-        hold: hold::PopHold,
-        order: order_info::ConsumerOrderInfoManager,
-        modes: request_mode::MessageRequestModeManager,
-    ) -> PopState {
+    pub(crate) fn new(hold: hold::PopHold, order: order_info::ConsumerOrderInfoManager) -> PopState {
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0x9E37_79B9_7F4A_7C15, |d| d.as_nanos() as u64)
@@ -130,7 +126,6 @@ impl PopState {
             random: AtomicU64::new(seed),
             hold,
             order,
-            modes,
         }
     }
 

@@ -5,15 +5,12 @@
 //! with `clientRebalance=false`, 5.x clients). Java: `QueryAssignmentProcessor`,
 //! `MessageRequestModeManager`.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use ferromq_protocol::body::{
-    JsonBody, MessageModel, MessageQueue, MessageQueueAssignment, MessageRequestMode,
-    MessageRequestModeSerializeWrapper, QueryAssignmentRequestBody, QueryAssignmentResponseBody,
-    SetMessageRequestModeRequestBody, TopicRouteData,
+    JsonBody, MessageModel, MessageQueue, MessageQueueAssignment, MessageRequestMode, QueryAssignmentRequestBody,
+    QueryAssignmentResponseBody, SetMessageRequestModeRequestBody, TopicRouteData,
 };
 use ferromq_protocol::header::GetRouteInfoRequestHeader;
 use ferromq_protocol::pop::RETRY_GROUP_TOPIC_PREFIX;
@@ -21,51 +18,10 @@ use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use tracing::{info, warn};
 
 use crate::broker::Broker;
-use crate::metadata::{ConfigFile, MetadataError};
 use crate::processor::{failure, success};
 
 /// Time allowed for a route lookup at the name servers.
 const ROUTE_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// The request modes of every topic and group.
-#[derive(Debug)]
-pub(crate) struct MessageRequestModeManager {
-    file: ConfigFile,
-    modes: Mutex<BTreeMap<String, BTreeMap<String, SetMessageRequestModeRequestBody>>>,
-}
-
-impl MessageRequestModeManager {
-    pub(crate) fn load(path: impl Into<PathBuf>) -> Result<Self, MetadataError> {
-        let file = ConfigFile::new(path);
-        let loaded = file.load::<MessageRequestModeSerializeWrapper>()?;
-        if loaded.needs_rewrite() {
-            file.mark_dirty();
-        }
-        let wrapper = loaded.into_value().unwrap_or_default();
-        Ok(MessageRequestModeManager { file, modes: Mutex::new(wrapper.message_request_mode_map) })
-    }
-
-    fn modes(&self) -> MutexGuard<'_, BTreeMap<String, BTreeMap<String, SetMessageRequestModeRequestBody>>> {
-        self.modes.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub(crate) fn set(&self, body: SetMessageRequestModeRequestBody) {
-        self.modes().entry(body.topic.clone()).or_default().insert(body.consumer_group.clone(), body);
-        self.file.mark_dirty();
-    }
-
-    pub(crate) fn get(&self, topic: &str, group: &str) -> Option<SetMessageRequestModeRequestBody> {
-        self.modes().get(topic).and_then(|g| g.get(group)).cloned()
-    }
-
-    pub(crate) fn snapshot(&self) -> MessageRequestModeSerializeWrapper {
-        MessageRequestModeSerializeWrapper { message_request_mode_map: self.modes().clone() }
-    }
-
-    pub(crate) fn persist_if_dirty(&self) -> Result<bool, MetadataError> {
-        self.file.persist_if_dirty(|| self.snapshot())
-    }
-}
 
 /// Java's `AllocateMessageQueueAveragely` (`AVG`).
 fn allocate_averagely(queues: &[MessageQueue], cids: &[String], cid: &str) -> Vec<MessageQueue> {
@@ -148,13 +104,13 @@ impl Broker {
             return failure(req, response_code::SUBSCRIPTION_GROUP_NOT_EXIST, "subscription group does not exist");
         }
         info!(topic = %body.topic, group = %body.consumer_group, mode = %body.mode, pop_share_queue_num = body.pop_share_queue_num, "message request mode set");
-        self.pop.modes.set(body);
+        self.request_modes().set(body);
         success(req)
     }
 
     /// GET_ALL_MESSAGE_REQUEST_MODE (402).
     pub(crate) fn get_all_message_request_mode(&self, req: &RemotingCommand) -> RemotingCommand {
-        success(req).with_body(self.pop.modes.snapshot().encode())
+        success(req).with_body(self.request_modes().snapshot().encode())
     }
 
     /// QUERY_ASSIGNMENT (400).
@@ -163,7 +119,7 @@ impl Broker {
             Ok(b) => b,
             Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("bad QueryAssignmentRequestBody: {e}")),
         };
-        let (mode, share) = match self.pop.modes.get(&body.topic, &body.consumer_group) {
+        let (mode, share) = match self.request_modes().get(&body.topic, &body.consumer_group) {
             Some(m) => (m.mode, m.pop_share_queue_num),
             None if body.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) => (MessageRequestMode::Pull, 0),
             None => {
