@@ -13,6 +13,7 @@
 //! with UPDATE_AND_CREATE_TOPIC on the broker serving TBW102.
 
 pub mod histogram;
+pub mod pop;
 pub mod report;
 pub mod visibility;
 
@@ -75,6 +76,8 @@ pub enum Mode {
     Consume,
     /// Send and pull at once.
     E2e,
+    /// Pop (queue id -1, 32 per request) and acknowledge every message.
+    Pop,
 }
 
 impl Mode {
@@ -83,6 +86,7 @@ impl Mode {
             Mode::Produce => "produce",
             Mode::Consume => "consume",
             Mode::E2e => "e2e",
+            Mode::Pop => "pop",
         }
     }
 }
@@ -124,6 +128,9 @@ pub struct Options {
     pub timeout: Duration,
     /// Print a progress line on stderr every second.
     pub progress: bool,
+    /// Pop mode: acknowledge each pop's messages with one BATCH_ACK_MESSAGE instead of one
+    /// ACK_MESSAGE per message.
+    pub pop_batch_ack: bool,
 }
 
 impl Default for Options {
@@ -146,6 +153,7 @@ impl Default for Options {
             queues: 8,
             timeout: Duration::from_secs(3),
             progress: true,
+            pop_batch_ack: false,
         }
     }
 }
@@ -305,16 +313,16 @@ pub async fn resolve(client: &RemotingClient, opts: &Options) -> Result<Target, 
 
 /// Live counters shared by the tasks and the progress line.
 #[derive(Debug, Default)]
-struct Counters {
+pub(crate) struct Counters {
     issued: AtomicU64,
     acked: AtomicU64,
     failed: AtomicU64,
-    consumed: AtomicU64,
+    pub(crate) consumed: AtomicU64,
     first_error: Mutex<Option<String>>,
 }
 
 impl Counters {
-    fn error(&self, e: String) {
+    pub(crate) fn error(&self, e: String) {
         let mut first = self.first_error.lock().unwrap_or_else(|p| p.into_inner());
         if first.is_none() {
             *first = Some(e);
@@ -509,13 +517,13 @@ async fn produce(
 }
 
 #[derive(Debug, Default)]
-struct PullerResult {
-    consumed: u64,
-    bytes: u64,
-    errors: u64,
-    latency: Histogram,
+pub(crate) struct PullerResult {
+    pub(crate) consumed: u64,
+    pub(crate) bytes: u64,
+    pub(crate) errors: u64,
+    pub(crate) latency: Histogram,
     /// When the last message arrived.
-    last_received: Option<Instant>,
+    pub(crate) last_received: Option<Instant>,
 }
 
 async fn max_offset(client: &RemotingClient, target: &Target, opts: &Options, queue_id: i32) -> Result<i64, String> {
@@ -636,7 +644,14 @@ async fn consume(
     let stop = Arc::new(AtomicBool::new(false));
     let mut tasks = tokio::task::JoinSet::new();
     let mut pull_errors = 0;
-    for q in 0..queues as i32 {
+    if opts.mode == Mode::Pop {
+        // Pops are not per queue: `in_flight` poppers, each with one pop (and its acks) out.
+        for w in 0..opts.in_flight as usize {
+            let client = clients[w % clients.len()].clone();
+            tasks.spawn(pop::pop_worker(client, target.clone(), opts.clone(), counters.clone(), stop.clone()));
+        }
+    }
+    for q in (0..queues as i32).filter(|_| opts.mode != Mode::Pop) {
         let client = clients[q as usize % clients.len()].clone();
         let start = if opts.from_start {
             0
@@ -751,7 +766,7 @@ async fn run_with(
     environment: Environment,
 ) -> Result<Report, BenchError> {
     let target = Arc::new(resolve(&clients[0], &opts).await?);
-    if target.write_queues == 0 && opts.mode != Mode::Consume {
+    if target.write_queues == 0 && !matches!(opts.mode, Mode::Consume | Mode::Pop) {
         return Err(BenchError::Setup(format!("topic {} has no write queues", opts.topic)));
     }
     let config = RunConfig {
@@ -776,7 +791,7 @@ async fn run_with(
     let progress_task = opts.progress.then(|| tokio::spawn(progress(counters.clone(), done.clone())));
     let (produce_result, consume_result) = match opts.mode {
         Mode::Produce => (Some(produce(clients, target, opts.clone(), counters).await), None),
-        Mode::Consume => (None, Some(consume(clients, target, opts.clone(), counters, None).await)),
+        Mode::Consume | Mode::Pop => (None, Some(consume(clients, target, opts.clone(), counters, None).await)),
         Mode::E2e => {
             let producer_done = Arc::new(AtomicBool::new(false));
             let consumer = tokio::spawn({

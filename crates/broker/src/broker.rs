@@ -609,9 +609,11 @@ pub async fn run(
         max_keys: config.pop_polling_map_size,
         force_notify_interval: config.pop_long_polling_force_notify_interval,
     });
+    let (ack_tx, ack_rx) = tokio::sync::mpsc::channel(crate::pop::ack_merge::ACK_QUEUE_CAPACITY);
     let pop = crate::pop::PopState::new(
         pop_hold,
         crate::pop::order_info::ConsumerOrderInfoManager::load(config_dir.join("consumerOrderInfo.json"))?,
+        ack_tx,
     );
     let timer_config = crate::timer::timer_config(&settings.store);
     let timer = if timer_config.timer_wheel_enable && config.broker_role != BrokerRole::Slave {
@@ -757,6 +759,7 @@ pub async fn run(
             }
         });
     }
+    tasks.spawn(crate::pop::ack_merge::run(Arc::downgrade(&broker), ack_rx));
     // Registration with the name servers: at start, every registerNameServerPeriod, and soon
     // after a topic is created.
     {

@@ -1,4 +1,4 @@
-//! `ferromq bench produce|consume|e2e`: the load tool (see the `ferromq-bench` crate). Option
+//! `ferromq bench produce|consume|e2e|pop|revive`: the load tool (see the `ferromq-bench` crate). Option
 //! letters follow RocketMQ's `benchmark/Producer.java` where they exist.
 
 use std::io::Write as _;
@@ -26,6 +26,45 @@ enum BenchMode {
     E2e(E2eArgs),
     /// How soon after SEND_OK the first message of a new topic can be pulled.
     Visibility(VisibilityArgs),
+    /// Pop the topic (queue id -1, 32 per request) as a 5.x consumer group and acknowledge
+    /// every message; compare with `consume --from-start` on the same backlog.
+    Pop(PopArgs),
+    /// Pop messages without acknowledging them and measure how late after their invisible
+    /// time they come back.
+    Revive(ReviveArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct PopArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Pops in flight (each with its acks).
+    #[arg(short = 'w', long = "threadCount", default_value_t = 4)]
+    in_flight: u32,
+    /// Consumer group (a new group starts at the backlog's beginning).
+    #[arg(short = 'g', long, default_value = "ferro_bench_pop")]
+    group: String,
+    /// Total messages to pop and ack; 0 = only the time limit.
+    #[arg(short = 'q', long = "messageQuantity", default_value_t = 0)]
+    count: u64,
+    /// Acknowledge each pop's messages with one BATCH_ACK_MESSAGE.
+    #[arg(long)]
+    batch_ack: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct ReviveArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Consumer group (a new group starts at the backlog's beginning).
+    #[arg(short = 'g', long, default_value = "ferro_bench_revive")]
+    group: String,
+    /// Messages to pop and leave unacknowledged.
+    #[arg(short = 'q', long = "messageQuantity", default_value_t = 100_000)]
+    count: u64,
+    /// Invisible time of the pops, ms.
+    #[arg(long, default_value_t = 10_000)]
+    invisible_ms: u64,
 }
 
 /// Options every load mode takes.
@@ -141,11 +180,17 @@ struct VisibilityArgs {
 pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
+    let batch_ack = matches!(&args.mode, BenchMode::Pop(a) if a.batch_ack);
     let (mode, common, send, from_start, group, count) = match args.mode {
         BenchMode::Produce(a) => (Mode::Produce, a.common, Some(a.send), false, None, a.count),
         BenchMode::Consume(a) => (Mode::Consume, a.common, None, a.from_start, Some(a.group), a.count),
         BenchMode::E2e(a) => (Mode::E2e, a.common, Some(a.send), false, Some(a.group), a.count),
         BenchMode::Visibility(a) => return runtime.block_on(visibility(a)),
+        BenchMode::Revive(a) => return runtime.block_on(revive(a)),
+        BenchMode::Pop(a) => {
+            let send = SendArgs { in_flight: a.in_flight, size: 0, keys: false, batch: 1, oneway: false };
+            (Mode::Pop, a.common, Some(send), true, Some(a.group), a.count)
+        }
     };
     let defaults = Options::default();
     let send = send.unwrap_or(SendArgs {
@@ -162,7 +207,7 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
         topic: common.topic,
         in_flight: send.in_flight,
         connections: common.connections,
-        message_size: send.size,
+        message_size: send.size.max(1),
         keys: send.keys,
         batch: send.batch,
         oneway: send.oneway,
@@ -173,6 +218,7 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
         queues: common.queues,
         timeout: Duration::from_millis(common.timeout_ms),
         progress: !common.quiet,
+        pop_batch_ack: batch_ack,
     };
     let report = runtime.block_on(ferromq_bench::run(opts, std::env::args().collect()))?;
     print!("{}", report.table());
@@ -185,6 +231,31 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
             "read 0 messages: consume starts at each queue's end and waits for new ones; to measure a backlog \
              already in the topic, add --from-start"
         );
+    }
+    Ok(())
+}
+
+async fn revive(a: ReviveArgs) -> anyhow::Result<()> {
+    let opts = Options {
+        namesrv: Some(a.common.namesrv),
+        broker: a.common.broker,
+        topic: a.common.topic,
+        group: a.group,
+        queues: a.common.queues,
+        timeout: Duration::from_millis(a.common.timeout_ms),
+        progress: false,
+        ..Options::default()
+    };
+    let invisible = Duration::from_millis(a.invisible_ms);
+    let limit = Duration::from_secs(a.common.duration) + invisible * 2;
+    let r = ferromq_bench::pop::revive_lateness(opts, a.count, invisible, limit).await?;
+    let l = &r.lateness_ms;
+    println!(
+        "popped {} unacknowledged, {} back within {:?}; lateness past invisible time ms: p50 {} p90 {} p99 {} max {}",
+        r.popped, r.returned, limit, l.p50, l.p90, l.p99, l.max
+    );
+    if let Some(e) = r.first_error {
+        println!("first error: {e}");
     }
     Ok(())
 }

@@ -109,7 +109,22 @@ impl Broker {
             start_offset: info.ck_queue_offset,
             topic: Some(h.topic.clone()),
         };
-        match self.put_ack(&ack, info.revive_qid, info.next_visible_time()).await {
+        let (done, stored) = tokio::sync::oneshot::channel();
+        let pending = crate::pop::ack_merge::PendingAck {
+            ack,
+            revive_qid: info.revive_qid,
+            deliver_ms: info.next_visible_time(),
+            done,
+        };
+        if self.pop.acks.try_send(pending).is_err() {
+            return failure(
+                req,
+                response_code::SYSTEM_BUSY,
+                "[REJECTREQUEST]system busy: too many acks waiting to be stored",
+            );
+        }
+        let stored = stored.await.unwrap_or_else(|_| Err("the broker is shutting down".to_owned()));
+        match stored {
             Ok(()) => {
                 self.pop.inflight.sub(&h.topic, &h.consumer_group, h.queue_id, 1);
                 if self.config.enable_pop_log {
@@ -119,7 +134,7 @@ impl Broker {
             }
             // Java answers SUCCESS whatever the store said; the client is told instead, so it
             // can ack again (the message would otherwise come back).
-            Err(e) => failure(req, response_code::SYSTEM_ERROR, e.to_string()),
+            Err(e) => failure(req, response_code::SYSTEM_ERROR, e),
         }
     }
 

@@ -16,6 +16,7 @@
 //!   metadata: `metadata/message_request_mode.rs`).
 
 pub(crate) mod ack;
+pub(crate) mod ack_merge;
 pub(crate) mod checkpoint;
 pub(crate) mod hold;
 pub(crate) mod notification;
@@ -111,10 +112,16 @@ pub(crate) struct PopState {
     random: AtomicU64,
     pub(crate) hold: hold::PopHold,
     pub(crate) order: order_info::ConsumerOrderInfoManager,
+    /// Acks on their way to the revive topic (`ack_merge.rs`).
+    pub(crate) acks: ack_merge::AckSender,
 }
 
 impl PopState {
-    pub(crate) fn new(hold: hold::PopHold, order: order_info::ConsumerOrderInfoManager) -> PopState {
+    pub(crate) fn new(
+        hold: hold::PopHold,
+        order: order_info::ConsumerOrderInfoManager,
+        acks: ack_merge::AckSender,
+    ) -> PopState {
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0x9E37_79B9_7F4A_7C15, |d| d.as_nanos() as u64)
@@ -126,6 +133,7 @@ impl PopState {
             random: AtomicU64::new(seed),
             hold,
             order,
+            acks,
         }
     }
 
