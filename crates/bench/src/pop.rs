@@ -322,7 +322,10 @@ pub async fn revive_lateness(
                     returned += 1;
                 }
             }
-            let _ = client.invoke(&target.broker_addr, ack_request(&opts, &m, &extra), opts.timeout).await;
+            // Not acknowledged: popped again with a 10-minute invisible time, it stays out of
+            // the way for the rest of the run (acking 100k one by one would be the bench's
+            // own bottleneck).
+            let _ = extra;
         }
     }
     client.shutdown().await;

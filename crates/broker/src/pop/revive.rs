@@ -38,6 +38,8 @@ const ORPHAN_ACKS_MAX: usize = 100_000;
 const ORPHAN_ACK_KEEP_MS: i64 = 180_000;
 /// Pause after a round that could not finish a due checkpoint (the store refused a put).
 const FAILURE_PAUSE: Duration = Duration::from_secs(1);
+/// Widest queue-offset range of one checkpoint read in one go.
+const REVIVE_RANGE_MAX: usize = 1_024;
 /// Longest wait for the wheel to enqueue what was put before a round.
 const ENQUEUE_WAIT: Duration = Duration::from_secs(2);
 
@@ -295,7 +297,9 @@ fn original_topic(ck_topic: &str, group: &str) -> String {
     ck_topic.to_owned()
 }
 
-/// Puts back every message of `open` not acknowledged. False when a put failed.
+/// Puts back every message of `open` not acknowledged: the originals read in one range, the
+/// copies stored in one batch per destination (retry topic, dead-letter topic). False when a
+/// put failed (nothing of that batch is marked done; it is tried again).
 async fn revive_checkpoint(broker: &Broker, revive_qid: i32, open: &mut OpenCk) -> bool {
     let ck = open.ck.clone();
     let (Some(ck_topic), Some(group)) = (ck.topic.as_deref(), ck.cid.as_deref()) else { return true };
@@ -308,42 +312,68 @@ async fn revive_checkpoint(broker: &Broker, revive_qid: i32, open: &mut OpenCk) 
         debug!(topic = ck_topic, "checkpoint of a deleted topic dropped");
         return true;
     }
-    let lateness = now_ms() - ck.revive_time();
-    for i in 0..ck.num.max(0) as usize {
-        if open.is_done(i) {
-            continue;
-        }
-        let offset = ck.queue_offset_of(i);
-        let r = broker.store.get_message(ck_topic, ck.queue_id, offset, 1, crate::config::PULL_BODY_BYTES_MAX, None);
-        let Some(record) = r.queue_offsets.first().filter(|o| **o == offset).and_then(|_| r.messages.first()) else {
+    let todo: Vec<(usize, i64)> =
+        (0..ck.num.max(0) as usize).filter(|i| !open.is_done(*i)).map(|i| (i, ck.queue_offset_of(i))).collect();
+    let (Some(&(_, first)), Some(&(_, last))) = (todo.first(), todo.last()) else { return true };
+    let store = &broker.store;
+    let mut found: HashMap<i64, bytes::Bytes> = HashMap::new();
+    let span = usize::try_from(last - first + 1).unwrap_or(usize::MAX);
+    if span <= REVIVE_RANGE_MAX {
+        let r = store.get_message(ck_topic, ck.queue_id, first, span, crate::config::PULL_BODY_BYTES_MAX, None);
+        found.extend(r.queue_offsets.into_iter().zip(r.messages));
+    }
+    let mut retry = Vec::new();
+    let mut dead = Vec::new();
+    for (i, offset) in todo {
+        let record = match found.remove(&offset) {
+            Some(r) => Some(r),
+            // Beyond what one read returned (a sparse or very large range): read it alone.
+            None => {
+                let r = store.get_message(ck_topic, ck.queue_id, offset, 1, crate::config::PULL_BODY_BYTES_MAX, None);
+                r.queue_offsets.first().filter(|o| **o == offset).and(r.messages.into_iter().next())
+            }
+        };
+        let Some(record) = record else {
             warn!(topic = ck_topic, queue_id = ck.queue_id, offset, "popped message no longer stored; not revived");
             open.mark(i);
             broker.pop.inflight.sub(ck_topic, group, ck.queue_id, 1);
             continue;
         };
-        let Ok((msg, _)) = StoredMessage::decode_shared(record) else {
+        let Ok((msg, _)) = StoredMessage::decode_shared(&record) else {
             warn!(topic = ck_topic, queue_id = ck.queue_id, offset, "popped message unreadable; not revived");
             open.mark(i);
             continue;
         };
-        let to_dlq = msg.reconsume_times >= group_config.retry_max_times;
-        let stored = if to_dlq {
-            put_dead_letter(broker, &msg, &original, group).await
+        if msg.reconsume_times >= group_config.retry_max_times {
+            dead.push((i, msg));
         } else {
-            put_retry(broker, &msg, ck_topic, &original, group, ck.pop_time).await
+            retry.push((i, msg));
+        }
+    }
+    let lateness = now_ms() - ck.revive_time();
+    for (to_dlq, batch) in [(false, retry), (true, dead)] {
+        if batch.is_empty() {
+            continue;
+        }
+        let stored = if to_dlq {
+            put_dead_letters(broker, &batch, &original, group).await
+        } else {
+            put_retries(broker, &batch, ck_topic, &original, group, ck.pop_time).await
         };
         if !stored {
             return false;
         }
-        open.mark(i);
-        broker.pop.inflight.sub(ck_topic, group, ck.queue_id, 1);
+        for (i, _) in &batch {
+            open.mark(*i);
+        }
+        broker.pop.inflight.sub(ck_topic, group, ck.queue_id, batch.len() as i64);
         if broker.config.enable_pop_log {
             info!(
                 revive_qid,
                 topic = ck_topic,
                 group,
                 queue_id = ck.queue_id,
-                offset,
+                messages = batch.len(),
                 to_dlq,
                 lateness_ms = lateness,
                 "revived"
@@ -354,9 +384,9 @@ async fn revive_checkpoint(broker: &Broker, revive_qid: i32, open: &mut OpenCk) 
     true
 }
 
-async fn put_retry(
+async fn put_retries(
     broker: &Broker,
-    msg: &StoredMessage,
+    batch: &[(usize, StoredMessage)],
     ck_topic: &str,
     original: &str,
     group: &str,
@@ -381,19 +411,24 @@ async fn put_retry(
             }
         }
     }
-    let mut props = msg.properties_map();
-    if msg.reconsume_times == 0 || !props.contains_key(keys::FIRST_POP_TIME) {
-        props.insert(keys::FIRST_POP_TIME, pop_time.to_string());
-    }
-    let copy = StoredMessage {
-        reconsume_times: msg.reconsume_times + 1,
-        born_host: broker.store_host,
-        ..broker.stored_copy(msg, retry.clone(), 0, &props)
-    };
-    put(broker, copy, &retry).await
+    let copies = batch
+        .iter()
+        .map(|(_, msg)| {
+            let mut props = msg.properties_map();
+            if msg.reconsume_times == 0 || !props.contains_key(keys::FIRST_POP_TIME) {
+                props.insert(keys::FIRST_POP_TIME, pop_time.to_string());
+            }
+            StoredMessage {
+                reconsume_times: msg.reconsume_times + 1,
+                born_host: broker.store_host,
+                ..broker.stored_copy(msg, retry.clone(), 0, &props)
+            }
+        })
+        .collect();
+    put(broker, copies, &retry).await
 }
 
-async fn put_dead_letter(broker: &Broker, msg: &StoredMessage, original: &str, group: &str) -> bool {
+async fn put_dead_letters(broker: &Broker, batch: &[(usize, StoredMessage)], original: &str, group: &str) -> bool {
     let dlq = dlq_topic(group);
     match broker.topics().create_topic_in_send_back(&dlq, crate::processor::send_back::DLQ_NUMS_PER_GROUP, 6, 0) {
         Ok(config) => broker.on_topic_created(&config),
@@ -402,36 +437,37 @@ async fn put_dead_letter(broker: &Broker, msg: &StoredMessage, original: &str, g
             return false;
         }
     }
-    let mut props = msg.properties_map();
-    props.insert(keys::DLQ_ORIGIN_TOPIC, original);
-    if let Some(id) = msg.property(keys::UNIQ_KEY).map(str::to_owned) {
-        props.insert(keys::DLQ_ORIGIN_MESSAGE_ID, id);
-    }
-    let copy = StoredMessage {
-        reconsume_times: msg.reconsume_times + 1,
-        born_host: broker.store_host,
-        ..broker.stored_copy(msg, dlq.clone(), 0, &props)
-    };
-    info!(
-        group,
-        topic = original,
-        reconsume_times = msg.reconsume_times,
-        "popped message moved to the dead-letter topic"
-    );
-    put(broker, copy, &dlq).await
+    let copies = batch
+        .iter()
+        .map(|(_, msg)| {
+            let mut props = msg.properties_map();
+            props.insert(keys::DLQ_ORIGIN_TOPIC, original);
+            if let Some(id) = msg.property(keys::UNIQ_KEY).map(str::to_owned) {
+                props.insert(keys::DLQ_ORIGIN_MESSAGE_ID, id);
+            }
+            StoredMessage {
+                reconsume_times: msg.reconsume_times + 1,
+                born_host: broker.store_host,
+                ..broker.stored_copy(msg, dlq.clone(), 0, &props)
+            }
+        })
+        .collect();
+    info!(group, topic = original, messages = batch.len(), "popped messages moved to the dead-letter topic");
+    put(broker, copies, &dlq).await
 }
 
-async fn put(broker: &Broker, msg: StoredMessage, topic: &str) -> bool {
-    let result = broker.store.put_message_without_flush_wait(msg).await;
+/// Stores the copies (one topic queue) in one append.
+async fn put(broker: &Broker, msgs: Vec<StoredMessage>, topic: &str) -> bool {
+    let n = msgs.len() as u64;
+    // Flushed as the store flushes (as Java's revive put): the checkpoint stays open until then.
+    let result = broker.store.put_messages(msgs).await;
     match result.status {
         PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout => {
-            if let Some(append) = &result.append {
-                broker.stats.topic_put_nums.add(topic, append.msg_num as u64, crate::stats::clock_ms());
-            }
+            broker.stats.topic_put_nums.add(topic, n, crate::stats::clock_ms());
             true
         }
         status => {
-            warn!(topic, ?status, remark = ?result.remark, "revived message not stored; retried");
+            warn!(topic, ?status, remark = ?result.remark, "revived messages not stored; retried");
             false
         }
     }
