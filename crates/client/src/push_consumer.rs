@@ -34,6 +34,7 @@ use crate::subscription::{build_subscription, MessageSelector};
 
 mod control;
 mod orderly;
+mod pop;
 
 pub use orderly::{ConsumeOrderlyStatus, MessageListenerOrderly};
 
@@ -113,6 +114,17 @@ pub struct PushConsumerConfig {
     /// How the group's clients share a topic's queues (`allocateMessageQueueStrategy`,
     /// [`AllocateStrategy::Averagely`]).
     pub allocate_strategy: AllocateStrategy,
+    /// Whether this client shares out the queues itself (`clientRebalance`, true). False: the
+    /// broker assigns them (QUERY_ASSIGNMENT) and the queues it assigns as POP are popped
+    /// (concurrent listeners in clustering mode only).
+    pub client_rebalance: bool,
+    /// POP mode: how long popped messages stay hidden (`popInvisibleTime`, 60 s).
+    pub pop_invisible_time: Duration,
+    /// POP mode: messages per pop (`popBatchNums`, 32).
+    pub pop_batch_nums: i32,
+    /// POP mode: the longest a failed message waits before it is delivered again (Java waits
+    /// `popDelayLevel` by reconsume times, 10 s up to 2 h).
+    pub pop_retry_delay_max: Duration,
 }
 
 impl Default for PushConsumerConfig {
@@ -140,6 +152,10 @@ impl Default for PushConsumerConfig {
             suspend_current_queue_time: Duration::from_secs(1),
             await_termination_when_shutdown: Duration::from_secs(30),
             allocate_strategy: AllocateStrategy::default(),
+            client_rebalance: true,
+            pop_invisible_time: Duration::from_secs(60),
+            pop_batch_nums: 32,
+            pop_retry_delay_max: Duration::from_secs(7200),
         }
     }
 }
@@ -222,6 +238,8 @@ struct State {
     /// Topic -> subscription, the retry topic included once started.
     subscriptions: BTreeMap<String, SubscriptionData>,
     queues: HashMap<MessageQueue, QueueState>,
+    /// POP mode: the popped queues (usually queue id -1 of each broker).
+    pop_queues: HashMap<MessageQueue, pop::PopQueue>,
     next_epoch: u64,
 }
 
@@ -348,9 +366,10 @@ impl PushConsumer {
         Ok(())
     }
 
-    /// The queues currently consumed.
+    /// The queues currently consumed (pulled, and in POP mode popped).
     pub fn assignment(&self) -> BTreeSet<MessageQueue> {
-        lock(&self.inner.state).queues.keys().cloned().collect()
+        let st = lock(&self.inner.state);
+        st.queues.keys().chain(st.pop_queues.keys()).cloned().collect()
     }
 
     /// Subscribes the group's retry topic, registers the group, starts the timers and the
@@ -432,6 +451,9 @@ impl PushConsumer {
         if let Err(e) = inner.commit_all().await {
             warn!(consumer_group = %inner.config.group, error = %e, "commit at shutdown failed");
         }
+        // Popped messages whose listener call was cut short come back after their invisible
+        // time (the broker holds them), as in Java.
+        lock(&inner.state).pop_queues.clear();
         let all: Vec<(MessageQueue, QueueState)> = lock(&inner.state).queues.drain().collect();
         if inner.needs_locks() {
             inner.unlock_queues(all.iter().map(|(mq, _)| mq.clone()).collect()).await;
@@ -540,7 +562,27 @@ impl Inner {
         let _reassign = self.reassign.lock().await;
         let topics: Vec<String> = lock(&self.state).subscriptions.keys().cloned().collect();
         let mut wanted = BTreeSet::new();
+        let mut wanted_pop = BTreeSet::new();
         for topic in topics {
+            if self.server_assigns() {
+                match self.query_assignment(&topic).await {
+                    Some(assigned) => {
+                        for a in assigned {
+                            if a.mode == ferromq_protocol::body::MessageRequestMode::Pop {
+                                wanted_pop.insert(a.message_queue);
+                            } else {
+                                wanted.insert(a.message_queue);
+                            }
+                        }
+                    }
+                    None => {
+                        let st = lock(&self.state);
+                        wanted.extend(st.queues.keys().filter(|mq| mq.topic == topic).cloned());
+                        wanted_pop.extend(st.pop_queues.keys().filter(|mq| mq.topic == topic).cloned());
+                    }
+                }
+                continue;
+            }
             match self.share_of(&topic).await {
                 Some(mine) => wanted.extend(mine),
                 None => wanted.extend(lock(&self.state).queues.keys().filter(|mq| mq.topic == topic).cloned()),
@@ -548,6 +590,7 @@ impl Inner {
         }
         if self.running.load(Ordering::Acquire) {
             self.set_assignment(wanted).await;
+            self.set_pop_assignment(wanted_pop);
         }
     }
 

@@ -279,7 +279,7 @@ impl SimpleConsumer {
                 || m.message.tags().is_some_and(|t| sub.tags_set.contains(t));
             if wanted {
                 out.push(m);
-            } else if let Err(e) = self.ack(&m).await {
+            } else if let Err(e) = ack_received(&self.inner.instance, group, &m).await {
                 debug!(error = %e, "ack of a tag-hash collision failed; it comes back and is dropped again");
             }
         }
@@ -291,17 +291,7 @@ impl SimpleConsumer {
     /// # Errors
     /// A broker refusal (for instance NO_MESSAGE when the message is gone) or a transport error.
     pub async fn ack(&self, m: &ReceivedMessage) -> Result<(), ClientError> {
-        let group = &self.inner.config.group;
-        let header = AckMessageRequestHeader {
-            consumer_group: group.clone(),
-            topic: m.ack_topic(group),
-            queue_id: m.message.message_queue.queue_id,
-            extra_info: m.receipt.render(),
-            offset: m.message.queue_offset(),
-            broker_name: None,
-        };
-        let req = RemotingCommand::request(request_code::ACK_MESSAGE).with_header(&header);
-        self.call(&m.broker_addr, &header.topic, req).await.map(|_| ())
+        ack_received(&self.inner.instance, &self.inner.config.group, m).await
     }
 
     /// Makes a received message visible again `invisible` from now (0: at once, a "nack").
@@ -314,45 +304,7 @@ impl SimpleConsumer {
         m: &mut ReceivedMessage,
         invisible: Duration,
     ) -> Result<(), ClientError> {
-        let group = &self.inner.config.group;
-        let header = ChangeInvisibleTimeRequestHeader {
-            consumer_group: group.clone(),
-            topic: m.ack_topic(group),
-            queue_id: m.message.message_queue.queue_id,
-            extra_info: m.receipt.render(),
-            offset: m.message.queue_offset(),
-            invisible_time: invisible.as_millis() as i64,
-            broker_name: None,
-        };
-        let req = RemotingCommand::request(request_code::CHANGE_MESSAGE_INVISIBLETIME).with_header(&header);
-        let resp = self.call(&m.broker_addr, &header.topic, req).await?;
-        let h: ChangeInvisibleTimeResponseHeader =
-            resp.decode_header().map_err(|source| ClientError::Header { addr: m.broker_addr.clone(), source })?;
-        // Java's client: the new checkpoint starts at the message itself.
-        m.receipt.ck_queue_offset = m.message.queue_offset();
-        m.receipt.pop_time = h.pop_time;
-        m.receipt.invisible_time = h.invisible_time;
-        m.receipt.revive_qid = h.revive_qid;
-        Ok(())
-    }
-
-    async fn call(&self, addr: &str, topic: &str, req: RemotingCommand) -> Result<RemotingCommand, ClientError> {
-        let resp = self
-            .inner
-            .instance
-            .remoting()
-            .invoke(addr, req, self.inner.instance.config().mq_client_api_timeout)
-            .await
-            .map_err(|source| ClientError::Remoting { topic: topic.to_owned(), addr: addr.to_owned(), source })?;
-        if resp.code != response_code::SUCCESS {
-            return Err(ClientError::Broker {
-                topic: topic.to_owned(),
-                broker_addr: addr.to_owned(),
-                code: resp.code,
-                remark: resp.remark.unwrap_or_default(),
-            });
-        }
-        Ok(resp)
+        change_invisible(&self.inner.instance, &self.inner.config.group, m, invisible).await
     }
 
     /// Leaves the group (unregisters from every broker) and stops the client.
@@ -360,6 +312,75 @@ impl SimpleConsumer {
         self.inner.instance.unregister_consumer(&self.inner.config.group).await;
         self.inner.instance.shutdown().await;
     }
+}
+
+/// ACK_MESSAGE of a received message. Java: `MQClientAPIImpl#ackMessageAsync`.
+pub(crate) async fn ack_received(
+    instance: &ClientInstance,
+    group: &str,
+    m: &ReceivedMessage,
+) -> Result<(), ClientError> {
+    let header = AckMessageRequestHeader {
+        consumer_group: group.to_owned(),
+        topic: m.ack_topic(group),
+        queue_id: m.message.message_queue.queue_id,
+        extra_info: m.receipt.render(),
+        offset: m.message.queue_offset(),
+        broker_name: None,
+    };
+    let req = RemotingCommand::request(request_code::ACK_MESSAGE).with_header(&header);
+    call(instance, &m.broker_addr, &header.topic, req).await.map(|_| ())
+}
+
+/// CHANGE_MESSAGE_INVISIBLETIME of a received message; its receipt is replaced by the new
+/// one. Java: `MQClientAPIImpl#changeInvisibleTimeAsync`.
+pub(crate) async fn change_invisible(
+    instance: &ClientInstance,
+    group: &str,
+    m: &mut ReceivedMessage,
+    invisible: Duration,
+) -> Result<(), ClientError> {
+    let header = ChangeInvisibleTimeRequestHeader {
+        consumer_group: group.to_owned(),
+        topic: m.ack_topic(group),
+        queue_id: m.message.message_queue.queue_id,
+        extra_info: m.receipt.render(),
+        offset: m.message.queue_offset(),
+        invisible_time: invisible.as_millis() as i64,
+        broker_name: None,
+    };
+    let req = RemotingCommand::request(request_code::CHANGE_MESSAGE_INVISIBLETIME).with_header(&header);
+    let resp = call(instance, &m.broker_addr, &header.topic, req).await?;
+    let h: ChangeInvisibleTimeResponseHeader =
+        resp.decode_header().map_err(|source| ClientError::Header { addr: m.broker_addr.clone(), source })?;
+    // Java's client: the new checkpoint starts at the message itself.
+    m.receipt.ck_queue_offset = m.message.queue_offset();
+    m.receipt.pop_time = h.pop_time;
+    m.receipt.invisible_time = h.invisible_time;
+    m.receipt.revive_qid = h.revive_qid;
+    Ok(())
+}
+
+async fn call(
+    instance: &ClientInstance,
+    addr: &str,
+    topic: &str,
+    req: RemotingCommand,
+) -> Result<RemotingCommand, ClientError> {
+    let resp = instance
+        .remoting()
+        .invoke(addr, req, instance.config().mq_client_api_timeout)
+        .await
+        .map_err(|source| ClientError::Remoting { topic: topic.to_owned(), addr: addr.to_owned(), source })?;
+    if resp.code != response_code::SUCCESS {
+        return Err(ClientError::Broker {
+            topic: topic.to_owned(),
+            broker_addr: addr.to_owned(),
+            code: resp.code,
+            remark: resp.remark.unwrap_or_default(),
+        });
+    }
+    Ok(resp)
 }
 
 /// The messages of a POP_MESSAGE answer with their receipts, built as Java's client builds

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use ferromq_protocol::pop::parse_pop_retry_topic_v2;
+use ferromq_protocol::pop::{parse_pop_retry_topic_v2, RETRY_GROUP_TOPIC_PREFIX};
 use ferromq_protocol::RemotingCommand;
 use ferromq_remoting::Connection;
 use tokio::sync::mpsc;
@@ -156,6 +156,26 @@ impl PopHold {
     pub(crate) fn notify_arrival(&self, topic: &str, queue_id: i32, queue_offset: i64, tags_code: i64) {
         if let Some((group, original)) = parse_pop_retry_topic_v2(topic) {
             self.wake_group(original, group);
+            return;
+        }
+        if let Some(rest) = topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) {
+            // A V1 name (`<group>_<topic>`) cannot be split on its own: match it against the
+            // parked (topic, group) pairs. Revived messages arrive here once dispatched, so a
+            // pop woken before they were readable is woken again.
+            let parked: Vec<(String, String)> = self
+                .parked()
+                .iter()
+                .flat_map(|(t, groups)| groups.keys().map(move |g| (t.clone(), g.clone())))
+                .filter(|(t, g)| {
+                    rest.len() == g.len() + 1 + t.len()
+                        && rest.starts_with(g.as_str())
+                        && rest.ends_with(t.as_str())
+                        && rest.as_bytes()[g.len()] == b'_'
+                })
+                .collect();
+            for (t, g) in parked {
+                self.wake_group(&t, &g);
+            }
             return;
         }
         let groups: Vec<String> = match self.parked().get(topic) {
