@@ -48,6 +48,20 @@ impl Broker {
         queue_id: &mut i32,
         props: &mut MessageProperties,
     ) -> Result<Option<String>, HookRefusal> {
+        if self.route_to_wheel_or_level(topic, queue_id, props)? {
+            return Ok(recall_handle_for_send(props, &self.config.broker_name));
+        }
+        Ok(None)
+    }
+
+    /// [`Broker::route_delivery_time`] without the recall handle (the broker's own records,
+    /// which nobody recalls): true when the message went to the wheel.
+    pub(crate) fn route_to_wheel_or_level(
+        &self,
+        topic: &mut String,
+        queue_id: &mut i32,
+        props: &mut MessageProperties,
+    ) -> Result<bool, HookRefusal> {
         match timer_transform(props, topic, queue_id, now_ms(), &self.timer_config) {
             Ok(TimerDecision::Wheel { timer_out_ms }) => {
                 if self.timer.as_ref().is_some_and(|t| t.is_reject(timer_out_ms)) {
@@ -61,7 +75,7 @@ impl Broker {
                         ),
                     ));
                 }
-                return Ok(recall_handle_for_send(props, &self.config.broker_name));
+                return Ok(true);
             }
             Ok(_) => {}
             Err(TimerRefusal::NotEnabled) => {
@@ -82,7 +96,7 @@ impl Broker {
             }
         }
         schedule::to_schedule_queue(topic, queue_id, props, &self.store.config().message_delay_level);
-        Ok(None)
+        Ok(false)
     }
 
     /// RECALL_MESSAGE: checks the handle and stores a delete marker that lands in the

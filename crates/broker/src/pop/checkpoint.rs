@@ -84,7 +84,7 @@ impl Broker {
         props.insert(keys::TAGS, tag);
         props.insert(keys::UNIQ_KEY, uniq_key);
         props.insert(keys::TIMER_DELIVER_MS, deliver_ms.to_string());
-        self.route_delivery_time(&mut topic, &mut queue_id, &mut props)
+        self.route_to_wheel_or_level(&mut topic, &mut queue_id, &mut props)
             .map_err(|(_, remark)| RecordNotStored(format!("{tag} record refused by the timer: {remark}")))?;
         let msg = StoredMessage {
             topic,
