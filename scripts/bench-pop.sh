@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # POP against pull on the same backlog, with broker CPU per message, then revive lateness.
 # Usage: bash scripts/bench-pop.sh [RUNS] [extra `bench pop` flags, e.g. --batch-ack]
+# BROKER_CONF="key=value ..." adds broker.conf lines (e.g. enablePopBufferMerge=true).
 # Starts its own standalone (release build) on ports 19876/19911 in a temporary directory.
 # Each run: 200k 1 KiB messages into a new 4-queue topic, `bench consume --from-start`
 # (pull, 32 per request), then `bench pop` (32 per pop, queue id -1, every message acked) of
@@ -12,7 +13,8 @@ shift || true
 cargo build --release -j2 -p ferromq-cli >&2
 BIN=target/release/ferromq
 D=$(mktemp -d)
-$BIN standalone --data-dir "$D/data" --namesrv-port 19876 --broker-port 19911 > "$D/broker.log" 2>&1 &
+printf '%s\n' ${BROKER_CONF:-} > "$D/broker.conf"
+$BIN standalone --data-dir "$D/data" --namesrv-port 19876 --broker-port 19911 -c "$D/broker.conf" > "$D/broker.log" 2>&1 &
 PID=$!
 trap 'kill $PID; rm -rf "$D"' EXIT
 sleep 3

@@ -28,6 +28,8 @@ use crate::metadata::{MetadataError, MetadataOptions, MetadataStore, TopicConfig
 use crate::processor::pull::PullOutcome;
 use crate::stats::{self, BrokerStats};
 
+/// How often the checkpoint buffer writes what is due (Java's merge service: 5 ms).
+const CK_BUFFER_TICK: Duration = Duration::from_millis(20);
 /// How often parked pops are checked for expiry (Java: 20 ms).
 const POP_EXPIRY_TICK: Duration = Duration::from_millis(20);
 /// How often parked pulls are checked for expiry.
@@ -558,13 +560,6 @@ pub async fn run(
             settings.broker.filter_server_nums
         )));
     }
-    if settings.broker.enable_pop_buffer_merge {
-        return Err(BrokerError::Config(
-            "enablePopBufferMerge=true: FerroMQ writes every pop checkpoint at pop time (Java's default) and has no \
-             checkpoint buffer; set enablePopBufferMerge=false"
-                .into(),
-        ));
-    }
     if settings.broker.revive_queue_num < 1 {
         return Err(BrokerError::Config(format!(
             "reviveQueueNum={}: the revive topic needs at least one queue; set reviveQueueNum=8 (Java's default)",
@@ -614,6 +609,9 @@ pub async fn run(
         pop_hold,
         crate::pop::order_info::ConsumerOrderInfoManager::load(config_dir.join("consumerOrderInfo.json"))?,
         ack_tx,
+        config.enable_pop_buffer_merge.then(|| {
+            crate::pop::ck_buffer::CkBuffer::new(config.pop_ck_max_buffer_size, config.pop_ck_stay_buffer_time)
+        }),
     );
     let timer_config = crate::timer::timer_config(&settings.store);
     let timer = if timer_config.timer_wheel_enable && config.broker_role != BrokerRole::Slave {
@@ -760,6 +758,16 @@ pub async fn run(
         });
     }
     tasks.spawn(crate::pop::ack_merge::run(Arc::downgrade(&broker), ack_rx));
+    if broker.pop.buffer.is_some() {
+        let b = broker.clone();
+        tasks.spawn(async move {
+            let mut tick = tokio::time::interval(CK_BUFFER_TICK);
+            loop {
+                tick.tick().await;
+                b.flush_ck_buffer(false).await;
+            }
+        });
+    }
     // Registration with the name servers: at start, every registerNameServerPeriod, and soon
     // after a topic is created.
     {
@@ -873,6 +881,8 @@ pub async fn run(
     }
     broker.unregister_all().await;
     broker.namesrv.shutdown().await;
+    // Buffered checkpoints are written, so the offsets of their pops can be committed.
+    broker.flush_ck_buffer(true).await;
     if let Err(e) = broker.metadata.persist_all() {
         warn!(error = %e, "metadata not persisted at shutdown");
     }

@@ -191,10 +191,19 @@ rocketmq_config! {
         revive_scan_time: u64 = "reviveScanTime", default 10_000;
         /// `enablePopLog`: log every pop, ack and revive at info level.
         enable_pop_log: bool = "enablePopLog", default false;
-        /// `enablePopBufferMerge`: Java's in-memory checkpoint buffer. FerroMQ writes every
-        /// checkpoint at pop time (Java's default); true is refused at start.
+        /// `enablePopBufferMerge`: keep each pop's checkpoint in memory for a while, where acks
+        /// only mark bits; a batch acknowledged in time writes no record at all. A crash makes
+        /// the buffered pops' messages (acknowledged or not) come back: their offsets are
+        /// committed only once the checkpoint is stored or fully acknowledged.
         enable_pop_buffer_merge: bool = "enablePopBufferMerge", default false;
-        /// `enablePopBatchAck`: only used by the checkpoint buffer (see above).
+        /// `popCkStayBufferTime` (ms): how long a checkpoint waits in the buffer (at most half
+        /// its invisible time).
+        pop_ck_stay_buffer_time: i64 = "popCkStayBufferTime", default 10_000;
+        /// `popCkMaxBufferSize`: checkpoints in the buffer, at most; past it they are written at
+        /// once.
+        pop_ck_max_buffer_size: usize = "popCkMaxBufferSize", default 200_000;
+        /// `enablePopBatchAck`: accepted for compatibility; FerroMQ always merges the acks it
+        /// writes into batch-ack records when several arrive together.
         enable_pop_batch_ack: bool = "enablePopBatchAck", default false;
         /// `popPollingSize`: parked pops per `topic@group@queueId` before POLLING_FULL.
         pop_polling_size: usize = "popPollingSize", default 1_024;

@@ -140,9 +140,24 @@ fn bodies(p: &[Popped]) -> BTreeSet<String> {
     p.iter().map(|p| String::from_utf8(p.msg.body.to_vec()).unwrap()).collect()
 }
 
+fn buffered(s: &mut ferromq_broker::BrokerSettings) {
+    fast_pop(s);
+    s.broker.enable_pop_buffer_merge = true;
+    s.broker.pop_ck_stay_buffer_time = 300;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unacked_messages_come_back_after_their_invisible_time() {
-    let c = LocalCluster::start(fast_pop).await;
+    unacked_messages_come_back(fast_pop).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_checkpoint_buffer_unacked_messages_come_back_and_acked_ones_do_not() {
+    unacked_messages_come_back(buffered).await;
+}
+
+async fn unacked_messages_come_back(tweak: fn(&mut ferromq_broker::BrokerSettings)) {
+    let c = LocalCluster::start(tweak).await;
     let client = RemotingClient::new(ClientConfig::default());
     let addr = c.broker_addr.clone();
     for i in 0..10 {
@@ -190,7 +205,16 @@ async fn unacked_messages_come_back_after_their_invisible_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn change_invisible_time_extends_and_shortens_and_batch_ack_acks() {
-    let c = LocalCluster::start(fast_pop).await;
+    change_invisible_and_batch_ack(fast_pop).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_checkpoint_buffer_change_invisible_time_and_batch_ack_work() {
+    change_invisible_and_batch_ack(buffered).await;
+}
+
+async fn change_invisible_and_batch_ack(tweak: fn(&mut ferromq_broker::BrokerSettings)) {
+    let c = LocalCluster::start(tweak).await;
     let client = RemotingClient::new(ClientConfig::default());
     let addr = c.broker_addr.clone();
     for i in 0..6 {
@@ -332,10 +356,25 @@ async fn tag_and_sql92_filters_apply_and_skip_the_rest() {
         r.ext_fields.insert("exp".into(), exp);
         r
     };
-    let (_, tagged) = pop(&client, &addr, with("GT", "TAG", "red")).await;
+    // Pops until two came (a send's dispatch may still be on its way), then once more.
+    let pop_all = |req: RemotingCommand| {
+        let (client, addr) = (&client, &addr);
+        async move {
+            let mut got = Vec::new();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while got.len() < 2 && Instant::now() < deadline {
+                got.extend(pop(client, addr, req.clone()).await.1);
+            }
+            got.extend(pop(client, addr, req).await.1);
+            got
+        }
+    };
+    let tagged = pop_all(with("GT", "TAG", "red")).await;
     assert_eq!(bodies(&tagged), BTreeSet::from(["red0".to_owned(), "red2".to_owned()]));
-    let (_, sql) = pop(&client, &addr, with("GS", "SQL92", "color = 'green' OR color = 'blue'")).await;
+    assert_eq!(tagged.len(), 2);
+    let sql = pop_all(with("GS", "SQL92", "color = 'green' OR color = 'blue'")).await;
     assert_eq!(bodies(&sql), BTreeSet::from(["blue1".to_owned(), "green3".to_owned()]));
+    assert_eq!(sql.len(), 2);
     let (bad, _) = pop(&client, &addr, with("GS", "SQL92", "color = ")).await;
     assert_eq!(bad.code, response_code::SUBSCRIPTION_PARSE_FAILED);
     c.stop().await;

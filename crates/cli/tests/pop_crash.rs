@@ -22,10 +22,10 @@ const GROUP: &str = "PopCrashGroup";
 const MESSAGES: usize = 8_000;
 const INVISIBLE: Duration = Duration::from_secs(3);
 
-fn start(dir: &std::path::Path, ns_port: u16, broker_port: u16) -> Standalone {
+fn start(dir: &std::path::Path, ns_port: u16, broker_port: u16, extra: &str) -> Standalone {
     let conf = dir.join("broker.conf");
     let mut f = std::fs::File::create(&conf).unwrap();
-    writeln!(f, "timerPrecisionMs=100\nreviveInterval=100\nflushConsumerOffsetInterval=1000").unwrap();
+    writeln!(f, "timerPrecisionMs=100\nreviveInterval=100\nflushConsumerOffsetInterval=1000\n{extra}").unwrap();
     let logs = std::env::var_os("CRASH_TEST_LOGS").is_some();
     let child = Command::new(env!("CARGO_BIN_EXE_ferromq"))
         .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
@@ -84,10 +84,19 @@ async fn consumer(ns: &str) -> SimpleConsumer {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn popped_and_unacked_messages_come_back_after_sigkill() {
+    sigkill_under_pop_load("").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_checkpoint_buffer_popped_and_unacked_messages_come_back_after_sigkill() {
+    sigkill_under_pop_load("enablePopBufferMerge=true\npopCkStayBufferTime=1000").await;
+}
+
+async fn sigkill_under_pop_load(extra: &str) {
     let dir = tempfile::tempdir().unwrap();
     let (ns_port, broker_port) = (free_port(), free_broker_port());
     let (ns, broker) = (format!("127.0.0.1:{ns_port}"), format!("127.0.0.1:{broker_port}"));
-    let mut process = start(dir.path(), ns_port, broker_port);
+    let mut process = start(dir.path(), ns_port, broker_port, extra);
     send_all(&broker).await;
 
     let popped = Arc::new(Mutex::new(BTreeSet::new()));
@@ -128,7 +137,7 @@ async fn popped_and_unacked_messages_come_back_after_sigkill() {
     assert!(acked.len() > 10, "the load ran ({} popped, {} acked)", popped.len(), acked.len());
     drop(process);
 
-    let _process = start(dir.path(), ns_port, broker_port);
+    let _process = start(dir.path(), ns_port, broker_port, extra);
     let sc = consumer(&ns).await;
     let mut after: BTreeMap<String, usize> = BTreeMap::new();
     let unacked: BTreeSet<String> = popped.difference(&acked).cloned().collect();
@@ -169,7 +178,7 @@ async fn popped_and_unacked_messages_come_back_after_sigkill() {
     assert!(twice.is_empty(), "acknowledged messages delivered more than once more: {twice:?}");
     let duplicates = acked.iter().filter(|b| after.contains_key(*b)).count();
     println!(
-        "popped {} acked {} unacked {} before the kill; after the restart {} delivered, duplicate ratio of acked {:.3}",
+        "[{extra:?}] popped {} acked {} unacked {} before the kill; after the restart {} delivered, duplicate ratio of acked {:.3}",
         popped.len(),
         acked.len(),
         unacked.len(),

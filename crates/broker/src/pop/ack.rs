@@ -99,6 +99,10 @@ impl Broker {
         if info.is_order() {
             return self.ack_orderly(req, &h.topic, &h.consumer_group, h.queue_id, h.offset, info.pop_time);
         }
+        if self.ack_in_buffer(&h.topic, &h.consumer_group, h.queue_id, &info, h.offset) {
+            self.pop.inflight.sub(&h.topic, &h.consumer_group, h.queue_id, 1);
+            return success(req);
+        }
         let ack = AckMsg {
             ack_offset: h.offset,
             ack_offset_list: None,
@@ -136,6 +140,23 @@ impl Broker {
             // can ack again (the message would otherwise come back).
             Err(e) => failure(req, response_code::SYSTEM_ERROR, e),
         }
+    }
+
+    /// Marks `offset` acknowledged in its buffered checkpoint; false when the checkpoint is not
+    /// buffered (the ack is then written as a record).
+    fn ack_in_buffer(&self, topic: &str, group: &str, queue_id: i32, info: &ExtraInfo, offset: i64) -> bool {
+        let Some(buffer) = &self.pop.buffer else { return false };
+        let key = crate::pop::ck_buffer::ck_key(
+            topic,
+            group,
+            queue_id,
+            info.ck_queue_offset,
+            info.pop_time,
+            &info.broker_name,
+        );
+        let (outcome, released) = buffer.ack(&key, offset);
+        self.commit_released(released);
+        outcome == crate::pop::ck_buffer::AckOutcome::Merged
     }
 
     /// (min, max) offsets of a queue.
@@ -238,8 +259,24 @@ impl Broker {
             )));
         }
         let (min, max) = self.queue_bounds(&topic, ack.queue_id);
-        let offsets: Vec<i64> =
+        let mut offsets: Vec<i64> =
             indexes.into_iter().map(|i| ack.start_offset + i64::from(i)).filter(|o| (min..=max).contains(o)).collect();
+        if !is_order {
+            let info = ExtraInfo {
+                ck_queue_offset: ack.start_offset,
+                pop_time: ack.pop_time,
+                invisible_time: ack.invisible_time,
+                revive_qid: ack.revive_queue_id,
+                retry_flag: flag,
+                broker_name: broker_name.to_owned(),
+                queue_id: Some(ack.queue_id),
+                queue_offset: None,
+                commit_log_offset: None,
+            };
+            let before = offsets.len();
+            offsets.retain(|o| !self.ack_in_buffer(&topic, &ack.consumer_group, ack.queue_id, &info, *o));
+            self.pop.inflight.sub(&topic, &ack.consumer_group, ack.queue_id, (before - offsets.len()) as i64);
+        }
         if is_order {
             for o in offsets {
                 let _ = self.ack_orderly(req, &topic, &ack.consumer_group, ack.queue_id, o, ack.pop_time);
@@ -358,10 +395,13 @@ impl Broker {
             start_offset: info.ck_queue_offset,
             topic: Some(h.topic.clone()),
         };
-        if let Err(e) = self.put_ack(&ack, info.revive_qid, info.next_visible_time()).await {
-            // The new checkpoint is stored: the message comes back at the new time and, its
-            // old checkpoint unacknowledged, at the old one too.
-            return failure(req, response_code::SYSTEM_ERROR, e.to_string());
+        let merged = self.ack_in_buffer(&h.topic, &h.consumer_group, h.queue_id, &info, h.offset);
+        if !merged {
+            if let Err(e) = self.put_ack(&ack, info.revive_qid, info.next_visible_time()).await {
+                // The new checkpoint is stored: the message comes back at the new time and, its
+                // old checkpoint unacknowledged, at the old one too.
+                return failure(req, response_code::SYSTEM_ERROR, e.to_string());
+            }
         }
         success(req).with_header(&ChangeInvisibleTimeResponseHeader {
             pop_time: now,

@@ -18,6 +18,7 @@
 pub(crate) mod ack;
 pub(crate) mod ack_merge;
 pub(crate) mod checkpoint;
+pub(crate) mod ck_buffer;
 pub(crate) mod hold;
 pub(crate) mod notification;
 pub(crate) mod order_info;
@@ -32,6 +33,50 @@ use std::sync::Mutex;
 /// `topic@group@queueId`: the key of queue locks, in-flight counts and parked pops.
 pub(crate) fn lock_key(topic: &str, group: &str, queue_id: i32) -> String {
     format!("{topic}@{group}@{queue_id}")
+}
+
+/// The (topic, group, queue id) of a lock key (topic and group names never hold `@`).
+pub(crate) fn parse_lock_key(key: &str) -> Option<(&str, &str, i32)> {
+    let (rest, qid) = key.rsplit_once('@')?;
+    let (topic, group) = rest.rsplit_once('@')?;
+    Some((topic, group, qid.parse().ok()?))
+}
+
+impl crate::broker::Broker {
+    /// Commits a pop's offset: at once, or with the checkpoint buffer in pop order behind
+    /// the queue's buffered pops.
+    pub(crate) fn commit_pop_offset(&self, topic: &str, group: &str, queue_id: i32, offset: i64) {
+        let commit = match &self.pop.buffer {
+            Some(buffer) => buffer.add_stored(&lock_key(topic, group, queue_id), offset),
+            None => Some(offset),
+        };
+        if let Some(offset) = commit {
+            self.offsets().commit_offset("Pop", group, topic, queue_id, offset);
+        }
+    }
+
+    /// Commits the offset the buffer released for `lock_key`.
+    pub(crate) fn commit_released(&self, released: Option<(String, i64)>) {
+        if let Some((key, offset)) = released {
+            if let Some((topic, group, queue_id)) = parse_lock_key(&key) {
+                self.offsets().commit_offset("Pop", group, topic, queue_id, offset);
+            }
+        }
+    }
+
+    /// Writes the buffered checkpoints whose wait ended (every one with `all`, at shutdown).
+    pub(crate) async fn flush_ck_buffer(&self, all: bool) {
+        let Some(buffer) = &self.pop.buffer else { return };
+        for due in buffer.take_due(crate::broker::now_ms(), all) {
+            match self.put_checkpoint(&due.ck, due.revive_qid).await {
+                Ok(()) => self.commit_released(buffer.stored(&due.key)),
+                Err(e) => {
+                    tracing::warn!(key = %due.key, error = %e, "buffered checkpoint not stored; retried");
+                    buffer.store_failed(&due.key);
+                }
+            }
+        }
+    }
 }
 
 /// Non-blocking per-queue locks: one pop reads a queue at a time; another skips it. Java:
@@ -114,6 +159,8 @@ pub(crate) struct PopState {
     pub(crate) order: order_info::ConsumerOrderInfoManager,
     /// Acks on their way to the revive topic (`ack_merge.rs`).
     pub(crate) acks: ack_merge::AckSender,
+    /// The checkpoint buffer, with `enablePopBufferMerge`.
+    pub(crate) buffer: Option<ck_buffer::CkBuffer>,
 }
 
 impl PopState {
@@ -121,6 +168,7 @@ impl PopState {
         hold: hold::PopHold,
         order: order_info::ConsumerOrderInfoManager,
         acks: ack_merge::AckSender,
+        buffer: Option<ck_buffer::CkBuffer>,
     ) -> PopState {
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -134,6 +182,7 @@ impl PopState {
             hold,
             order,
             acks,
+            buffer,
         }
     }
 

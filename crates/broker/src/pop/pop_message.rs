@@ -406,7 +406,7 @@ impl Broker {
         let want = h.max_msg_nums as usize - out.messages.len().min(h.max_msg_nums as usize);
         let max_offset = self.store.max_offset_in_queue(topic, queue_id);
         let key = lock_key(topic, group, queue_id);
-        let Some(_lock) = self.pop.queue_locks.try_lock(key) else {
+        let Some(_lock) = self.pop.queue_locks.try_lock(key.clone()) else {
             let committed = self.offsets().query_offset(group, topic, queue_id).unwrap_or(0);
             out.rest_num += (max_offset - committed).max(0);
             return;
@@ -424,6 +424,10 @@ impl Broker {
             return;
         }
         let mut offset = self.pop_start_offset(group, topic, queue_id, h.init_mode, is_retry);
+        if let Some(latest) = self.pop.buffer.as_ref().and_then(|b| b.latest_offset(&key)) {
+            // Popped already, its checkpoint still buffered: the offset is not committed yet.
+            offset = offset.max(latest);
+        }
         if ctx.order && self.pop.order.needs_block(topic, group, queue_id, h.attempt_id.as_deref(), ctx.pop_time) {
             out.rest_num += (max_offset - offset).max(0);
             if let Some(at) = self.pop.order.block_ends_at(topic, group, queue_id) {
@@ -447,7 +451,7 @@ impl Broker {
             // read once more from there.
             warn!(topic, group, queue_id, from = offset, to = result.next_begin_offset, status = ?result.status, "pop offset corrected");
             offset = result.next_begin_offset;
-            self.offsets().commit_offset("CorrectOffset", group, topic, queue_id, offset);
+            self.commit_pop_offset(topic, group, queue_id, offset);
             result = self.store.get_message(topic, queue_id, offset, want, budget, Some(filter));
         }
         out.rest_num += (result.max_offset - result.next_begin_offset).max(0);
@@ -462,7 +466,7 @@ impl Broker {
                         | GetMessageStatus::NoMatchedLogicQueue
                 )
             {
-                self.offsets().commit_offset("PopFiltered", group, topic, queue_id, result.next_begin_offset);
+                self.commit_pop_offset(topic, group, queue_id, result.next_begin_offset);
             }
             return;
         }
@@ -502,13 +506,20 @@ impl Broker {
                 topic: Some(topic.to_owned()),
                 ..PopCheckPoint::default()
             };
-            if let Err(e) = self.put_checkpoint(&ck, ctx.revive_qid).await {
-                // Without its checkpoint nothing would bring these back: leave them for the
-                // next pop (the offset stays).
-                warn!(topic, group, queue_id, start_offset = first, error = %e, "pop checkpoint not stored; messages left in the queue");
-                return;
+            let buffered = self
+                .pop
+                .buffer
+                .as_ref()
+                .is_some_and(|b| b.add(&key, ck.clone(), ctx.revive_qid, result.next_begin_offset));
+            if !buffered {
+                if let Err(e) = self.put_checkpoint(&ck, ctx.revive_qid).await {
+                    // Without its checkpoint nothing would bring these back: leave them for the
+                    // next pop (the offset stays).
+                    warn!(topic, group, queue_id, start_offset = first, error = %e, "pop checkpoint not stored; messages left in the queue");
+                    return;
+                }
+                self.commit_pop_offset(topic, group, queue_id, result.next_begin_offset);
             }
-            self.offsets().commit_offset("Pop", group, topic, queue_id, result.next_begin_offset);
             self.pop.inflight.add(topic, group, queue_id, offsets.len() as i64);
         }
         append_start_offset_info(&mut out.start_offset_info, topic, queue_id, first);

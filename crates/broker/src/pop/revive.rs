@@ -199,7 +199,9 @@ impl ReviveQueue {
                 if let Some(old) = self.by_key.insert(key.clone(), offset) {
                     self.open.remove(&old);
                 }
-                let mut open = OpenCk { ck, done: 0 };
+                // Messages acknowledged while the checkpoint was buffered are in `bm`.
+                let done = u64::from(ck.bit_map as u32);
+                let mut open = OpenCk { ck, done };
                 if let Some((acked, _)) = self.orphans.remove(&key) {
                     for a in acked {
                         if let Some(i) = open.ck.index_of(a) {

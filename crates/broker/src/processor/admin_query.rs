@@ -230,6 +230,13 @@ impl Broker {
                 // A pop group's offset moves at pop time: what it popped and has not
                 // acknowledged yet counts as not consumed (consumerOffset below pullOffset).
                 let in_flight = self.pop.inflight.get(topic, group, queue_id);
+                // Popped but not committed yet (checkpoint still buffered).
+                let consumer_offset = self
+                    .pop
+                    .buffer
+                    .as_ref()
+                    .and_then(|b| b.latest_offset(&crate::pop::lock_key(topic, group, queue_id)))
+                    .map_or(consumer_offset, |latest| latest.max(consumer_offset));
                 let wrapper = OffsetWrapper {
                     broker_offset,
                     consumer_offset: (consumer_offset - in_flight).max(0),
