@@ -210,6 +210,16 @@ impl CkBuffer {
         commit
     }
 
+    /// An admin reset moved the queue's offset: the pops buffered for it no longer hold the
+    /// offset back (their checkpoints are still written when due, and revived as usual).
+    pub(crate) fn reset_queue(&self, lock_key: &str) {
+        let mut st = self.state();
+        st.queues.remove(lock_key);
+        for b in st.cks.values_mut().filter(|b| b.lock_key == lock_key) {
+            b.lock_key.clear();
+        }
+    }
+
     /// Checkpoints in memory.
     #[cfg(test)]
     fn len(&self) -> usize {
@@ -267,6 +277,16 @@ mod tests {
         b.store_failed(&key);
         assert_eq!(b.take_due(11_000, false).len(), 1, "tried again");
         assert_eq!(b.stored(&key), Some(("T@G@0".into(), 3)));
+    }
+
+    #[test]
+    fn a_reset_queue_releases_no_older_offset() {
+        let b = CkBuffer::new(10, 10_000);
+        b.add("T@G@0", ck(0, 1, 1), 0, 1);
+        b.reset_queue("T@G@0");
+        assert_eq!(b.latest_offset("T@G@0"), None);
+        let k = ck_key("T", "G", 0, 0, 1, "b");
+        assert_eq!(b.ack(&k, 0), (AckOutcome::Merged, None), "acked, but its offset is not committed over the reset");
     }
 
     #[test]

@@ -375,6 +375,9 @@ impl Broker {
     fn pop_start_offset(&self, group: &str, topic: &str, queue_id: i32, init_mode: i32, is_retry: bool) -> i64 {
         if let Some(reset) = self.offsets().take_reset_offset(group, topic, queue_id) {
             self.pop.order.clear_block(topic, group, queue_id);
+            if let Some(buffer) = &self.pop.buffer {
+                buffer.reset_queue(&lock_key(topic, group, queue_id));
+            }
             self.offsets().commit_offset("ResetOffset", group, topic, queue_id, reset);
             return reset;
         }
