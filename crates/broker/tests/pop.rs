@@ -100,6 +100,31 @@ async fn send(client: &RemotingClient, addr: &str, topic: &str, queue_id: i32, b
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
 }
 
+/// Waits until `n` messages of `topic` are dispatched to its consume queues (a send's answer
+/// comes before its dispatch; a pop reads only what is dispatched).
+async fn wait_dispatched(client: &RemotingClient, addr: &str, topic: &str, n: i64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut total = 0;
+        for queue_id in 0..16 {
+            let req = RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&GetMaxOffsetRequestHeader {
+                topic: topic.into(),
+                queue_id,
+                ..Default::default()
+            });
+            let r = client.invoke(addr, req, T).await.unwrap();
+            if r.code == response_code::SUCCESS {
+                total += r.decode_header::<OffsetResponseHeader>().unwrap().offset;
+            }
+        }
+        if total >= n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "only {total} of {n} messages dispatched");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 async fn pop(client: &RemotingClient, addr: &str, req: RemotingCommand) -> (RemotingCommand, Vec<Popped>) {
     let r = client.invoke(addr, req, T).await.unwrap();
     let popped = decode_pop(&r);
@@ -163,6 +188,7 @@ async fn unacked_messages_come_back(tweak: fn(&mut ferromq_broker::BrokerSetting
     for i in 0..10 {
         send(&client, &addr, "PopT", i % 4, &format!("m{i}"), "a").await;
     }
+    wait_dispatched(&client, &addr, "PopT", 10).await;
     let (r, got) = pop(&client, &addr, pop_request("PopT", "G1", -1, 32, 2_000, 0)).await;
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
     assert_eq!(got.len(), 10, "queue id -1 reads every queue");
@@ -226,6 +252,7 @@ async fn change_invisible_and_batch_ack(tweak: fn(&mut ferromq_broker::BrokerSet
     for i in 0..6 {
         send(&client, &addr, "PopC", 0, &format!("m{i}"), "a").await;
     }
+    wait_dispatched(&client, &addr, "PopC", 6).await;
     let (_, got) = pop(&client, &addr, pop_request("PopC", "G2", 0, 6, 1_500, 0)).await;
     assert_eq!(got.len(), 6);
     let change = |p: &Popped, invisible: i64| {
@@ -326,6 +353,7 @@ async fn peek_does_not_hide_and_two_poppers_never_share_a_message() {
     for i in 0..200 {
         send(&client, &addr, "PopX", i % 4, &format!("m{i}"), "a").await;
     }
+    wait_dispatched(&client, &addr, "PopX", 200).await;
     let peek = RemotingCommand::request(request_code::PEEK_MESSAGE).with_header(&PeekMessageRequestHeader {
         topic: "PopX".into(),
         queue_id: 0,
@@ -457,6 +485,7 @@ async fn fifo_pop_keeps_order_and_blocks_the_queue_until_acked() {
     for i in 0..4 {
         send(&client, &addr, "PopO", 0, &format!("o{i}"), "a").await;
     }
+    wait_dispatched(&client, &addr, "PopO", 4).await;
     let fifo = |attempt: &str, max: i32, invisible: i64| {
         let mut r = pop_request("PopO", "GO", 0, max, invisible, 0);
         r.ext_fields.insert("order".into(), "true");
@@ -493,6 +522,7 @@ async fn fifo_pop_keeps_order_and_blocks_the_queue_until_acked() {
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
     }
     send(&client, &addr, "PopO", 0, "o4", "a").await;
+    wait_dispatched(&client, &addr, "PopO", 5).await;
     let (_, last) = pop(&client, &addr, fifo("a6", 2, 60_000)).await;
     assert_eq!(bodies(&last), BTreeSet::from(["o4".to_owned()]));
     c.stop().await;
