@@ -99,20 +99,11 @@ impl Broker {
         if info.is_order() {
             return self.ack_orderly(req, &h.topic, &h.consumer_group, h.queue_id, h.offset, info.pop_time);
         }
-        if self.ack_in_buffer(&h.topic, &h.consumer_group, h.queue_id, &info, h.offset) {
+        let ack = ack_record(&h.topic, &h.consumer_group, h.queue_id, &info, h.offset);
+        if self.ack_in_buffer(&ack, h.offset) {
             self.pop.inflight.sub(&h.topic, &h.consumer_group, h.queue_id, 1);
             return success(req);
         }
-        let ack = AckMsg {
-            ack_offset: h.offset,
-            ack_offset_list: None,
-            broker_name: Some(info.broker_name.clone()),
-            consumer_group: Some(h.consumer_group.clone()),
-            pop_time: info.pop_time,
-            queue_id: h.queue_id,
-            start_offset: info.ck_queue_offset,
-            topic: Some(h.topic.clone()),
-        };
         let (done, stored) = tokio::sync::oneshot::channel();
         let pending = crate::pop::ack_merge::PendingAck {
             ack,
@@ -144,15 +135,15 @@ impl Broker {
 
     /// Marks `offset` acknowledged in its buffered checkpoint; false when the checkpoint is not
     /// buffered (the ack is then written as a record).
-    fn ack_in_buffer(&self, topic: &str, group: &str, queue_id: i32, info: &ExtraInfo, offset: i64) -> bool {
+    fn ack_in_buffer(&self, ack: &AckMsg, offset: i64) -> bool {
         let Some(buffer) = &self.pop.buffer else { return false };
         let key = crate::pop::ck_buffer::ck_key(
-            topic,
-            group,
-            queue_id,
-            info.ck_queue_offset,
-            info.pop_time,
-            &info.broker_name,
+            ack.topic.as_deref().unwrap_or_default(),
+            ack.consumer_group.as_deref().unwrap_or_default(),
+            ack.queue_id,
+            ack.start_offset,
+            ack.pop_time,
+            ack.broker_name.as_deref().unwrap_or_default(),
         );
         let (outcome, released) = buffer.ack(&key, offset);
         self.commit_released(released);
@@ -261,20 +252,19 @@ impl Broker {
         let (min, max) = self.queue_bounds(&topic, ack.queue_id);
         let mut offsets: Vec<i64> =
             indexes.into_iter().map(|i| ack.start_offset + i64::from(i)).filter(|o| (min..=max).contains(o)).collect();
+        let mut record = AckMsg {
+            ack_offset: -1,
+            ack_offset_list: None,
+            broker_name: Some(broker_name.to_owned()),
+            consumer_group: Some(ack.consumer_group.clone()),
+            pop_time: ack.pop_time,
+            queue_id: ack.queue_id,
+            start_offset: ack.start_offset,
+            topic: Some(topic.clone()),
+        };
         if !is_order {
-            let info = ExtraInfo {
-                ck_queue_offset: ack.start_offset,
-                pop_time: ack.pop_time,
-                invisible_time: ack.invisible_time,
-                revive_qid: ack.revive_queue_id,
-                retry_flag: flag,
-                broker_name: broker_name.to_owned(),
-                queue_id: Some(ack.queue_id),
-                queue_offset: None,
-                commit_log_offset: None,
-            };
             let before = offsets.len();
-            offsets.retain(|o| !self.ack_in_buffer(&topic, &ack.consumer_group, ack.queue_id, &info, *o));
+            offsets.retain(|o| !self.ack_in_buffer(&record, *o));
             self.pop.inflight.sub(&topic, &ack.consumer_group, ack.queue_id, (before - offsets.len()) as i64);
         }
         if is_order {
@@ -287,16 +277,7 @@ impl Broker {
             return Ok(());
         }
         let n = offsets.len() as i64;
-        let record = AckMsg {
-            ack_offset: -1,
-            ack_offset_list: Some(offsets),
-            broker_name: Some(broker_name.to_owned()),
-            consumer_group: Some(ack.consumer_group.clone()),
-            pop_time: ack.pop_time,
-            queue_id: ack.queue_id,
-            start_offset: ack.start_offset,
-            topic: Some(topic.clone()),
-        };
+        record.ack_offset_list = Some(offsets);
         match self.put_ack(&record, ack.revive_queue_id, ack.pop_time.saturating_add(ack.invisible_time)).await {
             Ok(()) => {
                 self.pop.inflight.sub(&topic, &ack.consumer_group, ack.queue_id, n);
@@ -385,17 +366,8 @@ impl Broker {
         if let Err(e) = self.put_checkpoint(&ck, info.revive_qid).await {
             return failure(req, response_code::SYSTEM_ERROR, e.to_string());
         }
-        let ack = AckMsg {
-            ack_offset: h.offset,
-            ack_offset_list: None,
-            broker_name: Some(info.broker_name.clone()),
-            consumer_group: Some(h.consumer_group.clone()),
-            pop_time: info.pop_time,
-            queue_id: h.queue_id,
-            start_offset: info.ck_queue_offset,
-            topic: Some(h.topic.clone()),
-        };
-        let merged = self.ack_in_buffer(&h.topic, &h.consumer_group, h.queue_id, &info, h.offset);
+        let ack = ack_record(&h.topic, &h.consumer_group, h.queue_id, &info, h.offset);
+        let merged = self.ack_in_buffer(&ack, h.offset);
         if !merged {
             if let Err(e) = self.put_ack(&ack, info.revive_qid, info.next_visible_time()).await {
                 // The new checkpoint is stored: the message comes back at the new time and, its
@@ -408,5 +380,19 @@ impl Broker {
             invisible_time: h.invisible_time,
             revive_qid: info.revive_qid,
         })
+    }
+}
+
+/// The ack record of `offset`, popped as `info` says from `topic`/`queue_id` by `group`.
+fn ack_record(topic: &str, group: &str, queue_id: i32, info: &ExtraInfo, offset: i64) -> AckMsg {
+    AckMsg {
+        ack_offset: offset,
+        ack_offset_list: None,
+        broker_name: Some(info.broker_name.clone()),
+        consumer_group: Some(group.to_owned()),
+        pop_time: info.pop_time,
+        queue_id,
+        start_offset: info.ck_queue_offset,
+        topic: Some(topic.to_owned()),
     }
 }

@@ -99,15 +99,12 @@ impl PopHold {
         if self.count.load(Ordering::Acquire) >= self.limits.max_total {
             return Err(Box::new(held));
         }
-        let keys: usize = parked.values().map(HashMap::len).sum();
-        let by_group = parked.entry(topic.to_owned()).or_default();
-        if !by_group.contains_key(group) && keys >= self.limits.max_keys {
-            if by_group.is_empty() {
-                parked.remove(topic);
-            }
+        let is_new_key = !parked.get(topic).is_some_and(|g| g.contains_key(group));
+        // Counted only when a key would be added: parking on a known key stays O(1).
+        if is_new_key && parked.values().map(HashMap::len).sum::<usize>() >= self.limits.max_keys {
             return Err(Box::new(held));
         }
-        let list = by_group.entry(group.to_owned()).or_default();
+        let list = parked.entry(topic.to_owned()).or_default().entry(group.to_owned()).or_default();
         if list.iter().filter(|h| h.queue_id == held.queue_id).count() >= self.limits.per_key {
             return Err(Box::new(held));
         }

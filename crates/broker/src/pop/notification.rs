@@ -4,7 +4,6 @@
 
 use std::time::{Duration, Instant};
 
-use ferromq_protocol::body::perm;
 use ferromq_protocol::header::{
     NotificationRequestHeader, NotificationResponseHeader, PollingInfoRequestHeader, PollingInfoResponseHeader,
 };
@@ -65,14 +64,7 @@ impl Broker {
             Ok(h) => h,
             Err(e) => return Some(failure(req, response_code::SYSTEM_ERROR, e.to_string())),
         };
-        if !perm::is_readable(self.permission()) {
-            return Some(failure(
-                req,
-                response_code::NO_PERMISSION,
-                format!("the broker[{}] peeking message is forbidden", self.config.broker_ip1),
-            ));
-        }
-        if let Err(r) = self.check_pop_target(req, conn, &h.topic, &h.consumer_group, h.queue_id) {
+        if let Err(r) = self.check_peek_target(req, conn, &h.topic, &h.consumer_group, h.queue_id) {
             return Some(*r);
         }
         let queue_id = h.queue_id.max(-1);
@@ -114,14 +106,7 @@ impl Broker {
             Ok(h) => h,
             Err(e) => return failure(req, response_code::SYSTEM_ERROR, e.to_string()),
         };
-        if !perm::is_readable(self.permission()) {
-            return failure(
-                req,
-                response_code::NO_PERMISSION,
-                format!("the broker[{}] peeking message is forbidden", self.config.broker_ip1),
-            );
-        }
-        if let Err(r) = self.check_pop_target(req, conn, &h.topic, &h.consumer_group, h.queue_id) {
+        if let Err(r) = self.check_peek_target(req, conn, &h.topic, &h.consumer_group, h.queue_id) {
             return *r;
         }
         let n = self.pop.hold.polling_num(&h.topic, &h.consumer_group, h.queue_id.max(-1));

@@ -34,9 +34,6 @@ use crate::stats::{clock_ms, BrokerStats};
 const EXPIRED_IN_TRANSIT_MS: i64 = 500;
 /// A request with less poll time left than this is not parked (Java: 50 ms).
 const PARK_MIN_LEFT_MS: i64 = 50;
-/// How long a pop that found nothing waits for dispatch to reach what was stored before it
-/// arrived, as a pull does.
-const DISPATCH_CATCH_UP_MAX: Duration = Duration::from_millis(500);
 
 /// Outcome of processing a pop once.
 pub(crate) enum PopOutcome {
@@ -82,7 +79,7 @@ impl Broker {
             PopOutcome::Respond(r) if r.code == response_code::POLLING_TIMEOUT => {
                 // Nothing found and not parked: a message acknowledged before the pop arrived
                 // may still be on its way to its consume queue; wait for it a moment.
-                if self.wait_dispatched_since(stored_at_arrival).await {
+                if self.wait_dispatched(stored_at_arrival).await {
                     if let PopOutcome::Respond(again) = self.process_pop(&conn, &req, false).await {
                         return Some(again);
                     }
@@ -92,18 +89,6 @@ impl Broker {
             PopOutcome::Respond(r) => Some(r),
             PopOutcome::Parked => None,
         }
-    }
-
-    /// Waits (bounded) until dispatch has passed `offset`; false at once when it had.
-    pub(crate) async fn wait_dispatched_since(&self, offset: i64) -> bool {
-        if self.store.dispatched_phy_offset() >= offset {
-            return false;
-        }
-        let deadline = tokio::time::Instant::now() + DISPATCH_CATCH_UP_MAX;
-        while self.store.dispatched_phy_offset() < offset && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-        true
     }
 
     /// Processes a pop once; `allow_park` is false when an expired parked pop is answered.
@@ -162,7 +147,7 @@ impl Broker {
                 format!("the broker[{ip}] pop message is forbidden because timerWheelEnable is false"),
             );
         }
-        let (topic, _) = match self.check_pop_target(req, conn, &h.topic, &h.consumer_group, h.queue_id) {
+        let topic = match self.check_pop_target(req, conn, &h.topic, &h.consumer_group, h.queue_id) {
             Ok(t) => t,
             Err(r) => return PopOutcome::Respond(*r),
         };
@@ -262,9 +247,29 @@ impl Broker {
         PopOutcome::Parked
     }
 
+    /// PEEK, NOTIFICATION and POLLING_INFO: the broker readable (Java's "peeking" remark), then
+    /// [`Broker::check_pop_target`].
+    pub(crate) fn check_peek_target(
+        &self,
+        req: &RemotingCommand,
+        conn: &Connection,
+        topic: &str,
+        group: &str,
+        queue_id: i32,
+    ) -> Result<TopicConfig, Box<RemotingCommand>> {
+        if !perm::is_readable(self.permission()) {
+            return Err(Box::new(failure(
+                req,
+                response_code::NO_PERMISSION,
+                format!("the broker[{}] peeking message is forbidden", self.config.broker_ip1),
+            )));
+        }
+        self.check_pop_target(req, conn, topic, group, queue_id)
+    }
+
     /// The checks POP, PEEK, NOTIFICATION and POLLING_INFO share, in Java's order: topic,
     /// its permission, the queue id, the group and its permission. Returns the topic config
-    /// and the group's `retryMaxTimes`.
+    /// (the group is checked, not returned).
     pub(crate) fn check_pop_target(
         &self,
         req: &RemotingCommand,
@@ -272,7 +277,7 @@ impl Broker {
         topic: &str,
         group: &str,
         queue_id: i32,
-    ) -> Result<(TopicConfig, i32), Box<RemotingCommand>> {
+    ) -> Result<TopicConfig, Box<RemotingCommand>> {
         let Some(config) = self.topics().select(topic) else {
             return Err(Box::new(failure(
                 req,
@@ -312,7 +317,7 @@ impl Broker {
                 format!("subscription group no permission, {group}"),
             )));
         }
-        Ok((config, group_config.retry_max_times))
+        Ok(config)
     }
 
     /// Reads the retry topic and the topic's queues in Java's order until `maxMsgNums`.
@@ -582,14 +587,7 @@ impl Broker {
             Ok(h) => h,
             Err(e) => return failure(req, response_code::SYSTEM_ERROR, e.to_string()),
         };
-        if !perm::is_readable(self.permission()) {
-            return failure(
-                req,
-                response_code::NO_PERMISSION,
-                format!("the broker[{}] peeking message is forbidden", self.config.broker_ip1),
-            );
-        }
-        let (topic, _) = match self.check_pop_target(req, conn, &h.topic, &h.consumer_group, h.queue_id) {
+        let topic = match self.check_peek_target(req, conn, &h.topic, &h.consumer_group, h.queue_id) {
             Ok(t) => t,
             Err(r) => return *r,
         };

@@ -28,6 +28,7 @@ use tracing::{debug, info, warn};
 use crate::broker::{now_ms, Broker};
 use crate::metadata::dlq_topic;
 use crate::pop::checkpoint::{ACK_TAG, BATCH_ACK_TAG, CK_TAG, REVIVE_GROUP};
+use crate::pop::ck_buffer::ck_key;
 
 /// Records read from a revive queue per `getMessage` (Java: 32).
 const READ_BATCH: usize = 32;
@@ -58,6 +59,8 @@ pub(crate) fn start(broker: &Arc<Broker>, tasks: &mut JoinSet<()>) {
 /// A checkpoint read and not yet finished.
 struct OpenCk {
     ck: PopCheckPoint,
+    /// Its merge key (what its acks name).
+    key: String,
     /// Bit i: message i is acknowledged or already put back.
     done: u64,
 }
@@ -71,11 +74,6 @@ impl OpenCk {
             self.done |= 1 << i;
         }
     }
-}
-
-/// Java's merge key: `t + c + q + so + pt + bn`, concatenated.
-fn merge_key(topic: &str, group: &str, queue_id: i32, start_offset: i64, pop_time: i64, broker_name: &str) -> String {
-    format!("{topic}{group}{queue_id}{start_offset}{pop_time}{broker_name}")
 }
 
 struct ReviveQueue {
@@ -131,7 +129,7 @@ impl ReviveQueue {
             return None;
         }
         let stored = b.store.max_phy_offset();
-        b.wait_dispatched_since(stored).await;
+        b.wait_dispatched(stored).await;
         let need = b.store.max_offset_in_queue(ferromq_timer::TIMER_TOPIC, 0);
         let deadline = tokio::time::Instant::now() + ENQUEUE_WAIT;
         while timer.queue_offset() < need {
@@ -147,7 +145,7 @@ impl ReviveQueue {
         }
         let safe_before = timer.read_time_ms();
         let delivered = b.store.max_phy_offset();
-        b.wait_dispatched_since(delivered).await;
+        b.wait_dispatched(delivered).await;
         if b.store.dispatched_phy_offset() < delivered {
             return None;
         }
@@ -195,13 +193,15 @@ impl ReviveQueue {
                 let (Some(topic), Some(group)) = (ck.topic.clone(), ck.cid.clone()) else { return };
                 ck.revive_offset = offset;
                 let bn = ck.broker_name.clone().unwrap_or_default();
-                let key = merge_key(&topic, &group, ck.queue_id, ck.start_offset, ck.pop_time, &bn);
+                // Java matches on `t + c + q + so + pt + bn` concatenated; the buffer's key has
+                // the same fields, separated, so no two checkpoints share one.
+                let key = ck_key(&topic, &group, ck.queue_id, ck.start_offset, ck.pop_time, &bn);
                 if let Some(old) = self.by_key.insert(key.clone(), offset) {
                     self.open.remove(&old);
                 }
                 // Messages acknowledged while the checkpoint was buffered are in `bm`.
                 let done = u64::from(ck.bit_map as u32);
-                let mut open = OpenCk { ck, done };
+                let mut open = OpenCk { ck, key: key.clone(), done };
                 if let Some((acked, _)) = self.orphans.remove(&key) {
                     for a in acked {
                         if let Some(i) = open.ck.index_of(a) {
@@ -221,7 +221,7 @@ impl ReviveQueue {
                     .clone()
                     .filter(|b| !b.is_empty())
                     .unwrap_or_else(|| self.broker.config.broker_name.clone());
-                let key = merge_key(
+                let key = ck_key(
                     ack.topic.as_deref().unwrap_or_default(),
                     ack.consumer_group.as_deref().unwrap_or_default(),
                     ack.queue_id,
@@ -261,17 +261,8 @@ impl ReviveQueue {
             if !revive_checkpoint(&self.broker, self.qid, open).await {
                 return false;
             }
-            let ck = &open.ck;
-            let key = merge_key(
-                ck.topic.as_deref().unwrap_or_default(),
-                ck.cid.as_deref().unwrap_or_default(),
-                ck.queue_id,
-                ck.start_offset,
-                ck.pop_time,
-                ck.broker_name.as_deref().unwrap_or_default(),
-            );
-            if self.by_key.get(&key) == Some(&ro) {
-                self.by_key.remove(&key);
+            if self.by_key.get(&open.key) == Some(&ro) {
+                self.by_key.remove(&open.key);
             }
             self.open.remove(&ro);
         }

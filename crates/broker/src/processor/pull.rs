@@ -72,8 +72,9 @@ impl Broker {
     }
 
     /// Waits (at most [`DISPATCH_CATCH_UP_MAX`]) until dispatch has passed `offset`. Returns
-    /// false at once when it already had: there is nothing new to look for.
-    async fn wait_dispatched(&self, offset: i64) -> bool {
+    /// false at once when it already had: there is nothing new to look for. Also used by pops
+    /// and the revive service.
+    pub(crate) async fn wait_dispatched(&self, offset: i64) -> bool {
         if self.store.dispatched_phy_offset() >= offset {
             return false;
         }
