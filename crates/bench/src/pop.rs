@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use ferromq_protocol::header::{AckMessageRequestHeader, PopMessageRequestHeader, PopMessageResponseHeader};
 use ferromq_protocol::message::StoredMessage;
-use ferromq_protocol::pop::{parse_start_offset_info, ExtraInfo, RetryFlag};
+use ferromq_protocol::pop::{parse_start_offset_info, popped_extra_info, ExtraInfo};
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::RemotingClient;
 
@@ -48,21 +48,8 @@ fn popped(
     let msgs = StoredMessage::decode_all(&resp.body).map_err(|e| e.to_string())?;
     let mut out = Vec::with_capacity(msgs.len());
     for m in msgs {
-        let flag =
-            m.property("POP_CK").and_then(|ck| ExtraInfo::parse(ck).ok()).map_or(RetryFlag::Normal, |c| c.retry_flag);
-        let start =
-            *starts.get(&format!("{}@{}", flag.as_str(), m.queue_id)).ok_or("no startOffsetInfo for a message")?;
-        let extra = ExtraInfo {
-            ck_queue_offset: start,
-            pop_time: h.pop_time,
-            invisible_time: h.invisible_time,
-            revive_qid: h.revive_qid,
-            retry_flag: flag,
-            broker_name: broker_name.to_owned(),
-            queue_id: Some(m.queue_id),
-            queue_offset: Some(m.queue_offset),
-            commit_log_offset: None,
-        };
+        let extra = popped_extra_info(&h, &starts, broker_name, m.property("POP_CK"), m.queue_id, m.queue_offset)
+            .ok_or("no startOffsetInfo for a message")?;
         out.push((m, extra));
     }
     Ok((h, out))

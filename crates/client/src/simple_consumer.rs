@@ -21,8 +21,8 @@ use ferromq_protocol::header::{
 };
 use ferromq_protocol::message::keys;
 use ferromq_protocol::pop::{
-    offset_info_key, parse_msg_offset_info, parse_order_count_info, parse_start_offset_info, ExtraInfo, RetryFlag,
-    POP_MAX_MSG_NUMS,
+    info_key, offset_info_key, parse_msg_offset_info, parse_order_count_info, parse_start_offset_info,
+    popped_extra_info, ExtraInfo, POP_MAX_MSG_NUMS,
 };
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use tokio::sync::Notify;
@@ -410,13 +410,14 @@ pub(crate) fn decode_pop_response(
     let msgs = decode_pulled(&mq, &resp.body).map_err(|e| bad(format!("undecodable pop body: {e}")))?;
     let mut out = Vec::with_capacity(msgs.len());
     for mut m in msgs {
-        let broker_ck = m.property(keys::POP_CK).and_then(|ck| ExtraInfo::parse(ck).ok());
-        let flag = broker_ck.as_ref().map_or(RetryFlag::Normal, |ck| ck.retry_flag);
         let queue_id = m.stored.queue_id;
-        let key = format!("{}@{queue_id}", flag.as_str());
-        let Some(start) = starts.get(&key) else {
-            return Err(bad(format!("no startOffsetInfo entry {key} for a popped message")));
+        let Some(receipt) =
+            popped_extra_info(&h, &starts, popped_from, m.property(keys::POP_CK), queue_id, m.stored.queue_offset)
+        else {
+            return Err(bad(format!("no startOffsetInfo entry for a message of queue {queue_id}")));
         };
+        let flag = receipt.retry_flag;
+        let key = info_key(flag, queue_id);
         if !offsets.get(&key).is_some_and(|o| o.contains(&m.stored.queue_offset)) {
             return Err(bad(format!("msgOffsetInfo {key} does not list offset {}", m.stored.queue_offset)));
         }
@@ -425,19 +426,7 @@ pub(crate) fn decode_pop_response(
             .or_else(|| counts.get(&key))
             .copied()
             .unwrap_or(m.stored.reconsume_times);
-        let broker_name = popped_from.to_owned();
-        m.message_queue = MessageQueue::new(topic, broker_name.clone(), queue_id);
-        let receipt = ExtraInfo {
-            ck_queue_offset: *start,
-            pop_time: h.pop_time,
-            invisible_time: h.invisible_time,
-            revive_qid: h.revive_qid,
-            retry_flag: flag,
-            broker_name,
-            queue_id: Some(queue_id),
-            queue_offset: Some(m.stored.queue_offset),
-            commit_log_offset: None,
-        };
+        m.message_queue = MessageQueue::new(topic, popped_from, queue_id);
         out.push(ReceivedMessage { message: m, receipt, broker_addr: broker_addr.to_owned(), reconsume_times });
     }
     Ok(out)

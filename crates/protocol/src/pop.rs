@@ -242,6 +242,33 @@ pub fn offset_info_key(flag: RetryFlag, queue_id: i32, offset: i64) -> String {
     format!("{}@qo{queue_id}%{offset}", flag.as_str())
 }
 
+/// The extra info Java's client builds for one record of a POP_MESSAGE answer
+/// (`MQClientAPIImpl#processPopResponse`): the retry flag of the broker's `POP_CK` when the
+/// record carries one (a retried message), else "0"; the start offset of `flag@queue_id` in
+/// the parsed `startOffsetInfo`; the pop's time, invisible time and revive queue from the
+/// header; `broker_name`, the broker popped from. None when `starts` has no entry for it.
+pub fn popped_extra_info(
+    h: &crate::header::PopMessageResponseHeader,
+    starts: &HashMap<String, i64>,
+    broker_name: &str,
+    pop_ck: Option<&str>,
+    queue_id: i32,
+    queue_offset: i64,
+) -> Option<ExtraInfo> {
+    let retry_flag = pop_ck.and_then(|ck| ExtraInfo::parse(ck).ok()).map_or(RetryFlag::Normal, |ck| ck.retry_flag);
+    Some(ExtraInfo {
+        ck_queue_offset: *starts.get(&info_key(retry_flag, queue_id))?,
+        pop_time: h.pop_time,
+        invisible_time: h.invisible_time,
+        revive_qid: h.revive_qid,
+        retry_flag,
+        broker_name: broker_name.to_owned(),
+        queue_id: Some(queue_id),
+        queue_offset: Some(queue_offset),
+        commit_log_offset: None,
+    })
+}
+
 /// Why an info string could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("pop response info {text:?} is malformed: {reason}")]
@@ -356,6 +383,22 @@ mod tests {
         assert!(parse_start_offset_info("0 1").is_err());
         assert!(parse_start_offset_info("0 1 2;0 1 3").is_err());
         assert!(parse_msg_offset_info("0 1 2,x").is_err());
+    }
+
+    #[test]
+    fn extra_info_of_a_popped_record_uses_the_retry_flag_of_its_pop_ck() {
+        let h = crate::header::PopMessageResponseHeader {
+            pop_time: 7,
+            invisible_time: 60_000,
+            revive_qid: 3,
+            ..Default::default()
+        };
+        let starts = parse_start_offset_info("0 1 100;1 0 5").unwrap();
+        let normal = popped_extra_info(&h, &starts, "b", None, 1, 102).unwrap();
+        assert_eq!(normal.render(), "100 7 60000 3 0 b 1 102");
+        let retried = popped_extra_info(&h, &starts, "b", Some("5 7 60000 3 1 b 0 6"), 0, 6).unwrap();
+        assert_eq!(retried.render(), "5 7 60000 3 1 b 0 6");
+        assert!(popped_extra_info(&h, &starts, "b", None, 0, 6).is_none(), "no 0@0 entry");
     }
 
     #[test]
