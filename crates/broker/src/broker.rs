@@ -1,6 +1,7 @@
 //! The broker core: its state, the request dispatcher, and `run`, which serves a listener and
 //! drives the background work (name-server registration, parked pulls, client expiry,
-//! metadata persistence) until shutdown. Java: `BrokerController`.
+//! metadata persistence) until shutdown. Java: `BrokerController`. `run_with_local_access`
+//! is `run` that also hands out a `LocalAccess`, the in-process way to the same dispatcher.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -23,6 +24,7 @@ use tracing::{info, warn};
 
 use crate::client::{ConsumerManager, ProducerManager, RebalanceLockManager};
 use crate::config::{BrokerConfig, BrokerRole, BrokerSettings};
+use crate::local_access::{LocalAccess, LocalAccessParts};
 use crate::long_polling::{HeldPull, PullHold};
 use crate::metadata::{MetadataError, MetadataOptions, MetadataStore, TopicConfigOptions};
 use crate::processor::pull::PullOutcome;
@@ -538,9 +540,26 @@ impl Broker {
 /// # Errors
 /// [`BrokerError`] when the store or metadata cannot be opened, or the listener fails.
 pub async fn run(
+    settings: BrokerSettings,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), BrokerError> {
+    let (ready, _) = tokio::sync::oneshot::channel();
+    run_with_local_access(settings, listener, shutdown, ready).await
+}
+
+/// [`run`], handing out a [`LocalAccess`] through `ready` once the broker is ready to serve, so
+/// a component in the same process (the proxy in local mode) reaches the same processors as
+/// remote clients without a socket. Its connections are drained at shutdown together with the
+/// listeners' ones. When the broker fails to start, `ready` is dropped unsent.
+///
+/// # Errors
+/// As [`run`].
+pub async fn run_with_local_access(
     mut settings: BrokerSettings,
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
+    ready: tokio::sync::oneshot::Sender<LocalAccess>,
 ) -> Result<(), BrokerError> {
     // The registered address uses the port actually bound (tests bind port 0).
     if let Ok(local) = listener.local_addr() {
@@ -698,7 +717,10 @@ pub async fn run(
         idle_timeout: Duration::from_secs(config.server_channel_max_idle_time_seconds),
         ..ServerConfig::default()
     };
-    let server = RemotingServer::new(server_config.clone(), Arc::new(broker.dispatcher()));
+    // One dispatcher for the listeners and the in-process connections: the same processors
+    // answer every client, however it is connected.
+    let dispatcher = Arc::new(broker.dispatcher());
+    let server = RemotingServer::new(server_config.clone(), dispatcher.clone());
     // Java's "fast" (VIP) port, listenPort - 2, where 4.x clients with `vipChannelEnabled`
     // send. Best effort: a broker whose neighbouring port is taken serves the main port only.
     let fast_listener = match listener.local_addr() {
@@ -714,7 +736,15 @@ pub async fn run(
         }
         _ => None,
     };
-    let fast_server = RemotingServer::new(server_config, Arc::new(broker.dispatcher()));
+    let fast_server = RemotingServer::new(server_config.clone(), dispatcher.clone());
+    let local_access = LocalAccess::new(LocalAccessParts {
+        dispatcher,
+        server_config,
+        broker_addr: config.broker_addr(),
+        server_addr: store_host,
+        broker_name: config.broker_name.clone(),
+        cluster_name: config.broker_cluster_name.clone(),
+    });
     info!(addr = ?listener.local_addr().ok(), broker_name = %config.broker_name, cluster = %config.broker_cluster_name,
         namesrv = %config.namesrv_addr, "broker listening");
 
@@ -849,10 +879,21 @@ pub async fn run(
     });
 
     let (stop_fast, fast_stopped) = tokio::sync::oneshot::channel::<()>();
+    // The in-process connections start draining when the listeners' do (or when the main
+    // listener fails, which drops the sender), so their grace periods overlap.
+    let (stop_local, local_stopped) = tokio::sync::oneshot::channel::<()>();
     let main = async {
+        let shutdown = async move {
+            shutdown.await;
+            let _ = stop_local.send(());
+        };
         let served = server.serve(listener, shutdown).await;
         let _ = stop_fast.send(());
         served
+    };
+    let local = async {
+        let _ = local_stopped.await;
+        local_access.shutdown().await;
     };
     let fast = async {
         if let Some(l) = fast_listener {
@@ -865,7 +906,10 @@ pub async fn run(
             }
         }
     };
-    let (served, ()) = tokio::join!(main, fast);
+    // Nobody waiting for the handle (plain `run`) is fine: the connections it would open are
+    // simply never made.
+    let _ = ready.send(local_access.clone());
+    let (served, (), ()) = tokio::join!(main, fast, local);
     tasks.shutdown().await;
     // The wheel stops (final flush and checkpoint) before the store does.
     let _ = stop_timer.send(());

@@ -3,6 +3,7 @@
 mod admin;
 mod bench;
 mod log_sink;
+mod proxy_cmd;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -27,8 +28,10 @@ enum Command {
     Namesrv(NamesrvArgs),
     /// Run a broker (like `mqbroker`).
     Broker(BrokerArgs),
-    /// Run a NameServer and a broker in one process with working defaults.
+    /// Run a NameServer, a broker and the gRPC proxy in one process with working defaults.
     Standalone(StandaloneArgs),
+    /// Run the gRPC proxy for RocketMQ 5.x clients in front of brokers (like `mqproxy`).
+    Proxy(proxy_cmd::ProxyArgs),
     /// Administration commands with mqadmin's names and flags.
     Admin(admin::AdminArgs),
     /// Load generator for any RocketMQ broker.
@@ -46,6 +49,12 @@ struct BrokerArgs {
     /// Print the effective configuration and exit.
     #[arg(short = 'p', long = "printConfigItem")]
     print_config: bool,
+    /// Also serve RocketMQ 5.x gRPC clients from this process (proxy local mode).
+    #[arg(long = "enable-proxy")]
+    enable_proxy: bool,
+    /// Proxy config file (JSON, `rmq-proxy.json` keys), with --enable-proxy.
+    #[arg(long = "pc", alias = "proxyConfigPath")]
+    proxy_config: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -65,6 +74,15 @@ struct StandaloneArgs {
     /// Extra broker config file applied over the standalone defaults.
     #[arg(short = 'c', long = "configFile")]
     config_file: Option<PathBuf>,
+    /// gRPC port for RocketMQ 5.x clients (TLS and plaintext on one port).
+    #[arg(long, default_value_t = 8081)]
+    grpc_port: u16,
+    /// Do not serve RocketMQ 5.x gRPC clients.
+    #[arg(long)]
+    no_proxy: bool,
+    /// Proxy config file (JSON, `rmq-proxy.json` keys).
+    #[arg(long = "pc", alias = "proxyConfigPath")]
+    proxy_config: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -86,6 +104,7 @@ fn main() {
         Command::Namesrv(args) => namesrv(args),
         Command::Broker(args) => broker(args),
         Command::Standalone(args) => standalone(args),
+        Command::Proxy(args) => proxy_cmd::proxy(args),
         Command::Admin(args) => admin::run(args),
         Command::Bench(args) => bench::run(args),
     };
@@ -201,6 +220,7 @@ fn broker(args: BrokerArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let addr = format!("0.0.0.0:{}", settings.broker.listen_port);
+    let proxy_config = if args.enable_proxy { Some(proxy_cmd::load_config(args.proxy_config.as_ref())?) } else { None };
     runtime()?.block_on(async move {
         let listener =
             tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
@@ -210,9 +230,84 @@ fn broker(args: BrokerArgs) -> anyhow::Result<()> {
             settings.broker.broker_addr(),
             settings.broker.namesrv_addr
         ));
-        ferromq_broker::run(settings, listener, shutdown_signal()).await?;
-        Ok(())
+        let Some(proxy_config) = proxy_config else {
+            ferromq_broker::run(settings, listener, shutdown_signal()).await?;
+            return Ok(());
+        };
+        let grpc_addr = format!("0.0.0.0:{}", proxy_config.grpc_server_port);
+        let grpc_listener = tokio::net::TcpListener::bind(&grpc_addr)
+            .await
+            .with_context(|| format!("cannot listen on {grpc_addr} (grpcServerPort of the proxy config)"))?;
+        let namesrv = settings.broker.namesrv_addr.clone();
+        let port = proxy_config.grpc_server_port;
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let signal = tokio::spawn(async move {
+            shutdown_signal().await;
+            let _ = stop_tx.send(true);
+        });
+        let outcome = run_with_proxy(settings, listener, grpc_listener, stop_rx, move |access| {
+            proxy_cmd::local_proxy(proxy_config, access, &namesrv, ferromq_proxy::Advertise::BrokerHost { port })
+        })
+        .await;
+        signal.abort();
+        outcome
     })
+}
+
+/// Runs a broker with a local-mode proxy on `grpc_listener` until `stop_rx` says stop; either
+/// failing stops both. The proxy stops first, so its last requests still reach the broker.
+async fn run_with_proxy(
+    settings: BrokerSettings,
+    listener: tokio::net::TcpListener,
+    grpc_listener: tokio::net::TcpListener,
+    mut stop_rx: tokio::sync::watch::Receiver<bool>,
+    make_proxy: impl FnOnce(ferromq_broker::LocalAccess) -> std::sync::Arc<ferromq_proxy::Proxy>,
+) -> anyhow::Result<()> {
+    let (access_tx, access_rx) = tokio::sync::oneshot::channel();
+    let (stop_broker_tx, mut stop_broker_rx) = tokio::sync::watch::channel(false);
+    let mut broker = tokio::spawn(ferromq_broker::run_with_local_access(
+        settings,
+        listener,
+        async move {
+            let _ = stop_broker_rx.wait_for(|s| *s).await;
+        },
+        access_tx,
+    ));
+    let access = tokio::select! {
+        a = access_rx => a.ok(),
+        ended = &mut broker => {
+            ended.context("broker task")?.context("the broker stopped")?;
+            anyhow::bail!("the broker stopped before serving");
+        }
+    };
+    let Some(access) = access else {
+        broker.await.context("broker task")??;
+        anyhow::bail!("the broker stopped before serving");
+    };
+    let proxy = make_proxy(access);
+    let mut proxy_stop = stop_rx.clone();
+    let mut grpc = tokio::spawn(ferromq_proxy::serve(proxy, grpc_listener, async move {
+        let _ = proxy_stop.wait_for(|s| *s).await;
+    }));
+    let outcome = tokio::select! {
+        _ = stop_rx.wait_for(|s| *s) => Ok(()),
+        ended = &mut grpc => match ended {
+            Ok(Ok(())) => Err(anyhow::anyhow!("the gRPC proxy stopped unexpectedly")),
+            Ok(Err(e)) => Err(anyhow::Error::new(e).context("the gRPC proxy stopped")),
+            Err(e) => Err(anyhow::Error::new(e).context("gRPC proxy task")),
+        },
+        ended = &mut broker => {
+            grpc.abort();
+            ended.context("broker task")?.context("the broker stopped")?;
+            anyhow::bail!("the broker stopped unexpectedly");
+        }
+    };
+    if !grpc.is_finished() {
+        let _ = grpc.await;
+    }
+    let _ = stop_broker_tx.send(true);
+    broker.await.context("broker task")??;
+    outcome
 }
 
 fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
@@ -236,6 +331,14 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
     }
     let namesrv_addr = format!("{}:{}", args.bind, args.namesrv_port);
     let broker_addr = format!("{}:{}", args.bind, args.broker_port);
+    let grpc_addr = format!("{}:{}", args.bind, args.grpc_port);
+    let proxy_config = if args.no_proxy {
+        None
+    } else {
+        let mut c = proxy_cmd::load_config(args.proxy_config.as_ref())?;
+        c.grpc_server_port = args.grpc_port;
+        Some(c)
+    };
     runtime()?.block_on(async move {
         let ns_listener = tokio::net::TcpListener::bind(&namesrv_addr)
             .await
@@ -243,6 +346,12 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
         let broker_listener = tokio::net::TcpListener::bind(&broker_addr)
             .await
             .with_context(|| format!("cannot listen on {broker_addr}"))?;
+        let grpc_listener = match &proxy_config {
+            Some(_) => Some(tokio::net::TcpListener::bind(&grpc_addr).await.with_context(|| {
+                format!("cannot listen on {grpc_addr} for gRPC clients; pass --grpc-port N or --no-proxy")
+            })?),
+            None => None,
+        };
         let (stop_ns_tx, stop_ns_rx) = tokio::sync::watch::channel(false);
         let (stop_broker_tx, stop_broker_rx) = tokio::sync::watch::channel(false);
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -257,7 +366,33 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
             args.namesrv_port
         ));
         let mut namesrv = tokio::spawn(ferromq_namesrv::run(namesrv_config, ns_listener, stopped(stop_ns_rx)));
-        let mut broker = tokio::spawn(ferromq_broker::run(settings, broker_listener, stopped(stop_broker_rx)));
+        if proxy_config.is_some() {
+            banner(format_args!(
+                "RocketMQ 5.x clients: endpoints=127.0.0.1:{} (gRPC, TLS or plaintext)",
+                grpc_listener.as_ref().and_then(|l| l.local_addr().ok()).map_or(args.grpc_port, |a| a.port())
+            ));
+        }
+        let namesrv_for_proxy = format!("127.0.0.1:{}", args.namesrv_port);
+        let mut broker = match (proxy_config, grpc_listener) {
+            (Some(mut proxy_config), Some(grpc_listener)) => {
+                let port = grpc_listener.local_addr().map_or(args.grpc_port, |a| a.port());
+                proxy_config.grpc_server_port = port;
+                tokio::spawn(run_with_proxy(settings, broker_listener, grpc_listener, stop_broker_rx, move |access| {
+                    // One node: clients reach everything at the address they used.
+                    proxy_cmd::local_proxy(
+                        proxy_config,
+                        access,
+                        &namesrv_for_proxy,
+                        ferromq_proxy::Advertise::RequestEndpoints { port: Some(port) },
+                    )
+                }))
+            }
+            _ => tokio::spawn(async move {
+                ferromq_broker::run(settings, broker_listener, stopped(stop_broker_rx))
+                    .await
+                    .map_err(anyhow::Error::from)
+            }),
+        };
         // Either half failing (the store locked by another process, a port taken) ends the
         // whole process at once with its error: a name server without its broker would look
         // up and serve nothing.

@@ -23,7 +23,14 @@ fn bench_produce_consume_and_e2e_reports_add_up() {
     let dir = tempfile::tempdir().unwrap();
     let (ns_port, broker_port) = (free_port(), free_broker_port());
     let child = Command::new(env!("CARGO_BIN_EXE_ferromq"))
-        .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
+        .args([
+            "standalone",
+            "--bind",
+            "127.0.0.1",
+            "--grpc-port",
+            &ferromq_testkit::free_port().to_string(),
+            "--data-dir",
+        ])
         .arg(dir.path().join("data"))
         .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string()])
         .stdout(Stdio::null())

@@ -33,7 +33,14 @@ fn start(dir: &std::path::Path, ns_port: u16, broker_port: u16) -> Standalone {
     )
     .unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_ferromq"))
-        .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
+        .args([
+            "standalone",
+            "--bind",
+            "127.0.0.1",
+            "--grpc-port",
+            &ferromq_testkit::free_port().to_string(),
+            "--data-dir",
+        ])
         .arg(dir.join("data"))
         .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string(), "-c"])
         .arg(&conf)

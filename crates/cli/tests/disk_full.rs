@@ -116,7 +116,14 @@ fn start(data: &Path, log: &Path, flush: &str, segment: Option<u64>) -> Broker {
     let (ns_port, broker_port) = (free_port(), free_broker_port());
     let log_file = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_ferromq"))
-        .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
+        .args([
+            "standalone",
+            "--bind",
+            "127.0.0.1",
+            "--grpc-port",
+            &ferromq_testkit::free_port().to_string(),
+            "--data-dir",
+        ])
         .arg(data)
         .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string(), "-c"])
         .arg(&conf)

@@ -25,7 +25,14 @@ fn start(data: &std::path::Path, conf: Option<&str>) -> Running {
     let mut command = Command::new(BIN);
     let (ns_port, broker_port) = (free_port(), free_broker_port());
     command
-        .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
+        .args([
+            "standalone",
+            "--bind",
+            "127.0.0.1",
+            "--grpc-port",
+            &ferromq_testkit::free_port().to_string(),
+            "--data-dir",
+        ])
         .arg(data)
         .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string()])
         .env_remove("RUST_LOG")

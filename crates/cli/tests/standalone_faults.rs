@@ -22,7 +22,14 @@ fn run_until_exit(data: &std::path::Path, broker_port: u16) -> (std::process::Ex
 fn run_until_exit_with(data: &std::path::Path, broker_port: u16, extra: &[&str]) -> (std::process::ExitStatus, String) {
     let mut child = ChildProcess(
         Command::new(BIN)
-            .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
+            .args([
+                "standalone",
+                "--bind",
+                "127.0.0.1",
+                "--grpc-port",
+                &ferromq_testkit::free_port().to_string(),
+                "--data-dir",
+            ])
             .arg(data)
             .args(["--namesrv-port", &free_port().to_string(), "--broker-port", &broker_port.to_string()])
             .args(extra)
@@ -89,7 +96,14 @@ async fn a_full_log_disk_stops_neither_the_name_server_nor_the_broker() {
     // Debug logging: a line per connection and request, all of it failing to write.
     let mut child = ChildProcess(
         Command::new(BIN)
-            .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
+            .args([
+                "standalone",
+                "--bind",
+                "127.0.0.1",
+                "--grpc-port",
+                &ferromq_testkit::free_port().to_string(),
+                "--data-dir",
+            ])
             .arg(data.path())
             .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string()])
             .env("RUST_LOG", "debug")

@@ -5,8 +5,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ferromq_protocol::body::{SubscriptionData, EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG, SUB_ALL};
-use ferromq_protocol::message::java_string_hash;
+use ferromq_protocol::body::{SubscriptionData, EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG};
 
 use crate::error::ClientError;
 
@@ -99,27 +98,13 @@ fn now_ms() -> i64 {
 /// Parses a tag expression (`TagA || TagB`, `*`) into subscription data.
 /// Java: `FilterAPI#buildSubscriptionData`.
 pub fn build_subscription(topic: &str, expression: &str) -> SubscriptionData {
-    let expression = expression.trim();
-    let mut sub = SubscriptionData {
-        topic: topic.to_owned(),
-        sub_string: expression.to_owned(),
-        sub_version: now_ms(),
-        ..SubscriptionData::default()
-    };
-    if expression.is_empty() || expression == SUB_ALL {
-        sub.sub_string = SUB_ALL.to_owned();
-        return sub;
-    }
-    for tag in expression.split("||").map(str::trim).filter(|t| !t.is_empty()) {
-        sub.tags_set.insert(tag.to_owned());
-        sub.code_set.insert(java_string_hash(tag));
-    }
-    sub
+    SubscriptionData::of_tags(topic, expression, now_ms())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ferromq_protocol::message::java_string_hash;
 
     #[test]
     fn tag_expressions_become_tag_and_code_sets() {

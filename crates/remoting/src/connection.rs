@@ -1,4 +1,5 @@
-//! One TCP connection as a full-duplex RPC endpoint.
+//! One connection as a full-duplex RPC endpoint, over a TCP stream or any other byte stream
+//! (the in-process pair of `in_process.rs` runs the same machinery over memory).
 //!
 //! The connection task reads frames, runs each request's handler as a task of its own that
 //! sends the response (so a parked long-polling pull does not stall the requests behind it),
@@ -17,8 +18,7 @@ use bytes::{Bytes, BytesMut};
 use ferromq_protocol::{
     decode_frame, encode_frame, response_code, RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
@@ -87,9 +87,11 @@ impl Connection {
         self.inner.remote_addr
     }
 
-    /// Whether the connection has closed (or is closing).
+    /// Whether the connection has closed (or is closing). A connection whose task is gone
+    /// (its writer's queue has no reader, as when the future that runs it was dropped) is
+    /// closed too.
     pub fn is_closed(&self) -> bool {
-        self.inner.closed.load(Ordering::Acquire)
+        self.inner.closed.load(Ordering::Acquire) || self.inner.outbound.is_closed()
     }
 
     /// Asks the connection to close; queued writes are flushed first.
@@ -250,6 +252,26 @@ pub(crate) fn start(
 ) -> std::io::Result<(Connection, impl std::future::Future<Output = ()> + Send)> {
     let remote_addr = stream.peer_addr()?;
     let _ = stream.set_nodelay(true);
+    // `into_split` halves need no lock between the reader and the writer.
+    let (read_half, write_half) = stream.into_split();
+    Ok(start_io(read_half, write_half, remote_addr, config, handler, shutdown))
+}
+
+/// Sets up a connection over any byte stream, split into `reader` and `writer`, whose peer is
+/// `remote_addr`. Ownership of the returned future is the caller's, as with [`start`]. The
+/// loops are generic, so a TCP connection pays nothing for the other transports.
+pub(crate) fn start_io<R, W>(
+    reader: R,
+    writer: W,
+    remote_addr: SocketAddr,
+    config: ServerConfig,
+    handler: Arc<dyn RequestHandler>,
+    shutdown: watch::Receiver<bool>,
+) -> (Connection, impl std::future::Future<Output = ()> + Send)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let (tx, rx) = mpsc::channel(WRITE_QUEUE_CAPACITY);
     let (close_tx, _) = watch::channel(false);
     let conn = Connection {
@@ -266,19 +288,18 @@ pub(crate) fn start(
             epoch: Instant::now(),
         }),
     };
-    let (read_half, write_half) = stream.into_split();
     let task_conn = conn.clone();
     let fut = async move {
         let conn = task_conn;
         debug!(connection_id = conn.id(), remote_addr = %remote_addr, "connection opened");
-        let writer = write_loop(conn.clone(), write_half, rx);
-        let reader = read_loop(conn.clone(), read_half, &config, handler.clone(), shutdown);
+        let writer = write_loop(conn.clone(), writer, rx);
+        let reader = read_loop(conn.clone(), reader, &config, handler.clone(), shutdown);
         let ((), ()) = tokio::join!(reader, writer);
         conn.mark_closed();
         handler.on_connection_closed(&conn);
         debug!(connection_id = conn.id(), remote_addr = %remote_addr, "connection closed");
     };
-    Ok((conn, fut))
+    (conn, fut)
 }
 
 /// Why the read side stopped.
@@ -289,9 +310,9 @@ enum Stop {
     Closed,
 }
 
-async fn read_loop(
+async fn read_loop<R: AsyncRead + Unpin>(
     conn: Connection,
-    mut read_half: OwnedReadHalf,
+    mut read_half: R,
     config: &ServerConfig,
     handler: Arc<dyn RequestHandler>,
     mut shutdown: watch::Receiver<bool>,
@@ -435,7 +456,7 @@ impl std::future::Future for CatchUnwind {
     }
 }
 
-async fn write_loop(conn: Connection, mut write_half: OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>) {
+async fn write_loop<W: AsyncWrite + Unpin>(conn: Connection, mut write_half: W, mut rx: mpsc::Receiver<Bytes>) {
     let mut close_rx = conn.inner.close_tx.subscribe();
     let mut out = BytesMut::with_capacity(64 * 1024);
     loop {

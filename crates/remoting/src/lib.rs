@@ -5,7 +5,9 @@
 //! (by `opaque`), and writes through one bounded queue. [`RemotingServer`] accepts connections;
 //! [`RemotingClient`] keeps one connection per address and reconnects. Both sides can send
 //! requests, which is how brokers call clients (NOTIFY_CONSUMER_IDS_CHANGED,
-//! CHECK_TRANSACTION_STATE).
+//! CHECK_TRANSACTION_STATE). [`in_process_pair`] joins a client and a server handler in one
+//! process through memory, with the same connection machinery, for components that run inside
+//! a server (the proxy's local mode).
 //!
 //! This crate knows frames and codes, not what any request means.
 
@@ -14,6 +16,7 @@ mod config;
 mod connection;
 mod error;
 mod handler;
+mod in_process;
 mod server;
 
 pub use client::RemotingClient;
@@ -21,4 +24,5 @@ pub use config::{ClientConfig, ServerConfig, ROCKETMQ_ZONE_ENV, ROCKETMQ_ZONE_MO
 pub use connection::{Connection, ConnectionId};
 pub use error::RemotingError;
 pub use handler::{Dispatcher, HandlerFuture, RequestHandler};
+pub use in_process::{in_process_pair, InProcessClient, InProcessServer, IN_PROCESS_BUFFER_BYTES};
 pub use server::RemotingServer;

@@ -45,6 +45,8 @@ pub struct Standalone {
     pub namesrv: String,
     /// `127.0.0.1:<port>` of its broker.
     pub broker: String,
+    /// `127.0.0.1:<port>` of its gRPC proxy (RocketMQ 5.x clients).
+    pub grpc: String,
     /// Its data directory (the process output goes to `standalone.log` in it).
     pub data: tempfile::TempDir,
 }
@@ -70,13 +72,14 @@ pub fn start_standalone_with_env(bin: &str, env: &[(&str, &str)]) -> Standalone 
     for attempt in 1..=TRIES {
         let data = tempfile::tempdir().expect("temporary directory");
         let log_path = data.path().join("standalone.log");
-        let (ns_port, broker_port) = (crate::free_port(), crate::free_broker_port());
+        let (ns_port, broker_port, grpc_port) = (crate::free_port(), crate::free_broker_port(), crate::free_port());
         let log = std::fs::File::create(&log_path).expect("log file");
         let mut command = Command::new(bin);
         command
             .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
             .arg(data.path().join("data"))
             .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string()])
+            .args(["--grpc-port", &grpc_port.to_string()])
             .envs(env.iter().copied())
             .stdout(Stdio::null());
         if logs {
@@ -92,7 +95,13 @@ pub fn start_standalone_with_env(bin: &str, env: &[(&str, &str)]) -> Standalone 
         let deadline = std::time::Instant::now() + crate::TIMEOUT * 2;
         loop {
             if std::net::TcpStream::connect(&namesrv).is_ok() {
-                return Standalone { child, namesrv, broker: format!("127.0.0.1:{broker_port}"), data };
+                return Standalone {
+                    child,
+                    namesrv,
+                    broker: format!("127.0.0.1:{broker_port}"),
+                    grpc: format!("127.0.0.1:{grpc_port}"),
+                    data,
+                };
             }
             if let Ok(Some(status)) = child.0.try_wait() {
                 let output = std::fs::read_to_string(&log_path).unwrap_or_default();

@@ -178,6 +178,29 @@ impl Default for SubscriptionData {
     }
 }
 
+impl SubscriptionData {
+    /// A tag subscription (`TagA || TagB`, `*`, blank = `*`) of `topic` at `sub_version`.
+    /// Java: `FilterAPI#buildSubscriptionData`.
+    pub fn of_tags(topic: &str, expression: &str, sub_version: i64) -> SubscriptionData {
+        let expression = expression.trim();
+        let mut sub = SubscriptionData {
+            topic: topic.to_owned(),
+            sub_string: expression.to_owned(),
+            sub_version,
+            ..SubscriptionData::default()
+        };
+        if expression.is_empty() || expression == SUB_ALL {
+            sub.sub_string = SUB_ALL.to_owned();
+            return sub;
+        }
+        for tag in expression.split("||").map(str::trim).filter(|t| !t.is_empty()) {
+            sub.tags_set.insert(tag.to_owned());
+            sub.code_set.insert(crate::message::java_string_hash(tag));
+        }
+        sub
+    }
+}
+
 /// The CHECK_CLIENT_CONFIG (46) body: a consumer asks the broker, before it starts, whether
 /// it can serve a subscription (a SQL92 one needs `enablePropertyFilter` and must compile).
 /// Java: `CheckClientRequestBody`.

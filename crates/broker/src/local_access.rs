@@ -1,0 +1,171 @@
+//! In-process access to a running broker's request processors, for components that run in
+//! the broker's process (the gRPC proxy in local mode).
+//!
+//! Each [`LocalAccess::connect`] opens an in-process remoting connection
+//! (`ferromq_remoting::in_process_pair`) to the broker's own [`Dispatcher`], the one its
+//! listeners serve: the same processors answer, the client tables record the connection like a
+//! TCP one (under the caller's `client_addr`), and the broker can call the client back on it
+//! (CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED). No loopback socket is involved.
+//!
+//! The connections' tasks belong to the [`LocalAccess`]; the broker drains them at shutdown,
+//! alongside its listeners' connections, before it stops the store. It does not decide what
+//! the in-process component sends, nor keep it from outliving the broker: once the broker has
+//! stopped, new connections are born closed.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use ferromq_remoting::{
+    in_process_pair, Connection, Dispatcher, InProcessClient, InProcessServer, RequestHandler, ServerConfig,
+};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tracing::{debug, info};
+
+/// A handle for in-process components to reach the broker's processors. Cheap to clone; all
+/// clones share the broker's connections.
+#[derive(Clone)]
+pub struct LocalAccess {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    /// `brokerIP1:listenPort`, as registered with the name servers.
+    broker_addr: String,
+    broker_name: String,
+    cluster_name: String,
+    /// The broker's address as a socket address: the in-process client's remote address.
+    server_addr: SocketAddr,
+    /// The settings of the broker's accepted connections (idle timeout, frame limit, grace).
+    server_config: ServerConfig,
+    /// Turns true when the broker shuts down; each connection's server end follows it.
+    stop_tx: watch::Sender<bool>,
+    state: Mutex<State>,
+}
+
+struct State {
+    /// The broker's dispatcher while it runs; `None` once it has stopped, so a handle that
+    /// outlives the broker does not keep its store and tables alive.
+    dispatcher: Option<Arc<Dispatcher>>,
+    /// Owner of every in-process connection's task.
+    connections: JoinSet<()>,
+}
+
+/// What [`LocalAccess::new`] needs of the broker.
+pub(crate) struct LocalAccessParts {
+    pub(crate) dispatcher: Arc<Dispatcher>,
+    pub(crate) server_config: ServerConfig,
+    pub(crate) broker_addr: String,
+    pub(crate) server_addr: SocketAddr,
+    pub(crate) broker_name: String,
+    pub(crate) cluster_name: String,
+}
+
+impl std::fmt::Debug for LocalAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = &self.shared;
+        f.debug_struct("LocalAccess")
+            .field("broker_addr", &s.broker_addr)
+            .field("broker_name", &s.broker_name)
+            .field("cluster_name", &s.cluster_name)
+            .field("running", &self.state().dispatcher.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalAccess {
+    pub(crate) fn new(parts: LocalAccessParts) -> LocalAccess {
+        let (stop_tx, _) = watch::channel(false);
+        LocalAccess {
+            shared: Arc::new(Shared {
+                broker_addr: parts.broker_addr,
+                broker_name: parts.broker_name,
+                cluster_name: parts.cluster_name,
+                server_addr: parts.server_addr,
+                server_config: parts.server_config,
+                stop_tx,
+                state: Mutex::new(State { dispatcher: Some(parts.dispatcher), connections: JoinSet::new() }),
+            }),
+        }
+    }
+
+    /// Opens an in-process connection to the broker and returns its client end: requests
+    /// [`Connection::invoke`]d on it are served by the broker's processors, which see
+    /// `client_addr` as the client's address (producer and consumer tables, connection lists);
+    /// requests the broker sends on it are served by `client_handler`.
+    ///
+    /// The connection behaves as an accepted TCP connection: it closes when idle for
+    /// `serverChannelMaxIdleTimeSeconds` (so a long-lived user sends heartbeats, as remote
+    /// clients do), when either end is closed, and at broker shutdown, after its in-flight
+    /// requests are answered. Once the broker has stopped, the connection returned is already
+    /// closed: every call on it fails with `ConnectionClosed`.
+    ///
+    /// # Panics
+    /// When called outside a Tokio runtime (the connection's task is spawned on it).
+    pub fn connect(&self, client_handler: Arc<dyn RequestHandler>, client_addr: SocketAddr) -> Connection {
+        let mut state = self.state();
+        let running = state.dispatcher.clone();
+        let handler: Arc<dyn RequestHandler> = match &running {
+            Some(dispatcher) => dispatcher.clone(),
+            // Never run: the connection only has to exist, closed.
+            None => Arc::new(Dispatcher::new()),
+        };
+        let (conn, task) = in_process_pair(
+            InProcessServer {
+                handler,
+                config: self.shared.server_config.clone(),
+                shutdown: self.shared.stop_tx.subscribe(),
+                addr: self.shared.server_addr,
+            },
+            InProcessClient { handler: client_handler, addr: client_addr },
+        );
+        if running.is_none() {
+            debug!(remote_addr = %client_addr, "broker stopped; in-process connection born closed");
+            drop(task);
+            return conn;
+        }
+        // Reap finished connections so the set does not grow with reconnects.
+        while state.connections.try_join_next().is_some() {}
+        state.connections.spawn(task);
+        debug!(remote_addr = %client_addr, connection_id = conn.id(), "in-process connection opened");
+        conn
+    }
+
+    /// The broker's address, `brokerIP1:listenPort`, as it registers with the name servers
+    /// and as routes name it.
+    pub fn broker_addr(&self) -> &str {
+        &self.shared.broker_addr
+    }
+
+    /// The broker's `brokerName`.
+    pub fn broker_name(&self) -> &str {
+        &self.shared.broker_name
+    }
+
+    /// The broker's `brokerClusterName`.
+    pub fn cluster_name(&self) -> &str {
+        &self.shared.cluster_name
+    }
+
+    /// Stops the in-process connections at broker shutdown: each server end stops reading and
+    /// answers what it has accepted (within the shutdown grace), then both ends close; returns
+    /// once every connection task has ended. Later [`LocalAccess::connect`]s get closed
+    /// connections.
+    pub(crate) async fn shutdown(&self) {
+        let mut connections = {
+            let mut state = self.state();
+            // Under the lock, so no connection is spawned after the set is taken.
+            state.dispatcher = None;
+            self.shared.stop_tx.send_replace(true);
+            std::mem::take(&mut state.connections)
+        };
+        info!(connections = connections.len(), "in-process connections draining");
+        while connections.join_next().await.is_some() {}
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A poisoned lock only means a panic elsewhere while holding it; the state is a set
+        // and an option, each left whole by every critical section.
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

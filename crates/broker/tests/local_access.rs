@@ -1,0 +1,247 @@
+//! A broker's in-process access (the proxy's local mode) against a real broker and name
+//! server on loopback: sends and pulls over an in-process connection reach the same processors
+//! and store as TCP clients, the client tables list the connection under the caller's address,
+//! the broker calls the in-process client back, and shutdown closes the connections.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferromq_broker::{BrokerError, LocalAccess};
+use ferromq_namesrv::NamesrvConfig;
+use ferromq_protocol::body::{HeartbeatData, JsonBody, ProducerConnection, ProducerData};
+use ferromq_protocol::header::{
+    GetConsumerRunningInfoRequestHeader, GetMaxOffsetRequestHeader, GetProducerConnectionListRequestHeader,
+    OffsetResponseHeader, PullMessageResponseHeader, SendMessageResponseHeader,
+};
+use ferromq_protocol::message::StoredMessage;
+use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use ferromq_remoting::{ClientConfig, Connection, Dispatcher, RemotingClient, RemotingError};
+use ferromq_testkit::{consumer_heartbeat, pull_request, send_request, test_settings};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+const T: Duration = Duration::from_secs(10);
+
+/// The address the in-process client claims; nothing listens there.
+fn client_addr() -> SocketAddr {
+    "192.0.2.10:50123".parse().unwrap()
+}
+
+/// A name server and a broker started with `run_with_local_access`, and the broker's handle.
+struct Running {
+    access: LocalAccess,
+    /// The broker's TCP address, for requests from a remote client.
+    tcp_addr: String,
+    stop: oneshot::Sender<()>,
+    broker: JoinHandle<Result<(), BrokerError>>,
+    ns_stop: oneshot::Sender<()>,
+    ns: JoinHandle<()>,
+    _dir: tempfile::TempDir,
+}
+
+impl Running {
+    async fn start() -> Running {
+        let dir = tempfile::tempdir().unwrap();
+        let ns_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let ns_addr = ns_listener.local_addr().unwrap().to_string();
+        let ns_config = NamesrvConfig {
+            kv_config_path: dir.path().join("kv.json"),
+            config_store_path: dir.path().join("namesrv.properties"),
+            ..NamesrvConfig::default()
+        };
+        let (ns_stop, ns_stopped) = oneshot::channel::<()>();
+        let ns = tokio::spawn(async move {
+            ferromq_namesrv::run(ns_config, ns_listener, async {
+                let _ = ns_stopped.await;
+            })
+            .await
+            .unwrap();
+        });
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let tcp_addr = listener.local_addr().unwrap().to_string();
+        let settings = test_settings(dir.path(), &ns_addr);
+        let (stop, stopped) = oneshot::channel::<()>();
+        let (ready, access) = oneshot::channel();
+        let broker = tokio::spawn(ferromq_broker::run_with_local_access(
+            settings,
+            listener,
+            async {
+                let _ = stopped.await;
+            },
+            ready,
+        ));
+        let access = tokio::time::timeout(T, access).await.expect("broker ready in time").expect("broker starts");
+        Running { access, tcp_addr, stop, broker, ns_stop, ns, _dir: dir }
+    }
+
+    /// Stops the broker (waiting for `run` to return Ok) and the name server; returns the
+    /// handle, which outlives the broker.
+    async fn stop(self) -> LocalAccess {
+        let _ = self.stop.send(());
+        tokio::time::timeout(Duration::from_secs(30), self.broker)
+            .await
+            .expect("broker stops in time")
+            .unwrap()
+            .expect("broker stops cleanly");
+        let _ = self.ns_stop.send(());
+        tokio::time::timeout(T, self.ns).await.expect("name server stops").unwrap();
+        self.access
+    }
+}
+
+async fn invoke(conn: &Connection, request: RemotingCommand) -> RemotingCommand {
+    conn.invoke(request, T).await.unwrap()
+}
+
+/// Pulls queue `queue_id` of `topic` over `conn` from offset 0 until `count` messages come back
+/// (dispatch to the consume queue runs behind the send's answer).
+async fn pull_over(conn: &Connection, topic: &str, queue_id: i32, count: usize) -> Vec<StoredMessage> {
+    let deadline = Instant::now() + T;
+    let mut out = Vec::new();
+    let mut next = 0;
+    while out.len() < count {
+        assert!(Instant::now() < deadline, "{count} messages pulled in time, got {}", out.len());
+        let r = invoke(conn, pull_request(topic, queue_id, next, "*", 500)).await;
+        if r.code == response_code::SUCCESS {
+            out.extend(StoredMessage::decode_all(&r.body).unwrap());
+            next = r.decode_header::<PullMessageResponseHeader>().unwrap().next_begin_offset;
+        }
+    }
+    out
+}
+
+fn producer_list(group: &str) -> RemotingCommand {
+    RemotingCommand::request(request_code::GET_PRODUCER_CONNECTION_LIST)
+        .with_header(&GetProducerConnectionListRequestHeader { producer_group: group.into() })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_in_process_connection_sends_and_pulls_through_the_brokers_own_processors() {
+    let running = Running::start().await;
+    let access = running.access.clone();
+    assert_eq!(access.broker_addr(), running.tcp_addr, "brokerIP1:listenPort of the bound listener");
+    assert_eq!(access.broker_name(), "broker-a");
+    assert_eq!(access.cluster_name(), "DefaultCluster");
+    let conn = access.connect(Arc::new(Dispatcher::new()), client_addr());
+    assert_eq!(conn.remote_addr().to_string(), access.broker_addr());
+
+    let topic = "LocalAccessTopic";
+    for i in 0..3 {
+        let r = invoke(&conn, send_request(topic, 0, format!("m{i}").as_bytes(), &[("TAGS", "t")])).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        assert_eq!(r.decode_header::<SendMessageResponseHeader>().unwrap().queue_offset, i);
+    }
+    let pulled = pull_over(&conn, topic, 0, 3).await;
+    let bodies: Vec<_> = pulled.iter().map(|m| String::from_utf8(m.body.to_vec()).unwrap()).collect();
+    assert_eq!(bodies, ["m0", "m1", "m2"]);
+    assert!(pulled.iter().all(|m| m.born_host == client_addr()), "the send processor saw the in-process client");
+
+    // A remote client sees the same store.
+    let tcp = RemotingClient::new(ClientConfig::default());
+    let max = tcp
+        .invoke(
+            &running.tcp_addr,
+            RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&GetMaxOffsetRequestHeader {
+                topic: topic.into(),
+                queue_id: 0,
+                committed: None,
+                broker_name: None,
+            }),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(max.code, response_code::SUCCESS, "{:?}", max.remark);
+    assert_eq!(max.decode_header::<OffsetResponseHeader>().unwrap().offset, 3);
+    tcp.shutdown().await;
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_in_process_producer_is_listed_under_its_client_addr_until_it_disconnects() {
+    let running = Running::start().await;
+    let conn = running.access.connect(Arc::new(Dispatcher::new()), client_addr());
+    let heartbeat = HeartbeatData {
+        client_id: "192.0.2.10@local-proxy".into(),
+        producer_data_set: vec![ProducerData { group_name: "local-pg".into() }],
+        ..Default::default()
+    };
+    let r = invoke(&conn, RemotingCommand::request(request_code::HEART_BEAT).with_body(heartbeat.encode())).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+
+    let admin = RemotingClient::new(ClientConfig::default());
+    let r = admin.invoke(&running.tcp_addr, producer_list("local-pg"), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let listed = ProducerConnection::decode(&r.body).unwrap().connection_set;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].client_addr, client_addr().to_string());
+    assert_eq!(listed[0].client_id, "192.0.2.10@local-proxy");
+
+    // Closing the in-process connection runs the broker's close hooks, as a TCP close does.
+    conn.close();
+    let deadline = Instant::now() + T;
+    loop {
+        let r = admin.invoke(&running.tcp_addr, producer_list("local-pg"), T).await.unwrap();
+        if r.code == response_code::SYSTEM_ERROR {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the producer is forgotten after its connection closes");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    admin.shutdown().await;
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_broker_calls_an_in_process_consumer_back_on_its_connection() {
+    let running = Running::start().await;
+    let mut client_side = Dispatcher::new();
+    client_side.register_sync(request_code::GET_CONSUMER_RUNNING_INFO, |conn, req| {
+        let body = format!("running, asked by {}", conn.remote_addr());
+        Some(RemotingCommand::response_to(req, response_code::SUCCESS, None).with_body(body.into_bytes()))
+    });
+    let conn = running.access.connect(Arc::new(client_side), client_addr());
+    let heartbeat = consumer_heartbeat("192.0.2.10@local-proxy", "local-cg", &["LocalAccessTopic"]);
+    let r = invoke(&conn, RemotingCommand::request(request_code::HEART_BEAT).with_body(heartbeat.encode())).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+
+    // An admin over TCP asks the broker, which forwards to the consumer's connection.
+    let admin = RemotingClient::new(ClientConfig::default());
+    let ask = RemotingCommand::request(request_code::GET_CONSUMER_RUNNING_INFO).with_header(
+        &GetConsumerRunningInfoRequestHeader {
+            consumer_group: "local-cg".into(),
+            client_id: "192.0.2.10@local-proxy".into(),
+            jstack_enable: None,
+        },
+    );
+    let r = admin.invoke(&running.tcp_addr, ask, T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    assert_eq!(String::from_utf8_lossy(&r.body), format!("running, asked by {}", running.access.broker_addr()));
+    admin.shutdown().await;
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_shutdown_closes_in_process_connections_and_later_ones_are_born_closed() {
+    let running = Running::start().await;
+    let (closes_tx, mut closes) = mpsc::unbounded_channel();
+    let mut client_side = Dispatcher::new();
+    client_side.on_close(move |c| {
+        let _ = closes_tx.send(c.remote_addr());
+    });
+    let conn = running.access.connect(Arc::new(client_side), client_addr());
+    let r = invoke(&conn, send_request("LocalAccessTopic", 0, b"before stop", &[])).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+
+    let access = running.stop().await;
+    assert!(conn.is_closed(), "the broker's shutdown closed the in-process connection");
+    let closed = tokio::time::timeout(T, closes.recv()).await.expect("client handler told of the close").unwrap();
+    assert_eq!(closed.to_string(), access.broker_addr());
+
+    let late = access.connect(Arc::new(Dispatcher::new()), client_addr());
+    assert!(late.is_closed());
+    let err = late.invoke(send_request("LocalAccessTopic", 0, b"after stop", &[]), T).await.unwrap_err();
+    assert!(matches!(err, RemotingError::ConnectionClosed { .. }), "{err}");
+}

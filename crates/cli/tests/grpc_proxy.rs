@@ -1,0 +1,442 @@
+//! The gRPC proxy of `ferromq standalone`, driven by a tonic client speaking
+//! `apache.rocketmq.v2.MessagingService` as the 5.x SDKs do: every RPC, and the bad requests
+//! with the status codes of grpc-proxy.md §7, the proxy serving on after each.
+
+use std::process::Command;
+use std::time::Duration;
+
+use ferromq_proxy::pb::messaging_service_client::MessagingServiceClient;
+use ferromq_proxy::pb::{self, telemetry_command::Command as Tc, ClientType, Code};
+use ferromq_testkit::{start_standalone, Standalone};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::StreamExt;
+use tonic::transport::Channel;
+
+const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
+
+type Client = MessagingServiceClient<Channel>;
+
+/// Runs an admin command, retrying while the broker has not registered yet.
+fn admin(server: &Standalone, args: &[&str]) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = Command::new(BIN).arg("admin").args(args).args(["-n", &server.namesrv]).output().expect("admin runs");
+        if out.status.success() {
+            return;
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(std::time::Instant::now() < deadline && err.contains("no master"), "admin {args:?}: {err}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn create_topic(server: &Standalone, topic: &str, message_type: &str) {
+    let attr = format!("+message.type={message_type}");
+    admin(server, &["updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "4", "-w", "4", "-a", &attr]);
+}
+
+async fn connect(server: &Standalone) -> Client {
+    let url = format!("http://{}", server.grpc);
+    for _ in 0..200 {
+        if let Ok(c) = Channel::from_shared(url.clone()).unwrap().connect().await {
+            return MessagingServiceClient::new(c);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("gRPC port {} never accepted", server.grpc);
+}
+
+fn req<T>(client_id: &str, body: T) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(body);
+    r.metadata_mut().insert("x-mq-client-id", client_id.parse().unwrap());
+    r.metadata_mut().insert("x-mq-language", "RUST".parse().unwrap());
+    r.metadata_mut().insert("x-mq-client-version", "5.0.0".parse().unwrap());
+    r.set_timeout(Duration::from_secs(30));
+    r
+}
+
+fn res(name: &str) -> Option<pb::Resource> {
+    Some(pb::Resource { resource_namespace: String::new(), name: name.to_owned() })
+}
+
+fn code(s: &Option<pb::Status>) -> Code {
+    Code::try_from(s.as_ref().expect("a status").code).unwrap()
+}
+
+fn endpoints(server: &Standalone) -> pb::Endpoints {
+    let (host, port) = server.grpc.rsplit_once(':').unwrap();
+    pb::Endpoints {
+        scheme: pb::AddressScheme::IPv4 as i32,
+        addresses: vec![pb::Address { host: host.to_owned(), port: port.parse().unwrap() }],
+    }
+}
+
+/// Opens Telemetry with `settings` and returns the server's Settings and the stream halves.
+async fn telemetry(
+    client: &mut Client,
+    client_id: &str,
+    settings: pb::Settings,
+) -> (pb::Settings, mpsc::Sender<pb::TelemetryCommand>, tonic::Streaming<pb::TelemetryCommand>) {
+    let (tx, rx) = mpsc::channel(8);
+    tx.send(pb::TelemetryCommand { status: None, command: Some(Tc::Settings(settings)) }).await.unwrap();
+    let mut r = tonic::Request::new(ReceiverStream::new(rx));
+    r.metadata_mut().insert("x-mq-client-id", client_id.parse().unwrap());
+    let mut inbound = client.telemetry(r).await.expect("telemetry opens").into_inner();
+    let first = tokio::time::timeout(Duration::from_secs(20), inbound.next()).await.expect("settings in time");
+    let cmd = first.expect("an answer").expect("not an error");
+    assert_eq!(code(&cmd.status), Code::Ok);
+    let Some(Tc::Settings(s)) = cmd.command else { panic!("expected settings, got {cmd:?}") };
+    (s, tx, inbound)
+}
+
+fn producer_settings(topics: &[&str]) -> pb::Settings {
+    pb::Settings {
+        client_type: Some(ClientType::Producer as i32),
+        request_timeout: Some(prost_types::Duration { seconds: 3, nanos: 0 }),
+        pub_sub: Some(pb::settings::PubSub::Publishing(pb::Publishing {
+            topics: topics.iter().map(|t| res(t).unwrap()).collect(),
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+}
+
+fn consumer_settings(kind: ClientType, group: &str, topic: &str) -> pb::Settings {
+    pb::Settings {
+        client_type: Some(kind as i32),
+        pub_sub: Some(pb::settings::PubSub::Subscription(pb::Subscription {
+            group: res(group),
+            subscriptions: vec![pb::SubscriptionEntry {
+                topic: res(topic),
+                expression: Some(pb::FilterExpression { r#type: pb::FilterType::Tag as i32, expression: "*".into() }),
+            }],
+            ..Default::default()
+        })),
+        ..Default::default()
+    }
+}
+
+fn message(topic: &str, id: &str, body: &[u8]) -> pb::Message {
+    pb::Message {
+        topic: res(topic),
+        user_properties: [("color".to_owned(), "red".to_owned())].into(),
+        system_properties: Some(pb::SystemProperties {
+            tag: Some("TagA".into()),
+            keys: vec!["k1".into()],
+            message_id: id.to_owned(),
+            body_encoding: pb::Encoding::Identity as i32,
+            message_type: pb::MessageType::Normal as i32,
+            born_timestamp: Some(prost_types::Timestamp { seconds: 1, nanos: 0 }),
+            born_host: "10.1.2.3".into(),
+            ..Default::default()
+        }),
+        body: body.to_vec(),
+    }
+}
+
+async fn receive(
+    client: &mut Client,
+    client_id: &str,
+    group: &str,
+    topic: &str,
+    invisible_s: i64,
+) -> (Vec<pb::Message>, Vec<Code>) {
+    let r = pb::ReceiveMessageRequest {
+        group: res(group),
+        message_queue: Some(pb::MessageQueue { topic: res(topic), id: -1, ..Default::default() }),
+        filter_expression: Some(pb::FilterExpression { r#type: pb::FilterType::Tag as i32, expression: "*".into() }),
+        batch_size: 16,
+        invisible_duration: Some(prost_types::Duration { seconds: invisible_s, nanos: 0 }),
+        auto_renew: false,
+        long_polling_timeout: Some(prost_types::Duration { seconds: 5, nanos: 0 }),
+        attempt_id: None,
+    };
+    let mut stream = client.receive_message(req(client_id, r)).await.expect("receive").into_inner();
+    let (mut msgs, mut codes) = (Vec::new(), Vec::new());
+    while let Some(frame) = stream.next().await {
+        match frame.expect("frame").content.expect("content") {
+            pb::receive_message_response::Content::Status(s) => codes.push(Code::try_from(s.code).unwrap()),
+            pb::receive_message_response::Content::Message(m) => msgs.push(m),
+            pb::receive_message_response::Content::DeliveryTimestamp(_) => codes.push(Code::Unspecified),
+        }
+    }
+    (msgs, codes)
+}
+
+/// Receives until `want` messages arrived (sends are answered before dispatch).
+async fn receive_n(client: &mut Client, client_id: &str, group: &str, topic: &str, want: usize) -> Vec<pb::Message> {
+    let mut all = Vec::new();
+    for _ in 0..10 {
+        let (msgs, _) = receive(client, client_id, group, topic, 15).await;
+        all.extend(msgs);
+        if all.len() >= want {
+            return all;
+        }
+    }
+    panic!("received {} of {want} messages", all.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn route_send_receive_ack_and_change_invisible() {
+    let server = start_standalone(BIN);
+    create_topic(&server, "GrpcNormal", "NORMAL");
+    let mut c = connect(&server).await;
+
+    // QueryRoute: 4 READ_WRITE queues of the one broker, at the address the client used.
+    let route = c
+        .query_route(req("p1", pb::QueryRouteRequest { topic: res("GrpcNormal"), endpoints: Some(endpoints(&server)) }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&route.status), Code::Ok, "{route:?}");
+    assert_eq!(route.message_queues.len(), 4);
+    let q = &route.message_queues[0];
+    assert_eq!(q.permission, pb::Permission::ReadWrite as i32);
+    assert_eq!(q.accept_message_types, vec![pb::MessageType::Normal as i32]);
+    assert_eq!(q.broker.as_ref().unwrap().endpoints.as_ref().unwrap(), &endpoints(&server));
+
+    // Producer settings: the server's retry policy and limits.
+    let (s, _ptx, _pin) = telemetry(&mut c, "p1", producer_settings(&["GrpcNormal"])).await;
+    assert_eq!(s.backoff_policy.as_ref().unwrap().max_attempts, 3);
+    let Some(pb::settings::PubSub::Publishing(p)) = s.pub_sub else { panic!("publishing") };
+    assert_eq!(p.max_body_size, 4 * 1024 * 1024);
+    assert!(p.validate_message_type);
+    let hb =
+        c.heartbeat(req("p1", pb::HeartbeatRequest { group: None, client_type: ClientType::Producer as i32 })).await;
+    assert_eq!(code(&hb.unwrap().into_inner().status), Code::Ok);
+
+    // Send three, in one request and two more.
+    let sent = c
+        .send_message(req("p1", pb::SendMessageRequest { messages: vec![message("GrpcNormal", "ID-1", b"one")] }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&sent.status), Code::Ok, "{sent:?}");
+    assert_eq!(sent.entries[0].message_id, "ID-1");
+    let batch = c
+        .send_message(req(
+            "p1",
+            pb::SendMessageRequest {
+                messages: vec![message("GrpcNormal", "ID-2", b"two"), message("GrpcNormal", "ID-3", b"three")],
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&batch.status), Code::Ok, "{batch:?}");
+    assert_eq!(batch.entries.len(), 2);
+
+    // A simple consumer: settings, assignment, receive, ack.
+    let (s, _ctx, _cin) =
+        telemetry(&mut c, "c1", consumer_settings(ClientType::SimpleConsumer, "GrpcG1", "GrpcNormal")).await;
+    assert_eq!(s.backoff_policy.as_ref().unwrap().max_attempts, 17);
+    let a = c
+        .query_assignment(req(
+            "c1",
+            pb::QueryAssignmentRequest {
+                topic: res("GrpcNormal"),
+                group: res("GrpcG1"),
+                endpoints: Some(endpoints(&server)),
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&a.status), Code::Ok);
+    assert_eq!(a.assignments.len(), 1);
+    assert_eq!(a.assignments[0].message_queue.as_ref().unwrap().id, -1);
+
+    let msgs = receive_n(&mut c, "c1", "GrpcG1", "GrpcNormal", 3).await;
+    let mut bodies: Vec<&[u8]> = msgs.iter().map(|m| m.body.as_slice()).collect();
+    bodies.sort();
+    assert_eq!(bodies, vec![&b"one"[..], b"three", b"two"]);
+    let m = msgs.iter().find(|m| m.body == b"one").unwrap();
+    let sys = m.system_properties.as_ref().unwrap();
+    assert_eq!(sys.tag.as_deref(), Some("TagA"));
+    assert_eq!(sys.keys, vec!["k1".to_owned()]);
+    assert_eq!(sys.message_id, "ID-1");
+    assert_eq!(sys.born_host, "10.1.2.3");
+    assert_eq!(sys.delivery_attempt, Some(1));
+    assert_eq!(m.user_properties.get("color").map(String::as_str), Some("red"));
+    assert_eq!(sys.body_digest.as_ref().unwrap().checksum, "F97C5D29941BFB1B2FDAB0874906AB82");
+
+    // Ack one; change another's invisibility to 1 s: it comes back with attempt 2.
+    let ack = c
+        .ack_message(req(
+            "c1",
+            pb::AckMessageRequest {
+                group: res("GrpcG1"),
+                topic: res("GrpcNormal"),
+                entries: msgs
+                    .iter()
+                    .filter(|m| m.body != b"two")
+                    .map(|m| {
+                        let s = m.system_properties.as_ref().unwrap();
+                        pb::AckMessageEntry {
+                            message_id: s.message_id.clone(),
+                            receipt_handle: s.receipt_handle.clone().unwrap(),
+                            lite_topic: None,
+                        }
+                    })
+                    .collect(),
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&ack.status), Code::Ok, "{ack:?}");
+    let two = msgs.iter().find(|m| m.body == b"two").unwrap().system_properties.clone().unwrap();
+    let changed = c
+        .change_invisible_duration(req(
+            "c1",
+            pb::ChangeInvisibleDurationRequest {
+                group: res("GrpcG1"),
+                topic: res("GrpcNormal"),
+                receipt_handle: two.receipt_handle.clone().unwrap(),
+                invisible_duration: Some(prost_types::Duration { seconds: 1, nanos: 0 }),
+                message_id: two.message_id.clone(),
+                lite_topic: None,
+                suspend: None,
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&changed.status), Code::Ok, "{changed:?}");
+    assert_ne!(changed.receipt_handle, two.receipt_handle.clone().unwrap());
+    let again = receive_n(&mut c, "c1", "GrpcG1", "GrpcNormal", 1).await;
+    assert_eq!(again[0].body, b"two");
+    assert_eq!(again[0].system_properties.as_ref().unwrap().delivery_attempt, Some(2));
+
+    // Nothing left: MESSAGE_NOT_FOUND, a status and nothing else.
+    let h = again[0].system_properties.as_ref().unwrap().receipt_handle.clone().unwrap();
+    let ack = c
+        .ack_message(req(
+            "c1",
+            pb::AckMessageRequest {
+                group: res("GrpcG1"),
+                topic: res("GrpcNormal"),
+                entries: vec![pb::AckMessageEntry { message_id: "ID-2".into(), receipt_handle: h, lite_topic: None }],
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&ack.status), Code::Ok);
+    let (none, codes) = receive(&mut c, "c1", "GrpcG1", "GrpcNormal", 15).await;
+    assert!(none.is_empty());
+    assert_eq!(codes, vec![Code::MessageNotFound]);
+
+    // Termination: the client is forgotten, a heartbeat now is refused.
+    let t = c.notify_client_termination(req("c1", pb::NotifyClientTerminationRequest { group: res("GrpcG1") })).await;
+    assert_eq!(code(&t.unwrap().into_inner().status), Code::Ok);
+    let hb = c
+        .heartbeat(req(
+            "c1",
+            pb::HeartbeatRequest { group: res("GrpcG1"), client_type: ClientType::SimpleConsumer as i32 },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&hb.status), Code::UnrecognizedClientType);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_the_codes_of_the_fact_sheet() {
+    let server = start_standalone(BIN);
+    create_topic(&server, "GrpcBad", "NORMAL");
+    let mut c = connect(&server).await;
+    // No client id.
+    let r = c.query_route(tonic::Request::new(pb::QueryRouteRequest { topic: res("GrpcBad"), endpoints: None })).await;
+    assert_eq!(code(&r.unwrap().into_inner().status), Code::ClientIdRequired);
+    // Unknown topic, bad topic name, system topic.
+    for (topic, want) in
+        [("NoSuchTopic", Code::TopicNotFound), ("bad topic", Code::IllegalTopic), ("TBW102", Code::IllegalTopic)]
+    {
+        let r = c.query_route(req("b1", pb::QueryRouteRequest { topic: res(topic), endpoints: None })).await;
+        assert_eq!(code(&r.unwrap().into_inner().status), want, "{topic}");
+    }
+    let send = |messages: Vec<pb::Message>| pb::SendMessageRequest { messages };
+    // A FIFO message on a NORMAL topic.
+    let mut fifo = message("GrpcBad", "F1", b"x");
+    fifo.system_properties.as_mut().unwrap().message_group = Some("g".into());
+    let r = c.send_message(req("b1", send(vec![fifo]))).await.unwrap().into_inner();
+    assert_eq!(code(&r.status), Code::MessagePropertyConflictWithType, "{r:?}");
+    // Too large, empty, no messages, mixed topics, reserved property.
+    let r = c.send_message(req("b1", send(vec![message("GrpcBad", "B", &vec![0; 4 * 1024 * 1024 + 1])]))).await;
+    assert_eq!(code(&r.unwrap().into_inner().status), Code::MessageBodyTooLarge);
+    let r = c.send_message(req("b1", send(vec![message("GrpcBad", "E", b"")]))).await;
+    assert_eq!(code(&r.unwrap().into_inner().status), Code::MessageBodyEmpty);
+    let r = c.send_message(req("b1", send(vec![]))).await;
+    assert_eq!(code(&r.unwrap().into_inner().status), Code::MessageCorrupted);
+    let r = c.send_message(req("b1", send(vec![message("GrpcBad", "M1", b"x"), message("Other", "M2", b"y")]))).await;
+    assert_eq!(code(&r.unwrap().into_inner().status), Code::MessageCorrupted);
+    let mut reserved = message("GrpcBad", "R", b"x");
+    reserved.user_properties.insert("UNIQ_KEY".into(), "x".into());
+    let r = c.send_message(req("b1", send(vec![reserved]))).await;
+    assert_eq!(code(&r.unwrap().into_inner().status), Code::IllegalMessagePropertyKey);
+    // Receive without settings; with a too short invisible time.
+    let (_, codes) = receive(&mut c, "b1", "GrpcBadG", "GrpcBad", 15).await;
+    assert_eq!(codes, vec![Code::UnrecognizedClientType]);
+    let _keep = telemetry(&mut c, "b2", consumer_settings(ClientType::SimpleConsumer, "GrpcBadG", "GrpcBad")).await;
+    let (_, codes) = receive(&mut c, "b2", "GrpcBadG", "GrpcBad", 1).await;
+    assert_eq!(codes, vec![Code::IllegalInvisibleTime]);
+    // Malformed and expired receipt handles.
+    for handle in ["garbage", "0 1 2 3 0 broker-a 0 0 0"] {
+        let r = c
+            .ack_message(req(
+                "b2",
+                pb::AckMessageRequest {
+                    group: res("GrpcBadG"),
+                    topic: res("GrpcBad"),
+                    entries: vec![pb::AckMessageEntry {
+                        message_id: "x".into(),
+                        receipt_handle: handle.into(),
+                        lite_topic: None,
+                    }],
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(code(&r.status), Code::InvalidReceiptHandle, "{handle}");
+        let r = c
+            .forward_message_to_dead_letter_queue(req(
+                "b2",
+                pb::ForwardMessageToDeadLetterQueueRequest {
+                    group: res("GrpcBadG"),
+                    topic: res("GrpcBad"),
+                    receipt_handle: handle.into(),
+                    message_id: "x".into(),
+                    ..Default::default()
+                },
+            ))
+            .await;
+        assert_eq!(code(&r.unwrap().into_inner().status), Code::InvalidReceiptHandle);
+    }
+    // Unknown transaction, blank transaction id.
+    let end = |tid: &str| pb::EndTransactionRequest {
+        topic: res("GrpcBad"),
+        message_id: "m".into(),
+        transaction_id: tid.into(),
+        resolution: pb::TransactionResolution::Commit as i32,
+        source: pb::TransactionSource::SourceClient as i32,
+        trace_context: String::new(),
+    };
+    let r = c.end_transaction(req("b1", end(""))).await;
+    assert_eq!(code(&r.unwrap().into_inner().status), Code::InvalidTransactionId);
+    let r = c.end_transaction(req("b1", end("nope"))).await;
+    assert_eq!(code(&r.unwrap().into_inner().status), Code::InternalServerError);
+    // Settings with neither publishing nor subscription end the stream INVALID_ARGUMENT.
+    let (tx, rx) = mpsc::channel(1);
+    tx.send(pb::TelemetryCommand { status: None, command: Some(Tc::Settings(pb::Settings::default())) }).await.unwrap();
+    let mut r = tonic::Request::new(ReceiverStream::new(rx));
+    r.metadata_mut().insert("x-mq-client-id", "b3".parse().unwrap());
+    let mut inbound = c.telemetry(r).await.unwrap().into_inner();
+    let e = inbound.next().await.unwrap().unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    // The proxy still serves.
+    let r = c.query_route(req("b1", pb::QueryRouteRequest { topic: res("GrpcBad"), endpoints: None })).await;
+    assert_eq!(code(&r.unwrap().into_inner().status), Code::Ok);
+}

@@ -1,0 +1,244 @@
+//! The gRPC clients the proxy knows (Java: `GrpcClientSettingsManager`, `GrpcChannelManager`):
+//! each client id's Settings, what it registered, when it was last heard from, and its
+//! Telemetry stream, through which the proxy sends it commands.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::pb::{self, ClientType};
+
+/// The most clients remembered at once; a new client beyond it is refused (TOO_MANY_REQUESTS).
+pub const CLIENTS_MAX: usize = 100_000;
+
+/// Commands waiting for a client's answer, per client.
+pub const PENDING_COMMANDS_MAX: usize = 64;
+
+/// Frames queued on one Telemetry stream before a send fails (the client is not reading).
+pub const TELEMETRY_QUEUE: usize = 64;
+
+/// The sender side of a client's Telemetry stream.
+pub type TelemetrySender = mpsc::Sender<Result<pb::TelemetryCommand, tonic::Status>>;
+
+/// One client.
+#[derive(Debug)]
+pub struct ClientRecord {
+    /// Its kind, from Settings.
+    pub client_type: ClientType,
+    /// The merged Settings the proxy answered with.
+    pub settings: pb::Settings,
+    /// Producers: the topics it publishes to (each is a producer group).
+    pub topics: Vec<String>,
+    /// Consumers: its group.
+    pub group: Option<String>,
+    /// Consumers: topic and filter of each subscription.
+    pub subscriptions: Vec<(String, pb::FilterExpression)>,
+    /// `x-mq-language`.
+    pub language: String,
+    /// `x-mq-client-version`.
+    pub version: String,
+    /// Where it connects from.
+    pub peer: Option<SocketAddr>,
+    /// When it was last heard from.
+    pub last_seen: Instant,
+    telemetry: Option<(u64, TelemetrySender)>,
+    pending: HashMap<String, oneshot::Sender<pb::TelemetryCommand>>,
+}
+
+impl ClientRecord {
+    /// A record from the client's first Settings.
+    pub fn new(
+        client_type: ClientType,
+        settings: pb::Settings,
+        language: &str,
+        version: &str,
+        peer: Option<SocketAddr>,
+    ) -> Self {
+        let (mut topics, mut group, mut subscriptions) = (Vec::new(), None, Vec::new());
+        match &settings.pub_sub {
+            Some(pb::settings::PubSub::Publishing(p)) => topics = p.topics.iter().map(|t| t.name.clone()).collect(),
+            Some(pb::settings::PubSub::Subscription(s)) => {
+                group = s.group.as_ref().map(|g| g.name.clone());
+                subscriptions = s
+                    .subscriptions
+                    .iter()
+                    .filter_map(|e| Some((e.topic.as_ref()?.name.clone(), e.expression.clone().unwrap_or_default())))
+                    .collect();
+            }
+            None => {}
+        }
+        ClientRecord {
+            client_type,
+            settings,
+            topics,
+            group,
+            subscriptions,
+            language: language.to_owned(),
+            version: version.to_owned(),
+            peer,
+            last_seen: Instant::now(),
+            telemetry: None,
+            pending: HashMap::new(),
+        }
+    }
+
+    /// Whether the client is a consumer.
+    pub fn is_consumer(&self) -> bool {
+        matches!(self.client_type, ClientType::PushConsumer | ClientType::SimpleConsumer)
+    }
+}
+
+/// The registry is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooManyClients;
+
+/// What became of a client that was dropped.
+#[derive(Debug)]
+pub struct Departed {
+    /// Its id.
+    pub client_id: String,
+    /// Its record.
+    pub record: ClientRecord,
+}
+
+/// Every client, by client id.
+#[derive(Debug, Default)]
+pub struct ClientRegistry {
+    clients: Mutex<HashMap<String, ClientRecord>>,
+    stream_ids: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl ClientRegistry {
+    /// Stores (or replaces, keeping its Telemetry stream) a client's record.
+    ///
+    /// # Errors
+    /// [`TooManyClients`] when [`CLIENTS_MAX`] clients are known already.
+    pub fn upsert(&self, client_id: &str, mut record: ClientRecord) -> Result<(), TooManyClients> {
+        let mut map = lock(&self.clients);
+        if let Some(old) = map.get_mut(client_id) {
+            record.telemetry = old.telemetry.take();
+            record.pending = std::mem::take(&mut old.pending);
+            *old = record;
+            return Ok(());
+        }
+        if map.len() >= CLIENTS_MAX {
+            return Err(TooManyClients);
+        }
+        map.insert(client_id.to_owned(), record);
+        Ok(())
+    }
+
+    /// Runs `f` on the client's record, refreshing its last-seen time.
+    pub fn touch<R>(&self, client_id: &str, f: impl FnOnce(&ClientRecord) -> R) -> Option<R> {
+        let mut map = lock(&self.clients);
+        let r = map.get_mut(client_id)?;
+        r.last_seen = Instant::now();
+        Some(f(r))
+    }
+
+    /// Runs `f` on the client's record.
+    pub fn with<R>(&self, client_id: &str, f: impl FnOnce(&ClientRecord) -> R) -> Option<R> {
+        lock(&self.clients).get(client_id).map(f)
+    }
+
+    /// Attaches a Telemetry stream; returns its id, used to detach only that stream.
+    pub fn attach_telemetry(&self, client_id: &str, tx: TelemetrySender) -> Option<u64> {
+        let id = self.stream_ids.fetch_add(1, Ordering::Relaxed);
+        let mut map = lock(&self.clients);
+        let r = map.get_mut(client_id)?;
+        r.telemetry = Some((id, tx));
+        r.last_seen = Instant::now();
+        Some(id)
+    }
+
+    /// The stream `stream_id` ended.
+    pub fn detach_telemetry(&self, client_id: &str, stream_id: u64) {
+        if let Some(r) = lock(&self.clients).get_mut(client_id) {
+            if r.telemetry.as_ref().is_some_and(|(id, _)| *id == stream_id) {
+                r.telemetry = None;
+                r.pending.clear();
+            }
+        }
+    }
+
+    /// Removes a client.
+    pub fn remove(&self, client_id: &str) -> Option<Departed> {
+        lock(&self.clients).remove(client_id).map(|record| Departed { client_id: client_id.to_owned(), record })
+    }
+
+    /// Removes the clients not heard from for `idle`.
+    pub fn expire(&self, idle: Duration) -> Vec<Departed> {
+        let mut map = lock(&self.clients);
+        let gone: Vec<String> =
+            map.iter().filter(|(_, r)| r.last_seen.elapsed() > idle).map(|(k, _)| k.clone()).collect();
+        gone.into_iter().filter_map(|k| map.remove(&k).map(|record| Departed { client_id: k, record })).collect()
+    }
+
+    /// A live producer of `topic` with an open Telemetry stream (for transaction checks).
+    pub fn telemetry_of_producer(&self, topic: &str) -> Option<(String, TelemetrySender)> {
+        let map = lock(&self.clients);
+        let mut live: Vec<_> = map
+            .iter()
+            .filter(|(_, r)| r.client_type == ClientType::Producer && r.topics.iter().any(|t| t == topic))
+            .filter_map(|(k, r)| r.telemetry.as_ref().map(|(_, tx)| (k.clone(), tx.clone())))
+            .filter(|(_, tx)| !tx.is_closed())
+            .collect();
+        // Spread checks over the producers without keeping state: a different one each time.
+        if live.is_empty() {
+            return None;
+        }
+        let i = (Instant::now().elapsed().subsec_nanos() as usize ^ live.len()) % live.len();
+        Some(live.swap_remove(i))
+    }
+
+    /// The Telemetry stream of `client_id`, if open.
+    pub fn telemetry_of(&self, client_id: &str) -> Option<TelemetrySender> {
+        lock(&self.clients).get(client_id).and_then(|r| r.telemetry.as_ref().map(|(_, tx)| tx.clone()))
+    }
+
+    /// The consumers of `group` with an open Telemetry stream.
+    pub fn consumers_of(&self, group: &str) -> Vec<String> {
+        lock(&self.clients)
+            .iter()
+            .filter(|(_, r)| r.is_consumer() && r.group.as_deref() == Some(group) && r.telemetry.is_some())
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Registers a wait for the client's answer to the command with `nonce`.
+    pub fn expect_answer(&self, client_id: &str, nonce: &str) -> Option<oneshot::Receiver<pb::TelemetryCommand>> {
+        let mut map = lock(&self.clients);
+        let r = map.get_mut(client_id)?;
+        r.pending.retain(|_, tx| !tx.is_closed());
+        if r.pending.len() >= PENDING_COMMANDS_MAX {
+            return None;
+        }
+        let (tx, rx) = oneshot::channel();
+        r.pending.insert(nonce.to_owned(), tx);
+        Some(rx)
+    }
+
+    /// Hands a client's answer to whoever waits for `nonce`.
+    pub fn answer(&self, client_id: &str, nonce: &str, command: pb::TelemetryCommand) -> bool {
+        let tx = lock(&self.clients).get_mut(client_id).and_then(|r| r.pending.remove(nonce));
+        tx.is_some_and(|tx| tx.send(command).is_ok())
+    }
+
+    /// How many clients are known.
+    pub fn len(&self) -> usize {
+        lock(&self.clients).len()
+    }
+
+    /// Whether no client is known.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

@@ -1,0 +1,32 @@
+//! The RocketMQ 5.x gRPC proxy: `apache.rocketmq.v2.MessagingService` served on top of brokers
+//! that speak the remoting protocol, either over the network (cluster mode, `ferromq proxy`) or
+//! in process (local mode, inside `ferromq broker` and `ferromq standalone`).
+//!
+//! Every RPC becomes remoting requests to brokers (POP for receives, SEND_MESSAGE_V2 for
+//! sends...): the brokers' processors are the one implementation of the messaging semantics,
+//! whichever protocol the client speaks.
+
+pub mod brokers;
+pub mod clients;
+pub mod config;
+pub mod consumer;
+pub mod context;
+pub mod convert;
+pub mod filter;
+pub mod listener;
+pub mod offsets;
+pub mod pb;
+pub mod producer;
+pub mod proxy;
+pub mod route;
+pub mod server;
+pub mod service;
+pub mod status;
+pub mod telemetry;
+pub mod tls;
+pub mod validate;
+
+pub use config::ProxyConfig;
+pub use proxy::Proxy;
+pub use route::Advertise;
+pub use server::{cluster_proxy, run_cluster, serve, ServeError};

@@ -1,0 +1,391 @@
+//! The proxy's shared state and the work around the RPCs: registering gRPC clients with the
+//! brokers as remoting producers and consumers (Java: `ClientActivity`, the proxy's
+//! heartbeats), the requests brokers send back (transaction checks), and client expiry.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use ferromq_protocol::body::{
+    ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, JsonBody, MessageModel, ProducerData,
+};
+use ferromq_protocol::header::{CheckTransactionStateRequestHeader, UnregisterClientRequestHeader};
+use ferromq_protocol::message::{keys, StoredMessage};
+use ferromq_protocol::{request_code, RemotingCommand};
+use ferromq_remoting::{Connection, Dispatcher, RequestHandler};
+use tracing::{debug, info, warn};
+
+use crate::brokers::{Brokers, Connector};
+use crate::clients::{ClientRegistry, Departed};
+use crate::config::ProxyConfig;
+use crate::consumer::Renewals;
+use crate::context::remoting_language;
+use crate::convert::{self, MessageLimits};
+use crate::filter::subscription_data;
+use crate::pb::{self, ClientType};
+use crate::route::Advertise;
+
+/// A half message the proxy can end: where it is stored.
+#[derive(Debug, Clone)]
+pub struct TransactionData {
+    /// Broker group holding it.
+    pub broker_name: String,
+    /// Its queue offset in the half topic (the prepared message's queue offset).
+    pub tran_state_table_offset: i64,
+    /// Its commit-log offset.
+    pub commit_log_offset: i64,
+    /// The client's message id.
+    pub message_id: String,
+    /// When the entry may be dropped.
+    pub expires: Instant,
+}
+
+/// Half messages by (producer group = topic, transaction id).
+#[derive(Debug, Default)]
+pub struct Transactions {
+    table: Mutex<HashMap<(String, String), TransactionData>>,
+}
+
+impl Transactions {
+    /// Remembers a half message; at most `max_total` entries (expired ones are dropped first).
+    pub fn insert(&self, topic: &str, transaction_id: &str, data: TransactionData, max_total: usize) -> bool {
+        let mut t = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        if t.len() >= max_total {
+            let now = Instant::now();
+            t.retain(|_, d| d.expires > now);
+            if t.len() >= max_total {
+                return false;
+            }
+        }
+        t.insert((topic.to_owned(), transaction_id.to_owned()), data);
+        true
+    }
+
+    /// Takes the data of a transaction being ended.
+    pub fn take(&self, topic: &str, transaction_id: &str) -> Option<TransactionData> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner()).remove(&(topic.to_owned(), transaction_id.to_owned()))
+    }
+
+    /// Drops expired entries.
+    pub fn expire(&self) {
+        let now = Instant::now();
+        self.table.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, d| d.expires > now);
+    }
+}
+
+/// The proxy.
+pub struct Proxy {
+    /// Settings.
+    pub config: ProxyConfig,
+    /// Broker access.
+    pub brokers: Brokers,
+    /// Known clients.
+    pub clients: ClientRegistry,
+    /// Half messages sent through this proxy or checked by brokers.
+    pub transactions: Transactions,
+    /// Auto-renewed receipt handles.
+    pub renewals: Renewals,
+    /// Where routes point clients.
+    pub advertise: Advertise,
+    /// Message limits from the config.
+    pub limits: MessageLimits,
+    /// Round-robin position for sends and receives.
+    pub round_robin: AtomicUsize,
+    /// Delay levels (`messageDelayLevel`) in ms, for `useDelayLevel` and consumer backoff.
+    pub delay_levels_ms: Vec<i64>,
+    /// Receives in flight ([`RECEIVES_IN_FLIGHT_MAX`]); beyond it TOO_MANY_REQUESTS.
+    pub receive_permits: Arc<tokio::sync::Semaphore>,
+}
+
+/// The most ReceiveMessage calls (each a parked POP on a broker) served at once.
+pub const RECEIVES_IN_FLIGHT_MAX: usize = 8192;
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy")
+            .field("advertise", &self.advertise)
+            .field("brokers", &self.brokers)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Parses `messageDelayLevel` (`1s 5s 1m 2h ...`) into ms.
+pub fn parse_delay_levels(text: &str) -> Vec<i64> {
+    text.split_whitespace()
+        .filter_map(|l| {
+            let (n, unit) = l.split_at(l.len().checked_sub(1)?);
+            let n: i64 = n.parse().ok()?;
+            Some(
+                n * match unit {
+                    "s" => 1000,
+                    "m" => 60_000,
+                    "h" => 3_600_000,
+                    "d" => 86_400_000,
+                    _ => return None,
+                },
+            )
+        })
+        .collect()
+}
+
+impl Proxy {
+    /// Builds the proxy. `connector` is made with the handler for what brokers send to the
+    /// proxy's connections (transaction checks), so it can be a remoting client or an
+    /// in-process connection to the local broker.
+    pub fn new(
+        config: ProxyConfig,
+        advertise: Advertise,
+        connector: impl FnOnce(Arc<dyn RequestHandler>) -> Arc<dyn Connector>,
+    ) -> Arc<Proxy> {
+        Arc::new_cyclic(|weak: &Weak<Proxy>| {
+            let connector = connector(Arc::new(broker_requests(weak.clone())));
+            let brokers = Brokers::new(
+                &config.namesrv_addr,
+                connector,
+                Duration::from_secs(config.topic_route_service_cache_refresh_seconds.max(1)),
+                Duration::from_millis(config.remoting_timeout_millis.max(100)),
+            );
+            let limits = MessageLimits {
+                max_body_bytes: config.max_message_size,
+                refuse_empty_body: config.enable_message_body_empty_check,
+                max_user_properties: config.user_property_max_num,
+                max_user_property_bytes: config.max_user_property_size,
+                max_message_group_bytes: config.max_message_group_size,
+                max_delay_ms: config.max_delay_time_mills,
+                max_transaction_recovery_s: config.max_transaction_recovery_second,
+            };
+            Proxy {
+                delay_levels_ms: parse_delay_levels(&config.message_delay_level),
+                renewals: Renewals::new(config.renew_max_handles),
+                config,
+                brokers,
+                clients: ClientRegistry::default(),
+                transactions: Transactions::default(),
+                advertise,
+                limits,
+                round_robin: AtomicUsize::new(0),
+                receive_permits: Arc::new(tokio::sync::Semaphore::new(RECEIVES_IN_FLIGHT_MAX)),
+            }
+        })
+    }
+
+    /// The heartbeat a client's registration sends to brokers.
+    fn heartbeat_of(&self, client_id: &str) -> Option<(HeartbeatData, Vec<String>, String)> {
+        self.clients.with(client_id, |r| {
+            let mut hb = HeartbeatData { client_id: client_id.to_owned(), ..Default::default() };
+            let topics: Vec<String>;
+            if r.client_type == ClientType::Producer {
+                hb.producer_data_set = r.topics.iter().map(|t| ProducerData { group_name: t.clone() }).collect();
+                topics = r.topics.clone();
+            } else {
+                let group = r.group.clone().unwrap_or_default();
+                hb.consumer_data_set = vec![ConsumerData {
+                    consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
+                    consume_type: if r.client_type == ClientType::PushConsumer {
+                        ConsumeType::ConsumePassively
+                    } else {
+                        ConsumeType::ConsumeActively
+                    },
+                    group_name: group,
+                    message_model: MessageModel::Clustering,
+                    subscription_data_set: r
+                        .subscriptions
+                        .iter()
+                        .filter_map(|(t, e)| subscription_data(t, e).ok())
+                        .collect(),
+                    unit_mode: false,
+                }];
+                topics = r.subscriptions.iter().map(|(t, _)| t.clone()).collect();
+            }
+            (hb, topics, r.language.clone())
+        })
+    }
+
+    /// Registers the client with every master of its topics (Java: the proxy's
+    /// `ProducerManager`/`ConsumerManager` registration). Failures are logged: the next
+    /// heartbeat tries again.
+    pub async fn register_with_brokers(&self, client_id: &str) {
+        let Some((hb, topics, language)) = self.heartbeat_of(client_id) else { return };
+        let mut addrs = Vec::new();
+        for topic in &topics {
+            match self.brokers.route(topic).await {
+                Ok(route) => addrs.extend(route.broker_datas.iter().filter_map(|b| b.master_addr().map(str::to_owned))),
+                Err(e) => debug!(client_id, topic, error = %e, "no route to register the client"),
+            }
+        }
+        addrs.sort();
+        addrs.dedup();
+        let body = hb.encode();
+        for addr in addrs {
+            let mut req = RemotingCommand::request(request_code::HEART_BEAT).with_body(body.clone());
+            req.language = remoting_language(&language);
+            if let Err(e) = self.brokers.invoke(&addr, req, None).await {
+                debug!(client_id, broker = %addr, error = %e, "heartbeat to broker failed");
+            }
+        }
+    }
+
+    /// Unregisters a departed client from the brokers it was registered with, and hands its
+    /// auto-renewed messages back soon (`invisibleTimeMillisWhenClear`).
+    pub async fn forget(&self, departed: Departed) {
+        let Departed { client_id, record } = departed;
+        let (topics, producer_groups, consumer_group): (Vec<String>, Vec<String>, Option<String>) =
+            if record.client_type == ClientType::Producer {
+                (record.topics.clone(), record.topics.clone(), None)
+            } else {
+                (record.subscriptions.iter().map(|(t, _)| t.clone()).collect(), Vec::new(), record.group.clone())
+            };
+        let mut addrs = Vec::new();
+        for topic in &topics {
+            if let Ok(route) = self.brokers.route(topic).await {
+                addrs.extend(route.broker_datas.iter().filter_map(|b| b.master_addr().map(str::to_owned)));
+            }
+        }
+        addrs.sort();
+        addrs.dedup();
+        for addr in &addrs {
+            let mut headers: Vec<UnregisterClientRequestHeader> = producer_groups
+                .iter()
+                .map(|g| UnregisterClientRequestHeader {
+                    client_id: client_id.clone(),
+                    producer_group: Some(g.clone()),
+                    consumer_group: None,
+                })
+                .collect();
+            if let Some(g) = &consumer_group {
+                headers.push(UnregisterClientRequestHeader {
+                    client_id: client_id.clone(),
+                    producer_group: None,
+                    consumer_group: Some(g.clone()),
+                });
+            }
+            for h in headers {
+                let req = RemotingCommand::request(request_code::UNREGISTER_CLIENT).with_header(&h);
+                if let Err(e) = self.brokers.invoke(addr, req, None).await {
+                    debug!(client_id, broker = %addr, error = %e, "unregister failed");
+                }
+            }
+        }
+        crate::consumer::clear_client_handles(self, &client_id).await;
+    }
+
+    /// Periodic work: idle clients, expired transaction data, auto-renewal. Runs until the
+    /// proxy is dropped.
+    pub async fn run_background(self: Arc<Self>) {
+        let weak = Arc::downgrade(&self);
+        drop(self);
+        let mut expiry = tokio::time::interval(Duration::from_secs(5));
+        let mut renew = tokio::time::interval(Duration::from_millis(
+            weak.upgrade().map_or(5000, |p| p.config.renew_schedule_period_millis.max(100)),
+        ));
+        loop {
+            tokio::select! {
+                _ = expiry.tick() => {
+                    let Some(p) = weak.upgrade() else { return };
+                    p.transactions.expire();
+                    for d in p.clients.expire(Duration::from_millis(p.config.grpc_client_idle_time_mills)) {
+                        info!(client_id = %d.client_id, "gRPC client idle for grpcClientIdleTimeMills; forgotten");
+                        p.forget(d).await;
+                    }
+                }
+                _ = renew.tick() => {
+                    let Some(p) = weak.upgrade() else { return };
+                    crate::consumer::renew_due(&p).await;
+                }
+            }
+        }
+    }
+}
+
+/// The handler for requests brokers send on the proxy's connections.
+fn broker_requests(proxy: Weak<Proxy>) -> Dispatcher {
+    let mut d = Dispatcher::new();
+    d.register(request_code::CHECK_TRANSACTION_STATE, move |conn: Connection, req: RemotingCommand| {
+        let proxy = proxy.clone();
+        async move {
+            if let Some(p) = proxy.upgrade() {
+                relay_transaction_check(&p, &conn, &req).await;
+            }
+            None
+        }
+    });
+    // Consumers of a gRPC proxy pop; they have no queues to rebalance, so a change of the
+    // group's membership needs no action (Java's proxy ignores it too).
+    d.register(request_code::NOTIFY_CONSUMER_IDS_CHANGED, |_conn, _req| async { None });
+    d
+}
+
+/// CHECK_TRANSACTION_STATE for producer group = topic: ask one live producer of that topic
+/// through its Telemetry stream (RecoverOrphanedTransactionCommand). The broker checks again
+/// later when no producer is connected.
+async fn relay_transaction_check(p: &Proxy, conn: &Connection, req: &RemotingCommand) {
+    let h: CheckTransactionStateRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => {
+            warn!(broker = %conn.remote_addr(), error = %e, "unreadable transaction check");
+            return;
+        }
+    };
+    let m = match StoredMessage::decode(&req.body) {
+        Ok((m, _)) => m,
+        Err(e) => {
+            warn!(broker = %conn.remote_addr(), error = %e, "transaction check without a readable message");
+            return;
+        }
+    };
+    let topic = m.property(keys::REAL_TOPIC).unwrap_or(&m.topic).to_owned();
+    let group = m.property(keys::PGROUP).unwrap_or(&topic).to_owned();
+    let transaction_id = h
+        .transaction_id
+        .clone()
+        .or_else(|| m.property(keys::UNIQ_KEY).map(str::to_owned))
+        .unwrap_or_else(|| m.offset_msg_id());
+    let broker_name = match h.broker_name.clone() {
+        Some(b) if !b.is_empty() => b,
+        _ => match p.brokers.broker_name_of(&conn.remote_addr().to_string()) {
+            Some(b) => b,
+            None => {
+                warn!(broker = %conn.remote_addr(), topic, "transaction check from a broker no route names");
+                return;
+            }
+        },
+    };
+    let message_id = m.property(keys::UNIQ_KEY).unwrap_or_default().to_owned();
+    let data = TransactionData {
+        broker_name,
+        tran_state_table_offset: h.tran_state_table_offset,
+        commit_log_offset: h.commit_log_offset,
+        message_id,
+        expires: Instant::now() + Duration::from_millis(p.config.transaction_data_expire_millis.max(1000) as u64 * 4),
+    };
+    if !p.transactions.insert(&group, &transaction_id, data, p.config.transaction_data_max_total) {
+        warn!(topic, "transaction table full (transactionDataMaxTotal); check dropped, the broker asks again");
+        return;
+    }
+    let Some((client_id, tx)) = p.clients.telemetry_of_producer(&group) else {
+        debug!(topic, transaction_id, "no live producer for a transaction check");
+        return;
+    };
+    let message = convert::incoming(&m, convert::Delivery { topic: topic.clone(), ..Default::default() });
+    let cmd = pb::TelemetryCommand {
+        status: None,
+        command: Some(pb::telemetry_command::Command::RecoverOrphanedTransactionCommand(
+            pb::RecoverOrphanedTransactionCommand { message: Some(message), transaction_id: transaction_id.clone() },
+        )),
+    };
+    if tx.try_send(Ok(cmd)).is_err() {
+        debug!(client_id, transaction_id, "producer's telemetry stream is full or gone; the broker asks again");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delay_levels() {
+        assert_eq!(parse_delay_levels("1s 5s 1m 2h"), vec![1000, 5000, 60_000, 7_200_000]);
+        assert_eq!(parse_delay_levels(crate::config::DEFAULT_DELAY_LEVELS).len(), 18);
+    }
+}
