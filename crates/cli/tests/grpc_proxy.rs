@@ -127,7 +127,7 @@ fn message(topic: &str, id: &str, body: &[u8]) -> pb::Message {
             message_id: id.to_owned(),
             body_encoding: pb::Encoding::Identity as i32,
             message_type: pb::MessageType::Normal as i32,
-            born_timestamp: Some(prost_types::Timestamp { seconds: 1, nanos: 0 }),
+            born_timestamp: Some(prost_types::Timestamp { seconds: now_ms() / 1000, nanos: 0 }),
             born_host: "10.1.2.3".into(),
             ..Default::default()
         }),
@@ -439,4 +439,247 @@ async fn bad_requests_get_the_codes_of_the_fact_sheet() {
     // The proxy still serves.
     let r = c.query_route(req("b1", pb::QueryRouteRequest { topic: res("GrpcBad"), endpoints: None })).await;
     assert_eq!(code(&r.unwrap().into_inner().status), Code::Ok);
+}
+
+fn end(
+    topic: &str,
+    message_id: &str,
+    tid: &str,
+    resolution: pb::TransactionResolution,
+    source: pb::TransactionSource,
+) -> pb::EndTransactionRequest {
+    pb::EndTransactionRequest {
+        topic: res(topic),
+        message_id: message_id.to_owned(),
+        transaction_id: tid.to_owned(),
+        resolution: resolution as i32,
+        source: source as i32,
+        trace_context: String::new(),
+    }
+}
+
+fn typed(topic: &str, id: &str, body: &[u8], t: pb::MessageType) -> pb::Message {
+    let mut m = message(topic, id, body);
+    m.system_properties.as_mut().unwrap().message_type = t as i32;
+    m
+}
+
+async fn send_one(c: &mut Client, client_id: &str, m: pb::Message) -> pb::SendResultEntry {
+    let r = c.send_message(req(client_id, pb::SendMessageRequest { messages: vec![m] })).await.unwrap().into_inner();
+    assert_eq!(code(&r.status), Code::Ok, "{r:?}");
+    r.entries.into_iter().next().unwrap()
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_commit_rollback_and_check_back_through_telemetry() {
+    let server =
+        ferromq_testkit::start_standalone_with_conf(BIN, "transactionCheckInterval=1000\ntransactionTimeOut=1000\n");
+    create_topic(&server, "GrpcTx", "TRANSACTION");
+    let mut c = connect(&server).await;
+    let (_s, _ptx, mut commands) = telemetry(&mut c, "tp1", producer_settings(&["GrpcTx"])).await;
+    let _consumer = telemetry(&mut c, "tc1", consumer_settings(ClientType::SimpleConsumer, "GrpcTxG", "GrpcTx")).await;
+
+    // A normal message on a TRANSACTION topic is refused.
+    let r = c.send_message(req("tp1", pb::SendMessageRequest { messages: vec![message("GrpcTx", "N", b"n")] })).await;
+    assert_eq!(code(&r.unwrap().into_inner().status), Code::MessagePropertyConflictWithType);
+
+    let commit = send_one(&mut c, "tp1", typed("GrpcTx", "TX-C", b"commit", pb::MessageType::Transaction)).await;
+    assert!(!commit.transaction_id.is_empty());
+    let rollback = send_one(&mut c, "tp1", typed("GrpcTx", "TX-R", b"rollback", pb::MessageType::Transaction)).await;
+    let r = c
+        .end_transaction(req(
+            "tp1",
+            end(
+                "GrpcTx",
+                "TX-C",
+                &commit.transaction_id,
+                pb::TransactionResolution::Commit,
+                pb::TransactionSource::SourceClient,
+            ),
+        ))
+        .await;
+    assert_eq!(code(&r.unwrap().into_inner().status), Code::Ok);
+    let r = c
+        .end_transaction(req(
+            "tp1",
+            end(
+                "GrpcTx",
+                "TX-R",
+                &rollback.transaction_id,
+                pb::TransactionResolution::Rollback,
+                pb::TransactionSource::SourceClient,
+            ),
+        ))
+        .await;
+    assert_eq!(code(&r.unwrap().into_inner().status), Code::Ok);
+
+    // Left open: the broker asks, the proxy relays RecoverOrphanedTransactionCommand.
+    send_one(&mut c, "tp1", typed("GrpcTx", "TX-O", b"orphan", pb::MessageType::Transaction)).await;
+    let (message, tid) = loop {
+        let cmd = tokio::time::timeout(Duration::from_secs(30), commands.next())
+            .await
+            .expect("a transaction check within 30 s")
+            .expect("stream open")
+            .expect("no error");
+        if let Some(Tc::RecoverOrphanedTransactionCommand(r)) = cmd.command {
+            break (r.message.unwrap(), r.transaction_id);
+        }
+    };
+    let sys = message.system_properties.as_ref().unwrap();
+    assert_eq!(sys.message_id, "TX-O");
+    assert_eq!(message.body, b"orphan");
+    assert_eq!(message.topic.as_ref().unwrap().name, "GrpcTx");
+    let r = c
+        .end_transaction(req(
+            "tp1",
+            end("GrpcTx", "TX-O", &tid, pb::TransactionResolution::Commit, pb::TransactionSource::SourceServerCheck),
+        ))
+        .await;
+    assert_eq!(code(&r.unwrap().into_inner().status), Code::Ok);
+
+    let got = receive_n(&mut c, "tc1", "GrpcTxG", "GrpcTx", 2).await;
+    let mut ids: Vec<String> = got.iter().map(|m| m.system_properties.as_ref().unwrap().message_id.clone()).collect();
+    ids.sort();
+    assert_eq!(ids, vec!["TX-C".to_owned(), "TX-O".to_owned()]);
+    assert!(got
+        .iter()
+        .all(|m| m.system_properties.as_ref().unwrap().message_type == pb::MessageType::Transaction as i32));
+    let (more, _) = receive(&mut c, "tc1", "GrpcTxG", "GrpcTx", 15).await;
+    assert!(more.is_empty(), "the rolled back message must not arrive: {more:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifo_delay_recall_offsets_and_pull() {
+    let server = ferromq_testkit::start_standalone_with_conf(BIN, "recallMessageEnable=true\n");
+    create_topic(&server, "GrpcFifo", "FIFO");
+    create_topic(&server, "GrpcDelay", "DELAY");
+    create_topic(&server, "GrpcPull", "NORMAL");
+    admin(&server, &["updateSubGroup", "-c", "DefaultCluster", "-g", "GrpcFifoG", "-o", "true"]);
+    let mut c = connect(&server).await;
+    let _p = telemetry(&mut c, "fp1", producer_settings(&["GrpcFifo", "GrpcDelay", "GrpcPull"])).await;
+
+    // FIFO: one group's messages share one queue, in order; the group's settings say fifo.
+    let (s, _ctx, _cin) =
+        telemetry(&mut c, "fc1", consumer_settings(ClientType::SimpleConsumer, "GrpcFifoG", "GrpcFifo")).await;
+    let Some(pb::settings::PubSub::Subscription(sub)) = s.pub_sub else { panic!("subscription") };
+    assert_eq!(sub.fifo, Some(true));
+    for i in 0..6 {
+        let mut m = typed("GrpcFifo", &format!("F-{i}"), format!("{i}").as_bytes(), pb::MessageType::Fifo);
+        m.system_properties.as_mut().unwrap().message_group = Some("order-7".into());
+        send_one(&mut c, "fp1", m).await;
+    }
+    let got = receive_n(&mut c, "fc1", "GrpcFifoG", "GrpcFifo", 6).await;
+    let queues: std::collections::BTreeSet<i32> =
+        got.iter().map(|m| m.system_properties.as_ref().unwrap().queue_id).collect();
+    assert_eq!(queues.len(), 1, "one group, one queue: {queues:?}");
+    let bodies: Vec<&[u8]> = got.iter().map(|m| m.body.as_slice()).collect();
+    assert_eq!(bodies, vec![&b"0"[..], b"1", b"2", b"3", b"4", b"5"]);
+    assert_eq!(got[0].system_properties.as_ref().unwrap().message_group.as_deref(), Some("order-7"));
+
+    // DELAY: delivered no earlier than its timestamp; recall cancels another.
+    let _d = telemetry(&mut c, "dc1", consumer_settings(ClientType::SimpleConsumer, "GrpcDelayG", "GrpcDelay")).await;
+    let at = now_ms() + 3000;
+    let mut m = typed("GrpcDelay", "D-1", b"later", pb::MessageType::Delay);
+    m.system_properties.as_mut().unwrap().delivery_timestamp =
+        Some(prost_types::Timestamp { seconds: at / 1000, nanos: ((at % 1000) * 1_000_000) as i32 });
+    send_one(&mut c, "fp1", m).await;
+    let far = now_ms() + 600_000;
+    let mut m = typed("GrpcDelay", "D-2", b"recalled", pb::MessageType::Delay);
+    m.system_properties.as_mut().unwrap().delivery_timestamp =
+        Some(prost_types::Timestamp { seconds: far / 1000, nanos: 0 });
+    let recalled = send_one(&mut c, "fp1", m).await;
+    assert!(!recalled.recall_handle.is_empty(), "a delayed send returns a recall handle");
+    let r = c
+        .recall_message(req(
+            "fp1",
+            pb::RecallMessageRequest { topic: res("GrpcDelay"), recall_handle: recalled.recall_handle },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&r.status), Code::Ok, "{r:?}");
+    assert_eq!(r.message_id, "D-2");
+    let got = receive_n(&mut c, "dc1", "GrpcDelayG", "GrpcDelay", 1).await;
+    assert!(now_ms() >= at, "delivered before its time");
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].body, b"later");
+    let sys = got[0].system_properties.as_ref().unwrap();
+    assert_eq!(sys.message_type, pb::MessageType::Delay as i32);
+    assert!(sys.delivery_timestamp.is_some());
+
+    // The lite pull consumer's RPCs: pull from an offset, commit it, read it back.
+    for i in 0..3 {
+        send_one(&mut c, "fp1", message("GrpcPull", &format!("P-{i}"), b"p")).await;
+    }
+    let route = c
+        .query_route(req("fp1", pb::QueryRouteRequest { topic: res("GrpcPull"), endpoints: None }))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut pulled = 0;
+    for q in route.message_queues.iter().filter(|q| q.broker.as_ref().unwrap().id == 0) {
+        let end = c
+            .query_offset(req(
+                "fp1",
+                pb::QueryOffsetRequest {
+                    message_queue: Some(q.clone()),
+                    query_offset_policy: pb::QueryOffsetPolicy::End as i32,
+                    timestamp: None,
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(code(&end.status), Code::Ok, "{end:?}");
+        if end.offset == 0 {
+            continue;
+        }
+        let mut stream = c
+            .pull_message(req(
+                "fp1",
+                pb::PullMessageRequest {
+                    group: res("GrpcPullG"),
+                    message_queue: Some(q.clone()),
+                    offset: 0,
+                    batch_size: 32,
+                    filter_expression: Some(pb::FilterExpression {
+                        r#type: pb::FilterType::Tag as i32,
+                        expression: "*".into(),
+                    }),
+                    long_polling_timeout: Some(prost_types::Duration { seconds: 1, nanos: 0 }),
+                },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        let mut next = None;
+        while let Some(f) = stream.next().await {
+            match f.unwrap().content.unwrap() {
+                pb::pull_message_response::Content::Status(s) => assert_eq!(s.code, Code::Ok as i32, "{s:?}"),
+                pb::pull_message_response::Content::Message(_) => pulled += 1,
+                pb::pull_message_response::Content::NextOffset(n) => next = Some(n),
+            }
+        }
+        assert_eq!(next, Some(end.offset));
+        let u = c
+            .update_offset(req(
+                "fp1",
+                pb::UpdateOffsetRequest { group: res("GrpcPullG"), message_queue: Some(q.clone()), offset: end.offset },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(code(&u.status), Code::Ok, "{u:?}");
+        let g = c
+            .get_offset(req("fp1", pb::GetOffsetRequest { group: res("GrpcPullG"), message_queue: Some(q.clone()) }))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!((code(&g.status), g.offset), (Code::Ok, end.offset));
+    }
+    assert_eq!(pulled, 3);
 }

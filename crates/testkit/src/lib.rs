@@ -25,7 +25,10 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use extra_broker::{slave_settings, spawn_broker, ExtraBroker};
-pub use process::{spawn_with_config, start_standalone, start_standalone_with_env, ChildProcess, Standalone};
+pub use process::{
+    spawn_with_config, start_standalone, start_standalone_with_conf, start_standalone_with_env, ChildProcess,
+    Standalone,
+};
 pub use pull::{pull_messages, pull_request};
 pub use relay::Relay;
 

@@ -67,6 +67,19 @@ pub fn start_standalone(bin: &str) -> Standalone {
 /// # Panics
 /// When the server does not come up.
 pub fn start_standalone_with_env(bin: &str, env: &[(&str, &str)]) -> Standalone {
+    start_standalone_with(bin, env, None)
+}
+
+/// [`start_standalone`] with `broker_conf` (broker.conf text) applied over the standalone
+/// defaults.
+///
+/// # Panics
+/// When the server does not come up.
+pub fn start_standalone_with_conf(bin: &str, broker_conf: &str) -> Standalone {
+    start_standalone_with(bin, &[], Some(broker_conf))
+}
+
+fn start_standalone_with(bin: &str, env: &[(&str, &str)], broker_conf: Option<&str>) -> Standalone {
     const TRIES: usize = 3;
     let logs = std::env::var_os("FERROMQ_TEST_LOGS").is_some();
     for attempt in 1..=TRIES {
@@ -89,6 +102,11 @@ pub fn start_standalone_with_env(bin: &str, env: &[(&str, &str)]) -> Standalone 
         }
         if std::env::var_os("RUST_LOG").is_none() {
             command.env("RUST_LOG", "warn");
+        }
+        if let Some(conf) = broker_conf {
+            let path = data.path().join("broker.conf");
+            std::fs::write(&path, conf).expect("broker.conf");
+            command.arg("-c").arg(path);
         }
         let mut child = ChildProcess(command.spawn().unwrap_or_else(|e| panic!("cannot start {bin}: {e}")));
         let namesrv = format!("127.0.0.1:{ns_port}");

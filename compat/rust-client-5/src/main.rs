@@ -1,0 +1,3 @@
+fn main() {
+    let _ = rocketmq::conf::ClientOption::default();
+}
