@@ -683,3 +683,142 @@ async fn fifo_delay_recall_offsets_and_pull() {
     }
     assert_eq!(pulled, 3);
 }
+
+async fn receive_renewed(c: &mut Client, client_id: &str, group: &str, topic: &str) -> Vec<pb::Message> {
+    let r = pb::ReceiveMessageRequest {
+        group: res(group),
+        message_queue: Some(pb::MessageQueue { topic: res(topic), id: -1, ..Default::default() }),
+        filter_expression: Some(pb::FilterExpression { r#type: pb::FilterType::Tag as i32, expression: "*".into() }),
+        batch_size: 8,
+        invisible_duration: None,
+        auto_renew: true,
+        long_polling_timeout: Some(prost_types::Duration { seconds: 5, nanos: 0 }),
+        attempt_id: None,
+    };
+    let mut stream = c.receive_message(req(client_id, r)).await.unwrap().into_inner();
+    let mut out = Vec::new();
+    while let Some(f) = stream.next().await {
+        if let Some(pb::receive_message_response::Content::Message(m)) = f.unwrap().content {
+            out.push(m);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_consumer_auto_renew_stack_trace_and_verify_message() {
+    // Short invisible time and renewal window so renewal shows within seconds.
+    let server = ferromq_testkit::start_standalone_with_proxy_conf(
+        BIN,
+        r#"{"defaultInvisibleTimeMills": 3000, "renewAheadTimeMillis": 2000, "renewSchedulePeriodMillis": 300}"#,
+    );
+    create_topic(&server, "GrpcPush", "NORMAL");
+    let mut c = connect(&server).await;
+    let _p = telemetry(&mut c, "pp1", producer_settings(&["GrpcPush"])).await;
+    let (_s, ctx, mut commands) =
+        telemetry(&mut c, "pc1", consumer_settings(ClientType::PushConsumer, "GrpcPushG", "GrpcPush")).await;
+    // The push consumer answers the proxy's commands as the Java client does.
+    let answers = tokio::spawn(async move {
+        while let Some(Ok(cmd)) = commands.next().await {
+            let reply = match cmd.command {
+                Some(Tc::PrintThreadStackTraceCommand(p)) => Tc::ThreadStackTrace(pb::ThreadStackTrace {
+                    nonce: p.nonce,
+                    thread_stack_trace: Some("\"main\" RUNNABLE at consume()".into()),
+                }),
+                Some(Tc::VerifyMessageCommand(v)) => {
+                    assert_eq!(v.message.unwrap().body, b"renewed");
+                    Tc::VerifyMessageResult(pb::VerifyMessageResult { nonce: v.nonce })
+                }
+                _ => continue,
+            };
+            let status = Some(pb::Status { code: Code::Ok as i32, message: "OK".into() });
+            if ctx.send(pb::TelemetryCommand { status, command: Some(reply) }).await.is_err() {
+                return;
+            }
+        }
+    });
+    send_one(&mut c, "pp1", message("GrpcPush", "PUSH-1", b"renewed")).await;
+    let mut got = Vec::new();
+    for _ in 0..10 {
+        got = receive_renewed(&mut c, "pc1", "GrpcPushG", "GrpcPush").await;
+        if !got.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(got.len(), 1);
+    let handle = got[0].system_properties.as_ref().unwrap().receipt_handle.clone().unwrap();
+    // Three invisible times later it has not come back: the proxy renewed it.
+    tokio::time::sleep(Duration::from_secs(9)).await;
+    assert!(
+        receive_renewed(&mut c, "pc1", "GrpcPushG", "GrpcPush").await.is_empty(),
+        "an auto-renewed message came back"
+    );
+
+    // Admin requests relayed through the client's Telemetry stream.
+    let out = Command::new(BIN)
+        .args(["admin", "consumerStatus", "-n", &server.namesrv, "-g", "GrpcPushG", "-i", "pc1", "-s"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("RUNNABLE at consume()"),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(BIN)
+        .args([
+            "admin",
+            "queryMsgByUniqueKey",
+            "-n",
+            &server.namesrv,
+            "-i",
+            "PUSH-1",
+            "-t",
+            "GrpcPush",
+            "-g",
+            "GrpcPushG",
+            "-d",
+            "pc1",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("CR_SUCCESS"), "{text} {}", String::from_utf8_lossy(&out.stderr));
+
+    // The ack uses the handle the client holds; the proxy substitutes the renewed one.
+    let ack = c
+        .ack_message(req(
+            "pc1",
+            pb::AckMessageRequest {
+                group: res("GrpcPushG"),
+                topic: res("GrpcPush"),
+                entries: vec![pb::AckMessageEntry {
+                    message_id: "PUSH-1".into(),
+                    receipt_handle: handle,
+                    lite_topic: None,
+                }],
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&ack.status), Code::Ok, "{ack:?}");
+
+    // A second message, then the client terminates: it comes back at once to another client.
+    send_one(&mut c, "pp1", message("GrpcPush", "PUSH-2", b"handed back")).await;
+    let mut got = Vec::new();
+    for _ in 0..10 {
+        got = receive_renewed(&mut c, "pc1", "GrpcPushG", "GrpcPush").await;
+        if !got.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(got.len(), 1);
+    let t =
+        c.notify_client_termination(req("pc1", pb::NotifyClientTerminationRequest { group: res("GrpcPushG") })).await;
+    assert_eq!(code(&t.unwrap().into_inner().status), Code::Ok);
+    let _other = telemetry(&mut c, "pc2", consumer_settings(ClientType::SimpleConsumer, "GrpcPushG", "GrpcPush")).await;
+    let again = receive_n(&mut c, "pc2", "GrpcPushG", "GrpcPush", 1).await;
+    assert_eq!(again[0].body, b"handed back");
+    answers.abort();
+}

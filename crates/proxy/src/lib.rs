@@ -6,6 +6,7 @@
 //! sends...): the brokers' processors are the one implementation of the messaging semantics,
 //! whichever protocol the client speaks.
 
+pub mod admin_relay;
 pub mod brokers;
 pub mod clients;
 pub mod config;

@@ -301,13 +301,30 @@ impl Proxy {
 /// The handler for requests brokers send on the proxy's connections.
 fn broker_requests(proxy: Weak<Proxy>) -> Dispatcher {
     let mut d = Dispatcher::new();
+    let checks = proxy.clone();
     d.register(request_code::CHECK_TRANSACTION_STATE, move |conn: Connection, req: RemotingCommand| {
-        let proxy = proxy.clone();
+        let proxy = checks.clone();
         async move {
             if let Some(p) = proxy.upgrade() {
                 relay_transaction_check(&p, &conn, &req).await;
             }
             None
+        }
+    });
+    let relay = proxy.clone();
+    d.register(request_code::GET_CONSUMER_RUNNING_INFO, move |_conn, req: RemotingCommand| {
+        let proxy = relay.clone();
+        async move {
+            let p = proxy.upgrade()?;
+            Some(crate::admin_relay::consumer_running_info(&p, &req).await)
+        }
+    });
+    let relay = proxy.clone();
+    d.register(request_code::CONSUME_MESSAGE_DIRECTLY, move |_conn, req: RemotingCommand| {
+        let proxy = relay.clone();
+        async move {
+            let p = proxy.upgrade()?;
+            Some(crate::admin_relay::consume_message_directly(&p, &req).await)
         }
     });
     // Consumers of a gRPC proxy pop; they have no queues to rebalance, so a change of the

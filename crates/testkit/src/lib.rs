@@ -26,8 +26,8 @@ use tokio::task::JoinHandle;
 
 pub use extra_broker::{slave_settings, spawn_broker, ExtraBroker};
 pub use process::{
-    spawn_with_config, start_standalone, start_standalone_with_conf, start_standalone_with_env, ChildProcess,
-    Standalone,
+    spawn_with_config, start_standalone, start_standalone_with_conf, start_standalone_with_env,
+    start_standalone_with_proxy_conf, ChildProcess, Standalone,
 };
 pub use pull::{pull_messages, pull_request};
 pub use relay::Relay;

@@ -67,7 +67,15 @@ pub fn start_standalone(bin: &str) -> Standalone {
 /// # Panics
 /// When the server does not come up.
 pub fn start_standalone_with_env(bin: &str, env: &[(&str, &str)]) -> Standalone {
-    start_standalone_with(bin, env, None)
+    start_standalone_with(bin, env, None, None)
+}
+
+/// [`start_standalone`] with `proxy_json` (`rmq-proxy.json` keys) for its gRPC proxy.
+///
+/// # Panics
+/// When the server does not come up.
+pub fn start_standalone_with_proxy_conf(bin: &str, proxy_json: &str) -> Standalone {
+    start_standalone_with(bin, &[], None, Some(proxy_json))
 }
 
 /// [`start_standalone`] with `broker_conf` (broker.conf text) applied over the standalone
@@ -76,10 +84,15 @@ pub fn start_standalone_with_env(bin: &str, env: &[(&str, &str)]) -> Standalone 
 /// # Panics
 /// When the server does not come up.
 pub fn start_standalone_with_conf(bin: &str, broker_conf: &str) -> Standalone {
-    start_standalone_with(bin, &[], Some(broker_conf))
+    start_standalone_with(bin, &[], Some(broker_conf), None)
 }
 
-fn start_standalone_with(bin: &str, env: &[(&str, &str)], broker_conf: Option<&str>) -> Standalone {
+fn start_standalone_with(
+    bin: &str,
+    env: &[(&str, &str)],
+    broker_conf: Option<&str>,
+    proxy_json: Option<&str>,
+) -> Standalone {
     const TRIES: usize = 3;
     let logs = std::env::var_os("FERROMQ_TEST_LOGS").is_some();
     for attempt in 1..=TRIES {
@@ -107,6 +120,11 @@ fn start_standalone_with(bin: &str, env: &[(&str, &str)], broker_conf: Option<&s
             let path = data.path().join("broker.conf");
             std::fs::write(&path, conf).expect("broker.conf");
             command.arg("-c").arg(path);
+        }
+        if let Some(json) = proxy_json {
+            let path = data.path().join("rmq-proxy.json");
+            std::fs::write(&path, json).expect("rmq-proxy.json");
+            command.arg("--pc").arg(path);
         }
         let mut child = ChildProcess(command.spawn().unwrap_or_else(|e| panic!("cannot start {bin}: {e}")));
         let namesrv = format!("127.0.0.1:{ns_port}");
