@@ -12,6 +12,7 @@
 //! The route comes from GET_ROUTEINFO_BY_TOPIC on the name server; a missing topic is created
 //! with UPDATE_AND_CREATE_TOPIC on the broker serving TBW102.
 
+pub mod grpc;
 pub mod histogram;
 pub mod pop;
 pub mod report;

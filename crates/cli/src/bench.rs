@@ -32,6 +32,66 @@ enum BenchMode {
     /// Pop messages without acknowledging them and measure how late after their invisible
     /// time they come back.
     Revive(ReviveArgs),
+    /// Send over gRPC to a 5.x proxy (SendMessage, one in flight per caller).
+    GrpcProduce(GrpcArgs),
+    /// Receive over gRPC from a 5.x proxy (batch 32) and acknowledge every message.
+    GrpcReceive(GrpcArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct GrpcArgs {
+    /// The proxy's gRPC address.
+    #[arg(long, default_value = "127.0.0.1:8081")]
+    endpoint: String,
+    /// Topic (create it first: admin updateTopic -a +message.type=NORMAL).
+    #[arg(short = 't', long, default_value = "FerroBench")]
+    topic: String,
+    /// Consumer group (grpc-receive).
+    #[arg(short = 'g', long, default_value = "ferro_bench_grpc")]
+    group: String,
+    /// Concurrent callers.
+    #[arg(short = 'w', long = "threadCount", default_value_t = 64)]
+    concurrency: u32,
+    /// Body size in bytes.
+    #[arg(short = 's', long = "messageSize", default_value_t = 1024)]
+    size: usize,
+    /// Time limit in seconds.
+    #[arg(long, default_value_t = 10)]
+    duration: u64,
+    /// Total messages; 0 = only the time limit.
+    #[arg(short = 'q', long = "messageQuantity", default_value_t = 0)]
+    count: u64,
+    /// Write the JSON result here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+async fn grpc(a: GrpcArgs, receive: bool) -> anyhow::Result<()> {
+    let opts = ferromq_bench::grpc::GrpcOptions {
+        endpoint: a.endpoint,
+        topic: a.topic,
+        group: a.group,
+        concurrency: a.concurrency,
+        body_bytes: a.size,
+        duration: Duration::from_secs(a.duration),
+        count: a.count,
+    };
+    let r = if receive { ferromq_bench::grpc::receive(&opts).await? } else { ferromq_bench::grpc::produce(&opts).await? };
+    println!(
+        "{} ok {} failed {} in {:.2}s: {:.0} msgs/s, latency us p50 {} p99 {}{}",
+        if receive { "grpc-receive" } else { "grpc-produce" },
+        r.ok,
+        r.failed,
+        r.elapsed_s,
+        r.msgs_per_s,
+        r.latency_us.p50,
+        r.latency_us.p99,
+        r.first_error.as_deref().map(|e| format!(" (first error: {e})")).unwrap_or_default()
+    );
+    if let Some(path) = &a.json {
+        std::fs::write(path, r.to_json()).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
 }
 
 #[derive(Debug, clap::Args)]
@@ -187,6 +247,8 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchMode::E2e(a) => (Mode::E2e, a.common, Some(a.send), false, Some(a.group), a.count),
         BenchMode::Visibility(a) => return runtime.block_on(visibility(a)),
         BenchMode::Revive(a) => return runtime.block_on(revive(a)),
+        BenchMode::GrpcProduce(a) => return runtime.block_on(grpc(a, false)),
+        BenchMode::GrpcReceive(a) => return runtime.block_on(grpc(a, true)),
         BenchMode::Pop(a) => {
             let send = SendArgs { in_flight: a.in_flight, size: 0, keys: false, batch: 1, oneway: false };
             (Mode::Pop, a.common, Some(send), true, Some(a.group), a.count)
