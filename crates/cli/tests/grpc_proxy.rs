@@ -822,3 +822,39 @@ async fn push_consumer_auto_renew_stack_trace_and_verify_message() {
     assert_eq!(again[0].body, b"handed back");
     answers.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_that_vanishes_mid_poll_gets_its_messages_handed_back_at_once() {
+    let server = start_standalone(BIN);
+    create_topic(&server, "GrpcGone", "NORMAL");
+    let mut c = connect(&server).await;
+    let _p = telemetry(&mut c, "gp1", producer_settings(&["GrpcGone"])).await;
+    let _k = telemetry(&mut c, "gc1", consumer_settings(ClientType::SimpleConsumer, "GrpcGoneG", "GrpcGone")).await;
+    // A receive parked on an empty topic (60 s invisible time), abandoned by its client.
+    let parked = pb::ReceiveMessageRequest {
+        group: res("GrpcGoneG"),
+        message_queue: Some(pb::MessageQueue { topic: res("GrpcGone"), id: -1, ..Default::default() }),
+        filter_expression: Some(pb::FilterExpression { r#type: pb::FilterType::Tag as i32, expression: "*".into() }),
+        batch_size: 16,
+        invisible_duration: Some(prost_types::Duration { seconds: 60, nanos: 0 }),
+        auto_renew: false,
+        long_polling_timeout: Some(prost_types::Duration { seconds: 10, nanos: 0 }),
+        attempt_id: None,
+    };
+    let mut r = tonic::Request::new(parked);
+    r.metadata_mut().insert("x-mq-client-id", "gc1".parse().unwrap());
+    let mut gone = c.clone();
+    let call = tokio::spawn(async move {
+        let mut s = gone.receive_message(r).await.unwrap().into_inner();
+        s.next().await
+    });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    call.abort();
+    let _ = call.await;
+    // The message the abandoned poll takes comes back well before 60 s.
+    send_one(&mut c, "gp1", message("GrpcGone", "G-1", b"again")).await;
+    let started = std::time::Instant::now();
+    let got = receive_n(&mut c, "gc1", "GrpcGoneG", "GrpcGone", 1).await;
+    assert_eq!(got[0].body, b"again");
+    assert!(started.elapsed() < Duration::from_secs(30), "handed back after {:?}", started.elapsed());
+}

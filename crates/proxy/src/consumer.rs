@@ -175,8 +175,14 @@ async fn receive_broker(p: &Proxy, topic: &str, mq: Option<&pb::MessageQueue>) -
     if readable.is_empty() {
         return Err(bad!(Forbidden, "no readable queue"));
     }
-    let i = p.round_robin.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % readable.len();
-    Ok(readable[i].clone())
+    let avoid = p.isolated_brokers();
+    let healthy: Vec<&(String, String)> = readable.iter().filter(|(name, _)| !avoid.contains(name)).collect();
+    let i = p.round_robin.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if healthy.is_empty() {
+        Ok(readable[i % readable.len()].clone())
+    } else {
+        Ok(healthy[i % healthy.len()].clone())
+    }
 }
 
 /// One popped message with its handle.
@@ -312,7 +318,8 @@ async fn pop_for(p: &Arc<Proxy>, ctx: &CallContext, req: &pb::ReceiveMessageRequ
     let resp = p
         .brokers
         .invoke(&addr, RemotingCommand::request(request_code::POP_MESSAGE).with_header(&header), Some(timeout))
-        .await?;
+        .await
+        .inspect_err(|_| p.isolate(&broker_name, &topic))?;
     let popped = match resp.code {
         response_code::SUCCESS => decode_pop(&broker_name, &resp)?,
         response_code::POLLING_TIMEOUT | response_code::NO_MESSAGE | response_code::PULL_NOT_FOUND => Vec::new(),

@@ -75,7 +75,8 @@ async fn send(p: &Proxy, ctx: &CallContext, req: pb::SendMessageRequest) -> Prox
         return Err(bad!(MessageCorrupted, "transactional messages cannot be sent as a batch"));
     }
     let queues = writable_queues(&route);
-    let queue = select_queue(&queues, out[0].message_group.as_deref(), &p.round_robin, &[])?.clone();
+    let avoid = p.isolated_brokers();
+    let queue = select_queue(&queues, out[0].message_group.as_deref(), &p.round_robin, &avoid)?.clone();
     let timeout = ctx.remaining().filter(|d| !d.is_zero());
     let resp = if out.len() == 1 {
         let o = &out[0];
@@ -83,7 +84,7 @@ async fn send(p: &Proxy, ctx: &CallContext, req: pb::SendMessageRequest) -> Prox
         let req = RemotingCommand::request(request_code::SEND_MESSAGE_V2)
             .with_header(&SendMessageRequestHeaderV2::from(header))
             .with_body(o.body.clone());
-        p.brokers.invoke(&queue.addr, req, timeout).await?
+        p.brokers.invoke(&queue.addr, req, timeout).await
     } else {
         let entries: Vec<BatchEntry> = out
             .iter()
@@ -95,8 +96,11 @@ async fn send(p: &Proxy, ctx: &CallContext, req: pb::SendMessageRequest) -> Prox
         let req = RemotingCommand::request(request_code::SEND_BATCH_MESSAGE)
             .with_header(&SendMessageRequestHeaderV2::from(header))
             .with_body(body.freeze());
-        p.brokers.invoke(&queue.addr, req, timeout).await?
+        p.brokers.invoke(&queue.addr, req, timeout).await
     };
+    // A broker that cannot be reached is avoided for a while; the client's retry of this
+    // send goes elsewhere.
+    let resp = resp.inspect_err(|_| p.isolate(&queue.broker_name, &topic))?;
     let code = match resp.code {
         response_code::SUCCESS => Code::Ok,
         response_code::FLUSH_DISK_TIMEOUT => Code::MasterPersistenceTimeout,

@@ -96,7 +96,12 @@ pub struct Proxy {
     pub delay_levels_ms: Vec<i64>,
     /// Receives in flight ([`RECEIVES_IN_FLIGHT_MAX`]); beyond it TOO_MANY_REQUESTS.
     pub receive_permits: Arc<tokio::sync::Semaphore>,
+    /// Brokers that could not be reached, by name, until when sends and receives avoid them.
+    isolated: Mutex<HashMap<String, Instant>>,
 }
+
+/// How long a broker that could not be reached is avoided (Java: latency fault tolerance).
+pub const ISOLATION: Duration = Duration::from_secs(10);
 
 /// The most ReceiveMessage calls (each a parked POP on a broker) served at once.
 pub const RECEIVES_IN_FLIGHT_MAX: usize = 8192;
@@ -166,8 +171,26 @@ impl Proxy {
                 limits,
                 round_robin: AtomicUsize::new(0),
                 receive_permits: Arc::new(tokio::sync::Semaphore::new(RECEIVES_IN_FLIGHT_MAX)),
+                isolated: Mutex::new(HashMap::new()),
             }
         })
+    }
+
+    /// A broker could not be reached: avoid it for [`ISOLATION`] and look its topic up again.
+    pub fn isolate(&self, broker_name: &str, topic: &str) {
+        self.isolated
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(broker_name.to_owned(), Instant::now() + ISOLATION);
+        self.brokers.invalidate_route(topic);
+    }
+
+    /// The brokers avoided now.
+    pub fn isolated_brokers(&self) -> Vec<String> {
+        let now = Instant::now();
+        let mut m = self.isolated.lock().unwrap_or_else(|e| e.into_inner());
+        m.retain(|_, until| *until > now);
+        m.keys().cloned().collect()
     }
 
     /// The heartbeat a client's registration sends to brokers.
