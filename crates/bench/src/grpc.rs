@@ -149,7 +149,12 @@ pub async fn produce(opts: &GrpcOptions) -> Result<GrpcResult, BenchError> {
         ..Default::default()
     };
     let _telemetry = open_telemetry(&mut c, &id, settings).await?;
-    let shared = Arc::new(Shared { ok: AtomicU64::new(0), failed: AtomicU64::new(0), stop: AtomicBool::new(false), first_error: Default::default() });
+    let shared = Arc::new(Shared {
+        ok: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+        first_error: Default::default(),
+    });
     let body = vec![b'x'; opts.body_bytes];
     let started = Instant::now();
     let deadline = started + opts.duration;
@@ -217,7 +222,12 @@ pub async fn receive(opts: &GrpcOptions) -> Result<GrpcResult, BenchError> {
         ..Default::default()
     };
     let _telemetry = open_telemetry(&mut c, &id, settings).await?;
-    let shared = Arc::new(Shared { ok: AtomicU64::new(0), failed: AtomicU64::new(0), stop: AtomicBool::new(false), first_error: Default::default() });
+    let shared = Arc::new(Shared {
+        ok: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+        first_error: Default::default(),
+    });
     let started = Instant::now();
     let deadline = started + opts.duration;
     let mut tasks = tokio::task::JoinSet::new();
@@ -232,7 +242,10 @@ pub async fn receive(opts: &GrpcOptions) -> Result<GrpcResult, BenchError> {
                 let r = pb::ReceiveMessageRequest {
                     group: resource(&group),
                     message_queue: Some(pb::MessageQueue { topic: resource(&topic), id: -1, ..Default::default() }),
-                    filter_expression: Some(pb::FilterExpression { r#type: pb::FilterType::Tag as i32, expression: "*".into() }),
+                    filter_expression: Some(pb::FilterExpression {
+                        r#type: pb::FilterType::Tag as i32,
+                        expression: "*".into(),
+                    }),
                     batch_size: 32,
                     invisible_duration: Some(prost_types::Duration { seconds: 60, nanos: 0 }),
                     auto_renew: false,
@@ -248,7 +261,10 @@ pub async fn receive(opts: &GrpcOptions) -> Result<GrpcResult, BenchError> {
                 };
                 let mut entries = Vec::new();
                 while let Some(frame) = stream.next().await {
-                    if let Ok(pb::ReceiveMessageResponse { content: Some(pb::receive_message_response::Content::Message(m)) }) = frame {
+                    if let Ok(pb::ReceiveMessageResponse {
+                        content: Some(pb::receive_message_response::Content::Message(m)),
+                    }) = frame
+                    {
                         let s = m.system_properties.unwrap_or_default();
                         entries.push(pb::AckMessageEntry {
                             message_id: s.message_id,
@@ -264,7 +280,8 @@ pub async fn receive(opts: &GrpcOptions) -> Result<GrpcResult, BenchError> {
                 empty = 0;
                 // As a SimpleConsumer does: one AckMessage per message.
                 for e in entries {
-                    let a = pb::AckMessageRequest { group: resource(&group), topic: resource(&topic), entries: vec![e] };
+                    let a =
+                        pb::AckMessageRequest { group: resource(&group), topic: resource(&topic), entries: vec![e] };
                     match c.ack_message(req(&id, a)).await {
                         Ok(r) if r.get_ref().status.as_ref().is_some_and(|s| s.code == Code::Ok as i32) => {
                             shared.ok.fetch_add(1, Ordering::Relaxed);

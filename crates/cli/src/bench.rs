@@ -76,7 +76,8 @@ async fn grpc(a: GrpcArgs, receive: bool) -> anyhow::Result<()> {
         duration: Duration::from_secs(a.duration),
         count: a.count,
     };
-    let r = if receive { ferromq_bench::grpc::receive(&opts).await? } else { ferromq_bench::grpc::produce(&opts).await? };
+    let r =
+        if receive { ferromq_bench::grpc::receive(&opts).await? } else { ferromq_bench::grpc::produce(&opts).await? };
     println!(
         "{} ok {} failed {} in {:.2}s: {:.0} msgs/s, latency us p50 {} p99 {}{}",
         if receive { "grpc-receive" } else { "grpc-produce" },
