@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Prepares the third-party client used by the compatibility tests (STYLE.md 7.8):
+# Prepares the third-party clients used by the compatibility tests (STYLE.md 7.8):
 # the official Apache RocketMQ C++ client, as bundled (librocketmq.so) in the PyPI
-# package `rocketmq` 0.4.4. Idempotent: a second run only re-checks and prints the summary.
+# package `rocketmq` 0.4.4, and the official Rust 5.x client (crate `rocketmq` 5.0.0), built
+# into the driver binary `rust5-compat` (compat/rust-client-5, a workspace of its own) under
+# <repo>/target/compat-rust5. Idempotent: a second run only re-checks and prints the summary.
 #
 # Env:
 #   FERROMQ_COMPAT_VENV  venv directory (default: <repo>/target/compat-venv)
@@ -83,4 +85,21 @@ fi
 # 4. Smoke test: the ctypes wrapper loads the library and resolves its symbols.
 "${vpy}" -c 'import rocketmq.client' || { log "import rocketmq.client failed"; exit 1; }
 
-echo "compat ready: venv=${venv} python=$("${vpy}" -c 'import sys; print(sys.version.split()[0])') rocketmq=${ROCKETMQ_PY_VERSION} lib=${so}"
+# 5. The Rust 5.x client driver (crates/cli/tests/rust5_client.rs runs it). Its dependency
+#    tree (tonic 0.9, rustls 0.21, opentelemetry...) stays out of the main workspace; the
+#    first build takes a few minutes, later ones are cargo's no-op check.
+if ! command -v cargo >/dev/null 2>&1; then
+    log "cargo is not on PATH; it is needed to build compat/rust-client-5"
+    exit 1
+fi
+rust5_target="${repo_root}/target/compat-rust5"
+rust5_bin="${rust5_target}/release/rust5-compat"
+log "building compat/rust-client-5 (rocketmq 5.0.0) into ${rust5_target}"
+CARGO_TARGET_DIR="${rust5_target}" cargo build --release -j2 --locked --quiet \
+    --manifest-path "${repo_root}/compat/rust-client-5/Cargo.toml" >&2
+if [ ! -x "${rust5_bin}" ]; then
+    log "the build did not produce ${rust5_bin}"
+    exit 1
+fi
+
+echo "compat ready: venv=${venv} python=$("${vpy}" -c 'import sys; print(sys.version.split()[0])') rocketmq=${ROCKETMQ_PY_VERSION} lib=${so} rust5=${rust5_bin}"

@@ -24,6 +24,10 @@ Modes:
                      listening for --settle-s more seconds (to see unexpected extra ones).
     pull-consume     a PullConsumer reads every message queue of --topic from offset 0 until no
                      new message, repeating the pass until --expect messages were read.
+    produce-messages send the messages of --messages-json with send_sync, in order: a file holding
+                     a JSON list of {"body": str, "tag": str, "keys": [str], "props": {str: str}}
+                     (all but body optional; keys are joined with spaces, as KEYS holds them).
+                     Message i is the list's entry i; its "sent" line carries the entry's fields.
 
 Output (JSON lines, keys sorted; every line has "event"):
     {"event": "started", ...}                          the client started
@@ -81,7 +85,7 @@ EXIT_ENV = 2
 EXIT_FAILED = 3
 
 CLIENT = "rocketmq-client-cpp (PyPI rocketmq 0.4.4)"
-MODES = ("produce", "produce-orderly", "push-consume", "pull-consume")
+MODES = ("produce", "produce-orderly", "push-consume", "pull-consume", "produce-messages")
 COLORS = ("red", "green", "blue")
 PULL_STATUS = {0: "FOUND", 1: "NO_NEW_MSG", 2: "NO_MATCHED_MSG", 3: "OFFSET_ILLEGAL", 4: "BROKER_TIMEOUT"}
 LOG_LEVELS = ("fatal", "error", "warn", "info", "debug", "trace")
@@ -113,6 +117,8 @@ def parse_args(argv):
                     help="produce: comma separated tags, used in turn (default TagA,TagB)")
     ap.add_argument("--order-keys", default="A,B,C", help="produce-orderly: comma separated keys (default A,B,C)")
     ap.add_argument("--tag", default="TagOrder", help="produce-orderly: the tag of every message")
+    ap.add_argument("--messages-json", default=None,
+                    help="produce-messages: file with the JSON list of messages to send")
     ap.add_argument("--send-timeout-ms", type=int, default=None,
                     help="per-attempt send timeout (client default 3000; it makes 3 attempts)")
     # consumers
@@ -138,6 +144,8 @@ def parse_args(argv):
         ap.error("--tags must name at least one tag")
     if args.mode == "produce-orderly" and not split_list(args.order_keys):
         ap.error("--order-keys must name at least one key")
+    if args.mode == "produce-messages" and not args.messages_json:
+        ap.error("produce-messages needs --messages-json FILE")
     return args
 
 
@@ -283,6 +291,58 @@ def produce(args, dll, client):
     return EXIT_OK if ok else EXIT_FAILED
 
 
+def produce_messages(args, dll, client):
+    """Mode produce-messages: the messages of --messages-json, as given."""
+    from rocketmq.client import Message, Producer, SendStatus
+    try:
+        with open(args.messages_json, encoding="utf-8") as f:
+            specs = json.load(f)
+        if not isinstance(specs, list) or not all(isinstance(m, dict) and "body" in m for m in specs):
+            raise ValueError("expected a JSON list of objects with a body")
+    except (OSError, ValueError) as e:
+        emit(dict(event="result", ok=False, outcome="error", error_type=type(e).__name__, error=str(e)))
+        return EXIT_FAILED
+    producer = Producer(args.group)
+    producer.set_namesrv_addr(args.namesrv)
+    set_log_level(dll, "producer", producer._handle, args.client_log_level)
+    if args.send_timeout_ms is not None:
+        producer.set_timeout(args.send_timeout_ms)
+    try:
+        producer.start()
+    except Exception as e:
+        emit(dict(event="result", ok=False, outcome="start_failed", error_type=type(e).__name__, error=str(e)))
+        return EXIT_FAILED
+    emit(dict(event="started", mode=args.mode, group=args.group, topic=args.topic))
+    client["producer"] = producer
+
+    sent = failed = 0
+    for i, spec in enumerate(specs):
+        fields = dict(i=i, body=spec["body"], tag=spec.get("tag"), keys=spec.get("keys") or [],
+                      props=spec.get("props") or {})
+        msg = Message(args.topic)
+        msg.set_body(fields["body"])
+        if fields["tag"]:
+            msg.set_tags(fields["tag"])
+        if fields["keys"]:
+            msg.set_keys(" ".join(fields["keys"]))
+        for name, value in sorted(fields["props"].items()):
+            msg.set_property(name, value)
+        fields["sent_at_ms"] = int(time.time() * 1000)
+        try:
+            res = producer.send_sync(msg)
+        except Exception as e:
+            failed += 1
+            emit(dict(event="send_failed", error_type=type(e).__name__, error=str(e), **fields))
+            continue
+        ok = res.status == SendStatus.OK
+        sent += ok
+        failed += not ok
+        emit(dict(event="sent", ok=ok, status=res.status.name, msg_id=res.msg_id, queue_offset=res.offset, **fields))
+    ok = failed == 0
+    emit(dict(event="result", ok=ok, outcome="ok" if ok else "send_failed", sent=sent, failed=failed))
+    return EXIT_OK if ok else EXIT_FAILED
+
+
 def push_consume(args, dll, client, wait_until):
     from rocketmq.client import PushConsumer
     props = split_list(args.props)
@@ -415,6 +475,8 @@ def child_main(args):
 
     client = {}  # the started producer or consumer, shut down at the end
     try:
+        if args.mode == "produce-messages":
+            return produce_messages(args, dll, client)
         if args.mode in ("produce", "produce-orderly"):
             return produce(args, dll, client)
         if args.mode == "push-consume":

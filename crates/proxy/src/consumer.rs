@@ -279,6 +279,14 @@ async fn pop_for(p: &Arc<Proxy>, ctx: &CallContext, req: &pb::ReceiveMessageRequ
     let group = validate::group(req.group.as_ref())?.to_owned();
     let mq = req.message_queue.as_ref();
     let topic = validate::topic(mq.and_then(|q| q.topic.as_ref()))?.to_owned();
+    // Java merges the group's config into the client's Settings on every call
+    // (GrpcClientSettingsManager#getClientSettings), by group name alone: a client whose
+    // Settings name no subscription (rocketmq Rust 5.0.0's SimpleConsumer) still pops orderly
+    // in a consumeMessageOrderly group and gets the group's retryMaxTimes.
+    let settings = match p.brokers.group_config(&topic, &group).await {
+        Ok(c) => ReceiveSettings { fifo: c.consume_message_orderly, max_attempts: c.retry_max_times.saturating_add(1) },
+        Err(_) => settings,
+    };
     let auto_renew = req.auto_renew && p.config.enable_proxy_auto_renew;
     let invisible_ms = if auto_renew {
         p.config.default_invisible_time_mills

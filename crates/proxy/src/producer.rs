@@ -144,7 +144,13 @@ async fn send(p: &Proxy, ctx: &CallContext, req: pb::SendMessageRequest) -> Prox
                     )
                     + Duration::from_millis(p.config.transaction_data_expire_millis.max(0) as u64 * 4),
             };
-            if !p.transactions.insert(&topic, &tid, data, p.config.transaction_data_max_total) {
+            if !p.transactions.insert(
+                &topic,
+                &tid,
+                data,
+                p.config.transaction_data_max_num,
+                p.config.transaction_data_max_total,
+            ) {
                 tracing::warn!(
                     topic,
                     "transaction table full (transactionDataMaxTotal): this one ends by broker check"
@@ -205,7 +211,13 @@ pub async fn end_transaction(p: &Proxy, ctx: &CallContext, req: pb::EndTransacti
     let addr = match p.brokers.master_addr(&topic, &data.broker_name).await {
         Ok(a) => a,
         Err(e) => {
-            p.transactions.insert(&topic, &req.transaction_id, data, p.config.transaction_data_max_total);
+            p.transactions.insert(
+                &topic,
+                &req.transaction_id,
+                data,
+                p.config.transaction_data_max_num,
+                p.config.transaction_data_max_total,
+            );
             return Err(e);
         }
     };
@@ -225,7 +237,13 @@ pub async fn end_transaction(p: &Proxy, ctx: &CallContext, req: pb::EndTransacti
         Ok(resp) if resp.code == response_code::SUCCESS => Ok(()),
         Ok(resp) => Err(ProxyError::from_remoting(resp.code, resp.remark.as_deref())),
         Err(e) => {
-            p.transactions.insert(&topic, &req.transaction_id, data, p.config.transaction_data_max_total);
+            p.transactions.insert(
+                &topic,
+                &req.transaction_id,
+                data,
+                p.config.transaction_data_max_num,
+                p.config.transaction_data_max_total,
+            );
             Err(e)
         }
     }

@@ -41,36 +41,90 @@ pub struct TransactionData {
     pub expires: Instant,
 }
 
-/// Half messages by (producer group = topic, transaction id).
+/// Half messages by (producer group = topic, transaction id): one entry per send and per
+/// broker check, as Java's TransactionDataManager keeps them, so the EndTransaction answering
+/// one check (UNKNOWN included) leaves the producer's own entry for its later COMMIT/ROLLBACK.
 #[derive(Debug, Default)]
 pub struct Transactions {
-    table: Mutex<HashMap<(String, String), TransactionData>>,
+    table: Mutex<TransactionTable>,
+}
+
+#[derive(Debug, Default)]
+struct TransactionTable {
+    entries: HashMap<(String, String), std::collections::VecDeque<TransactionData>>,
+    total: usize,
+}
+
+impl TransactionTable {
+    fn drop_expired(&mut self) {
+        let now = Instant::now();
+        let mut total = 0;
+        self.entries.retain(|_, v| {
+            v.retain(|d| d.expires > now);
+            total += v.len();
+            !v.is_empty()
+        });
+        self.total = total;
+    }
 }
 
 impl Transactions {
-    /// Remembers a half message; at most `max_total` entries (expired ones are dropped first).
-    pub fn insert(&self, topic: &str, transaction_id: &str, data: TransactionData, max_total: usize) -> bool {
+    /// Remembers a half message: at most `max_per` entries per transaction (the oldest goes,
+    /// Java's `transactionDataMaxNum`) and `max_total` in all (expired ones are dropped first).
+    pub fn insert(
+        &self,
+        topic: &str,
+        transaction_id: &str,
+        data: TransactionData,
+        max_per: usize,
+        max_total: usize,
+    ) -> bool {
         let mut t = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        if t.len() >= max_total {
-            let now = Instant::now();
-            t.retain(|_, d| d.expires > now);
-            if t.len() >= max_total {
+        if t.total >= max_total {
+            t.drop_expired();
+            if t.total >= max_total {
                 return false;
             }
         }
-        t.insert((topic.to_owned(), transaction_id.to_owned()), data);
+        let v = t.entries.entry((topic.to_owned(), transaction_id.to_owned())).or_default();
+        v.push_back(data);
+        let dropped = v.len() > max_per.max(1);
+        if dropped {
+            v.pop_front();
+        }
+        if !dropped {
+            t.total += 1;
+        }
         true
     }
 
-    /// Takes the data of a transaction being ended.
+    /// Takes the newest unexpired entry of a transaction being ended.
     pub fn take(&self, topic: &str, transaction_id: &str) -> Option<TransactionData> {
-        self.table.lock().unwrap_or_else(|e| e.into_inner()).remove(&(topic.to_owned(), transaction_id.to_owned()))
+        let mut t = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (topic.to_owned(), transaction_id.to_owned());
+        let now = Instant::now();
+        let (found, removed, empty) = {
+            let v = t.entries.get_mut(&key)?;
+            let before = v.len();
+            let mut found = None;
+            while let Some(d) = v.pop_back() {
+                if d.expires > now {
+                    found = Some(d);
+                    break;
+                }
+            }
+            (found, before - v.len(), v.is_empty())
+        };
+        t.total = t.total.saturating_sub(removed);
+        if empty {
+            t.entries.remove(&key);
+        }
+        found
     }
 
     /// Drops expired entries.
     pub fn expire(&self) {
-        let now = Instant::now();
-        self.table.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, d| d.expires > now);
+        self.table.lock().unwrap_or_else(|e| e.into_inner()).drop_expired();
     }
 }
 
@@ -399,7 +453,13 @@ async fn relay_transaction_check(p: &Proxy, conn: &Connection, req: &RemotingCom
         message_id,
         expires: Instant::now() + Duration::from_millis(p.config.transaction_data_expire_millis.max(1000) as u64 * 4),
     };
-    if !p.transactions.insert(&group, &transaction_id, data, p.config.transaction_data_max_total) {
+    if !p.transactions.insert(
+        &group,
+        &transaction_id,
+        data,
+        p.config.transaction_data_max_num,
+        p.config.transaction_data_max_total,
+    ) {
         warn!(topic, "transaction table full (transactionDataMaxTotal); check dropped, the broker asks again");
         return;
     }
@@ -422,6 +482,35 @@ async fn relay_transaction_check(p: &Proxy, conn: &Connection, req: &RemotingCom
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn data(expires_in: Duration, id: &str) -> TransactionData {
+        TransactionData {
+            broker_name: "b".into(),
+            tran_state_table_offset: 0,
+            commit_log_offset: 0,
+            message_id: id.into(),
+            expires: Instant::now() + expires_in,
+        }
+    }
+
+    #[test]
+    fn a_transaction_keeps_one_entry_per_send_and_check() {
+        let t = Transactions::default();
+        let hour = Duration::from_secs(3600);
+        assert!(t.insert("T", "tx", data(hour, "send"), 2, 10));
+        assert!(t.insert("T", "tx", data(hour, "check"), 2, 10));
+        assert_eq!(t.take("T", "tx").unwrap().message_id, "check");
+        assert_eq!(t.take("T", "tx").unwrap().message_id, "send");
+        assert!(t.take("T", "tx").is_none());
+        // Bounded per transaction and in all; expired entries make room.
+        for i in 0..5 {
+            assert!(t.insert("T", "tx2", data(hour, &i.to_string()), 2, 3));
+        }
+        assert!(t.insert("T", "tx3", data(Duration::ZERO, "old"), 2, 3));
+        assert!(t.insert("T", "tx4", data(hour, "new"), 2, 3), "the expired entry made room");
+        assert!(!t.insert("T", "tx5", data(hour, "full"), 2, 3));
+        assert_eq!(t.take("T", "tx2").unwrap().message_id, "4");
+    }
 
     #[test]
     fn delay_levels() {
