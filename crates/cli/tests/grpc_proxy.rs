@@ -620,22 +620,37 @@ async fn fifo_delay_recall_offsets_and_pull() {
         .await
         .unwrap()
         .into_inner();
+    let masters: Vec<pb::MessageQueue> =
+        route.message_queues.iter().filter(|q| q.broker.as_ref().unwrap().id == 0).cloned().collect();
+    // A send is answered before its dispatch: wait until the queues' ends count all three.
+    let mut ends = Vec::new();
+    for _ in 0..100 {
+        ends.clear();
+        for q in &masters {
+            let end = c
+                .query_offset(req(
+                    "fp1",
+                    pb::QueryOffsetRequest {
+                        message_queue: Some(q.clone()),
+                        query_offset_policy: pb::QueryOffsetPolicy::End as i32,
+                        timestamp: None,
+                    },
+                ))
+                .await
+                .unwrap()
+                .into_inner();
+            assert_eq!(code(&end.status), Code::Ok, "{end:?}");
+            ends.push(end.offset);
+        }
+        if ends.iter().sum::<i64>() == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(ends.iter().sum::<i64>(), 3, "queue ends {ends:?}");
     let mut pulled = 0;
-    for q in route.message_queues.iter().filter(|q| q.broker.as_ref().unwrap().id == 0) {
-        let end = c
-            .query_offset(req(
-                "fp1",
-                pb::QueryOffsetRequest {
-                    message_queue: Some(q.clone()),
-                    query_offset_policy: pb::QueryOffsetPolicy::End as i32,
-                    timestamp: None,
-                },
-            ))
-            .await
-            .unwrap()
-            .into_inner();
-        assert_eq!(code(&end.status), Code::Ok, "{end:?}");
-        if end.offset == 0 {
+    for (q, end_offset) in masters.iter().zip(ends.iter().copied()) {
+        if end_offset == 0 {
             continue;
         }
         let mut stream = c
@@ -664,11 +679,11 @@ async fn fifo_delay_recall_offsets_and_pull() {
                 pb::pull_message_response::Content::NextOffset(n) => next = Some(n),
             }
         }
-        assert_eq!(next, Some(end.offset));
+        assert_eq!(next, Some(end_offset));
         let u = c
             .update_offset(req(
                 "fp1",
-                pb::UpdateOffsetRequest { group: res("GrpcPullG"), message_queue: Some(q.clone()), offset: end.offset },
+                pb::UpdateOffsetRequest { group: res("GrpcPullG"), message_queue: Some(q.clone()), offset: end_offset },
             ))
             .await
             .unwrap()
@@ -679,7 +694,7 @@ async fn fifo_delay_recall_offsets_and_pull() {
             .await
             .unwrap()
             .into_inner();
-        assert_eq!((code(&g.status), g.offset), (Code::Ok, end.offset));
+        assert_eq!((code(&g.status), g.offset), (Code::Ok, end_offset));
     }
     assert_eq!(pulled, 3);
 }
