@@ -286,12 +286,18 @@ async fn run_with_proxy(
     };
     let proxy = make_proxy(access);
     let mut proxy_stop = stop_rx.clone();
+    let stop_seen = stop_rx.clone();
     let mut grpc = tokio::spawn(ferromq_proxy::serve(proxy, grpc_listener, async move {
         let _ = proxy_stop.wait_for(|s| *s).await;
     }));
+    // The proxy's own stop future watches the same signal, so on SIGTERM both branches can be
+    // ready at once: `biased` polls the stop first, and a proxy that ended because of the stop
+    // is never reported as a failure.
     let outcome = tokio::select! {
+        biased;
         _ = stop_rx.wait_for(|s| *s) => Ok(()),
         ended = &mut grpc => match ended {
+            Ok(Ok(())) if *stop_seen.borrow() => Ok(()),
             Ok(Ok(())) => Err(anyhow::anyhow!("the gRPC proxy stopped unexpectedly")),
             Ok(Err(e)) => Err(anyhow::Error::new(e).context("the gRPC proxy stopped")),
             Err(e) => Err(anyhow::Error::new(e).context("gRPC proxy task")),
