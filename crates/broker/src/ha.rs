@@ -4,7 +4,6 @@
 //! `ferromq-replication`; `broker.rs` starts its master service or slave client.
 
 use ferromq_protocol::body::JsonBody;
-use ferromq_protocol::message::{find_property, keys};
 use ferromq_protocol::{response_code, RemotingCommand};
 use ferromq_replication::ReplicaWaitError;
 use ferromq_store::{PutMessageResult, PutMessageStatus};
@@ -14,23 +13,13 @@ use crate::broker::Broker;
 use crate::config::BrokerRole;
 use crate::processor::{failure, success};
 
-/// Whether a send's properties ask to wait for the store (WAIT is absent or not "false").
-fn waits_for_store(properties: Option<&str>) -> bool {
-    properties.and_then(|p| find_property(p, keys::WAIT)) != Some("false")
-}
-
 impl Broker {
-    /// For a SYNC_MASTER put whose `properties` ask to wait (WAIT != false) and that was stored, waits until enough
+    /// For a SYNC_MASTER put that asked to wait (WAIT != false) and was stored, waits until enough
     /// replicas acknowledged it. Returns the response code and remark replacing SUCCESS (or
     /// FLUSH_DISK_TIMEOUT) when they did not: SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT, ... The
     /// message stays stored either way, as in Java, and the answer still carries its id.
-    pub(crate) async fn wait_for_replicas(
-        &self,
-        result: &PutMessageResult,
-        properties: Option<&str>,
-    ) -> Option<(i32, String)> {
-        // The role first: other brokers do not scan the properties for WAIT.
-        if self.config.broker_role != BrokerRole::SyncMaster || !waits_for_store(properties) {
+    pub(crate) async fn wait_for_replicas(&self, result: &PutMessageResult) -> Option<(i32, String)> {
+        if self.config.broker_role != BrokerRole::SyncMaster {
             return None;
         }
         if !matches!(result.status, PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout) {

@@ -14,6 +14,7 @@ pub mod metadata;
 mod pop;
 mod processor;
 mod schedule;
+pub mod service;
 mod slave_sync;
 mod stats;
 mod timer;
@@ -21,4 +22,4 @@ mod transaction;
 
 pub use broker::{run, run_with_local_access, Broker, BrokerError};
 pub use config::{check_max_message_size, BrokerConfig, BrokerRole, BrokerSettings, MAX_MESSAGE_SIZE_LIMIT};
-pub use local_access::LocalAccess;
+pub use local_access::{LocalAccess, LocalCall, LOCAL_CALLS_MAX};

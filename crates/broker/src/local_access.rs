@@ -7,6 +7,9 @@
 //! TCP one (under the caller's `client_addr`), and the broker can call the client back on it
 //! (CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED). No loopback socket is involved.
 //!
+//! [`LocalAccess::service`] reaches the broker's [`Service`] directly, with no frame at all:
+//! the proxy's hot paths (send) call it, the rest goes over the connection.
+//!
 //! The connections' tasks belong to the [`LocalAccess`]; the broker drains them at shutdown,
 //! alongside its listeners' connections, before it stops the store. It does not decide what
 //! the in-process component sends, nor keep it from outliving the broker: once the broker has
@@ -18,9 +21,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use ferromq_remoting::{
     in_process_pair, Connection, Dispatcher, InProcessClient, InProcessServer, RequestHandler, ServerConfig,
 };
-use tokio::sync::watch;
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
+
+use crate::service::Service;
+
+/// The most service calls in flight through one [`LocalAccess`]; past it
+/// [`LocalAccess::service`] answers `None` and the caller uses the connection (bounded too).
+pub const LOCAL_CALLS_MAX: u32 = 65_536;
 
 /// A handle for in-process components to reach the broker's processors. Cheap to clone; all
 /// clones share the broker's connections.
@@ -40,6 +49,9 @@ struct Shared {
     server_config: ServerConfig,
     /// Turns true when the broker shuts down; each connection's server end follows it.
     stop_tx: watch::Sender<bool>,
+    /// Service calls hold a permit while they run, so shutdown can wait for them before the
+    /// store stops.
+    calls: Arc<Semaphore>,
     state: Mutex<State>,
 }
 
@@ -47,6 +59,8 @@ struct State {
     /// The broker's dispatcher while it runs; `None` once it has stopped, so a handle that
     /// outlives the broker does not keep its store and tables alive.
     dispatcher: Option<Arc<Dispatcher>>,
+    /// The broker's service while it runs (`None` after, for the same reason).
+    service: Option<Service>,
     /// Owner of every in-process connection's task.
     connections: JoinSet<()>,
 }
@@ -59,6 +73,7 @@ pub(crate) struct LocalAccessParts {
     pub(crate) server_addr: SocketAddr,
     pub(crate) broker_name: String,
     pub(crate) cluster_name: String,
+    pub(crate) service: Service,
 }
 
 impl std::fmt::Debug for LocalAccess {
@@ -84,7 +99,12 @@ impl LocalAccess {
                 server_addr: parts.server_addr,
                 server_config: parts.server_config,
                 stop_tx,
-                state: Mutex::new(State { dispatcher: Some(parts.dispatcher), connections: JoinSet::new() }),
+                calls: Arc::new(Semaphore::new(LOCAL_CALLS_MAX as usize)),
+                state: Mutex::new(State {
+                    dispatcher: Some(parts.dispatcher),
+                    service: Some(parts.service),
+                    connections: JoinSet::new(),
+                }),
             }),
         }
     }
@@ -131,6 +151,16 @@ impl LocalAccess {
         conn
     }
 
+    /// The broker's service for one call: `None` once the broker is stopping (or with
+    /// [`LOCAL_CALLS_MAX`] calls in flight). Hold the [`LocalCall`] until the call's answer
+    /// is in: the broker's shutdown waits for it (within the shutdown grace) before it stops
+    /// the store.
+    pub fn service(&self) -> Option<LocalCall> {
+        let permit = self.shared.calls.clone().try_acquire_owned().ok()?;
+        let service = self.state().service.clone()?;
+        Some(LocalCall { service, _permit: permit })
+    }
+
     /// The broker's address, `brokerIP1:listenPort`, as it registers with the name servers
     /// and as routes name it.
     pub fn broker_addr(&self) -> &str {
@@ -156,10 +186,20 @@ impl LocalAccess {
             let mut state = self.state();
             // Under the lock, so no connection is spawned after the set is taken.
             state.dispatcher = None;
+            state.service = None;
             self.shared.stop_tx.send_replace(true);
             std::mem::take(&mut state.connections)
         };
         info!(connections = connections.len(), "in-process connections draining");
+        let calls = self.shared.calls.clone();
+        let grace = self.shared.server_config.shutdown_grace;
+        // Every permit back means no service call is running; closing then refuses new ones.
+        match tokio::time::timeout(grace, calls.acquire_many(LOCAL_CALLS_MAX)).await {
+            Ok(Ok(all)) => drop(all),
+            Ok(Err(_)) => {}
+            Err(_) => warn!(grace_ms = grace.as_millis() as u64, "in-process service calls still running at shutdown"),
+        }
+        calls.close();
         while connections.join_next().await.is_some() {}
     }
 
@@ -167,5 +207,20 @@ impl LocalAccess {
         // A poisoned lock only means a panic elsewhere while holding it; the state is a set
         // and an option, each left whole by every critical section.
         self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// One call's hold on the broker's [`Service`] (see [`LocalAccess::service`]).
+#[derive(Debug)]
+pub struct LocalCall {
+    service: Service,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl std::ops::Deref for LocalCall {
+    type Target = Service;
+
+    fn deref(&self) -> &Service {
+        &self.service
     }
 }

@@ -245,3 +245,100 @@ async fn broker_shutdown_closes_in_process_connections_and_later_ones_are_born_c
     let err = late.invoke(send_request("LocalAccessTopic", 0, b"after stop", &[]), T).await.unwrap_err();
     assert!(matches!(err, RemotingError::ConnectionClosed { .. }), "{err}");
 }
+
+fn service_send(topic: &str, body: ferromq_broker::service::SendBody) -> ferromq_broker::service::SendRequest {
+    ferromq_broker::service::SendRequest {
+        producer_group: "SvcProducer".into(),
+        topic: topic.into(),
+        queue_id: None,
+        sys_flag: 0,
+        born_timestamp_ms: 1_700_000_000_000,
+        reconsume_times: 0,
+        max_reconsume_times: None,
+        auto_create: Some(ferromq_broker::service::AutoCreate { default_topic: "TBW102".into(), queue_nums: 4 }),
+        body,
+    }
+}
+
+fn one(body: &'static [u8], props: &str) -> ferromq_broker::service::BatchMessage {
+    ferromq_broker::service::BatchMessage {
+        body: bytes::Bytes::from_static(body),
+        properties: ferromq_protocol::message::MessageProperties::decode(props),
+        flag: 7,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_service_stores_sends_and_refuses_with_the_processors_codes() {
+    use ferromq_broker::service::{AckRequest, Caller, SendBody, SendStatus, ServiceError};
+    let running = Running::start().await;
+    let access = running.access.clone();
+    let svc = access.service().expect("service while the broker runs");
+    let caller = Caller { remote_addr: "198.51.100.7:40001".parse().unwrap(), client_version: 479 };
+
+    // One message, the queue left to the broker, the topic auto-created from TBW102.
+    let receipt =
+        svc.send(&caller, service_send("SvcTopic", SendBody::One(one(b"hello", "KEYS\u{1}k1\u{2}")))).await.unwrap();
+    assert_eq!(receipt.status, SendStatus::Ok);
+    assert!((0..4).contains(&receipt.queue_id), "a queue of the 4 created: {}", receipt.queue_id);
+    assert_eq!(receipt.queue_offset, 0);
+    let uniq = receipt.transaction_id.clone().expect("the UNIQ_KEY comes back");
+    let conn = access.connect(Arc::new(Dispatcher::new()), client_addr());
+    let stored = pull_over(&conn, "SvcTopic", receipt.queue_id, 1).await;
+    assert_eq!(&stored[0].body[..], b"hello");
+    assert_eq!(stored[0].flag, 7);
+    assert_eq!(stored[0].born_host, caller.remote_addr, "the caller's address is the born host");
+    let props = ferromq_protocol::message::MessageProperties::decode(&stored[0].properties);
+    assert_eq!(props.get("UNIQ_KEY"), Some(uniq.as_str()));
+    assert_eq!(props.get("KEYS"), Some("k1"));
+    assert_eq!(props.get("CLUSTER"), Some("DefaultCluster"));
+
+    // A batch to one chosen queue: consecutive offsets, one id per message.
+    let mut batch = service_send(
+        "SvcTopic",
+        SendBody::Batch { messages: vec![one(b"a", ""), one(b"b", ""), one(b"c", "")], properties: Default::default() },
+    );
+    batch.queue_id = Some(2);
+    let receipt = svc.send(&caller, batch).await.unwrap();
+    assert_eq!(receipt.queue_id, 2);
+    assert_eq!(receipt.msg_id.split(',').count(), 3);
+    assert_eq!(receipt.transaction_id, None);
+    let stored = pull_over(&conn, "SvcTopic", 2, 3).await;
+    let bodies: Vec<&[u8]> = stored.iter().map(|m| &m.body[..]).collect();
+    assert!(bodies.ends_with(&[b"a", b"b", b"c"]), "{bodies:?}");
+
+    // Refusals, each with the remoting processors' code.
+    let bad_name = svc.send(&caller, service_send("bad topic!", SendBody::One(one(b"x", "")))).await.unwrap_err();
+    assert!(matches!(bad_name, ServiceError::InvalidParameter(_)), "{bad_name:?}");
+    assert_eq!(bad_name.remoting_code(), response_code::INVALID_PARAMETER);
+    let mut no_create = service_send("SvcMissing", SendBody::One(one(b"x", "")));
+    no_create.auto_create = None;
+    let missing = svc.send(&caller, no_create).await.unwrap_err();
+    assert_eq!(missing.remoting_code(), response_code::TOPIC_NOT_EXIST, "{missing}");
+    let mut bad_queue = service_send("SvcTopic", SendBody::One(one(b"x", "")));
+    bad_queue.queue_id = Some(99);
+    let e = svc.send(&caller, bad_queue).await.unwrap_err();
+    assert_eq!(e.remoting_code(), response_code::INVALID_PARAMETER);
+    assert!(e.to_string().contains("queueId[99]") && e.to_string().contains("198.51.100.7"), "{e}");
+    let delayed = SendBody::Batch { messages: vec![one(b"d", "DELAY\u{1}3\u{2}")], properties: Default::default() };
+    let e = svc.send(&caller, service_send("SvcTopic", delayed)).await.unwrap_err();
+    assert_eq!(e.remoting_code(), response_code::MESSAGE_ILLEGAL, "{e}");
+    let empty = SendBody::Batch { messages: Vec::new(), properties: Default::default() };
+    let e = svc.send(&caller, service_send("SvcTopic", empty)).await.unwrap_err();
+    assert_eq!(e.remoting_code(), response_code::MESSAGE_ILLEGAL, "{e}");
+    let ack = AckRequest {
+        consumer_group: "SvcGroup".into(),
+        topic: "SvcTopic".into(),
+        queue_id: 2,
+        offset: 0,
+        extra_info: "not an extra info".into(),
+    };
+    let e = svc.ack(&caller, &ack).await.unwrap_err();
+    assert_eq!(e.remoting_code(), response_code::INVALID_PARAMETER, "{e}");
+    let e = svc.ack(&caller, &AckRequest { topic: "SvcNoSuchTopic".into(), ..ack }).await.unwrap_err();
+    assert_eq!(e.remoting_code(), response_code::TOPIC_NOT_EXIST, "{e}");
+    drop(svc);
+
+    let access = running.stop().await;
+    assert!(access.service().is_none(), "no service once the broker stopped");
+}

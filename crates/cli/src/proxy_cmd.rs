@@ -96,6 +96,13 @@ impl Connector for LocalConnector {
             Ok(c)
         })
     }
+
+    fn local_service(&self, addr: &str) -> Option<ferromq_broker::LocalCall> {
+        if addr != self.access.broker_addr() {
+            return None;
+        }
+        self.access.service()
+    }
 }
 
 /// A local-mode proxy over `access`. `advertise` says where routes send clients.

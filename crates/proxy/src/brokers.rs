@@ -16,6 +16,7 @@ use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{Connection, RemotingClient, RemotingError};
 use tracing::debug;
 
+use crate::route::{writable_queues, WritableQueue};
 use crate::status::{bad, ProxyError, ProxyResult};
 
 /// The most topics (and groups) whose metadata is cached; beyond it the oldest are dropped.
@@ -28,6 +29,14 @@ pub trait Connector: Send + Sync + 'static {
         &'a self,
         addr: &'a str,
     ) -> Pin<Box<dyn Future<Output = Result<Connection, RemotingError>> + Send + 'a>>;
+
+    /// The service of the broker at `addr` when that broker runs in this process (local
+    /// mode): called directly, without a remoting frame. `None` (the default) for brokers
+    /// reached over a connection.
+    fn local_service(&self, addr: &str) -> Option<ferromq_broker::LocalCall> {
+        let _ = addr;
+        None
+    }
 }
 
 /// Cluster mode: every broker over the network.
@@ -37,6 +46,15 @@ impl Connector for RemotingClient {
         addr: &'a str,
     ) -> Pin<Box<dyn Future<Output = Result<Connection, RemotingError>> + Send + 'a>> {
         Box::pin(self.connection(addr))
+    }
+}
+
+/// The caller the proxy is to a broker's in-process service: the gRPC client's address when
+/// known, else an unspecified local one; the current RocketMQ version.
+pub fn local_caller(peer: Option<std::net::SocketAddr>) -> ferromq_broker::service::Caller {
+    ferromq_broker::service::Caller {
+        remote_addr: peer.unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 0))),
+        client_version: ferromq_protocol::version::CURRENT,
     }
 }
 
@@ -88,6 +106,13 @@ impl TopicMessageType {
     }
 }
 
+/// A cached route and the send queues it gives (computed once per fetch, not per send).
+#[derive(Clone)]
+struct Route {
+    data: Arc<TopicRouteData>,
+    writable: Arc<Vec<WritableQueue>>,
+}
+
 struct Cached<T> {
     value: T,
     fetched: Instant,
@@ -98,7 +123,7 @@ pub struct Brokers {
     namesrv: RemotingClient,
     namesrv_addrs: Vec<String>,
     connector: Arc<dyn Connector>,
-    routes: Mutex<HashMap<String, Cached<Arc<TopicRouteData>>>>,
+    routes: Mutex<HashMap<String, Cached<Route>>>,
     topics: Mutex<HashMap<String, Cached<TopicMessageType>>>,
     groups: Mutex<HashMap<String, Cached<Arc<SubscriptionGroupConfig>>>>,
     refresh_after: Duration,
@@ -155,12 +180,25 @@ impl Brokers {
     /// # Errors
     /// TOPIC_NOT_FOUND, or the transport failure of the last name server tried.
     pub async fn route(&self, topic: &str) -> ProxyResult<Arc<TopicRouteData>> {
+        Ok(self.cached_route(topic).await?.data)
+    }
+
+    /// The writable master queues of the topic's route, sorted as [`writable_queues`] sorts.
+    ///
+    /// # Errors
+    /// As [`Brokers::route`].
+    pub async fn writable_queues(&self, topic: &str) -> ProxyResult<Arc<Vec<WritableQueue>>> {
+        Ok(self.cached_route(topic).await?.writable)
+    }
+
+    async fn cached_route(&self, topic: &str) -> ProxyResult<Route> {
         if let Some(c) = lock(&self.routes).get(topic) {
             if c.fetched.elapsed() < self.refresh_after {
                 return Ok(c.value.clone());
             }
         }
-        let route = Arc::new(self.fetch_route(topic).await?);
+        let data = Arc::new(self.fetch_route(topic).await?);
+        let route = Route { writable: Arc::new(writable_queues(&data)), data };
         insert_bounded(&mut lock(&self.routes), topic, route.clone());
         Ok(route)
     }
@@ -287,6 +325,11 @@ impl Brokers {
         Err(last)
     }
 
+    /// The in-process service of the broker at `addr`, if it runs in this process.
+    pub fn local_service(&self, addr: &str) -> Option<ferromq_broker::LocalCall> {
+        self.connector.local_service(addr)
+    }
+
     /// Sends `request` to the broker at `addr` and waits for the answer (at most `timeout`,
     /// or the default).
     ///
@@ -311,23 +354,11 @@ impl Brokers {
         conn.invoke_oneway(request).await.map_err(|e| ProxyError::from_transport(&e))
     }
 
-    /// Every master address the cached routes name.
-    pub fn known_masters(&self) -> Vec<String> {
-        let mut out: Vec<String> = lock(&self.routes)
-            .values()
-            .flat_map(|c| {
-                c.value.broker_datas.iter().filter_map(|b| b.master_addr().map(str::to_owned)).collect::<Vec<_>>()
-            })
-            .collect();
-        out.sort();
-        out.dedup();
-        out
-    }
-
     /// The broker name of the master at `addr`, from the cached routes.
     pub fn broker_name_of(&self, addr: &str) -> Option<String> {
         lock(&self.routes).values().find_map(|c| {
             c.value
+                .data
                 .broker_datas
                 .iter()
                 .find(|b| b.broker_addrs.values().any(|a| a == addr))

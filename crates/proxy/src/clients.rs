@@ -110,6 +110,8 @@ pub struct Departed {
 pub struct ClientRegistry {
     clients: Mutex<HashMap<String, ClientRecord>>,
     stream_ids: AtomicU64,
+    /// Whose turn the next transaction check is, among a topic's producers.
+    check_turn: std::sync::atomic::AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -191,26 +193,18 @@ impl ClientRegistry {
             .filter_map(|(k, r)| r.telemetry.as_ref().map(|(_, tx)| (k.clone(), tx.clone())))
             .filter(|(_, tx)| !tx.is_closed())
             .collect();
-        // Spread checks over the producers without keeping state: a different one each time.
         if live.is_empty() {
             return None;
         }
-        let i = (Instant::now().elapsed().subsec_nanos() as usize ^ live.len()) % live.len();
+        // Spread checks over the producers: each call takes the next one (the map's order is
+        // stable while it is not changed, so a counter walks through them).
+        let i = self.check_turn.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % live.len();
         Some(live.swap_remove(i))
     }
 
     /// The Telemetry stream of `client_id`, if open.
     pub fn telemetry_of(&self, client_id: &str) -> Option<TelemetrySender> {
         lock(&self.clients).get(client_id).and_then(|r| r.telemetry.as_ref().map(|(_, tx)| tx.clone()))
-    }
-
-    /// The consumers of `group` with an open Telemetry stream.
-    pub fn consumers_of(&self, group: &str) -> Vec<String> {
-        lock(&self.clients)
-            .iter()
-            .filter(|(_, r)| r.is_consumer() && r.group.as_deref() == Some(group) && r.telemetry.is_some())
-            .map(|(k, _)| k.clone())
-            .collect()
     }
 
     /// Registers a wait for the client's answer to the command with `nonce`.

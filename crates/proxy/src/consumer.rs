@@ -21,6 +21,8 @@ use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use tokio::sync::mpsc;
 use tracing::debug;
 
+use ferromq_broker::service::{AckRequest, ChangeInvisibleRequest};
+
 use crate::context::CallContext;
 use crate::convert::{self, Delivery};
 use crate::filter::{pop_expression, subscription_data};
@@ -76,11 +78,6 @@ impl Renewals {
     /// The handle to use for the client's `handle` (the latest renewed one), removing it.
     fn take(&self, group: &str, handle: &str) -> Option<String> {
         self.lock().remove(&(group.to_owned(), handle.to_owned())).map(|r| r.current)
-    }
-
-    /// The current handle for the client's `handle`, keeping the entry.
-    fn current(&self, group: &str, handle: &str) -> Option<String> {
-        self.lock().get(&(group.to_owned(), handle.to_owned())).map(|r| r.current.clone())
     }
 
     /// How many handles are tracked.
@@ -399,6 +396,16 @@ async fn ack_one(p: &Proxy, group: &str, topic: &str, handle_text: &str) -> Prox
         offset: handle.queue_offset.unwrap_or_default(),
         broker_name: Some(handle.broker_name.clone()),
     };
+    if let Some(service) = p.brokers.local_service(&addr) {
+        let ack = AckRequest {
+            consumer_group: header.consumer_group,
+            topic: header.topic,
+            queue_id: header.queue_id,
+            offset: header.offset,
+            extra_info: header.extra_info,
+        };
+        return service.ack(&crate::brokers::local_caller(None), &ack).await.map_err(|e| ProxyError::from_service(&e));
+    }
     let resp =
         p.brokers.invoke(&addr, RemotingCommand::request(request_code::ACK_MESSAGE).with_header(&header), None).await?;
     match resp.code {
@@ -456,15 +463,38 @@ async fn change_invisible(
         invisible_time: invisible_ms,
         broker_name: Some(handle.broker_name.clone()),
     };
-    let resp = p
-        .brokers
-        .invoke(&addr, RemotingCommand::request(request_code::CHANGE_MESSAGE_INVISIBLETIME).with_header(&header), None)
-        .await?;
-    if resp.code != response_code::SUCCESS {
-        return Err(ProxyError::from_remoting(resp.code, resp.remark.as_deref()));
-    }
-    let h: ChangeInvisibleTimeResponseHeader =
-        resp.decode_header().map_err(|e| bad!(InternalServerError, "unreadable change-invisible answer: {e}"))?;
+    let h = if let Some(service) = p.brokers.local_service(&addr) {
+        let change = ChangeInvisibleRequest {
+            consumer_group: header.consumer_group,
+            topic: header.topic,
+            queue_id: header.queue_id,
+            offset: header.offset,
+            extra_info: header.extra_info,
+            invisible_time: header.invisible_time,
+        };
+        let c = service
+            .change_invisible_time(&crate::brokers::local_caller(None), &change)
+            .await
+            .map_err(|e| ProxyError::from_service(&e))?;
+        ChangeInvisibleTimeResponseHeader {
+            pop_time: c.pop_time,
+            invisible_time: c.invisible_time,
+            revive_qid: c.revive_qid,
+        }
+    } else {
+        let resp = p
+            .brokers
+            .invoke(
+                &addr,
+                RemotingCommand::request(request_code::CHANGE_MESSAGE_INVISIBLETIME).with_header(&header),
+                None,
+            )
+            .await?;
+        if resp.code != response_code::SUCCESS {
+            return Err(ProxyError::from_remoting(resp.code, resp.remark.as_deref()));
+        }
+        resp.decode_header().map_err(|e| bad!(InternalServerError, "unreadable change-invisible answer: {e}"))?
+    };
     Ok(ExtraInfo {
         ck_queue_offset: handle.queue_offset.unwrap_or_default(),
         pop_time: h.pop_time,
@@ -585,9 +615,4 @@ pub async fn clear_client_handles(p: &Proxy, client_id: &str) {
             debug!(group, client_id, error = %e, "could not hand a message back early");
         }
     }
-}
-
-/// The current handle of an auto-renewed message (for tests and diagnostics).
-pub fn current_handle(p: &Proxy, group: &str, handle: &str) -> Option<String> {
-    p.renewals.current(group, handle)
 }

@@ -38,7 +38,7 @@ impl CallContext {
     /// # Errors
     /// CLIENT_ID_REQUIRED when `x-mq-client-id` is missing, blank or too long.
     pub fn from_metadata(md: &MetadataMap, peer: Option<SocketAddr>) -> ProxyResult<CallContext> {
-        let client_id = header(md, &["x-mq-client-id", "x-mq-clientid", "x-mq-client_id"]).unwrap_or_default();
+        let client_id = header(md, &["x-mq-client-id"]).unwrap_or_default();
         if client_id.is_empty() {
             return Err(bad!(ClientIdRequired, "x-mq-client-id is required"));
         }

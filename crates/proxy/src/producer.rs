@@ -3,6 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+use ferromq_broker::service::{AutoCreate, BatchMessage, SendBody, SendRequest, SendStatus};
+
 use ferromq_protocol::header::{
     EndTransactionRequestHeader, RecallMessageRequestHeader, RecallMessageResponseHeader, SendMessageRequestHeader,
     SendMessageRequestHeaderV2, SendMessageResponseHeader,
@@ -15,7 +17,7 @@ use crate::context::CallContext;
 use crate::convert::{self, check_message_type, OutgoingMessage};
 use crate::pb::{self, Code, TransactionResolution, TransactionSource};
 use crate::proxy::{Proxy, TransactionData};
-use crate::route::{select_queue, writable_queues};
+use crate::route::select_queue;
 use crate::status::{self, bad, ProxyError, ProxyResult};
 use crate::validate;
 
@@ -53,7 +55,7 @@ async fn send(p: &Proxy, ctx: &CallContext, req: pb::SendMessageRequest) -> Prox
     if req.messages.iter().any(|m| m.topic.as_ref().map(|t| t.name.as_str()) != Some(topic.as_str())) {
         return Err(bad!(MessageCorrupted, "the messages of one request must share one topic"));
     }
-    let route = p.brokers.route(&topic).await?;
+    let queues = p.brokers.writable_queues(&topic).await?;
     let now = convert::now_ms();
     let mut out = Vec::with_capacity(req.messages.len());
     for m in req.messages {
@@ -74,48 +76,19 @@ async fn send(p: &Proxy, ctx: &CallContext, req: pb::SendMessageRequest) -> Prox
     if out.len() > 1 && out.iter().any(|o| o.message_type == crate::brokers::TopicMessageType::Transaction) {
         return Err(bad!(MessageCorrupted, "transactional messages cannot be sent as a batch"));
     }
-    let queues = writable_queues(&route);
     let avoid = p.isolated_brokers();
     let queue = select_queue(&queues, out[0].message_group.as_deref(), &p.round_robin, &avoid)?.clone();
     let timeout = ctx.remaining().filter(|d| !d.is_zero());
-    let resp = if out.len() == 1 {
-        let o = &out[0];
-        let header = send_header(&topic, queue.queue_id, o, &queue.broker_name, false);
-        let req = RemotingCommand::request(request_code::SEND_MESSAGE_V2)
-            .with_header(&SendMessageRequestHeaderV2::from(header))
-            .with_body(o.body.clone());
-        p.brokers.invoke(&queue.addr, req, timeout).await
-    } else {
-        let entries: Vec<BatchEntry> = out
-            .iter()
-            .map(|o| BatchEntry { flag: 0, body: o.body.clone(), properties: o.properties.encode() })
-            .collect();
-        let body = encode_batch(&entries).map_err(|e| bad!(MessageCorrupted, "batch cannot be encoded: {e}"))?;
-        let mut header = send_header(&topic, queue.queue_id, &out[0], &queue.broker_name, true);
-        header.properties = None;
-        let req = RemotingCommand::request(request_code::SEND_BATCH_MESSAGE)
-            .with_header(&SendMessageRequestHeaderV2::from(header))
-            .with_body(body.freeze());
-        p.brokers.invoke(&queue.addr, req, timeout).await
+    let stored = match p.brokers.local_service(&queue.addr) {
+        Some(service) => store_locally(&service, ctx, &topic, queue.queue_id, &out).await,
+        None => store_remotely(p, &topic, &queue, &out, timeout).await,
     };
-    // A broker that cannot be reached is avoided for a while; the client's retry of this
-    // send goes elsewhere.
-    let resp = resp.inspect_err(|_| p.isolate(&queue.broker_name, &topic))?;
-    let code = match resp.code {
-        response_code::SUCCESS => Code::Ok,
-        response_code::FLUSH_DISK_TIMEOUT => Code::MasterPersistenceTimeout,
-        response_code::FLUSH_SLAVE_TIMEOUT => Code::SlavePersistenceTimeout,
-        response_code::SLAVE_NOT_AVAILABLE => Code::HaNotAvailable,
-        other => {
-            if other == response_code::TOPIC_NOT_EXIST {
-                p.brokers.invalidate_route(&topic);
-            }
-            return Err(ProxyError::from_remoting(other, resp.remark.as_deref()));
+    let h = stored.inspect_err(|e| {
+        if e.code == Code::TopicNotFound {
+            p.brokers.invalidate_route(&topic);
         }
-    };
-    let h: SendMessageResponseHeader = resp
-        .decode_header()
-        .map_err(|e| bad!(InternalServerError, "broker {} sent an unreadable answer: {e}", queue.addr))?;
+    })?;
+    let code = h.code;
     let msg_ids: Vec<&str> = h.msg_id.split(',').collect();
     let mut entries = Vec::with_capacity(out.len());
     for (i, o) in out.iter().enumerate() {
@@ -161,6 +134,111 @@ async fn send(p: &Proxy, ctx: &CallContext, req: pb::SendMessageRequest) -> Prox
         entries.push(entry);
     }
     Ok(entries)
+}
+
+/// What the broker answered to a stored send, from either path.
+struct Stored {
+    code: Code,
+    msg_id: String,
+    queue_offset: i64,
+    transaction_id: Option<String>,
+    recall_handle: Option<String>,
+}
+
+/// Local mode: the broker's service in process, no frame (design.md 3.1).
+async fn store_locally(
+    service: &ferromq_broker::service::Service,
+    ctx: &CallContext,
+    topic: &str,
+    queue_id: i32,
+    out: &[OutgoingMessage],
+) -> ProxyResult<Stored> {
+    let message =
+        |o: &OutgoingMessage| BatchMessage { body: o.body.clone(), properties: o.properties.clone(), flag: 0 };
+    let body = if out.len() == 1 {
+        SendBody::One(message(&out[0]))
+    } else {
+        SendBody::Batch { messages: out.iter().map(message).collect(), properties: Default::default() }
+    };
+    let first = &out[0];
+    let request = SendRequest {
+        producer_group: topic.to_owned(),
+        topic: topic.to_owned(),
+        queue_id: Some(queue_id),
+        sys_flag: first.sys_flag,
+        born_timestamp_ms: first.born_timestamp_ms,
+        reconsume_times: first.reconsume_times,
+        max_reconsume_times: None,
+        auto_create: Some(AutoCreate { default_topic: DEFAULT_TOPIC.to_owned(), queue_nums: 4 }),
+        body,
+    };
+    let receipt = service
+        .send(&crate::brokers::local_caller(ctx.peer), request)
+        .await
+        .map_err(|e| ProxyError::from_service(&e))?;
+    let code = match receipt.status {
+        SendStatus::Ok => Code::Ok,
+        SendStatus::FlushDiskTimeout => Code::MasterPersistenceTimeout,
+        SendStatus::FlushSlaveTimeout => Code::SlavePersistenceTimeout,
+        SendStatus::SlaveNotAvailable => Code::HaNotAvailable,
+    };
+    Ok(Stored {
+        code,
+        msg_id: receipt.msg_id,
+        queue_offset: receipt.queue_offset,
+        transaction_id: receipt.transaction_id,
+        recall_handle: receipt.recall_handle,
+    })
+}
+
+/// Cluster mode (and brokers of other processes): SEND_MESSAGE_V2, or SEND_BATCH_MESSAGE for
+/// several messages.
+async fn store_remotely(
+    p: &Proxy,
+    topic: &str,
+    queue: &crate::route::WritableQueue,
+    out: &[OutgoingMessage],
+    timeout: Option<Duration>,
+) -> ProxyResult<Stored> {
+    let request = if out.len() == 1 {
+        let o = &out[0];
+        let header = send_header(topic, queue.queue_id, o, &queue.broker_name, false);
+        RemotingCommand::request(request_code::SEND_MESSAGE_V2)
+            .with_header(&SendMessageRequestHeaderV2::from(header))
+            .with_body(o.body.clone())
+    } else {
+        let entries: Vec<BatchEntry> = out
+            .iter()
+            .map(|o| BatchEntry { flag: 0, body: o.body.clone(), properties: o.properties.encode() })
+            .collect();
+        let body = encode_batch(&entries).map_err(|e| bad!(MessageCorrupted, "batch cannot be encoded: {e}"))?;
+        let mut header = send_header(topic, queue.queue_id, &out[0], &queue.broker_name, true);
+        header.properties = None;
+        RemotingCommand::request(request_code::SEND_BATCH_MESSAGE)
+            .with_header(&SendMessageRequestHeaderV2::from(header))
+            .with_body(body.freeze())
+    };
+    // A broker that cannot be reached is avoided for a while; the client's retry of this
+    // send goes elsewhere.
+    let resp =
+        p.brokers.invoke(&queue.addr, request, timeout).await.inspect_err(|_| p.isolate(&queue.broker_name, topic))?;
+    let code = match resp.code {
+        response_code::SUCCESS => Code::Ok,
+        response_code::FLUSH_DISK_TIMEOUT => Code::MasterPersistenceTimeout,
+        response_code::FLUSH_SLAVE_TIMEOUT => Code::SlavePersistenceTimeout,
+        response_code::SLAVE_NOT_AVAILABLE => Code::HaNotAvailable,
+        other => return Err(ProxyError::from_remoting(other, resp.remark.as_deref())),
+    };
+    let h: SendMessageResponseHeader = resp
+        .decode_header()
+        .map_err(|e| bad!(InternalServerError, "broker {} sent an unreadable answer: {e}", queue.addr))?;
+    Ok(Stored {
+        code,
+        msg_id: h.msg_id,
+        queue_offset: h.queue_offset,
+        transaction_id: h.transaction_id,
+        recall_handle: h.recall_handle,
+    })
 }
 
 fn send_header(

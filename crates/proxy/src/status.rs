@@ -31,6 +31,12 @@ impl ProxyError {
         Status { code: self.code as i32, message: self.message.clone() }
     }
 
+    /// A refusal of a broker's in-process service: its RocketMQ code mapped as a remote
+    /// broker's answer would be, so both modes give one status.
+    pub fn from_service(e: &ferromq_broker::service::ServiceError) -> Self {
+        ProxyError::from_remoting(e.remoting_code(), Some(&e.to_string()))
+    }
+
     /// A broker's answer that was not SUCCESS (Java: `ResponseBuilder#buildStatus` for
     /// `MQBrokerException`): the few codes clients react to keep their meaning, everything
     /// else is INTERNAL_SERVER_ERROR with the broker's remark.

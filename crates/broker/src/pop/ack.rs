@@ -1,108 +1,75 @@
-//! ACK_MESSAGE (200051), BATCH_ACK_MESSAGE (200151) and CHANGE_MESSAGE_INVISIBLETIME
-//! (200053). A non-FIFO ack is an `ack` record in the checkpoint's revive queue, due at the
-//! checkpoint's deadline, where revive matches it; a FIFO ack marks the offset in the order
-//! info and moves the consumer offset. Changing the invisible time writes a new one-message
-//! checkpoint first, then acks the old one: a crash between the two duplicates the message,
-//! never loses it. Java: `AckMessageProcessor`, `ChangeInvisibleTimeProcessor`.
+//! Acknowledging popped messages and changing their invisible time (the service's
+//! [`ack`](crate::service::Service::ack) and
+//! [`change_invisible_time`](crate::service::Service::change_invisible_time)), and
+//! BATCH_ACK_MESSAGE (200151). A non-FIFO ack is an `ack` record in the checkpoint's revive
+//! queue, due at the checkpoint's deadline, where revive matches it; a FIFO ack marks the
+//! offset in the order info and moves the consumer offset. Changing the invisible time writes
+//! a new one-message checkpoint first, then acks the old one: a crash between the two
+//! duplicates the message, never loses it. Java: `AckMessageProcessor`,
+//! `ChangeInvisibleTimeProcessor`.
 
 use ferromq_protocol::body::{AckMsg, BatchAck, BatchAckMessageRequestBody, JsonBody, PopCheckPoint};
-use ferromq_protocol::header::{
-    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
-};
 use ferromq_protocol::pop::{ExtraInfo, RetryFlag, POP_ORDER_REVIVE_QUEUE};
 use ferromq_protocol::{response_code, RemotingCommand};
-use ferromq_remoting::Connection;
 use tracing::{info, warn};
 
 use crate::broker::{now_ms, Broker};
 use crate::pop::order_info::Commit;
 use crate::processor::{failure, success};
+use crate::service::{AckRequest, Caller, ChangeInvisibleRequest, InvisibleChanged, ServiceError};
 
 impl Broker {
     /// The topic and queue checks ACK and CHANGE_INVISIBLETIME share: the topic exists, the
     /// queue is one of its read queues (MESSAGE_ILLEGAL otherwise, as Java answers).
-    fn check_ack_queue(
-        &self,
-        req: &RemotingCommand,
-        conn: &Connection,
-        topic: &str,
-        queue_id: i32,
-    ) -> Result<(), Box<RemotingCommand>> {
+    fn check_ack_queue(&self, caller: &Caller, topic: &str, queue_id: i32) -> Result<(), ServiceError> {
         let Some(config) = self.topics().select(topic) else {
-            return Err(Box::new(failure(
-                req,
-                response_code::TOPIC_NOT_EXIST,
-                format!("topic[{topic}] not exist, apply first please!"),
-            )));
+            return Err(ServiceError::TopicNotExist(format!("topic[{topic}] not exist, apply first please!")));
         };
         if queue_id < 0 || queue_id >= config.read_queue_nums {
-            return Err(Box::new(failure(
-                req,
-                response_code::MESSAGE_ILLEGAL,
-                format!(
-                    "queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[{}]",
-                    config.read_queue_nums,
-                    conn.remote_addr()
-                ),
+            return Err(ServiceError::MessageIllegal(format!(
+                "queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+                config.read_queue_nums, caller.remote_addr
             )));
         }
         Ok(())
     }
 
     /// An extra info's revive queue must be one this broker writes (or the FIFO marker).
-    fn check_revive_qid(
-        &self,
-        req: &RemotingCommand,
-        info: &ExtraInfo,
-        text: &str,
-    ) -> Result<(), Box<RemotingCommand>> {
+    fn check_revive_qid(&self, info: &ExtraInfo, text: &str) -> Result<(), ServiceError> {
         if info.is_order() || (0..self.config.revive_queue_num).contains(&info.revive_qid) {
             return Ok(());
         }
-        Err(Box::new(failure(
-            req,
-            response_code::INVALID_PARAMETER,
-            format!(
-                "extraInfo {text:?} names revive queue {} but the broker has {} (reviveQueueNum)",
-                info.revive_qid, self.config.revive_queue_num
-            ),
+        Err(ServiceError::InvalidParameter(format!(
+            "extraInfo {text:?} names revive queue {} but the broker has {} (reviveQueueNum)",
+            info.revive_qid, self.config.revive_queue_num
         )))
     }
 
-    /// ACK_MESSAGE.
-    pub(crate) async fn ack_message(&self, conn: &Connection, req: &RemotingCommand) -> RemotingCommand {
-        let h: AckMessageRequestHeader = match req.decode_header() {
-            Ok(h) => h,
-            Err(e) => return failure(req, response_code::SYSTEM_ERROR, e.to_string()),
-        };
+    /// Acknowledges one popped message.
+    pub(crate) async fn ack(&self, caller: &Caller, h: &AckRequest) -> Result<(), ServiceError> {
         if self.is_slave() {
-            return failure(req, response_code::SYSTEM_ERROR, "the broker is a slave: ack to its master");
+            return Err(ServiceError::System("the broker is a slave: ack to its master".into()));
         }
-        if let Err(r) = self.check_ack_queue(req, conn, &h.topic, h.queue_id) {
-            return *r;
-        }
+        self.check_ack_queue(caller, &h.topic, h.queue_id)?;
         let (min, max) = self.queue_bounds(&h.topic, h.queue_id);
         if h.offset < min || h.offset > max {
-            return failure(
-                req,
-                response_code::NO_MESSAGE,
-                format!("offset is illegal, key:{}@{}, commit:{}, store:{min}~{max}", h.topic, h.queue_id, h.offset),
-            );
+            return Err(ServiceError::Other {
+                code: response_code::NO_MESSAGE,
+                remark: format!(
+                    "offset is illegal, key:{}@{}, commit:{}, store:{min}~{max}",
+                    h.topic, h.queue_id, h.offset
+                ),
+            });
         }
-        let info = match ExtraInfo::parse(&h.extra_info) {
-            Ok(i) => i,
-            Err(e) => return failure(req, response_code::INVALID_PARAMETER, e.to_string()),
-        };
-        if let Err(r) = self.check_revive_qid(req, &info, &h.extra_info) {
-            return *r;
-        }
+        let info = ExtraInfo::parse(&h.extra_info).map_err(|e| ServiceError::InvalidParameter(e.to_string()))?;
+        self.check_revive_qid(&info, &h.extra_info)?;
         if info.is_order() {
-            return self.ack_orderly(req, &h.topic, &h.consumer_group, h.queue_id, h.offset, info.pop_time);
+            return self.ack_orderly(&h.topic, &h.consumer_group, h.queue_id, h.offset, info.pop_time);
         }
         let ack = ack_record(&h.topic, &h.consumer_group, h.queue_id, &info, h.offset);
         if self.ack_in_buffer(&ack, h.offset) {
             self.pop.inflight.sub(&h.topic, &h.consumer_group, h.queue_id, 1);
-            return success(req);
+            return Ok(());
         }
         let (done, stored) = tokio::sync::oneshot::channel();
         let pending = crate::pop::ack_merge::PendingAck {
@@ -112,11 +79,7 @@ impl Broker {
             done,
         };
         if self.pop.acks.try_send(pending).is_err() {
-            return failure(
-                req,
-                response_code::SYSTEM_BUSY,
-                "[REJECTREQUEST]system busy: too many acks waiting to be stored",
-            );
+            return Err(ServiceError::Busy("[REJECTREQUEST]system busy: too many acks waiting to be stored".into()));
         }
         let stored = stored.await.unwrap_or_else(|_| Err("the broker is shutting down".to_owned()));
         match stored {
@@ -125,11 +88,11 @@ impl Broker {
                 if self.config.enable_pop_log {
                     info!(topic = %h.topic, group = %h.consumer_group, queue_id = h.queue_id, offset = h.offset, revive_qid = info.revive_qid, "ack");
                 }
-                success(req)
+                Ok(())
             }
             // Java answers SUCCESS whatever the store said; the client is told instead, so it
             // can ack again (the message would otherwise come back).
-            Err(e) => failure(req, response_code::SYSTEM_ERROR, e),
+            Err(e) => Err(ServiceError::System(e)),
         }
     }
 
@@ -159,28 +122,25 @@ impl Broker {
     /// one, and wakes a parked pop when the queue unblocked.
     fn ack_orderly(
         &self,
-        req: &RemotingCommand,
         topic: &str,
         group: &str,
         queue_id: i32,
         offset: i64,
         pop_time: i64,
-    ) -> RemotingCommand {
+    ) -> Result<(), ServiceError> {
         // The order info's own lock makes mark-and-next one step.
         let result = self.pop.order.commit_and_next(topic, group, queue_id, offset, pop_time);
         let answer = match result {
-            Commit::Unknown => failure(
-                req,
-                response_code::MESSAGE_ILLEGAL,
-                format!("offset is illegal, key:{topic}@{group}@{queue_id}, commit:{offset}: no FIFO batch holds it"),
-            ),
-            Commit::StalePopTime => success(req),
+            Commit::Unknown => Err(ServiceError::MessageIllegal(format!(
+                "offset is illegal, key:{topic}@{group}@{queue_id}, commit:{offset}: no FIFO batch holds it"
+            ))),
+            Commit::StalePopTime => Ok(()),
             Commit::Next(next) => {
                 let old = self.offsets().query_offset(group, topic, queue_id).unwrap_or(-1);
                 if next > old {
                     self.offsets().commit_offset("AckOrderly", group, topic, queue_id, next);
                 }
-                success(req)
+                Ok(())
             }
         };
         if matches!(result, Commit::Next(_))
@@ -269,7 +229,7 @@ impl Broker {
         }
         if is_order {
             for o in offsets {
-                let _ = self.ack_orderly(req, &topic, &ack.consumer_group, ack.queue_id, o, ack.pop_time);
+                let _ = self.ack_orderly(&topic, &ack.consumer_group, ack.queue_id, o, ack.pop_time);
             }
             return Ok(());
         }
@@ -287,44 +247,34 @@ impl Broker {
         }
     }
 
-    /// CHANGE_MESSAGE_INVISIBLETIME.
-    pub(crate) async fn change_invisible_time(&self, conn: &Connection, req: &RemotingCommand) -> RemotingCommand {
-        let h: ChangeInvisibleTimeRequestHeader = match req.decode_header() {
-            Ok(h) => h,
-            Err(e) => return failure(req, response_code::SYSTEM_ERROR, e.to_string()),
-        };
+    /// Changes the invisible time of one popped message.
+    pub(crate) async fn change_invisible(
+        &self,
+        caller: &Caller,
+        h: &ChangeInvisibleRequest,
+    ) -> Result<InvisibleChanged, ServiceError> {
         if self.is_slave() {
-            return failure(
-                req,
-                response_code::SYSTEM_ERROR,
-                "the broker is a slave: change invisible time at its master",
-            );
+            return Err(ServiceError::System("the broker is a slave: change invisible time at its master".into()));
         }
-        if let Err(r) = self.check_ack_queue(req, conn, &h.topic, h.queue_id) {
-            return *r;
-        }
+        self.check_ack_queue(caller, &h.topic, h.queue_id)?;
         let (min, max) = self.queue_bounds(&h.topic, h.queue_id);
         if h.offset < min || h.offset >= max {
-            return failure(
-                req,
-                response_code::NO_MESSAGE,
-                format!("offset is illegal, key:{}@{}, commit:{}, store:{min}~{max}", h.topic, h.queue_id, h.offset),
-            );
+            return Err(ServiceError::Other {
+                code: response_code::NO_MESSAGE,
+                remark: format!(
+                    "offset is illegal, key:{}@{}, commit:{}, store:{min}~{max}",
+                    h.topic, h.queue_id, h.offset
+                ),
+            });
         }
         if h.invisible_time < 0 {
-            return failure(
-                req,
-                response_code::INVALID_PARAMETER,
-                format!("invisibleTime must not be negative, got {}", h.invisible_time),
-            );
+            return Err(ServiceError::InvalidParameter(format!(
+                "invisibleTime must not be negative, got {}",
+                h.invisible_time
+            )));
         }
-        let info = match ExtraInfo::parse(&h.extra_info) {
-            Ok(i) => i,
-            Err(e) => return failure(req, response_code::INVALID_PARAMETER, e.to_string()),
-        };
-        if let Err(r) = self.check_revive_qid(req, &info, &h.extra_info) {
-            return *r;
-        }
+        let info = ExtraInfo::parse(&h.extra_info).map_err(|e| ServiceError::InvalidParameter(e.to_string()))?;
+        self.check_revive_qid(&info, &h.extra_info)?;
         let now = now_ms();
         if info.is_order() {
             let next_visible = now.saturating_add(h.invisible_time);
@@ -336,19 +286,15 @@ impl Broker {
                 info.pop_time,
                 next_visible,
             ) {
-                Some(pop_time) => success(req).with_header(&ChangeInvisibleTimeResponseHeader {
+                Some(pop_time) => Ok(InvisibleChanged {
                     pop_time,
                     invisible_time: next_visible - pop_time,
                     revive_qid: POP_ORDER_REVIVE_QUEUE,
                 }),
-                None => failure(
-                    req,
-                    response_code::MESSAGE_ILLEGAL,
-                    format!(
-                        "no FIFO batch of {}@{} popped at {} holds offset {}",
-                        h.topic, h.queue_id, info.pop_time, h.offset
-                    ),
-                ),
+                None => Err(ServiceError::MessageIllegal(format!(
+                    "no FIFO batch of {}@{} popped at {} holds offset {}",
+                    h.topic, h.queue_id, info.pop_time, h.offset
+                ))),
             };
         }
         let ck = PopCheckPoint {
@@ -363,23 +309,17 @@ impl Broker {
             topic: Some(h.topic.clone()),
             ..PopCheckPoint::default()
         };
-        if let Err(e) = self.put_checkpoint(&ck, info.revive_qid).await {
-            return failure(req, response_code::SYSTEM_ERROR, e.to_string());
-        }
+        self.put_checkpoint(&ck, info.revive_qid).await.map_err(|e| ServiceError::System(e.to_string()))?;
         let ack = ack_record(&h.topic, &h.consumer_group, h.queue_id, &info, h.offset);
         let merged = self.ack_in_buffer(&ack, h.offset);
         if !merged {
-            if let Err(e) = self.put_ack(&ack, info.revive_qid, info.next_visible_time()).await {
-                // The new checkpoint is stored: the message comes back at the new time and, its
-                // old checkpoint unacknowledged, at the old one too.
-                return failure(req, response_code::SYSTEM_ERROR, e.to_string());
-            }
+            // On failure the new checkpoint is stored: the message comes back at the new time
+            // and, its old checkpoint unacknowledged, at the old one too.
+            self.put_ack(&ack, info.revive_qid, info.next_visible_time())
+                .await
+                .map_err(|e| ServiceError::System(e.to_string()))?;
         }
-        success(req).with_header(&ChangeInvisibleTimeResponseHeader {
-            pop_time: now,
-            invisible_time: h.invisible_time,
-            revive_qid: info.revive_qid,
-        })
+        Ok(InvisibleChanged { pop_time: now, invisible_time: h.invisible_time, revive_qid: info.revive_qid })
     }
 }
 

@@ -2,6 +2,7 @@
 //! response using the broker's state; the dispatcher built in `dispatcher` routes codes here.
 //! Java: `broker/processor/*`.
 
+pub(crate) mod ack;
 pub(crate) mod admin;
 pub(crate) mod admin_query;
 pub(crate) mod client;
@@ -22,6 +23,12 @@ pub(crate) fn success(req: &RemotingCommand) -> RemotingCommand {
 /// A failure response to `req`.
 pub(crate) fn failure(req: &RemotingCommand, code: i32, remark: impl Into<String>) -> RemotingCommand {
     RemotingCommand::response_to(req, code, Some(remark.into()))
+}
+
+/// The answer to a request the service refused: its code and Java's remark (the one
+/// `ServiceError` -> remoting mapping).
+pub(crate) fn service_failure(req: &RemotingCommand, e: &crate::service::ServiceError) -> RemotingCommand {
+    failure(req, e.remoting_code(), e.to_string())
 }
 
 /// Decodes the typed header or returns SYSTEM_ERROR naming the bad field, as Java does when

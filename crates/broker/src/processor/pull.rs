@@ -14,7 +14,8 @@ use tracing::debug;
 use crate::broker::Broker;
 use crate::filter::{self, PullFilter, EXPRESSION_TYPE_TAG};
 use crate::long_polling::HeldPull;
-use crate::processor::{failure, send::BUSY_REMARK};
+use crate::processor::failure;
+use crate::service::send::BUSY_REMARK;
 use crate::stats::{clock_ms, BrokerStats};
 
 /// Largest number of messages one pull returns, whatever the client asks.

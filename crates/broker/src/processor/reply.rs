@@ -28,8 +28,8 @@ impl Broker {
         // hold a place the broker's sends are bounded by (Java runs replies on a pool of their
         // own).
         drop(permit);
-        if let Err(response) = self.check_body_size(&req) {
-            return *response;
+        if let Err(e) = self.check_body_size(req.body.len()) {
+            return crate::processor::service_failure(&req, &e);
         }
         let (code, remark, mut response_header) = match self.push_reply(&conn, &header, &req).await {
             // A reply that was only pushed has no message id; "0" keeps clients' decoders happy
