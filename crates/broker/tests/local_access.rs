@@ -337,6 +337,35 @@ async fn the_service_stores_sends_and_refuses_with_the_processors_codes() {
     assert_eq!(e.remoting_code(), response_code::INVALID_PARAMETER, "{e}");
     let e = svc.ack(&caller, &AckRequest { topic: "SvcNoSuchTopic".into(), ..ack }).await.unwrap_err();
     assert_eq!(e.remoting_code(), response_code::TOPIC_NOT_EXIST, "{e}");
+
+    // Offsets: no offset yet; a commit for a group that does not exist is refused.
+    let e = svc.query_consumer_offset("SvcGroup", "SvcTopic", 2, false).unwrap_err();
+    assert_eq!(e.remoting_code(), response_code::QUERY_NOT_FOUND, "{e}");
+    assert_eq!(svc.query_consumer_offset("SvcGroup", "SvcTopic", 2, true).unwrap(), 0, "a young queue reads from 0");
+    let e = svc.update_consumer_offset(&caller, "SvcNoGroup", "SvcTopic", 2, 1).unwrap_err();
+    assert_eq!(e.remoting_code(), response_code::SUBSCRIPTION_GROUP_NOT_EXIST, "{e}");
+    assert_eq!(svc.max_offset("SvcTopic", 2), 3);
+    assert_eq!(svc.min_offset("SvcTopic", 2), 0);
+
+    // An end of transaction naming no half message.
+    let end = ferromq_broker::service::EndTransactionRequest {
+        producer_group: "SvcProducer".into(),
+        tran_state_table_offset: 0,
+        commit_log_offset: 1 << 40,
+        decision: ferromq_broker::service::TransactionDecision::Commit,
+        from_transaction_check: false,
+        msg_id: "none".into(),
+    };
+    let e = svc.end_transaction(&caller, &end).await.unwrap_err();
+    assert_eq!(e.remoting_code(), response_code::SYSTEM_ERROR, "{e}");
+    let unknown = ferromq_broker::service::EndTransactionRequest {
+        decision: ferromq_broker::service::TransactionDecision::Unknown,
+        ..end
+    };
+    assert_eq!(
+        svc.end_transaction(&caller, &unknown).await.unwrap(),
+        ferromq_broker::service::TransactionEnded::LeftUndecided
+    );
     drop(svc);
 
     let access = running.stop().await;

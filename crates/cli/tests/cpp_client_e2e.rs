@@ -20,20 +20,22 @@
 #![cfg(unix)]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::fs::OpenOptions;
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{mpsc, OnceLock};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use ferromq_protocol::header::GetRouteInfoRequestHeader;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
 use ferromq_testkit::{free_broker_port, free_port};
+
+mod common;
+use common::e2e::{compat_python, dir_tail, file_tail, repo_root, ClientRun, Json};
 
 const TOPIC: &str = "CppE2eTopic";
 const MESSAGES: usize = 20;
@@ -497,30 +499,6 @@ impl Drop for Harness {
     }
 }
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-/// Runs `compat/setup.sh` once per test process (cheap when the venv exists) and returns the
-/// venv's python.
-fn compat_python() -> &'static PathBuf {
-    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        let root = repo_root();
-        let out = Command::new("bash").arg(root.join("compat/setup.sh")).output().expect("run compat/setup.sh");
-        assert!(
-            out.status.success(),
-            "compat/setup.sh failed ({}):\n{}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let venv =
-            std::env::var_os("FERROMQ_COMPAT_VENV").map_or_else(|| root.join("target/compat-venv"), PathBuf::from);
-        venv.join("bin/python")
-    })
-}
-
 impl Harness {
     fn new() -> Harness {
         let python = compat_python().clone();
@@ -822,37 +800,6 @@ fn expected_message(i: usize) -> Expected {
     }
 }
 
-fn file_tail(path: &Path, lines: usize) -> String {
-    match std::fs::read_to_string(path) {
-        Ok(text) => {
-            let all: Vec<&str> = text.lines().collect();
-            all[all.len().saturating_sub(lines)..].join("\n")
-        }
-        Err(e) => format!("(cannot read: {e})"),
-    }
-}
-
-fn dir_tail(dir: &Path, lines: usize) -> String {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return "(no log)".into();
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|e| format!("{}:\n{}", e.path().display(), file_tail(&e.path(), lines)))
-        .collect()
-}
-
-/// The outcome of one `e2e.py` run.
-struct ClientRun {
-    label: String,
-    status: ExitStatus,
-    events: Vec<Json>,
-    stdout: String,
-    stderr: String,
-    client_log_dir: PathBuf,
-    elapsed: Duration,
-}
-
 /// An `e2e.py` run in progress.
 struct RunningClient {
     label: String,
@@ -926,246 +873,6 @@ impl Drop for RunningClient {
             let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).status();
             let _ = child.kill();
             let _ = child.wait();
-        }
-    }
-}
-
-impl ClientRun {
-    fn events<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Json> + 'a {
-        self.events.iter().filter(move |e| e.str("event") == Some(kind))
-    }
-
-    /// The parent's final line.
-    fn done(&self) -> Option<&Json> {
-        self.events("done").last()
-    }
-}
-
-// ------------------------------------------------------------------------- JSON (the lines)
-
-/// A JSON value: just enough to read e2e.py's output (this crate has no JSON dependency).
-#[derive(Debug, Clone, PartialEq)]
-enum Json {
-    Null,
-    Bool(bool),
-    Num(f64),
-    Str(String),
-    Arr(Vec<Json>),
-    Obj(Vec<(String, Json)>),
-}
-
-impl Json {
-    fn parse(text: &str) -> Result<Json, String> {
-        let mut p = JsonParser { s: text.as_bytes(), i: 0 };
-        let v = p.value()?;
-        p.ws();
-        if p.i != p.s.len() {
-            return Err(format!("trailing characters at byte {}", p.i));
-        }
-        Ok(v)
-    }
-
-    fn get(&self, key: &str) -> Option<&Json> {
-        match self {
-            Json::Obj(fields) => fields.iter().find(|(k, _)| k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
-    fn str(&self, key: &str) -> Option<&str> {
-        match self.get(key) {
-            Some(Json::Str(s)) => Some(s),
-            _ => None,
-        }
-    }
-
-    fn int(&self, key: &str) -> Option<i64> {
-        match self.get(key) {
-            Some(Json::Num(n)) if n.fract() == 0.0 => Some(*n as i64),
-            _ => None,
-        }
-    }
-
-    fn bool(&self, key: &str) -> Option<bool> {
-        match self.get(key) {
-            Some(Json::Bool(b)) => Some(*b),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Json {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Json::Null => f.write_str("null"),
-            Json::Bool(b) => write!(f, "{b}"),
-            Json::Num(n) => write!(f, "{n}"),
-            Json::Str(s) => write!(f, "{s:?}"),
-            Json::Arr(items) => {
-                f.write_str("[")?;
-                for (n, item) in items.iter().enumerate() {
-                    if n > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{item}")?;
-                }
-                f.write_str("]")
-            }
-            Json::Obj(fields) => {
-                f.write_str("{")?;
-                for (n, (k, v)) in fields.iter().enumerate() {
-                    if n > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{k:?}: {v}")?;
-                }
-                f.write_str("}")
-            }
-        }
-    }
-}
-
-struct JsonParser<'a> {
-    s: &'a [u8],
-    i: usize,
-}
-
-impl JsonParser<'_> {
-    fn ws(&mut self) {
-        while self.s.get(self.i).is_some_and(u8::is_ascii_whitespace) {
-            self.i += 1;
-        }
-    }
-
-    fn eat(&mut self, byte: u8) -> Result<(), String> {
-        self.ws();
-        if self.s.get(self.i) == Some(&byte) {
-            self.i += 1;
-            Ok(())
-        } else {
-            Err(format!("expected {:?} at byte {}", byte as char, self.i))
-        }
-    }
-
-    fn value(&mut self) -> Result<Json, String> {
-        self.ws();
-        match self.s.get(self.i) {
-            Some(b'{') => {
-                self.i += 1;
-                let mut fields = Vec::new();
-                self.ws();
-                if self.s.get(self.i) == Some(&b'}') {
-                    self.i += 1;
-                    return Ok(Json::Obj(fields));
-                }
-                loop {
-                    self.ws();
-                    let key = self.string()?;
-                    self.eat(b':')?;
-                    fields.push((key, self.value()?));
-                    self.ws();
-                    match self.s.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b'}') => {
-                            self.i += 1;
-                            return Ok(Json::Obj(fields));
-                        }
-                        _ => return Err(format!("expected ',' or '}}' at byte {}", self.i)),
-                    }
-                }
-            }
-            Some(b'[') => {
-                self.i += 1;
-                let mut items = Vec::new();
-                self.ws();
-                if self.s.get(self.i) == Some(&b']') {
-                    self.i += 1;
-                    return Ok(Json::Arr(items));
-                }
-                loop {
-                    items.push(self.value()?);
-                    self.ws();
-                    match self.s.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b']') => {
-                            self.i += 1;
-                            return Ok(Json::Arr(items));
-                        }
-                        _ => return Err(format!("expected ',' or ']' at byte {}", self.i)),
-                    }
-                }
-            }
-            Some(b'"') => Ok(Json::Str(self.string()?)),
-            Some(b't') if self.s[self.i..].starts_with(b"true") => {
-                self.i += 4;
-                Ok(Json::Bool(true))
-            }
-            Some(b'f') if self.s[self.i..].starts_with(b"false") => {
-                self.i += 5;
-                Ok(Json::Bool(false))
-            }
-            Some(b'n') if self.s[self.i..].starts_with(b"null") => {
-                self.i += 4;
-                Ok(Json::Null)
-            }
-            Some(_) => {
-                let start = self.i;
-                while self.s.get(self.i).is_some_and(|b| b.is_ascii_digit() || b"+-.eE".contains(b)) {
-                    self.i += 1;
-                }
-                let text = std::str::from_utf8(&self.s[start..self.i]).unwrap_or_default();
-                text.parse().map(Json::Num).map_err(|_| format!("bad value at byte {start}"))
-            }
-            None => Err("unexpected end".into()),
-        }
-    }
-
-    fn hex4(&mut self) -> Result<u32, String> {
-        let digits = self.s.get(self.i..self.i + 4).ok_or("short \\u escape")?;
-        let text = std::str::from_utf8(digits).map_err(|e| e.to_string())?;
-        self.i += 4;
-        u32::from_str_radix(text, 16).map_err(|e| e.to_string())
-    }
-
-    fn string(&mut self) -> Result<String, String> {
-        self.eat(b'"')?;
-        let mut out = Vec::new();
-        loop {
-            let Some(&b) = self.s.get(self.i) else {
-                return Err("unterminated string".into());
-            };
-            self.i += 1;
-            match b {
-                b'"' => return String::from_utf8(out).map_err(|e| e.to_string()),
-                b'\\' => {
-                    let Some(&esc) = self.s.get(self.i) else {
-                        return Err("unterminated escape".into());
-                    };
-                    self.i += 1;
-                    let c = match esc {
-                        b'"' => '"',
-                        b'\\' => '\\',
-                        b'/' => '/',
-                        b'b' => '\u{8}',
-                        b'f' => '\u{c}',
-                        b'n' => '\n',
-                        b'r' => '\r',
-                        b't' => '\t',
-                        b'u' => {
-                            let mut code = self.hex4()?;
-                            if (0xD800..0xDC00).contains(&code) && self.s[self.i..].starts_with(b"\\u") {
-                                self.i += 2;
-                                let low = self.hex4()?;
-                                code = 0x10000 + ((code - 0xD800) << 10) + (low.wrapping_sub(0xDC00) & 0x3FF);
-                            }
-                            char::from_u32(code).unwrap_or('\u{FFFD}')
-                        }
-                        other => return Err(format!("bad escape \\{}", other as char)),
-                    };
-                    out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
-                }
-                _ => out.push(b),
-            }
         }
     }
 }

@@ -28,14 +28,16 @@ use ferromq_protocol::body::{JsonBody, TopicRouteData};
 use ferromq_protocol::header::GetRouteInfoRequestHeader;
 use ferromq_protocol::pop::ExtraInfo;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
-use ferromq_proxy::pb::messaging_service_client::MessagingServiceClient;
-use ferromq_proxy::pb::{self, telemetry_command::Command as Tc, ClientType, Code};
+use ferromq_proxy::pb::{self, ClientType, Code};
 use ferromq_remoting::{ClientConfig, RemotingClient};
 use ferromq_testkit::{free_broker_port, free_port, ChildProcess};
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
-use tonic::transport::Channel;
+
+mod common;
+use common::grpc::{
+    code, connect, consumer_settings, message_id, producer_settings, req, res, telemetry, Client, Telemetry,
+    RPC_TIMEOUT,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
 const TOPIC: &str = "GrpcClusterT";
@@ -56,10 +58,7 @@ const SENDS_BEFORE_RECEIVING: usize = 12;
 /// The invisible time of every receive (the proxy's minimum, minInvisibleTimeMillsForRecv).
 const INVISIBLE_S: i64 = 10;
 /// The bound of one unary RPC, and of one receive (5 s of long polling and the answer).
-const RPC_TIMEOUT: Duration = Duration::from_secs(15);
 const RECEIVE_TIMEOUT: Duration = Duration::from_secs(25);
-
-type Client = MessagingServiceClient<Channel>;
 
 // ------------------------------------------------------------------------------ processes
 
@@ -358,35 +357,6 @@ async fn bounded<T, E: std::fmt::Display>(
     }
 }
 
-async fn connect(addr: &str) -> Client {
-    let url = format!("http://{addr}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(c) = Channel::from_shared(url.clone()).unwrap().connect().await {
-            return MessagingServiceClient::new(c);
-        }
-        assert!(Instant::now() < deadline, "the proxy's gRPC port {addr} never accepted");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-fn req<T>(client_id: &str, body: T) -> tonic::Request<T> {
-    let mut r = tonic::Request::new(body);
-    r.metadata_mut().insert("x-mq-client-id", client_id.parse().unwrap());
-    r.metadata_mut().insert("x-mq-language", "RUST".parse().unwrap());
-    r.metadata_mut().insert("x-mq-client-version", "5.0.0".parse().unwrap());
-    r.set_timeout(Duration::from_secs(20));
-    r
-}
-
-fn res(name: &str) -> Option<pb::Resource> {
-    Some(pb::Resource { resource_namespace: String::new(), name: name.to_owned() })
-}
-
-fn code(s: &Option<pb::Status>) -> Code {
-    s.as_ref().map_or(Code::Unspecified, |s| Code::try_from(s.code).unwrap_or(Code::Unspecified))
-}
-
 fn describe(s: &Option<pb::Status>) -> String {
     s.as_ref().map_or_else(|| "no status".to_owned(), |s| format!("{:?} {:?}", code(&Some(s.clone())), s.message))
 }
@@ -396,57 +366,6 @@ fn endpoints(host: &str, port: u16) -> pb::Endpoints {
         scheme: pb::AddressScheme::IPv4 as i32,
         addresses: vec![pb::Address { host: host.to_owned(), port: i32::from(port) }],
     }
-}
-
-type Telemetry = (mpsc::Sender<pb::TelemetryCommand>, tonic::Streaming<pb::TelemetryCommand>);
-
-/// Opens Telemetry with `settings` (kept open by the returned halves).
-async fn telemetry(client: &mut Client, client_id: &str, settings: pb::Settings) -> Telemetry {
-    let (tx, rx) = mpsc::channel(8);
-    tx.send(pb::TelemetryCommand { status: None, command: Some(Tc::Settings(settings)) }).await.unwrap();
-    let mut r = tonic::Request::new(ReceiverStream::new(rx));
-    r.metadata_mut().insert("x-mq-client-id", client_id.parse().unwrap());
-    let mut inbound =
-        bounded("telemetry", RPC_TIMEOUT, client.telemetry(r)).await.expect("telemetry opens").into_inner();
-    let first = tokio::time::timeout(RPC_TIMEOUT, inbound.next()).await.expect("settings in time");
-    let cmd = first.expect("an answer").expect("not an error");
-    assert_eq!(code(&cmd.status), Code::Ok, "{cmd:?}");
-    assert!(matches!(cmd.command, Some(Tc::Settings(_))), "expected settings, got {cmd:?}");
-    (tx, inbound)
-}
-
-fn producer_settings() -> pb::Settings {
-    pb::Settings {
-        client_type: Some(ClientType::Producer as i32),
-        request_timeout: Some(prost_types::Duration { seconds: 3, nanos: 0 }),
-        pub_sub: Some(pb::settings::PubSub::Publishing(pb::Publishing {
-            topics: vec![res(TOPIC).unwrap()],
-            ..Default::default()
-        })),
-        ..Default::default()
-    }
-}
-
-fn consumer_settings() -> pb::Settings {
-    pb::Settings {
-        client_type: Some(ClientType::SimpleConsumer as i32),
-        request_timeout: Some(prost_types::Duration { seconds: 3, nanos: 0 }),
-        pub_sub: Some(pb::settings::PubSub::Subscription(pb::Subscription {
-            group: res(GROUP),
-            subscriptions: vec![pb::SubscriptionEntry {
-                topic: res(TOPIC),
-                expression: Some(pb::FilterExpression { r#type: pb::FilterType::Tag as i32, expression: "*".into() }),
-            }],
-            ..Default::default()
-        })),
-        ..Default::default()
-    }
-}
-
-/// A message id as 5.x clients make them (34 upper-case hex digits, version 01).
-fn message_id(n: usize) -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    format!("01{:012X}{:04X}{:08X}{:08X}", 0x0242_AC11_0002u64, std::process::id() & 0xFFFF, secs & 0xFFFF_FFFF, n)
 }
 
 fn body_of(n: usize) -> Vec<u8> {
@@ -574,7 +493,7 @@ fn id_of(m: &pb::Message) -> String {
 impl Consumer {
     async fn new(client: &Client, id: &str, endpoints: pb::Endpoints) -> Consumer {
         let mut client = client.clone();
-        let telemetry = telemetry(&mut client, id, consumer_settings()).await;
+        let telemetry = telemetry(&mut client, id, consumer_settings(ClientType::SimpleConsumer, GROUP, TOPIC)).await;
         Consumer {
             client,
             id: id.to_owned(),
@@ -780,7 +699,7 @@ async fn cluster_proxy_serves_two_brokers_and_loses_no_acknowledged_message_when
 
     // A producer sends FIRST messages; they spread over both brokers.
     let mut producer = client.clone();
-    let _producer_telemetry = telemetry(&mut producer, "gc-producer", producer_settings()).await;
+    let _producer_telemetry = telemetry(&mut producer, "gc-producer", producer_settings(&[TOPIC])).await;
     let mut sent: BTreeMap<String, usize> = BTreeMap::new(); // id -> n, every send answered OK
     for n in 0..FIRST {
         let id = message_id(n);

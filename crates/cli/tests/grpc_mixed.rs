@@ -12,21 +12,21 @@
 #![cfg(unix)]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::OnceLock;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ferromq_proxy::pb::messaging_service_client::MessagingServiceClient;
-use ferromq_proxy::pb::{self, telemetry_command::Command as Tc, ClientType, Code};
+use ferromq_proxy::pb::{self, ClientType, Code};
 use ferromq_testkit::{start_standalone, Standalone};
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
-use tonic::transport::Channel;
+
+mod common;
+use common::e2e::{compat_python, dir_tail, file_tail, repo_root, ClientRun, Json};
+use common::grpc::{
+    code, connect, consumer_settings, message_id, producer_settings, req, res, telemetry, Client, RPC_TIMEOUT,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
 const TOPIC: &str = "GrpcMixedTopic";
@@ -34,11 +34,8 @@ const GRPC_GROUP: &str = "GrpcMixedG";
 const CPP_GROUP: &str = "CG_GRPC_MIXED";
 /// Hard deadline of one e2e.py run (it kills the C library after it).
 const CLIENT_TIMEOUT_S: &str = "30";
-const RPC_TIMEOUT: Duration = Duration::from_secs(15);
 /// The born timestamp the gRPC producer gives its messages, ms.
 const GRPC_BORN_MS: i64 = 1_700_000_000_000;
-
-type Client = MessagingServiceClient<Channel>;
 
 /// A message as either side sends it, and as both consumers must see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,86 +85,6 @@ fn prop_names() -> Vec<String> {
 }
 
 // ------------------------------------------------------------------------------------ gRPC
-
-async fn connect(addr: &str) -> Client {
-    let url = format!("http://{addr}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(c) = Channel::from_shared(url.clone()).unwrap().connect().await {
-            return MessagingServiceClient::new(c);
-        }
-        assert!(Instant::now() < deadline, "gRPC port {addr} never accepted");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-fn req<T>(client_id: &str, body: T) -> tonic::Request<T> {
-    let mut r = tonic::Request::new(body);
-    r.metadata_mut().insert("x-mq-client-id", client_id.parse().unwrap());
-    r.metadata_mut().insert("x-mq-language", "RUST".parse().unwrap());
-    r.metadata_mut().insert("x-mq-client-version", "5.0.0".parse().unwrap());
-    r.set_timeout(Duration::from_secs(20));
-    r
-}
-
-fn res(name: &str) -> Option<pb::Resource> {
-    Some(pb::Resource { resource_namespace: String::new(), name: name.to_owned() })
-}
-
-fn code(s: &Option<pb::Status>) -> Code {
-    s.as_ref().map_or(Code::Unspecified, |s| Code::try_from(s.code).unwrap_or(Code::Unspecified))
-}
-
-type Telemetry = (mpsc::Sender<pb::TelemetryCommand>, tonic::Streaming<pb::TelemetryCommand>);
-
-async fn telemetry(client: &mut Client, client_id: &str, settings: pb::Settings) -> Telemetry {
-    let (tx, rx) = mpsc::channel(8);
-    tx.send(pb::TelemetryCommand { status: None, command: Some(Tc::Settings(settings)) }).await.unwrap();
-    let mut r = tonic::Request::new(ReceiverStream::new(rx));
-    r.metadata_mut().insert("x-mq-client-id", client_id.parse().unwrap());
-    let mut inbound = tokio::time::timeout(RPC_TIMEOUT, client.telemetry(r))
-        .await
-        .expect("telemetry in time")
-        .expect("telemetry opens")
-        .into_inner();
-    let first = tokio::time::timeout(RPC_TIMEOUT, inbound.next()).await.expect("settings in time");
-    let cmd = first.expect("an answer").expect("not an error");
-    assert_eq!(code(&cmd.status), Code::Ok, "{cmd:?}");
-    (tx, inbound)
-}
-
-fn producer_settings() -> pb::Settings {
-    pb::Settings {
-        client_type: Some(ClientType::Producer as i32),
-        request_timeout: Some(prost_types::Duration { seconds: 3, nanos: 0 }),
-        pub_sub: Some(pb::settings::PubSub::Publishing(pb::Publishing {
-            topics: vec![res(TOPIC).unwrap()],
-            ..Default::default()
-        })),
-        ..Default::default()
-    }
-}
-
-fn consumer_settings() -> pb::Settings {
-    pb::Settings {
-        client_type: Some(ClientType::SimpleConsumer as i32),
-        pub_sub: Some(pb::settings::PubSub::Subscription(pb::Subscription {
-            group: res(GRPC_GROUP),
-            subscriptions: vec![pb::SubscriptionEntry {
-                topic: res(TOPIC),
-                expression: Some(pb::FilterExpression { r#type: pb::FilterType::Tag as i32, expression: "*".into() }),
-            }],
-            ..Default::default()
-        })),
-        ..Default::default()
-    }
-}
-
-/// A message id as 5.x clients make them (34 upper-case hex digits, version 01).
-fn message_id(n: usize) -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    format!("01{:012X}{:04X}{:08X}{:08X}", 0x0242_AC11_0003u64, std::process::id() & 0xFFFF, secs & 0xFFFF_FFFF, n)
-}
 
 fn grpc_message(s: &Spec, id: &str) -> pb::Message {
     pb::Message {
@@ -274,7 +191,7 @@ fn grpc_and_cpp_clients_see_the_same_messages_bodies_tags_keys_and_properties() 
 
     // (1) The gRPC producer sends its messages: id -> what was sent.
     let mut client = rt.block_on(connect(&server.grpc));
-    let _producer = rt.block_on(telemetry(&mut client, "mix-producer", producer_settings()));
+    let _producer = rt.block_on(telemetry(&mut client, "mix-producer", producer_settings(&[TOPIC])));
     let mut sent: BTreeMap<String, (&str, Spec)> = BTreeMap::new();
     for (n, s) in grpc_specs().into_iter().enumerate() {
         let id = message_id(n);
@@ -382,7 +299,11 @@ fn grpc_and_cpp_clients_see_the_same_messages_bodies_tags_keys_and_properties() 
 
     step("C++ consumer received");
     // (4) The gRPC simple consumer gets every message as it was sent.
-    let _consumer = rt.block_on(telemetry(&mut client, "mix-consumer", consumer_settings()));
+    let _consumer = rt.block_on(telemetry(
+        &mut client,
+        "mix-consumer",
+        consumer_settings(ClientType::SimpleConsumer, GRPC_GROUP, TOPIC),
+    ));
     match rt.block_on(grpc_receive_all(&mut client, total)) {
         Err(e) => problems.push(format!("gRPC consumer: {e}")),
         Ok(got) => {
@@ -562,30 +483,6 @@ fn messages_json_reads_back() {
 
 // ------------------------------------------------------------------ e2e.py (from cpp_client_e2e)
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-/// Runs `compat/setup.sh` once per test process (cheap when the venv exists) and returns the
-/// venv's python.
-fn compat_python() -> &'static PathBuf {
-    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        let root = repo_root();
-        let out = Command::new("bash").arg(root.join("compat/setup.sh")).output().expect("run compat/setup.sh");
-        assert!(
-            out.status.success(),
-            "compat/setup.sh failed ({}):\n{}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let venv =
-            std::env::var_os("FERROMQ_COMPAT_VENV").map_or_else(|| root.join("target/compat-venv"), PathBuf::from);
-        venv.join("bin/python")
-    })
-}
-
 /// The test's temporary directory and the e2e.py runner.
 struct Harness {
     dir: Option<tempfile::TempDir>,
@@ -600,26 +497,6 @@ impl Drop for Harness {
                 eprintln!("kept the test directory for inspection: {}", dir.keep().display());
             }
         }
-    }
-}
-
-/// The outcome of one `e2e.py` run.
-struct ClientRun {
-    label: String,
-    status: ExitStatus,
-    events: Vec<Json>,
-    stdout: String,
-    stderr: String,
-    client_log_dir: PathBuf,
-}
-
-impl ClientRun {
-    fn events<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Json> + 'a {
-        self.events.iter().filter(move |e| e.str("event") == Some(kind))
-    }
-
-    fn done(&self) -> Option<&Json> {
-        self.events("done").last()
     }
 }
 
@@ -638,6 +515,7 @@ impl Harness {
     /// a whole if it outlives its own deadline by 15 s).
     fn client(&self, label: &str, server: &Standalone, args: &[&str], more: &[&str]) -> ClientRun {
         let home = self.path().join("clients").join(label);
+        let started = Instant::now();
         let mut child = Command::new(&self.python)
             .arg(&self.script)
             .args(args)
@@ -691,6 +569,7 @@ impl Harness {
             stdout,
             stderr,
             client_log_dir: home.join("logs/rocketmq-cpp"),
+            elapsed: started.elapsed(),
         };
         if !bad.is_empty() {
             self.fail(server, Some(&run), &format!("e2e.py printed lines that are not JSON: {bad:?}"));
@@ -724,254 +603,5 @@ impl Harness {
         let log = server.data.path().join("standalone.log");
         report += &format!("--- standalone log ({}), tail:\n{}\n", log.display(), file_tail(&log, 80));
         panic!("{report}");
-    }
-}
-
-fn file_tail(path: &Path, lines: usize) -> String {
-    match std::fs::read_to_string(path) {
-        Ok(text) => {
-            let all: Vec<&str> = text.lines().collect();
-            all[all.len().saturating_sub(lines)..].join("\n")
-        }
-        Err(e) => format!("(cannot read: {e})"),
-    }
-}
-
-fn dir_tail(dir: &Path, lines: usize) -> String {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return "(no log)".into();
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|e| format!("{}:\n{}", e.path().display(), file_tail(&e.path(), lines)))
-        .collect()
-}
-
-// ------------------------------------------------------------------------- JSON (the lines)
-
-/// A JSON value: just enough to read e2e.py's output (this crate has no JSON dependency).
-#[derive(Debug, Clone, PartialEq)]
-enum Json {
-    Null,
-    Bool(bool),
-    Num(f64),
-    Str(String),
-    Arr(Vec<Json>),
-    Obj(Vec<(String, Json)>),
-}
-
-impl Json {
-    fn parse(text: &str) -> Result<Json, String> {
-        let mut p = JsonParser { s: text.as_bytes(), i: 0 };
-        let v = p.value()?;
-        p.ws();
-        if p.i != p.s.len() {
-            return Err(format!("trailing characters at byte {}", p.i));
-        }
-        Ok(v)
-    }
-
-    fn get(&self, key: &str) -> Option<&Json> {
-        match self {
-            Json::Obj(fields) => fields.iter().find(|(k, _)| k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
-    fn str(&self, key: &str) -> Option<&str> {
-        match self.get(key) {
-            Some(Json::Str(s)) => Some(s),
-            _ => None,
-        }
-    }
-
-    fn int(&self, key: &str) -> Option<i64> {
-        match self.get(key) {
-            Some(Json::Num(n)) if n.fract() == 0.0 => Some(*n as i64),
-            _ => None,
-        }
-    }
-
-    fn bool(&self, key: &str) -> Option<bool> {
-        match self.get(key) {
-            Some(Json::Bool(b)) => Some(*b),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Json {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Json::Null => f.write_str("null"),
-            Json::Bool(b) => write!(f, "{b}"),
-            Json::Num(n) => write!(f, "{n}"),
-            Json::Str(s) => write!(f, "{s:?}"),
-            Json::Arr(items) => {
-                f.write_str("[")?;
-                for (n, item) in items.iter().enumerate() {
-                    if n > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{item}")?;
-                }
-                f.write_str("]")
-            }
-            Json::Obj(fields) => {
-                f.write_str("{")?;
-                for (n, (k, v)) in fields.iter().enumerate() {
-                    if n > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{k:?}: {v}")?;
-                }
-                f.write_str("}")
-            }
-        }
-    }
-}
-
-struct JsonParser<'a> {
-    s: &'a [u8],
-    i: usize,
-}
-
-impl JsonParser<'_> {
-    fn ws(&mut self) {
-        while self.s.get(self.i).is_some_and(u8::is_ascii_whitespace) {
-            self.i += 1;
-        }
-    }
-
-    fn eat(&mut self, byte: u8) -> Result<(), String> {
-        self.ws();
-        if self.s.get(self.i) == Some(&byte) {
-            self.i += 1;
-            Ok(())
-        } else {
-            Err(format!("expected {:?} at byte {}", byte as char, self.i))
-        }
-    }
-
-    fn value(&mut self) -> Result<Json, String> {
-        self.ws();
-        match self.s.get(self.i) {
-            Some(b'{') => {
-                self.i += 1;
-                let mut fields = Vec::new();
-                self.ws();
-                if self.s.get(self.i) == Some(&b'}') {
-                    self.i += 1;
-                    return Ok(Json::Obj(fields));
-                }
-                loop {
-                    self.ws();
-                    let key = self.string()?;
-                    self.eat(b':')?;
-                    fields.push((key, self.value()?));
-                    self.ws();
-                    match self.s.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b'}') => {
-                            self.i += 1;
-                            return Ok(Json::Obj(fields));
-                        }
-                        _ => return Err(format!("expected ',' or '}}' at byte {}", self.i)),
-                    }
-                }
-            }
-            Some(b'[') => {
-                self.i += 1;
-                let mut items = Vec::new();
-                self.ws();
-                if self.s.get(self.i) == Some(&b']') {
-                    self.i += 1;
-                    return Ok(Json::Arr(items));
-                }
-                loop {
-                    items.push(self.value()?);
-                    self.ws();
-                    match self.s.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b']') => {
-                            self.i += 1;
-                            return Ok(Json::Arr(items));
-                        }
-                        _ => return Err(format!("expected ',' or ']' at byte {}", self.i)),
-                    }
-                }
-            }
-            Some(b'"') => Ok(Json::Str(self.string()?)),
-            Some(b't') if self.s[self.i..].starts_with(b"true") => {
-                self.i += 4;
-                Ok(Json::Bool(true))
-            }
-            Some(b'f') if self.s[self.i..].starts_with(b"false") => {
-                self.i += 5;
-                Ok(Json::Bool(false))
-            }
-            Some(b'n') if self.s[self.i..].starts_with(b"null") => {
-                self.i += 4;
-                Ok(Json::Null)
-            }
-            Some(_) => {
-                let start = self.i;
-                while self.s.get(self.i).is_some_and(|b| b.is_ascii_digit() || b"+-.eE".contains(b)) {
-                    self.i += 1;
-                }
-                let text = std::str::from_utf8(&self.s[start..self.i]).unwrap_or_default();
-                text.parse().map(Json::Num).map_err(|_| format!("bad value at byte {start}"))
-            }
-            None => Err("unexpected end".into()),
-        }
-    }
-
-    fn hex4(&mut self) -> Result<u32, String> {
-        let digits = self.s.get(self.i..self.i + 4).ok_or("short \\u escape")?;
-        let text = std::str::from_utf8(digits).map_err(|e| e.to_string())?;
-        self.i += 4;
-        u32::from_str_radix(text, 16).map_err(|e| e.to_string())
-    }
-
-    fn string(&mut self) -> Result<String, String> {
-        self.eat(b'"')?;
-        let mut out = Vec::new();
-        loop {
-            let Some(&b) = self.s.get(self.i) else {
-                return Err("unterminated string".into());
-            };
-            self.i += 1;
-            match b {
-                b'"' => return String::from_utf8(out).map_err(|e| e.to_string()),
-                b'\\' => {
-                    let Some(&esc) = self.s.get(self.i) else {
-                        return Err("unterminated escape".into());
-                    };
-                    self.i += 1;
-                    let c = match esc {
-                        b'"' => '"',
-                        b'\\' => '\\',
-                        b'/' => '/',
-                        b'b' => '\u{8}',
-                        b'f' => '\u{c}',
-                        b'n' => '\n',
-                        b'r' => '\r',
-                        b't' => '\t',
-                        b'u' => {
-                            let mut code = self.hex4()?;
-                            if (0xD800..0xDC00).contains(&code) && self.s[self.i..].starts_with(b"\\u") {
-                                self.i += 2;
-                                let low = self.hex4()?;
-                                code = 0x10000 + ((code - 0xD800) << 10) + (low.wrapping_sub(0xDC00) & 0x3FF);
-                            }
-                            char::from_u32(code).unwrap_or('\u{FFFD}')
-                        }
-                        other => return Err(format!("bad escape \\{}", other as char)),
-                    };
-                    out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
-                }
-                _ => out.push(b),
-            }
-        }
     }
 }

@@ -5,17 +5,14 @@
 use std::process::Command;
 use std::time::Duration;
 
-use ferromq_proxy::pb::messaging_service_client::MessagingServiceClient;
 use ferromq_proxy::pb::{self, telemetry_command::Command as Tc, ClientType, Code};
 use ferromq_testkit::{start_standalone, Standalone};
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
-use tonic::transport::Channel;
+
+mod common;
+use common::grpc::{code, connect, consumer_settings, producer_settings, req, res, telemetry, Client};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
-
-type Client = MessagingServiceClient<Channel>;
 
 /// Runs an admin command, retrying while the broker has not registered yet.
 fn admin(server: &Standalone, args: &[&str]) {
@@ -36,84 +33,11 @@ fn create_topic(server: &Standalone, topic: &str, message_type: &str) {
     admin(server, &["updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "4", "-w", "4", "-a", &attr]);
 }
 
-async fn connect(server: &Standalone) -> Client {
-    let url = format!("http://{}", server.grpc);
-    for _ in 0..200 {
-        if let Ok(c) = Channel::from_shared(url.clone()).unwrap().connect().await {
-            return MessagingServiceClient::new(c);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("gRPC port {} never accepted", server.grpc);
-}
-
-fn req<T>(client_id: &str, body: T) -> tonic::Request<T> {
-    let mut r = tonic::Request::new(body);
-    r.metadata_mut().insert("x-mq-client-id", client_id.parse().unwrap());
-    r.metadata_mut().insert("x-mq-language", "RUST".parse().unwrap());
-    r.metadata_mut().insert("x-mq-client-version", "5.0.0".parse().unwrap());
-    r.set_timeout(Duration::from_secs(30));
-    r
-}
-
-fn res(name: &str) -> Option<pb::Resource> {
-    Some(pb::Resource { resource_namespace: String::new(), name: name.to_owned() })
-}
-
-fn code(s: &Option<pb::Status>) -> Code {
-    Code::try_from(s.as_ref().expect("a status").code).unwrap()
-}
-
 fn endpoints(server: &Standalone) -> pb::Endpoints {
     let (host, port) = server.grpc.rsplit_once(':').unwrap();
     pb::Endpoints {
         scheme: pb::AddressScheme::IPv4 as i32,
         addresses: vec![pb::Address { host: host.to_owned(), port: port.parse().unwrap() }],
-    }
-}
-
-/// Opens Telemetry with `settings` and returns the server's Settings and the stream halves.
-async fn telemetry(
-    client: &mut Client,
-    client_id: &str,
-    settings: pb::Settings,
-) -> (pb::Settings, mpsc::Sender<pb::TelemetryCommand>, tonic::Streaming<pb::TelemetryCommand>) {
-    let (tx, rx) = mpsc::channel(8);
-    tx.send(pb::TelemetryCommand { status: None, command: Some(Tc::Settings(settings)) }).await.unwrap();
-    let mut r = tonic::Request::new(ReceiverStream::new(rx));
-    r.metadata_mut().insert("x-mq-client-id", client_id.parse().unwrap());
-    let mut inbound = client.telemetry(r).await.expect("telemetry opens").into_inner();
-    let first = tokio::time::timeout(Duration::from_secs(20), inbound.next()).await.expect("settings in time");
-    let cmd = first.expect("an answer").expect("not an error");
-    assert_eq!(code(&cmd.status), Code::Ok);
-    let Some(Tc::Settings(s)) = cmd.command else { panic!("expected settings, got {cmd:?}") };
-    (s, tx, inbound)
-}
-
-fn producer_settings(topics: &[&str]) -> pb::Settings {
-    pb::Settings {
-        client_type: Some(ClientType::Producer as i32),
-        request_timeout: Some(prost_types::Duration { seconds: 3, nanos: 0 }),
-        pub_sub: Some(pb::settings::PubSub::Publishing(pb::Publishing {
-            topics: topics.iter().map(|t| res(t).unwrap()).collect(),
-            ..Default::default()
-        })),
-        ..Default::default()
-    }
-}
-
-fn consumer_settings(kind: ClientType, group: &str, topic: &str) -> pb::Settings {
-    pb::Settings {
-        client_type: Some(kind as i32),
-        pub_sub: Some(pb::settings::PubSub::Subscription(pb::Subscription {
-            group: res(group),
-            subscriptions: vec![pb::SubscriptionEntry {
-                topic: res(topic),
-                expression: Some(pb::FilterExpression { r#type: pb::FilterType::Tag as i32, expression: "*".into() }),
-            }],
-            ..Default::default()
-        })),
-        ..Default::default()
     }
 }
 
@@ -181,7 +105,7 @@ async fn receive_n(client: &mut Client, client_id: &str, group: &str, topic: &st
 async fn route_send_receive_ack_and_change_invisible() {
     let server = start_standalone(BIN);
     create_topic(&server, "GrpcNormal", "NORMAL");
-    let mut c = connect(&server).await;
+    let mut c = connect(&server.grpc).await;
 
     // QueryRoute: 4 READ_WRITE queues of the one broker, at the address the client used.
     let route = c
@@ -346,7 +270,7 @@ async fn route_send_receive_ack_and_change_invisible() {
 async fn bad_requests_get_the_codes_of_the_fact_sheet() {
     let server = start_standalone(BIN);
     create_topic(&server, "GrpcBad", "NORMAL");
-    let mut c = connect(&server).await;
+    let mut c = connect(&server.grpc).await;
     // No client id.
     let r = c.query_route(tonic::Request::new(pb::QueryRouteRequest { topic: res("GrpcBad"), endpoints: None })).await;
     assert_eq!(code(&r.unwrap().into_inner().status), Code::ClientIdRequired);
@@ -429,9 +353,9 @@ async fn bad_requests_get_the_codes_of_the_fact_sheet() {
     let r = c.end_transaction(req("b1", end("nope"))).await;
     assert_eq!(code(&r.unwrap().into_inner().status), Code::InternalServerError);
     // Settings with neither publishing nor subscription end the stream INVALID_ARGUMENT.
-    let (tx, rx) = mpsc::channel(1);
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
     tx.send(pb::TelemetryCommand { status: None, command: Some(Tc::Settings(pb::Settings::default())) }).await.unwrap();
-    let mut r = tonic::Request::new(ReceiverStream::new(rx));
+    let mut r = tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx));
     r.metadata_mut().insert("x-mq-client-id", "b3".parse().unwrap());
     let mut inbound = c.telemetry(r).await.unwrap().into_inner();
     let e = inbound.next().await.unwrap().unwrap_err();
@@ -479,7 +403,7 @@ async fn transactions_commit_rollback_and_check_back_through_telemetry() {
     let server =
         ferromq_testkit::start_standalone_with_conf(BIN, "transactionCheckInterval=1000\ntransactionTimeOut=1000\n");
     create_topic(&server, "GrpcTx", "TRANSACTION");
-    let mut c = connect(&server).await;
+    let mut c = connect(&server.grpc).await;
     let (_s, _ptx, mut commands) = telemetry(&mut c, "tp1", producer_settings(&["GrpcTx"])).await;
     let _consumer = telemetry(&mut c, "tc1", consumer_settings(ClientType::SimpleConsumer, "GrpcTxG", "GrpcTx")).await;
 
@@ -559,7 +483,7 @@ async fn fifo_delay_recall_offsets_and_pull() {
     create_topic(&server, "GrpcDelay", "DELAY");
     create_topic(&server, "GrpcPull", "NORMAL");
     admin(&server, &["updateSubGroup", "-c", "DefaultCluster", "-g", "GrpcFifoG", "-o", "true"]);
-    let mut c = connect(&server).await;
+    let mut c = connect(&server.grpc).await;
     let _p = telemetry(&mut c, "fp1", producer_settings(&["GrpcFifo", "GrpcDelay", "GrpcPull"])).await;
 
     // FIFO: one group's messages share one queue, in order; the group's settings say fifo.
@@ -728,7 +652,7 @@ async fn push_consumer_auto_renew_stack_trace_and_verify_message() {
         r#"{"defaultInvisibleTimeMills": 3000, "renewAheadTimeMillis": 2000, "renewSchedulePeriodMillis": 300}"#,
     );
     create_topic(&server, "GrpcPush", "NORMAL");
-    let mut c = connect(&server).await;
+    let mut c = connect(&server.grpc).await;
     let _p = telemetry(&mut c, "pp1", producer_settings(&["GrpcPush"])).await;
     let (_s, ctx, mut commands) =
         telemetry(&mut c, "pc1", consumer_settings(ClientType::PushConsumer, "GrpcPushG", "GrpcPush")).await;
@@ -842,7 +766,7 @@ async fn push_consumer_auto_renew_stack_trace_and_verify_message() {
 async fn a_receiver_that_vanishes_mid_poll_gets_its_messages_handed_back_at_once() {
     let server = start_standalone(BIN);
     create_topic(&server, "GrpcGone", "NORMAL");
-    let mut c = connect(&server).await;
+    let mut c = connect(&server.grpc).await;
     let _p = telemetry(&mut c, "gp1", producer_settings(&["GrpcGone"])).await;
     let _k = telemetry(&mut c, "gc1", consumer_settings(ClientType::SimpleConsumer, "GrpcGoneG", "GrpcGone")).await;
     // A receive parked on an empty topic (60 s invisible time), abandoned by its client.

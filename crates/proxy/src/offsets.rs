@@ -33,12 +33,18 @@ async fn queue_of(p: &Proxy, mq: Option<&pb::MessageQueue>) -> ProxyResult<(Stri
     Ok((topic, broker, addr, mq.id))
 }
 
+/// A refused offset request: QUERY_NOT_FOUND is OFFSET_NOT_FOUND, the rest as any broker
+/// answer.
+fn offset_refusal(code: i32, remark: Option<&str>) -> ProxyError {
+    if code == response_code::QUERY_NOT_FOUND {
+        return bad!(OffsetNotFound, "{}", remark.unwrap_or("no offset"));
+    }
+    ProxyError::from_remoting(code, remark)
+}
+
 fn offset_of(resp: &RemotingCommand) -> ProxyResult<i64> {
     if resp.code != response_code::SUCCESS {
-        if resp.code == response_code::QUERY_NOT_FOUND {
-            return Err(bad!(OffsetNotFound, "{}", resp.remark.as_deref().unwrap_or("no offset")));
-        }
-        return Err(ProxyError::from_remoting(resp.code, resp.remark.as_deref()));
+        return Err(offset_refusal(resp.code, resp.remark.as_deref()));
     }
     let h: OffsetResponseHeader =
         resp.decode_header().map_err(|e| bad!(InternalServerError, "unreadable offset answer: {e}"))?;
@@ -51,6 +57,13 @@ pub async fn update_offset(p: &Proxy, req: pb::UpdateOffsetRequest) -> ProxyResu
     let (topic, broker, addr, queue_id) = queue_of(p, req.message_queue.as_ref()).await?;
     if req.offset < 0 {
         return Err(bad!(IllegalOffset, "offset {} is negative", req.offset));
+    }
+    if let Some(service) = p.brokers.local_service(&addr) {
+        // A commit an admin reset overrides is not an error to the client (as over remoting).
+        return service
+            .update_consumer_offset(&crate::brokers::local_caller(None), &group, &topic, queue_id, req.offset)
+            .map(drop)
+            .map_err(|e| ProxyError::from_service(&e));
     }
     let h = UpdateConsumerOffsetRequestHeader {
         consumer_group: group,
@@ -73,6 +86,11 @@ pub async fn update_offset(p: &Proxy, req: pb::UpdateOffsetRequest) -> ProxyResu
 pub async fn get_offset(p: &Proxy, req: pb::GetOffsetRequest) -> ProxyResult<i64> {
     let group = validate::group(req.group.as_ref())?.to_owned();
     let (topic, broker, addr, queue_id) = queue_of(p, req.message_queue.as_ref()).await?;
+    if let Some(service) = p.brokers.local_service(&addr) {
+        return service
+            .query_consumer_offset(&group, &topic, queue_id, false)
+            .map_err(|e| offset_refusal(e.remoting_code(), Some(&e.to_string())));
+    }
     let h = QueryConsumerOffsetRequestHeader {
         consumer_group: group,
         topic,
@@ -90,10 +108,23 @@ pub async fn get_offset(p: &Proxy, req: pb::GetOffsetRequest) -> ProxyResult<i64
 /// QueryOffset: the queue's first or next offset, or the first stored at a time.
 pub async fn query_offset(p: &Proxy, req: pb::QueryOffsetRequest) -> ProxyResult<i64> {
     let (topic, broker, addr, queue_id) = queue_of(p, req.message_queue.as_ref()).await?;
-    let request = match QueryOffsetPolicy::try_from(req.query_offset_policy) {
-        Ok(QueryOffsetPolicy::Beginning) => RemotingCommand::request(request_code::GET_MIN_OFFSET)
+    let policy = QueryOffsetPolicy::try_from(req.query_offset_policy)
+        .map_err(|_| bad!(BadRequest, "unknown query offset policy {}", req.query_offset_policy))?;
+    if let Some(service) = p.brokers.local_service(&addr) {
+        return match policy {
+            QueryOffsetPolicy::Beginning => Ok(service.min_offset(&topic, queue_id)),
+            QueryOffsetPolicy::End => Ok(service.max_offset(&topic, queue_id)),
+            QueryOffsetPolicy::Timestamp => {
+                let t =
+                    req.timestamp.as_ref().ok_or_else(|| bad!(BadRequest, "a TIMESTAMP query needs a timestamp"))?;
+                Ok(service.offset_by_time(&topic, queue_id, convert::timestamp_ms(t), true))
+            }
+        };
+    }
+    let request = match policy {
+        QueryOffsetPolicy::Beginning => RemotingCommand::request(request_code::GET_MIN_OFFSET)
             .with_header(&QueueRequestHeader { topic, queue_id, broker_name: Some(broker) }),
-        Ok(QueryOffsetPolicy::End) => {
+        QueryOffsetPolicy::End => {
             RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&GetMaxOffsetRequestHeader {
                 topic,
                 queue_id,
@@ -101,7 +132,7 @@ pub async fn query_offset(p: &Proxy, req: pb::QueryOffsetRequest) -> ProxyResult
                 broker_name: Some(broker),
             })
         }
-        Ok(QueryOffsetPolicy::Timestamp) => {
+        QueryOffsetPolicy::Timestamp => {
             let Some(t) = req.timestamp.as_ref() else {
                 return Err(bad!(BadRequest, "a TIMESTAMP query needs a timestamp"));
             };
@@ -113,7 +144,6 @@ pub async fn query_offset(p: &Proxy, req: pb::QueryOffsetRequest) -> ProxyResult
                 broker_name: Some(broker),
             })
         }
-        Err(_) => return Err(bad!(BadRequest, "unknown query offset policy {}", req.query_offset_policy)),
     };
     let resp = p.brokers.invoke(&addr, request, None).await?;
     offset_of(&resp)

@@ -3,7 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use ferromq_broker::service::{AutoCreate, BatchMessage, SendBody, SendRequest, SendStatus};
+use ferromq_broker::service::{
+    AutoCreate, BatchMessage, EndTransactionRequest, SendBody, SendRequest, SendStatus, TransactionDecision,
+};
 
 use ferromq_protocol::header::{
     EndTransactionRequestHeader, RecallMessageRequestHeader, RecallMessageResponseHeader, SendMessageRequestHeader,
@@ -310,6 +312,26 @@ pub async fn end_transaction(p: &Proxy, ctx: &CallContext, req: pb::EndTransacti
         transaction_id: Some(req.transaction_id.clone()),
         broker_name: Some(data.broker_name.clone()),
     };
+    if let Some(service) = p.brokers.local_service(&addr) {
+        let end = EndTransactionRequest {
+            producer_group: header.producer_group,
+            tran_state_table_offset: header.tran_state_table_offset,
+            commit_log_offset: header.commit_log_offset,
+            decision: match commit_or_rollback {
+                sysflag::TRANSACTION_COMMIT_TYPE => TransactionDecision::Commit,
+                sysflag::TRANSACTION_ROLLBACK_TYPE => TransactionDecision::Rollback,
+                _ => TransactionDecision::Unknown,
+            },
+            from_transaction_check: header.from_transaction_check == Some(true),
+            msg_id: header.msg_id,
+        };
+        // Refused here, the broker's check-back resolves it (as a lost remoting answer).
+        return service
+            .end_transaction(&crate::brokers::local_caller(ctx.peer), &end)
+            .await
+            .map(drop)
+            .map_err(|e| ProxyError::from_service(&e));
+    }
     let request = RemotingCommand::request(request_code::END_TRANSACTION).with_header(&header);
     match p.brokers.invoke(&addr, request, ctx.remaining().filter(|d| !d.is_zero())).await {
         Ok(resp) if resp.code == response_code::SUCCESS => Ok(()),

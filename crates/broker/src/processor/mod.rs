@@ -6,6 +6,7 @@ pub(crate) mod ack;
 pub(crate) mod admin;
 pub(crate) mod admin_query;
 pub(crate) mod client;
+pub(crate) mod end_transaction;
 pub(crate) mod offset;
 pub(crate) mod pull;
 pub(crate) mod query;
@@ -28,7 +29,9 @@ pub(crate) fn failure(req: &RemotingCommand, code: i32, remark: impl Into<String
 /// The answer to a request the service refused: its code and Java's remark (the one
 /// `ServiceError` -> remoting mapping).
 pub(crate) fn service_failure(req: &RemotingCommand, e: &crate::service::ServiceError) -> RemotingCommand {
-    failure(req, e.remoting_code(), e.to_string())
+    let remark = e.to_string();
+    // Some refusals carry no text (ILLEGAL_OPERATION of a late end of transaction): no remark.
+    RemotingCommand::response_to(req, e.remoting_code(), (!remark.is_empty()).then_some(remark))
 }
 
 /// Decodes the typed header or returns SYSTEM_ERROR naming the bad field, as Java does when

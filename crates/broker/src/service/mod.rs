@@ -10,14 +10,18 @@
 //! keeps frames out of this module.
 
 mod ack;
+mod end_transaction;
 mod error;
+mod offsets;
 pub(crate) mod send;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 pub use ack::{AckRequest, ChangeInvisibleRequest, InvisibleChanged};
+pub use end_transaction::{EndTransactionRequest, TransactionDecision, TransactionEnded};
 pub use error::ServiceError;
+pub use offsets::OffsetCommit;
 pub use send::{AutoCreate, BatchMessage, SendBody, SendReceipt, SendRequest, SendStatus};
 
 use crate::broker::Broker;

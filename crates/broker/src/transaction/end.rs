@@ -1,55 +1,47 @@
-//! END_TRANSACTION (37): the producer's decision on a half message, sent oneway after its
+//! The end of a transaction (the service's `end_transaction`; END_TRANSACTION (37) over
+//! remoting): the producer's decision on a half message, sent oneway after its
 //! local transaction or in answer to a check-back. Commit stores a copy in the real topic and
 //! queue, then marks the half message done; rollback only marks it done; unknown does
 //! nothing (the check-back will ask again). Java: `EndTransactionProcessor`.
 
-use ferromq_protocol::header::EndTransactionRequestHeader;
 use ferromq_protocol::message::{keys, sysflag, MessageProperties, StoredMessage};
-use ferromq_protocol::{response_code, RemotingCommand};
-use ferromq_remoting::Connection;
+use ferromq_protocol::response_code;
 use ferromq_store::PutMessageStatus;
 use tracing::{info, warn};
 
 use crate::broker::Broker;
-use crate::processor::{failure, success};
+use crate::service::{Caller, EndTransactionRequest, ServiceError, TransactionDecision, TransactionEnded};
 use crate::stats::clock_ms;
 use crate::timer::HookRefusal;
 use crate::transaction::check_immunity_ms;
 
 impl Broker {
-    pub(crate) async fn end_transaction(&self, conn: Connection, req: RemotingCommand) -> RemotingCommand {
-        let h: EndTransactionRequestHeader = match req.decode_header() {
-            Ok(h) => h,
-            Err(e) => return failure(&req, response_code::SYSTEM_ERROR, e.to_string()),
-        };
+    pub(crate) async fn end_transaction_of(
+        &self,
+        caller: &Caller,
+        h: &EndTransactionRequest,
+    ) -> Result<TransactionEnded, ServiceError> {
         if self.is_slave() {
-            return failure(
-                &req,
-                response_code::SLAVE_NOT_AVAILABLE,
-                "Store is slave mode, so end transaction is forbidden. ",
-            );
+            return Err(ServiceError::Other {
+                code: response_code::SLAVE_NOT_AVAILABLE,
+                remark: "Store is slave mode, so end transaction is forbidden. ".into(),
+            });
         }
-        let decision = h.commit_or_rollback;
-        if decision != sysflag::TRANSACTION_COMMIT_TYPE && decision != sysflag::TRANSACTION_ROLLBACK_TYPE {
+        if h.decision == TransactionDecision::Unknown {
             // Unknown (0) or anything else: the half message waits for the check-back.
-            info!(producer_group = %h.producer_group, msg_id = %h.msg_id, decision, from_check = h.from_transaction_check.unwrap_or(false), remote_addr = %conn.remote_addr(), "transaction left undecided");
-            return success(&req);
+            info!(producer_group = %h.producer_group, msg_id = %h.msg_id, from_check = h.from_transaction_check, remote_addr = %caller.remote_addr, "transaction left undecided");
+            return Ok(TransactionEnded::LeftUndecided);
         }
-        let half = match self.find_half_message(&h) {
-            Ok(m) => m,
-            Err(remark) => return failure(&req, response_code::SYSTEM_ERROR, remark),
-        };
-        if self.past_check_immunity(&h, &half) {
+        let half = self.find_half_message(h).map_err(ServiceError::System)?;
+        if self.past_check_immunity(h, &half) {
             // Java `rejectCommitOrRollback`: the producer asked to be checked first
             // (CHECK_IMMUNITY_TIME_IN_SECONDS) and answers late on its own: the check decides.
             info!(producer_group = %h.producer_group, msg_id = %h.msg_id, "late end of transaction refused; the check-back decides");
-            return RemotingCommand::response_to(&req, response_code::ILLEGAL_OPERATION, None);
+            return Err(ServiceError::Other { code: response_code::ILLEGAL_OPERATION, remark: String::new() });
         }
-        if decision == sysflag::TRANSACTION_COMMIT_TYPE {
-            let committed = match committed_message(self, &half, h.commit_log_offset) {
-                Ok(m) => m,
-                Err((code, remark)) => return failure(&req, code, remark),
-            };
+        if h.decision == TransactionDecision::Commit {
+            let committed = committed_message(self, &half, h.commit_log_offset)
+                .map_err(|(code, remark)| ServiceError::from_code(code, remark))?;
             let topic = committed.topic.clone();
             let result = self.store.put_message(committed).await;
             match result.status {
@@ -60,23 +52,21 @@ impl Broker {
                 }
                 status => {
                     warn!(topic = %topic, ?status, remark = ?result.remark, "committed message not stored");
-                    return failure(
-                        &req,
-                        response_code::SYSTEM_ERROR,
+                    return Err(ServiceError::System(
                         result.remark.unwrap_or_else(|| format!("store the committed message failed: {status:?}")),
-                    );
+                    ));
                 }
             }
         }
         self.mark_half_done(half.queue_id, half.queue_offset).await;
-        success(&req)
+        Ok(TransactionEnded::Decided)
     }
 
     /// Whether an END_TRANSACTION not answering a check comes after the half message's
     /// CHECK_IMMUNITY_TIME_IN_SECONDS (at least `transactionTimeOut`) has passed since it was
     /// born. Java: `EndTransactionProcessor#rejectCommitOrRollback`.
-    fn past_check_immunity(&self, h: &EndTransactionRequestHeader, half: &StoredMessage) -> bool {
-        if h.from_transaction_check == Some(true) {
+    fn past_check_immunity(&self, h: &EndTransactionRequest, half: &StoredMessage) -> bool {
+        if h.from_transaction_check {
             return false;
         }
         let Some(immunity) = MessageProperties::decode(&half.properties)
@@ -89,7 +79,7 @@ impl Broker {
     }
 
     /// The half message the request names, checked as Java's `checkPrepareMessage` does.
-    fn find_half_message(&self, h: &EndTransactionRequestHeader) -> Result<StoredMessage, String> {
+    fn find_half_message(&self, h: &EndTransactionRequest) -> Result<StoredMessage, String> {
         let bytes = self
             .store
             .look_message_by_offset(h.commit_log_offset)
