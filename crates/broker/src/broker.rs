@@ -378,19 +378,25 @@ impl Broker {
     /// Answers a released parked pop or notification: processed again (it may park again
     /// when woken by an arrival and time is left), then answered on its connection.
     async fn answer_parked_pop(self: &Arc<Self>, held: crate::pop::hold::HeldPop, why: crate::pop::hold::Release) {
-        if held.conn.is_closed() {
+        use crate::pop::hold::{PollKind, Waiter};
+        let (conn, request) = match held.waiter {
+            // The service's caller processes the pop again itself.
+            Waiter::Local(tx) => {
+                let _ = tx.send(why);
+                return;
+            }
+            Waiter::Remote { conn, request } => (conn, request),
+        };
+        if conn.is_closed() {
             return;
         }
         let allow_park = why == crate::pop::hold::Release::Arrived;
         let response = match held.kind {
-            crate::pop::hold::PollKind::Pop => match self.process_pop(&held.conn, &held.request, allow_park).await {
-                crate::pop::pop_message::PopOutcome::Respond(r) => Some(r),
-                crate::pop::pop_message::PopOutcome::Parked => None,
-            },
-            crate::pop::hold::PollKind::Notification => self.notification(&held.conn, &held.request, allow_park),
+            PollKind::Pop => self.pop_remoting_once(&conn, &request, allow_park).await,
+            PollKind::Notification => self.notification(&conn, &request, allow_park),
         };
         if let Some(r) = response {
-            let _ = held.conn.send_response(r).await;
+            let _ = conn.send_response(r).await;
         }
     }
 

@@ -283,6 +283,7 @@ async fn the_service_stores_sends_and_refuses_with_the_processors_codes() {
     assert!((0..4).contains(&receipt.queue_id), "a queue of the 4 created: {}", receipt.queue_id);
     assert_eq!(receipt.queue_offset, 0);
     let uniq = receipt.transaction_id.clone().expect("the UNIQ_KEY comes back");
+    let first_queue = receipt.queue_id;
     let conn = access.connect(Arc::new(Dispatcher::new()), client_addr());
     let stored = pull_over(&conn, "SvcTopic", receipt.queue_id, 1).await;
     assert_eq!(&stored[0].body[..], b"hello");
@@ -344,7 +345,11 @@ async fn the_service_stores_sends_and_refuses_with_the_processors_codes() {
     assert_eq!(svc.query_consumer_offset("SvcGroup", "SvcTopic", 2, true).unwrap(), 0, "a young queue reads from 0");
     let e = svc.update_consumer_offset(&caller, "SvcNoGroup", "SvcTopic", 2, 1).unwrap_err();
     assert_eq!(e.remoting_code(), response_code::SUBSCRIPTION_GROUP_NOT_EXIST, "{e}");
-    assert_eq!(svc.max_offset("SvcTopic", 2), 3);
+    assert_eq!(
+        svc.max_offset("SvcTopic", 2),
+        if first_queue == 2 { 4 } else { 3 },
+        "the batch (and the first send when it went there)"
+    );
     assert_eq!(svc.min_offset("SvcTopic", 2), 0);
 
     // An end of transaction naming no half message.
@@ -370,4 +375,76 @@ async fn the_service_stores_sends_and_refuses_with_the_processors_codes() {
 
     let access = running.stop().await;
     assert!(access.service().is_none(), "no service once the broker stopped");
+}
+
+fn service_pop(poll_time_ms: i64) -> ferromq_broker::service::PopRequest {
+    ferromq_broker::service::PopRequest {
+        consumer_group: "SvcPopG".into(),
+        topic: "SvcPopTopic".into(),
+        queue_id: None,
+        max_msg_nums: 32,
+        invisible_time_ms: 60_000,
+        poll_time_ms,
+        born_time_ms: 0,
+        init_mode: 0,
+        expression_type: Some("TAG".into()),
+        expression: Some("*".into()),
+        order: false,
+        attempt_id: None,
+    }
+}
+
+fn popped_bodies(p: &ferromq_broker::service::Popped) -> Vec<Vec<u8>> {
+    p.messages.iter().map(|b| StoredMessage::decode_shared(b).unwrap().0.body.to_vec()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_pop_waits_for_an_arrival_and_a_dropped_one_is_withdrawn() {
+    use ferromq_broker::service::{Caller, PopStatus, SendBody};
+    let running = Running::start().await;
+    let access = running.access.clone();
+    let svc: ferromq_broker::service::Service = (*access.service().expect("service")).clone();
+    let caller = Caller { remote_addr: "198.51.100.8:40002".parse().unwrap(), client_version: 479 };
+    let send = |body: &'static [u8]| {
+        let svc = svc.clone();
+        async move { svc.send(&caller, service_send("SvcPopTopic", SendBody::One(one(body, "")))).await.unwrap() }
+    };
+
+    send(b"m0").await;
+    let p = svc.pop(&caller, &service_pop(5_000)).await.unwrap();
+    assert_eq!(p.status, PopStatus::Found);
+    assert_eq!(popped_bodies(&p), vec![b"m0".to_vec()]);
+    assert!(p.start_offset_info.is_some(), "the handles' start offsets come back");
+    let p = svc.pop(&caller, &service_pop(0)).await.unwrap();
+    assert_eq!(p.status, PopStatus::PollingTimeout, "nothing left, no poll time: answered at once");
+
+    // A pop that waits is woken by the next message, long before its poll time ends.
+    let waiting = {
+        let svc = svc.clone();
+        tokio::spawn(async move {
+            let started = Instant::now();
+            (svc.pop(&caller, &service_pop(20_000)).await, started.elapsed())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    send(b"m1").await;
+    let (p, waited) = tokio::time::timeout(T * 3, waiting).await.expect("the pop returns").unwrap();
+    let p = p.unwrap();
+    assert_eq!(p.status, PopStatus::Found);
+    assert_eq!(popped_bodies(&p), vec![b"m1".to_vec()]);
+    assert!(waited < Duration::from_secs(15), "woken by the arrival, not by its poll time: {waited:?}");
+
+    // A waiting pop whose caller goes away is withdrawn: it takes nothing with it.
+    let abandoned = {
+        let svc = svc.clone();
+        tokio::spawn(async move { svc.pop(&caller, &service_pop(20_000)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    abandoned.abort();
+    let _ = abandoned.await;
+    send(b"m2").await;
+    let p = svc.pop(&caller, &service_pop(5_000)).await.unwrap();
+    assert_eq!(popped_bodies(&p), vec![b"m2".to_vec()], "the message went to the pop still asking");
+    drop(svc);
+    running.stop().await;
 }

@@ -280,6 +280,15 @@ impl Brokers {
         let route = self.route(topic).await?;
         let mut last = bad!(TopicNotFound, "no master holds topic {topic}");
         for addr in route.broker_datas.iter().filter_map(|b| b.master_addr()) {
+            if let Some(service) = self.local_service(addr) {
+                match service.topic_config(topic) {
+                    Ok(config) => return Ok(config),
+                    Err(e) => {
+                        last = ProxyError::from_service(&e);
+                        continue;
+                    }
+                }
+            }
             let req = RemotingCommand::request(request_code::GET_TOPIC_CONFIG)
                 .with_header(&GetTopicConfigRequestHeader { topic: topic.to_owned(), lo: None });
             match self.invoke(addr, req, None).await {
@@ -308,6 +317,19 @@ impl Brokers {
         let route = self.route(topic).await?;
         let mut last = bad!(ConsumerGroupNotFound, "no master answered for group {group}");
         for addr in route.broker_datas.iter().filter_map(|b| b.master_addr()) {
+            if let Some(service) = self.local_service(addr) {
+                match service.subscription_group(group) {
+                    Ok(config) => {
+                        let config = Arc::new(config);
+                        insert_bounded(&mut lock(&self.groups), group, config.clone());
+                        return Ok(config);
+                    }
+                    Err(e) => {
+                        last = ProxyError::from_service(&e);
+                        continue;
+                    }
+                }
+            }
             let req = RemotingCommand::request(request_code::GET_SUBSCRIPTIONGROUP_CONFIG)
                 .with_header(&GetSubscriptionGroupConfigRequestHeader { group: group.to_owned() });
             match self.invoke(addr, req, None).await {

@@ -21,7 +21,7 @@ use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use tokio::sync::mpsc;
 use tracing::debug;
 
-use ferromq_broker::service::{AckRequest, ChangeInvisibleRequest};
+use ferromq_broker::service::{AckRequest, ChangeInvisibleRequest, PopRequest, PopStatus};
 
 use crate::context::CallContext;
 use crate::convert::{self, Delivery};
@@ -190,18 +190,30 @@ struct Popped {
 }
 
 fn decode_pop(broker_name: &str, resp: &RemotingCommand) -> ProxyResult<Vec<Popped>> {
+    let h: PopMessageResponseHeader = resp
+        .decode_header()
+        .map_err(|e| bad!(InternalServerError, "broker {broker_name} sent an unreadable pop answer: {e}"))?;
+    popped_messages(broker_name, &h, StoredMessage::iter_shared(Bytes::clone(&resp.body)))
+}
+
+/// The popped messages with their receipt handles, from a pop's header fields and records
+/// (a remote broker's POP_MESSAGE answer or the local broker's service).
+fn popped_messages<E: std::fmt::Display>(
+    broker_name: &str,
+    h: &PopMessageResponseHeader,
+    records: impl Iterator<Item = Result<StoredMessage, E>>,
+) -> ProxyResult<Vec<Popped>> {
     let bad_answer =
         |why: String| bad!(InternalServerError, "broker {broker_name} sent an unreadable pop answer: {why}");
-    let h: PopMessageResponseHeader = resp.decode_header().map_err(|e| bad_answer(e.to_string()))?;
     let starts =
         parse_start_offset_info(h.start_offset_info.as_deref().unwrap_or("")).map_err(|e| bad_answer(e.to_string()))?;
     let counts =
         parse_order_count_info(h.order_count_info.as_deref().unwrap_or("")).map_err(|e| bad_answer(e.to_string()))?;
     let mut out = Vec::new();
-    for m in StoredMessage::iter_shared(Bytes::clone(&resp.body)) {
+    for m in records {
         let m = m.map_err(|e| bad_answer(e.to_string()))?;
         let Some(mut handle) =
-            popped_extra_info(&h, &starts, broker_name, m.property(keys::POP_CK), m.queue_id, m.queue_offset)
+            popped_extra_info(h, &starts, broker_name, m.property(keys::POP_CK), m.queue_id, m.queue_offset)
         else {
             return Err(bad_answer(format!("no startOffsetInfo for queue {}", m.queue_id)));
         };
@@ -215,6 +227,73 @@ fn decode_pop(broker_name: &str, resp: &RemotingCommand) -> ProxyResult<Vec<Popp
         out.push(Popped { message: m, handle, reconsume_times });
     }
     Ok(out)
+}
+
+/// A pop on the broker in this process, through its service.
+async fn pop_locally(
+    service: &ferromq_broker::service::Service,
+    ctx: &CallContext,
+    broker_name: &str,
+    header: &PopMessageRequestHeader,
+) -> ProxyResult<Vec<Popped>> {
+    let request = PopRequest {
+        consumer_group: header.consumer_group.clone(),
+        topic: header.topic.clone(),
+        queue_id: None,
+        max_msg_nums: header.max_msg_nums,
+        invisible_time_ms: header.invisible_time,
+        poll_time_ms: header.poll_time,
+        born_time_ms: header.born_time,
+        init_mode: header.init_mode,
+        expression_type: header.exp_type.clone(),
+        expression: header.exp.clone(),
+        order: header.order == Some(true),
+        attempt_id: header.attempt_id.clone(),
+    };
+    let popped = match service.pop(&crate::brokers::local_caller(ctx.peer), &request).await {
+        Ok(p) => p,
+        Err(e) if e.remoting_code() == response_code::POLLING_TIMEOUT => return Ok(Vec::new()),
+        Err(e) => return Err(ProxyError::from_service(&e)),
+    };
+    match popped.status {
+        PopStatus::Found => {}
+        PopStatus::PollingTimeout => return Ok(Vec::new()),
+        PopStatus::PollingFull => return Err(bad!(TooManyRequests, "polling full")),
+    }
+    let h = PopMessageResponseHeader {
+        pop_time: popped.pop_time,
+        invisible_time: popped.invisible_time,
+        revive_qid: popped.revive_qid,
+        rest_num: popped.rest_num,
+        start_offset_info: popped.start_offset_info,
+        msg_offset_info: popped.msg_offset_info,
+        order_count_info: popped.order_count_info,
+    };
+    let records = popped.messages.into_iter().map(|b| StoredMessage::decode_shared(&b).map(|(m, _)| m));
+    popped_messages(broker_name, &h, records)
+}
+
+/// POP_MESSAGE to a broker over remoting.
+async fn pop_remotely(
+    p: &Proxy,
+    addr: &str,
+    broker_name: &str,
+    topic: &str,
+    header: &PopMessageRequestHeader,
+    poll_ms: i64,
+) -> ProxyResult<Vec<Popped>> {
+    let timeout = Duration::from_millis((poll_ms + p.config.remoting_timeout_millis as i64).max(1000) as u64);
+    let resp = p
+        .brokers
+        .invoke(addr, RemotingCommand::request(request_code::POP_MESSAGE).with_header(header), Some(timeout))
+        .await
+        .inspect_err(|_| p.isolate(broker_name, topic))?;
+    Ok(match resp.code {
+        response_code::SUCCESS => decode_pop(broker_name, &resp)?,
+        response_code::POLLING_TIMEOUT | response_code::NO_MESSAGE | response_code::PULL_NOT_FOUND => Vec::new(),
+        response_code::POLLING_FULL => return Err(bad!(TooManyRequests, "polling full")),
+        other => return Err(ProxyError::from_remoting(other, resp.remark.as_deref())),
+    })
 }
 
 /// ReceiveMessage: one POP, then the messages on `tx` as Java's proxy streams them.
@@ -319,17 +398,10 @@ async fn pop_for(p: &Arc<Proxy>, ctx: &CallContext, req: &pb::ReceiveMessageRequ
         attempt_id: req.attempt_id.clone(),
         broker_name: Some(broker_name.clone()),
     };
-    let timeout = Duration::from_millis((poll_ms + p.config.remoting_timeout_millis as i64).max(1000) as u64);
-    let resp = p
-        .brokers
-        .invoke(&addr, RemotingCommand::request(request_code::POP_MESSAGE).with_header(&header), Some(timeout))
-        .await
-        .inspect_err(|_| p.isolate(&broker_name, &topic))?;
-    let popped = match resp.code {
-        response_code::SUCCESS => decode_pop(&broker_name, &resp)?,
-        response_code::POLLING_TIMEOUT | response_code::NO_MESSAGE | response_code::PULL_NOT_FOUND => Vec::new(),
-        response_code::POLLING_FULL => return Err(bad!(TooManyRequests, "polling full")),
-        other => return Err(ProxyError::from_remoting(other, resp.remark.as_deref())),
+    let popped = if let Some(service) = p.brokers.local_service(&addr) {
+        pop_locally(&service, ctx, &broker_name, &header).await?
+    } else {
+        pop_remotely(p, &addr, &broker_name, &topic, &header, poll_ms).await?
     };
     let mut out = Vec::with_capacity(popped.len());
     for m in popped {

@@ -54,6 +54,17 @@ pub struct MessageLimits {
     pub max_delay_ms: i64,
     /// `maxTransactionRecoverySecond`.
     pub max_transaction_recovery_s: i64,
+    /// With `useDelayLevel`, the delay levels (`messageDelayLevel`, ms): a delivery time also
+    /// names the level that covers it (DELAY), which the broker's schedule serves first.
+    pub delay_levels_ms: Option<Vec<i64>>,
+}
+
+/// Java's `ProxyConfig#computeDelayLevel`: the first level (1-based) longer than the time
+/// left, or the longest one.
+pub fn delay_level_for(levels_ms: &[i64], delay_ms: i64) -> usize {
+    let mut sorted: Vec<(usize, i64)> = levels_ms.iter().copied().enumerate().map(|(i, ms)| (i + 1, ms)).collect();
+    sorted.sort_by_key(|&(_, ms)| ms);
+    sorted.iter().find(|&&(_, ms)| ms > delay_ms).or(sorted.last()).map_or(0, |&(level, _)| level)
 }
 
 /// What a remoting send of one gRPC message carries.
@@ -172,6 +183,9 @@ pub fn outgoing(
         }
         if at > now {
             props.insert(keys::TIMER_DELIVER_MS, at.to_string());
+            if let Some(levels) = limits.delay_levels_ms.as_deref().filter(|l| !l.is_empty()) {
+                props.insert(keys::DELAY, delay_level_for(levels, at - now).to_string());
+            }
             message_type = TopicMessageType::Delay;
         }
     }
@@ -377,7 +391,26 @@ mod tests {
             max_message_group_bytes: 8,
             max_delay_ms: 1000,
             max_transaction_recovery_s: 10,
+            delay_levels_ms: None,
         }
+    }
+
+    #[test]
+    fn use_delay_level_names_the_level_covering_the_delay() {
+        let levels = [1000, 5000, 10_000];
+        assert_eq!(delay_level_for(&levels, 0), 1);
+        assert_eq!(delay_level_for(&levels, 999), 1);
+        assert_eq!(delay_level_for(&levels, 1000), 2, "strictly longer, as Java");
+        assert_eq!(delay_level_for(&levels, 7000), 3);
+        assert_eq!(delay_level_for(&levels, 60_000), 3, "past the longest: the longest");
+        let mut m = msg(b"x");
+        m.system_properties.as_mut().unwrap().delivery_timestamp = Some(timestamp(10_700));
+        let with_levels = MessageLimits { delay_levels_ms: Some(vec![100, 500, 1000]), ..limits() };
+        let out = outgoing(m.clone(), "T", &with_levels, 10_000).unwrap();
+        assert_eq!(out.properties.get("DELAY"), Some("3"));
+        assert_eq!(out.properties.get("TIMER_DELIVER_MS"), Some("10700"), "the timer key stays, as Java");
+        let out = outgoing(m, "T", &limits(), 10_000).unwrap();
+        assert_eq!(out.properties.get("DELAY"), None, "useDelayLevel off: the timer only");
     }
 
     fn msg(body: &[u8]) -> pb::Message {

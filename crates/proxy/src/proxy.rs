@@ -213,6 +213,7 @@ impl Proxy {
                 max_message_group_bytes: config.max_message_group_size,
                 max_delay_ms: config.max_delay_time_mills,
                 max_transaction_recovery_s: config.max_transaction_recovery_second,
+                delay_levels_ms: config.use_delay_level.then(|| parse_delay_levels(&config.message_delay_level)),
             };
             Proxy {
                 delay_levels_ms: parse_delay_levels(&config.message_delay_level),

@@ -25,13 +25,31 @@ pub(crate) enum PollKind {
     Notification,
 }
 
+/// Who waits for a parked request.
+#[derive(Debug)]
+pub(crate) enum Waiter {
+    /// A remoting request: processed again on release and answered on its connection.
+    Remote { conn: Connection, request: RemotingCommand },
+    /// A service caller (`Service::pop`) awaiting the release; it processes again itself.
+    Local(tokio::sync::oneshot::Sender<Release>),
+}
+
+impl Waiter {
+    /// Whether nobody waits any more: the connection closed, or the caller dropped its call.
+    pub(crate) fn is_gone(&self) -> bool {
+        match self {
+            Waiter::Remote { conn, .. } => conn.is_closed(),
+            Waiter::Local(tx) => tx.is_closed(),
+        }
+    }
+}
+
 /// A parked request.
 #[derive(Debug)]
 pub(crate) struct HeldPop {
     pub(crate) id: u64,
     pub(crate) kind: PollKind,
-    pub(crate) conn: Connection,
-    pub(crate) request: RemotingCommand,
+    pub(crate) waiter: Waiter,
     pub(crate) queue_id: i32,
     pub(crate) deadline: Instant,
     /// Tag hash codes the request's filter accepts; `None` accepts everything.
@@ -135,7 +153,7 @@ impl PopHold {
         let mut parked = self.parked();
         let by_group = parked.get_mut(topic)?;
         let list = by_group.get_mut(group)?;
-        let i = list.iter().position(|h| !h.conn.is_closed() && pick(h))?;
+        let i = list.iter().position(|h| !h.waiter.is_gone() && pick(h))?;
         let held = list.remove(i);
         if list.is_empty() {
             by_group.remove(group);
@@ -216,7 +234,7 @@ impl PopHold {
                 by_group.retain(|_, list| {
                     let mut i = 0;
                     while i < list.len() {
-                        if list[i].deadline <= now || list[i].conn.is_closed() {
+                        if list[i].deadline <= now || list[i].waiter.is_gone() {
                             gone.push(list.remove(i));
                         } else {
                             i += 1;

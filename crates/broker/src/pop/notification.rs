@@ -11,7 +11,7 @@ use ferromq_protocol::{response_code, RemotingCommand};
 use ferromq_remoting::Connection;
 
 use crate::broker::{now_ms, Broker};
-use crate::pop::hold::{HeldPop, PollKind};
+use crate::pop::hold::{HeldPop, PollKind, Waiter};
 use crate::processor::{failure, success};
 
 impl Broker {
@@ -85,8 +85,7 @@ impl Broker {
         let held = HeldPop {
             id,
             kind: PollKind::Notification,
-            conn: conn.clone(),
-            request: req.clone(),
+            waiter: Waiter::Remote { conn: conn.clone(), request: req.clone() },
             queue_id,
             deadline: Instant::now() + Duration::from_millis(left_ms as u64),
             tag_codes: None,

@@ -24,9 +24,10 @@ use tracing::{debug, info, warn};
 
 use crate::broker::{now_ms, Broker};
 use crate::filter::{self, PullFilter, EXPRESSION_TYPE_TAG};
-use crate::pop::hold::{HeldPop, PollKind};
+use crate::pop::hold::{HeldPop, PollKind, Release, Waiter};
 use crate::pop::lock_key;
 use crate::processor::failure;
+use crate::service::{Caller, PopRequest, PopStatus, Popped, ServiceError};
 use crate::stats::{clock_ms, BrokerStats};
 
 /// A request that reached the broker this long after its poll time ended is answered
@@ -38,8 +39,8 @@ const PARK_MIN_LEFT_MS: i64 = 50;
 /// Outcome of processing a pop once.
 pub(crate) enum PopOutcome {
     /// Answer now.
-    Respond(RemotingCommand),
-    /// Parked: answered later.
+    Answer(Result<Popped, ServiceError>),
+    /// Parked: its waiter is told when it is released.
     Parked,
 }
 
@@ -68,95 +69,68 @@ struct PopContext<'a> {
 }
 
 impl Broker {
-    /// Serves POP_MESSAGE: answers, or parks the request and answers it later on `conn`.
-    pub(crate) async fn pop_message(
+    /// Processes a pop once. With `waiter` and `allow_park` (false when an expired parked
+    /// pop is answered), a pop that finds nothing parks for what is left of its poll time and
+    /// the waiter is told of its release.
+    pub(crate) async fn pop_once(
         self: &Arc<Self>,
-        conn: Connection,
-        req: RemotingCommand,
-    ) -> Option<RemotingCommand> {
-        let stored_at_arrival = self.store.max_phy_offset();
-        match self.process_pop(&conn, &req, true).await {
-            PopOutcome::Respond(r) if r.code == response_code::POLLING_TIMEOUT => {
-                // Nothing found and not parked: a message acknowledged before the pop arrived
-                // may still be on its way to its consume queue; wait for it a moment.
-                if self.wait_dispatched(stored_at_arrival).await {
-                    if let PopOutcome::Respond(again) = self.process_pop(&conn, &req, false).await {
-                        return Some(again);
-                    }
-                }
-                Some(r)
-            }
-            PopOutcome::Respond(r) => Some(r),
-            PopOutcome::Parked => None,
-        }
-    }
-
-    /// Processes a pop once; `allow_park` is false when an expired parked pop is answered.
-    pub(crate) async fn process_pop(
-        self: &Arc<Self>,
-        conn: &Connection,
-        req: &RemotingCommand,
+        caller: &Caller,
+        mut h: PopMessageRequestHeader,
         allow_park: bool,
+        waiter: Option<impl FnOnce() -> Waiter>,
     ) -> PopOutcome {
-        let respond = |code, remark: String| PopOutcome::Respond(failure(req, code, remark));
-        let mut h: PopMessageRequestHeader = match req.decode_header() {
-            Ok(h) => h,
-            Err(e) => return respond(response_code::SYSTEM_ERROR, e.to_string()),
-        };
+        let refuse = |e: ServiceError| PopOutcome::Answer(Err(e));
         let now = now_ms();
         if h.born_time <= 0 {
             h.born_time = now;
         }
         let ip = &self.config.broker_ip1;
         if now - h.born_time - h.poll_time > EXPIRED_IN_TRANSIT_MS {
-            return respond(
-                response_code::POLLING_TIMEOUT,
-                format!("the broker[{ip}] pop message is timeout too much"),
-            );
+            return refuse(ServiceError::Other {
+                code: response_code::POLLING_TIMEOUT,
+                remark: format!("the broker[{ip}] pop message is timeout too much"),
+            });
         }
         if self.is_slave() {
-            return respond(
-                response_code::SYSTEM_ERROR,
-                format!("the broker[{ip}] is a slave: pop from its master (slaves keep no pop state)"),
-            );
+            return refuse(ServiceError::System(format!(
+                "the broker[{ip}] is a slave: pop from its master (slaves keep no pop state)"
+            )));
         }
         if !perm::is_readable(self.permission()) {
-            return respond(response_code::NO_PERMISSION, format!("the broker[{ip}] pop message is forbidden"));
+            return refuse(ServiceError::Forbidden(format!("the broker[{ip}] pop message is forbidden")));
         }
         if h.max_msg_nums > POP_MAX_MSG_NUMS {
-            return respond(
-                response_code::INVALID_PARAMETER,
-                format!("the broker[{ip}] pop message's num is greater than {POP_MAX_MSG_NUMS}"),
-            );
+            return refuse(ServiceError::InvalidParameter(format!(
+                "the broker[{ip}] pop message's num is greater than {POP_MAX_MSG_NUMS}"
+            )));
         }
         if h.max_msg_nums < 1 {
-            return respond(
-                response_code::INVALID_PARAMETER,
-                format!("the broker[{ip}] pop message's num must be at least 1, got {}", h.max_msg_nums),
-            );
+            return refuse(ServiceError::InvalidParameter(format!(
+                "the broker[{ip}] pop message's num must be at least 1, got {}",
+                h.max_msg_nums
+            )));
         }
         if h.invisible_time < 0 {
-            return respond(
-                response_code::INVALID_PARAMETER,
-                format!("invisibleTime must not be negative, got {}", h.invisible_time),
-            );
+            return refuse(ServiceError::InvalidParameter(format!(
+                "invisibleTime must not be negative, got {}",
+                h.invisible_time
+            )));
         }
         if self.timer.is_none() {
-            return respond(
-                response_code::SYSTEM_ERROR,
-                format!("the broker[{ip}] pop message is forbidden because timerWheelEnable is false"),
-            );
+            return refuse(ServiceError::System(format!(
+                "the broker[{ip}] pop message is forbidden because timerWheelEnable is false"
+            )));
         }
-        let topic = match self.check_pop_target(req, conn, &h.topic, &h.consumer_group, h.queue_id) {
+        let topic = match self.check_pop_target_of(caller, &h.topic, &h.consumer_group, h.queue_id) {
             Ok(t) => t,
-            Err(r) => return PopOutcome::Respond(*r),
+            Err(e) => return refuse(e),
         };
         if h.queue_id < 0 {
             h.queue_id = -1;
         }
         let filter = match filter_of(self, &h) {
             Ok(f) => f,
-            Err(r) => return respond(r.0, r.1),
+            Err((code, remark)) => return refuse(ServiceError::from_code(code, remark)),
         };
         let order = h.order.unwrap_or(false);
         let ctx = PopContext {
@@ -172,7 +146,8 @@ impl Broker {
         };
         let dispatched_before = self.store.dispatched_phy_offset();
         let collected = self.pop_collect(&ctx, &topic).await;
-        let header = PopMessageResponseHeader {
+        let popped = |status, messages| Popped {
+            status,
             pop_time: ctx.pop_time,
             invisible_time: h.invisible_time,
             revive_qid: ctx.revive_qid,
@@ -180,6 +155,7 @@ impl Broker {
             start_offset_info: Some(collected.start_offset_info.clone()).filter(|s| !s.is_empty()),
             msg_offset_info: Some(collected.msg_offset_info.clone()).filter(|s| !s.is_empty()),
             order_count_info: Some(collected.order_count_info.clone()).filter(|s| !s.is_empty()),
+            messages,
         };
         if collected.rest_num > 0 {
             // Others parked on this topic may take what this pop left.
@@ -194,37 +170,24 @@ impl Broker {
             if self.config.enable_pop_log {
                 info!(topic = %h.topic, group = %h.consumer_group, queue_id = h.queue_id, found = collected.messages.len(), revive_qid = ctx.revive_qid, pop_time = ctx.pop_time, "pop");
             }
-            let mut body = BytesMut::with_capacity(collected.bytes);
-            for m in &collected.messages {
-                body.extend_from_slice(m);
-            }
-            return PopOutcome::Respond(
-                RemotingCommand::response_to(req, response_code::SUCCESS, Some("FOUND".into()))
-                    .with_header(&header)
-                    .with_body(body.freeze()),
-            );
+            return PopOutcome::Answer(Ok(popped(PopStatus::Found, collected.messages.clone())));
         }
-        let answer = |code| {
-            PopOutcome::Respond(
-                RemotingCommand::response_to(req, code, Some("NO_MESSAGE_IN_QUEUE".into())).with_header(&header),
-            )
-        };
         let left_ms = h.born_time + h.poll_time - now_ms();
-        if !allow_park || h.poll_time <= 0 || left_ms <= PARK_MIN_LEFT_MS {
-            return answer(response_code::POLLING_TIMEOUT);
-        }
+        let waiter = match waiter {
+            Some(w) if allow_park && h.poll_time > 0 && left_ms > PARK_MIN_LEFT_MS => w,
+            _ => return PopOutcome::Answer(Ok(popped(PopStatus::PollingTimeout, Vec::new()))),
+        };
         let id = self.pop.hold.next_id();
         let held = HeldPop {
             id,
             kind: PollKind::Pop,
-            conn: conn.clone(),
-            request: req.clone(),
+            waiter: waiter(),
             queue_id: h.queue_id,
             deadline: Instant::now() + Duration::from_millis(left_ms as u64),
             tag_codes: ctx.filter.tag_codes(),
         };
         if self.pop.hold.park(&h.topic, &h.consumer_group, held).is_err() {
-            return answer(response_code::POLLING_FULL);
+            return PopOutcome::Answer(Ok(popped(PopStatus::PollingFull, Vec::new())));
         }
         debug!(topic = %h.topic, group = %h.consumer_group, queue_id = h.queue_id, left_ms, "pop parked");
         if let (Some(at), true) = (collected.unblocks_at, self.config.enable_notify_after_pop_order_lock_release) {
@@ -247,6 +210,44 @@ impl Broker {
         PopOutcome::Parked
     }
 
+    /// A service pop: processed, parked while nothing is found and poll time is left (woken
+    /// by an arrival, processed again), answered when found or when the poll time ran out.
+    pub(crate) async fn pop_awaiting(
+        self: &Arc<Self>,
+        caller: &Caller,
+        req: &PopRequest,
+    ) -> Result<Popped, ServiceError> {
+        let mut h = req.to_header();
+        if h.born_time <= 0 {
+            h.born_time = now_ms();
+        }
+        let stored_at_arrival = self.store.max_phy_offset();
+        let mut allow_park = true;
+        let mut first = true;
+        loop {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            match self.pop_once(caller, h.clone(), allow_park, Some(move || Waiter::Local(tx))).await {
+                PopOutcome::Answer(answer) if first && is_polling_timeout(&answer) => {
+                    // As over remoting: a message stored before the pop arrived may still be
+                    // on its way to its consume queue.
+                    if self.wait_dispatched(stored_at_arrival).await {
+                        if let PopOutcome::Answer(again) = self.pop_once(caller, h, false, None::<fn() -> Waiter>).await
+                        {
+                            return again;
+                        }
+                    }
+                    return answer;
+                }
+                PopOutcome::Answer(answer) => return answer,
+                PopOutcome::Parked => {
+                    first = false;
+                    // Dropping this future drops `rx`; the hold then forgets the request.
+                    allow_park = matches!(rx.await, Ok(Release::Arrived));
+                }
+            }
+        }
+    }
+
     /// PEEK, NOTIFICATION and POLLING_INFO: the broker readable (Java's "peeking" remark), then
     /// [`Broker::check_pop_target`].
     pub(crate) fn check_peek_target(
@@ -267,9 +268,7 @@ impl Broker {
         self.check_pop_target(req, conn, topic, group, queue_id)
     }
 
-    /// The checks POP, PEEK, NOTIFICATION and POLLING_INFO share, in Java's order: topic,
-    /// its permission, the queue id, the group and its permission. Returns the topic config
-    /// (the group is checked, not returned).
+    /// The checks POP, PEEK, NOTIFICATION and POLLING_INFO share (as a remoting answer).
     pub(crate) fn check_pop_target(
         &self,
         req: &RemotingCommand,
@@ -278,44 +277,37 @@ impl Broker {
         group: &str,
         queue_id: i32,
     ) -> Result<TopicConfig, Box<RemotingCommand>> {
+        self.check_pop_target_of(&crate::processor::send::caller_of(conn, req), topic, group, queue_id)
+            .map_err(|e| Box::new(crate::processor::service_failure(req, &e)))
+    }
+
+    /// The checks POP, PEEK, NOTIFICATION and POLLING_INFO share, in Java's order: topic,
+    /// its permission, the queue id, the group and its permission. Returns the topic config
+    /// (the group is checked, not returned).
+    pub(crate) fn check_pop_target_of(
+        &self,
+        caller: &Caller,
+        topic: &str,
+        group: &str,
+        queue_id: i32,
+    ) -> Result<TopicConfig, ServiceError> {
         let Some(config) = self.topics().select(topic) else {
-            return Err(Box::new(failure(
-                req,
-                response_code::TOPIC_NOT_EXIST,
-                format!("topic[{topic}] not exist, apply first please!"),
-            )));
+            return Err(ServiceError::TopicNotExist(format!("topic[{topic}] not exist, apply first please!")));
         };
         if !perm::is_readable(config.perm) {
-            return Err(Box::new(failure(
-                req,
-                response_code::NO_PERMISSION,
-                format!("the topic[{topic}] peeking message is forbidden"),
-            )));
+            return Err(ServiceError::Forbidden(format!("the topic[{topic}] peeking message is forbidden")));
         }
         if queue_id >= config.read_queue_nums {
-            return Err(Box::new(failure(
-                req,
-                response_code::INVALID_PARAMETER,
-                format!(
-                    "queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[{}]",
-                    config.read_queue_nums,
-                    conn.remote_addr()
-                ),
+            return Err(ServiceError::InvalidParameter(format!(
+                "queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+                config.read_queue_nums, caller.remote_addr
             )));
         }
         let Some(group_config) = self.groups().find(group, self.config.auto_create_subscription_group) else {
-            return Err(Box::new(failure(
-                req,
-                response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
-                format!("subscription group [{group}] does not exist"),
-            )));
+            return Err(ServiceError::GroupNotExist(format!("subscription group [{group}] does not exist")));
         };
         if !group_config.consume_enable {
-            return Err(Box::new(failure(
-                req,
-                response_code::NO_PERMISSION,
-                format!("subscription group no permission, {group}"),
-            )));
+            return Err(ServiceError::Forbidden(format!("subscription group no permission, {group}")));
         }
         Ok(config)
     }
@@ -671,5 +663,34 @@ fn filter_of(broker: &Broker, h: &PopMessageRequestHeader) -> Result<PullFilter,
             response_code::SUBSCRIPTION_PARSE_FAILED,
             format!("parse the consumer's subscription failed: [{exp}] {e}"),
         )),
+    }
+}
+
+/// Whether a pop's answer is "nothing found in the poll time" (either form).
+pub(crate) fn is_polling_timeout(answer: &Result<Popped, ServiceError>) -> bool {
+    match answer {
+        Ok(p) => p.status == PopStatus::PollingTimeout,
+        Err(e) => e.remoting_code() == response_code::POLLING_TIMEOUT,
+    }
+}
+
+impl PopRequest {
+    /// The request as the pop reads it (the remoting header's fields).
+    pub(crate) fn to_header(&self) -> PopMessageRequestHeader {
+        PopMessageRequestHeader {
+            consumer_group: self.consumer_group.clone(),
+            topic: self.topic.clone(),
+            queue_id: self.queue_id.unwrap_or(-1),
+            max_msg_nums: self.max_msg_nums,
+            invisible_time: self.invisible_time_ms,
+            poll_time: self.poll_time_ms,
+            born_time: self.born_time_ms,
+            init_mode: self.init_mode,
+            exp_type: self.expression_type.clone(),
+            exp: self.expression.clone(),
+            order: Some(self.order),
+            attempt_id: self.attempt_id.clone(),
+            broker_name: None,
+        }
     }
 }

@@ -149,11 +149,9 @@ impl Broker {
     /// have, so `lo` adds nothing).
     pub(crate) fn get_topic_config(&self, req: &RemotingCommand) -> RemotingCommand {
         let h = header_or_fail!(req, GetTopicConfigRequestHeader);
-        match self.topics().select(&h.topic) {
-            Some(config) => success(req).with_body(config.encode()),
-            None => {
-                failure(req, response_code::TOPIC_NOT_EXIST, format!("No topic in this broker. topic: {}", h.topic))
-            }
+        match self.topic_config_of(&h.topic) {
+            Ok(config) => success(req).with_body(config.encode()),
+            Err(e) => crate::processor::service_failure(req, &e),
         }
     }
 
@@ -161,9 +159,9 @@ impl Broker {
     /// `autoCreateSubscriptionGroup` (as every lookup of a group does in Java).
     pub(crate) fn get_subscription_group_config(&self, req: &RemotingCommand) -> RemotingCommand {
         let h = header_or_fail!(req, GetSubscriptionGroupConfigRequestHeader);
-        match self.groups().find(&h.group, self.config.auto_create_subscription_group) {
-            Some(config) => success(req).with_body(config.encode()),
-            None => failure(req, response_code::SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker"),
+        match self.subscription_group_of(&h.group) {
+            Ok(config) => success(req).with_body(config.encode()),
+            Err(e) => crate::processor::service_failure(req, &e),
         }
     }
 

@@ -8,6 +8,7 @@ pub(crate) mod admin_query;
 pub(crate) mod client;
 pub(crate) mod end_transaction;
 pub(crate) mod offset;
+pub(crate) mod pop;
 pub(crate) mod pull;
 pub(crate) mod query;
 pub(crate) mod reply;

@@ -113,7 +113,7 @@ impl Broker {
 }
 
 /// The caller of a remoting request: the connection's peer and the client's version.
-pub(super) fn caller_of(conn: &Connection, req: &RemotingCommand) -> Caller {
+pub(crate) fn caller_of(conn: &Connection, req: &RemotingCommand) -> Caller {
     Caller { remote_addr: conn.remote_addr(), client_version: req.version }
 }
 

@@ -12,7 +12,9 @@
 mod ack;
 mod end_transaction;
 mod error;
+mod metadata;
 mod offsets;
+mod pop;
 pub(crate) mod send;
 
 use std::net::SocketAddr;
@@ -22,6 +24,7 @@ pub use ack::{AckRequest, ChangeInvisibleRequest, InvisibleChanged};
 pub use end_transaction::{EndTransactionRequest, TransactionDecision, TransactionEnded};
 pub use error::ServiceError;
 pub use offsets::OffsetCommit;
+pub use pop::{PopRequest, PopStatus, Popped};
 pub use send::{AutoCreate, BatchMessage, SendBody, SendReceipt, SendRequest, SendStatus};
 
 use crate::broker::Broker;
