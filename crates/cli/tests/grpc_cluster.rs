@@ -3,7 +3,8 @@
 //! of them, driven by a tonic client as the 5.x SDKs drive a proxy.
 //!
 //! Routes name both brokers' queues at the proxy's address; sends spread over both brokers and
-//! a simple consumer receives and acks them all. Then broker-b is killed (SIGKILL) while the
+//! a simple consumer receives and acks them all (the proxy with `enableBatchAck`: each AckMessage
+//! becomes BATCH_ACK_MESSAGE to the handle's broker). Then broker-b is killed (SIGKILL) while the
 //! consumer holds unacknowledged messages: sends (with the one retry a 5.x client makes) must
 //! still succeed on broker-a, the consumer keeps receiving broker-a's messages, and once
 //! broker-b is restarted on its own store every message whose send was acknowledged is
@@ -236,7 +237,7 @@ impl Cluster {
             |port| {
                 let json = format!(
                     "{{\n  \"rocketMQClusterName\": \"DefaultCluster\",\n  \"grpcServerPort\": {port},\n  \
-                     \"tls.server.mode\": \"disabled\"\n}}\n"
+                     \"tls.server.mode\": \"disabled\",\n  \"enableBatchAck\": true\n}}\n"
                 );
                 let conf = path.join("rmq-proxy.json");
                 spawn_listening(&["proxy", "-n", &namesrv], &conf, &json, &path.join("proxy.log"), port)

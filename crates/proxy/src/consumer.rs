@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use ferromq_protocol::body::{BatchAck, BatchAckMessageRequestBody, JsonBody};
 use ferromq_protocol::header::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
     ConsumerSendMsgBackRequestHeader, PopMessageRequestHeader, PopMessageResponseHeader,
@@ -486,6 +487,121 @@ async fn ack_one(p: &Proxy, group: &str, topic: &str, handle_text: &str) -> Prox
     }
 }
 
+/// `enableBatchAck`: the entries of one AckMessage acknowledged with one BATCH_ACK_MESSAGE
+/// per broker (Java: `ConsumerProcessor#batchAckMessage`); a broker's answer is each of its
+/// entries' status. The local broker acks each through its service (no frame to save).
+async fn batch_ack(
+    p: &Proxy,
+    group: &str,
+    topic: &str,
+    entries: Vec<pb::AckMessageEntry>,
+) -> Vec<pb::AckMessageResultEntry> {
+    let mut statuses: Vec<Option<pb::Status>> = vec![None; entries.len()];
+    // broker name -> (entry index, handle text, parsed handle)
+    let mut by_broker: HashMap<String, Vec<(usize, String, ExtraInfo)>> = HashMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        let handle = p.renewals.take(group, &e.receipt_handle).unwrap_or_else(|| e.receipt_handle.clone());
+        match parse_handle(&handle) {
+            Ok(parsed) => by_broker.entry(parsed.broker_name.clone()).or_default().push((i, handle, parsed)),
+            Err(err) => statuses[i] = Some(err.to_status()),
+        }
+    }
+    for (broker_name, acks) in by_broker {
+        let outcome = match p.brokers.master_addr(topic, &broker_name).await {
+            Ok(addr) => ack_on_broker(p, group, topic, &addr, &broker_name, &acks).await,
+            Err(e) => Err(e),
+        };
+        for (i, _, _) in &acks {
+            statuses[*i] = Some(match &outcome {
+                Ok(()) => status::ok(),
+                Err(e) => e.to_status(),
+            });
+        }
+    }
+    entries
+        .into_iter()
+        .zip(statuses)
+        .map(|(e, status)| pb::AckMessageResultEntry {
+            message_id: e.message_id,
+            receipt_handle: e.receipt_handle,
+            status: Some(status.unwrap_or_else(status::ok)),
+        })
+        .collect()
+}
+
+/// One broker's share of a batch ack.
+async fn ack_on_broker(
+    p: &Proxy,
+    group: &str,
+    topic: &str,
+    addr: &str,
+    broker_name: &str,
+    acks: &[(usize, String, ExtraInfo)],
+) -> ProxyResult<()> {
+    if p.brokers.local_service(addr).is_some() {
+        for (_, text, _) in acks {
+            ack_one(p, group, topic, text).await?;
+        }
+        return Ok(());
+    }
+    let body = batch_ack_body(group, topic, broker_name, acks.iter().map(|(_, _, h)| h));
+    let request = RemotingCommand::request(request_code::BATCH_ACK_MESSAGE).with_body(body.encode());
+    let resp = p.brokers.invoke(addr, request, None).await?;
+    match resp.code {
+        response_code::SUCCESS => Ok(()),
+        other => Err(ProxyError::from_remoting(other, resp.remark.as_deref())),
+    }
+}
+
+/// BATCH_ACK_MESSAGE's body: one `BatchAck` per checkpoint (retry flag, queue, start offset,
+/// pop time, revive queue, invisible time), its bits the acknowledged offsets from the start.
+fn batch_ack_body<'a>(
+    group: &str,
+    topic: &str,
+    broker_name: &str,
+    handles: impl Iterator<Item = &'a ExtraInfo>,
+) -> BatchAckMessageRequestBody {
+    let mut checkpoints: Vec<(BatchAck, Vec<u32>)> = Vec::new();
+    for h in handles {
+        let queue_id = h.queue_id.unwrap_or_default();
+        let index = h.queue_offset.unwrap_or_default() - h.ck_queue_offset;
+        let Ok(index) = u32::try_from(index) else { continue };
+        let same = |b: &BatchAck| {
+            b.retry == h.retry_flag.as_str()
+                && b.queue_id == queue_id
+                && b.start_offset == h.ck_queue_offset
+                && b.pop_time == h.pop_time
+                && b.revive_queue_id == h.revive_qid
+                && b.invisible_time == h.invisible_time
+        };
+        match checkpoints.iter_mut().find(|(b, _)| same(b)) {
+            Some((_, indexes)) => indexes.push(index),
+            None => checkpoints.push((
+                BatchAck {
+                    consumer_group: group.to_owned(),
+                    topic: topic.to_owned(),
+                    retry: h.retry_flag.as_str().to_owned(),
+                    start_offset: h.ck_queue_offset,
+                    queue_id,
+                    revive_queue_id: h.revive_qid,
+                    pop_time: h.pop_time,
+                    invisible_time: h.invisible_time,
+                    bit_set: String::new(),
+                },
+                vec![index],
+            )),
+        }
+    }
+    let acks = checkpoints
+        .into_iter()
+        .map(|(mut b, indexes)| {
+            b.set_acked_indexes(&indexes);
+            b
+        })
+        .collect();
+    BatchAckMessageRequestBody { acks, broker_name: Some(broker_name.to_owned()) }
+}
+
 /// AckMessage: each entry acknowledged on the broker its handle names.
 pub async fn ack(p: &Proxy, req: pb::AckMessageRequest) -> pb::AckMessageResponse {
     let checked = validate::group(req.group.as_ref())
@@ -496,17 +612,21 @@ pub async fn ack(p: &Proxy, req: pb::AckMessageRequest) -> pb::AckMessageRespons
         Err(e) => return pb::AckMessageResponse { status: Some(e.to_status()), entries: Vec::new() },
     };
     let mut entries = Vec::with_capacity(req.entries.len());
-    for e in req.entries {
-        let handle = p.renewals.take(&group, &e.receipt_handle).unwrap_or_else(|| e.receipt_handle.clone());
-        let status = match ack_one(p, &group, &topic, &handle).await {
-            Ok(()) => status::ok(),
-            Err(err) => err.to_status(),
-        };
-        entries.push(pb::AckMessageResultEntry {
-            message_id: e.message_id,
-            receipt_handle: e.receipt_handle,
-            status: Some(status),
-        });
+    if p.config.enable_batch_ack {
+        entries = batch_ack(p, &group, &topic, req.entries).await;
+    } else {
+        for e in req.entries {
+            let handle = p.renewals.take(&group, &e.receipt_handle).unwrap_or_else(|| e.receipt_handle.clone());
+            let status = match ack_one(p, &group, &topic, &handle).await {
+                Ok(()) => status::ok(),
+                Err(err) => err.to_status(),
+            };
+            entries.push(pb::AckMessageResultEntry {
+                message_id: e.message_id,
+                receipt_handle: e.receipt_handle,
+                status: Some(status),
+            });
+        }
     }
     let status = match entries.first().and_then(|e| e.status.clone()) {
         Some(first) if entries.iter().all(|e| e.status.as_ref().map(|s| s.code) == Some(first.code)) => first,
@@ -686,5 +806,39 @@ pub async fn clear_client_handles(p: &Proxy, client_id: &str) {
         {
             debug!(group, client_id, error = %e, "could not hand a message back early");
         }
+    }
+}
+
+#[cfg(test)]
+mod batch_ack_tests {
+    use ferromq_protocol::pop::RetryFlag;
+
+    use super::*;
+
+    fn handle(ck: i64, offset: i64, pop_time: i64) -> ExtraInfo {
+        ExtraInfo {
+            ck_queue_offset: ck,
+            pop_time,
+            invisible_time: 60_000,
+            revive_qid: 3,
+            retry_flag: RetryFlag::Normal,
+            broker_name: "b1".into(),
+            queue_id: Some(1),
+            queue_offset: Some(offset),
+            commit_log_offset: None,
+        }
+    }
+
+    #[test]
+    fn one_batch_ack_per_checkpoint_with_the_offsets_as_bits() {
+        let handles = [handle(10, 10, 5), handle(10, 12, 5), handle(20, 29, 6), handle(10, 9, 5)];
+        let body = batch_ack_body("G", "T", "b1", handles.iter());
+        assert_eq!(body.broker_name.as_deref(), Some("b1"));
+        assert_eq!(body.acks.len(), 2, "two checkpoints; the offset before its start is left out");
+        let first = &body.acks[0];
+        assert_eq!((first.start_offset, first.pop_time, first.queue_id, first.revive_queue_id), (10, 5, 1, 3));
+        assert_eq!((first.consumer_group.as_str(), first.topic.as_str(), first.retry.as_str()), ("G", "T", "0"));
+        assert_eq!(first.acked_indexes(), Some(vec![0, 2]));
+        assert_eq!(body.acks[1].acked_indexes(), Some(vec![9]));
     }
 }
