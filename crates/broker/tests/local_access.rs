@@ -445,6 +445,25 @@ async fn a_service_pop_waits_for_an_arrival_and_a_dropped_one_is_withdrawn() {
     send(b"m2").await;
     let p = svc.pop(&caller, &service_pop(5_000)).await.unwrap();
     assert_eq!(popped_bodies(&p), vec![b"m2".to_vec()], "the message went to the pop still asking");
+
+    // m2 given back straight to the dead-letter topic (delay level -1), as the proxy forwards.
+    let offset = StoredMessage::decode_shared(&p.messages[0]).unwrap().0.physical_offset;
+    let back = ferromq_broker::service::SendBackRequest {
+        group: "SvcPopG".into(),
+        offset,
+        delay_level: -1,
+        max_reconsume_times: Some(0),
+    };
+    let sent = svc.send_back(&caller, &back).await.unwrap();
+    assert_eq!(sent, ferromq_broker::service::SentBack::Stored { topic: "%DLQ%SvcPopG".into(), dead_letter: true });
+    let conn = access.connect(Arc::new(Dispatcher::new()), client_addr());
+    let dead = pull_over(&conn, "%DLQ%SvcPopG", 0, 1).await;
+    assert_eq!(&dead[0].body[..], b"m2");
+    let e = svc
+        .send_back(&caller, &ferromq_broker::service::SendBackRequest { offset: 1 << 40, ..back })
+        .await
+        .unwrap_err();
+    assert_eq!(e.remoting_code(), response_code::SYSTEM_ERROR, "no message at that offset: {e}");
     drop(svc);
     running.stop().await;
 }

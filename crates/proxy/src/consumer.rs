@@ -22,7 +22,7 @@ use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use tokio::sync::mpsc;
 use tracing::debug;
 
-use ferromq_broker::service::{AckRequest, ChangeInvisibleRequest, PopRequest, PopStatus};
+use ferromq_broker::service::{AckRequest, ChangeInvisibleRequest, PopRequest, PopStatus, SendBackRequest};
 
 use crate::context::CallContext;
 use crate::convert::{self, Delivery};
@@ -730,6 +730,19 @@ async fn forward_to_dlq(p: &Proxy, group: &str, topic: &str, handle: &ExtraInfo,
         max_reconsume_times: Some(0),
         broker_name: Some(handle.broker_name.clone()),
     };
+    if let Some(service) = p.brokers.local_service(&addr) {
+        let back = SendBackRequest {
+            group: header.group,
+            offset: header.offset,
+            delay_level: header.delay_level,
+            max_reconsume_times: header.max_reconsume_times,
+        };
+        service
+            .send_back(&crate::brokers::local_caller(None), &back)
+            .await
+            .map_err(|e| ProxyError::from_service(&e))?;
+        return ack_one(p, group, topic, &handle.render()).await;
+    }
     let resp = p
         .brokers
         .invoke(&addr, RemotingCommand::request(request_code::CONSUMER_SEND_MSG_BACK).with_header(&header), None)

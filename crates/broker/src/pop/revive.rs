@@ -423,7 +423,7 @@ async fn put_retries(
 
 async fn put_dead_letters(broker: &Broker, batch: &[(usize, StoredMessage)], original: &str, group: &str) -> bool {
     let dlq = dlq_topic(group);
-    match broker.topics().create_topic_in_send_back(&dlq, crate::processor::send_back::DLQ_NUMS_PER_GROUP, 6, 0) {
+    match broker.topics().create_topic_in_send_back(&dlq, crate::service::send_back::DLQ_NUMS_PER_GROUP, 6, 0) {
         Ok(config) => broker.on_topic_created(&config),
         Err(e) => {
             warn!(topic = %dlq, error = %e, "dead-letter topic not created; revive retried");

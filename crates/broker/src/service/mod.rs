@@ -16,6 +16,7 @@ mod metadata;
 mod offsets;
 mod pop;
 pub(crate) mod send;
+pub(crate) mod send_back;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -26,6 +27,7 @@ pub use error::ServiceError;
 pub use offsets::OffsetCommit;
 pub use pop::{PopRequest, PopStatus, Popped};
 pub use send::{AutoCreate, BatchMessage, SendBody, SendReceipt, SendRequest, SendStatus};
+pub use send_back::{SendBackRequest, SentBack};
 
 use crate::broker::Broker;
 

@@ -13,7 +13,7 @@ use tracing::{debug, info};
 use super::{Caller, Service, ServiceError};
 use crate::broker::{now_ms, Broker};
 use crate::metadata::{dlq_topic, is_not_allowed_send_topic, validate_topic, RETRY_GROUP_TOPIC_PREFIX};
-use crate::processor::send_back::DLQ_NUMS_PER_GROUP;
+use crate::service::send_back::DLQ_NUMS_PER_GROUP;
 use crate::stats::clock_ms;
 use crate::transaction;
 
