@@ -36,7 +36,7 @@ use tokio_stream::StreamExt;
 
 mod common;
 use common::grpc::{
-    code, connect, consumer_settings, message_id, producer_settings, req, res, telemetry, Client, Telemetry,
+    ack_entry, code, connect, consumer_settings, message_id, producer_settings, req, res, telemetry, Client, Telemetry,
     RPC_TIMEOUT,
 };
 
@@ -567,17 +567,7 @@ impl Consumer {
         if msgs.is_empty() {
             return Vec::new();
         }
-        let entries = msgs
-            .iter()
-            .map(|m| {
-                let s = m.system_properties.as_ref().unwrap();
-                pb::AckMessageEntry {
-                    message_id: s.message_id.clone(),
-                    receipt_handle: s.receipt_handle.clone().unwrap_or_default(),
-                    lite_topic: None,
-                }
-            })
-            .collect();
+        let entries = msgs.iter().map(ack_entry).collect();
         let request = pb::AckMessageRequest { group: res(GROUP), topic: res(TOPIC), entries };
         let answer = bounded("AckMessage", RPC_TIMEOUT, self.client.ack_message(req(&self.id, request))).await;
         let mut failed = Vec::new();

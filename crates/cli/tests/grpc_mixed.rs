@@ -25,7 +25,8 @@ use tokio_stream::StreamExt;
 mod common;
 use common::e2e::{compat_python, dir_tail, file_tail, repo_root, ClientRun, Json};
 use common::grpc::{
-    code, connect, consumer_settings, message_id, producer_settings, req, res, telemetry, Client, RPC_TIMEOUT,
+    ack_entry, code, connect, consumer_settings, message_id, producer_settings, req, res, telemetry, Client,
+    RPC_TIMEOUT,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
@@ -148,17 +149,7 @@ async fn grpc_receive_all(client: &mut Client, want: usize) -> Result<BTreeMap<S
         if msgs.is_empty() {
             continue;
         }
-        let entries = msgs
-            .iter()
-            .map(|m| {
-                let s = m.system_properties.as_ref().unwrap();
-                pb::AckMessageEntry {
-                    message_id: s.message_id.clone(),
-                    receipt_handle: s.receipt_handle.clone().unwrap_or_default(),
-                    lite_topic: None,
-                }
-            })
-            .collect();
+        let entries = msgs.iter().map(ack_entry).collect();
         let ack = pb::AckMessageRequest { group: res(GRPC_GROUP), topic: res(TOPIC), entries };
         let answer = tokio::time::timeout(RPC_TIMEOUT, client.ack_message(req("mix-consumer", ack)))
             .await

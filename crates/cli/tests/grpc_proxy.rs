@@ -10,7 +10,7 @@ use ferromq_testkit::{start_standalone, Standalone};
 use tokio_stream::StreamExt;
 
 mod common;
-use common::grpc::{code, connect, consumer_settings, producer_settings, req, res, telemetry, Client};
+use common::grpc::{ack_entry, code, connect, consumer_settings, producer_settings, req, res, telemetry, Client};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
 
@@ -192,18 +192,7 @@ async fn route_send_receive_ack_and_change_invisible() {
             pb::AckMessageRequest {
                 group: res("GrpcG1"),
                 topic: res("GrpcNormal"),
-                entries: msgs
-                    .iter()
-                    .filter(|m| m.body != b"two")
-                    .map(|m| {
-                        let s = m.system_properties.as_ref().unwrap();
-                        pb::AckMessageEntry {
-                            message_id: s.message_id.clone(),
-                            receipt_handle: s.receipt_handle.clone().unwrap(),
-                            lite_topic: None,
-                        }
-                    })
-                    .collect(),
+                entries: msgs.iter().filter(|m| m.body != b"two").map(ack_entry).collect(),
             },
         ))
         .await

@@ -461,24 +461,24 @@ async fn broker_of(p: &Proxy, topic: &str, handle: &ExtraInfo) -> ProxyResult<St
 async fn ack_one(p: &Proxy, group: &str, topic: &str, handle_text: &str) -> ProxyResult<()> {
     let handle = parse_handle(handle_text)?;
     let addr = broker_of(p, topic, &handle).await?;
-    let header = AckMessageRequestHeader {
+    let ack = AckRequest {
         consumer_group: group.to_owned(),
         topic: handle.retry_flag.real_topic(topic, group),
         queue_id: handle.queue_id.unwrap_or_default(),
-        extra_info: handle_text.to_owned(),
         offset: handle.queue_offset.unwrap_or_default(),
-        broker_name: Some(handle.broker_name.clone()),
+        extra_info: handle_text.to_owned(),
     };
     if let Some(service) = p.brokers.local_service(&addr) {
-        let ack = AckRequest {
-            consumer_group: header.consumer_group,
-            topic: header.topic,
-            queue_id: header.queue_id,
-            offset: header.offset,
-            extra_info: header.extra_info,
-        };
         return service.ack(&crate::brokers::local_caller(None), &ack).await.map_err(|e| ProxyError::from_service(&e));
     }
+    let header = AckMessageRequestHeader {
+        consumer_group: ack.consumer_group,
+        topic: ack.topic,
+        queue_id: ack.queue_id,
+        extra_info: ack.extra_info,
+        offset: ack.offset,
+        broker_name: Some(handle.broker_name.clone()),
+    };
     let resp =
         p.brokers.invoke(&addr, RemotingCommand::request(request_code::ACK_MESSAGE).with_header(&header), None).await?;
     match resp.code {
@@ -646,24 +646,15 @@ async fn change_invisible(
     invisible_ms: i64,
 ) -> ProxyResult<ExtraInfo> {
     let addr = broker_of(p, topic, handle).await?;
-    let header = ChangeInvisibleTimeRequestHeader {
+    let change = ChangeInvisibleRequest {
         consumer_group: group.to_owned(),
         topic: handle.retry_flag.real_topic(topic, group),
         queue_id: handle.queue_id.unwrap_or_default(),
-        extra_info: text.to_owned(),
         offset: handle.queue_offset.unwrap_or_default(),
+        extra_info: text.to_owned(),
         invisible_time: invisible_ms,
-        broker_name: Some(handle.broker_name.clone()),
     };
     let h = if let Some(service) = p.brokers.local_service(&addr) {
-        let change = ChangeInvisibleRequest {
-            consumer_group: header.consumer_group,
-            topic: header.topic,
-            queue_id: header.queue_id,
-            offset: header.offset,
-            extra_info: header.extra_info,
-            invisible_time: header.invisible_time,
-        };
         let c = service
             .change_invisible_time(&crate::brokers::local_caller(None), &change)
             .await
@@ -674,6 +665,15 @@ async fn change_invisible(
             revive_qid: c.revive_qid,
         }
     } else {
+        let header = ChangeInvisibleTimeRequestHeader {
+            consumer_group: change.consumer_group,
+            topic: change.topic,
+            queue_id: change.queue_id,
+            extra_info: change.extra_info,
+            offset: change.offset,
+            invisible_time: change.invisible_time,
+            broker_name: Some(handle.broker_name.clone()),
+        };
         let resp = p
             .brokers
             .invoke(
@@ -720,35 +720,36 @@ async fn forward_to_dlq(p: &Proxy, group: &str, topic: &str, handle: &ExtraInfo,
         return Err(bad!(InvalidReceiptHandle, "commit log offset is empty"));
     };
     let addr = broker_of(p, topic, handle).await?;
-    let header = ConsumerSendMsgBackRequestHeader {
-        offset: commit_log_offset,
+    // Straight to the dead-letter topic (delay level -1, no reconsume left).
+    let back = SendBackRequest {
         group: group.to_owned(),
+        offset: commit_log_offset,
         delay_level: -1,
-        origin_msg_id: Some(message_id.to_owned()),
-        origin_topic: Some(handle.retry_flag.real_topic(topic, group)),
-        unit_mode: Some(false),
         max_reconsume_times: Some(0),
-        broker_name: Some(handle.broker_name.clone()),
     };
     if let Some(service) = p.brokers.local_service(&addr) {
-        let back = SendBackRequest {
-            group: header.group,
-            offset: header.offset,
-            delay_level: header.delay_level,
-            max_reconsume_times: header.max_reconsume_times,
-        };
         service
             .send_back(&crate::brokers::local_caller(None), &back)
             .await
             .map_err(|e| ProxyError::from_service(&e))?;
-        return ack_one(p, group, topic, &handle.render()).await;
-    }
-    let resp = p
-        .brokers
-        .invoke(&addr, RemotingCommand::request(request_code::CONSUMER_SEND_MSG_BACK).with_header(&header), None)
-        .await?;
-    if resp.code != response_code::SUCCESS {
-        return Err(ProxyError::from_remoting(resp.code, resp.remark.as_deref()));
+    } else {
+        let header = ConsumerSendMsgBackRequestHeader {
+            offset: back.offset,
+            group: back.group,
+            delay_level: back.delay_level,
+            origin_msg_id: Some(message_id.to_owned()),
+            origin_topic: Some(handle.retry_flag.real_topic(topic, group)),
+            unit_mode: Some(false),
+            max_reconsume_times: back.max_reconsume_times,
+            broker_name: Some(handle.broker_name.clone()),
+        };
+        let resp = p
+            .brokers
+            .invoke(&addr, RemotingCommand::request(request_code::CONSUMER_SEND_MSG_BACK).with_header(&header), None)
+            .await?;
+        if resp.code != response_code::SUCCESS {
+            return Err(ProxyError::from_remoting(resp.code, resp.remark.as_deref()));
+        }
     }
     ack_one(p, group, topic, &handle.render()).await
 }

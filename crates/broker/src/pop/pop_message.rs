@@ -210,6 +210,31 @@ impl Broker {
         PopOutcome::Parked
     }
 
+    /// A pop's first attempt, the same for both protocols: processed (parking it with
+    /// `waiter` when nothing is found); when it found nothing and did not park, a message
+    /// stored before the pop arrived may still be on its way to its consume queue, so it waits
+    /// for that dispatch and looks once more.
+    pub(crate) async fn pop_arrived(
+        self: &Arc<Self>,
+        caller: &Caller,
+        h: PopMessageRequestHeader,
+        waiter: impl FnOnce() -> Waiter,
+    ) -> PopOutcome {
+        let stored_at_arrival = self.store.max_phy_offset();
+        match self.pop_once(caller, h.clone(), true, Some(waiter)).await {
+            PopOutcome::Answer(answer) if is_polling_timeout(&answer) => {
+                if self.wait_dispatched(stored_at_arrival).await {
+                    if let again @ PopOutcome::Answer(_) = self.pop_once(caller, h, false, None::<fn() -> Waiter>).await
+                    {
+                        return again;
+                    }
+                }
+                PopOutcome::Answer(answer)
+            }
+            outcome => outcome,
+        }
+    }
+
     /// A service pop: processed, parked while nothing is found and poll time is left (woken
     /// by an arrival, processed again), answered when found or when the poll time ran out.
     pub(crate) async fn pop_awaiting(
@@ -221,28 +246,17 @@ impl Broker {
         if h.born_time <= 0 {
             h.born_time = now_ms();
         }
-        let stored_at_arrival = self.store.max_phy_offset();
-        let mut allow_park = true;
-        let mut first = true;
+        let (tx, mut rx) = tokio::sync::oneshot::channel();
+        let mut outcome = self.pop_arrived(caller, h.clone(), move || Waiter::Local(tx)).await;
         loop {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            match self.pop_once(caller, h.clone(), allow_park, Some(move || Waiter::Local(tx))).await {
-                PopOutcome::Answer(answer) if first && is_polling_timeout(&answer) => {
-                    // As over remoting: a message stored before the pop arrived may still be
-                    // on its way to its consume queue.
-                    if self.wait_dispatched(stored_at_arrival).await {
-                        if let PopOutcome::Answer(again) = self.pop_once(caller, h, false, None::<fn() -> Waiter>).await
-                        {
-                            return again;
-                        }
-                    }
-                    return answer;
-                }
+            match outcome {
                 PopOutcome::Answer(answer) => return answer,
                 PopOutcome::Parked => {
-                    first = false;
                     // Dropping this future drops `rx`; the hold then forgets the request.
-                    allow_park = matches!(rx.await, Ok(Release::Arrived));
+                    let allow_park = matches!(rx.await, Ok(Release::Arrived));
+                    let (tx, next_rx) = tokio::sync::oneshot::channel();
+                    rx = next_rx;
+                    outcome = self.pop_once(caller, h.clone(), allow_park, Some(move || Waiter::Local(tx))).await;
                 }
             }
         }

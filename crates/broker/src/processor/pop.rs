@@ -10,7 +10,7 @@ use ferromq_remoting::Connection;
 
 use crate::broker::Broker;
 use crate::pop::hold::Waiter;
-use crate::pop::pop_message::{is_polling_timeout, PopOutcome};
+use crate::pop::pop_message::PopOutcome;
 use crate::processor::send::caller_of;
 use crate::processor::{failure, service_failure};
 use crate::service::{PopStatus, Popped, ServiceError};
@@ -26,20 +26,8 @@ impl Broker {
             Ok(h) => h,
             Err(e) => return Some(failure(&req, response_code::SYSTEM_ERROR, e.to_string())),
         };
-        let caller = caller_of(&conn, &req);
-        let stored_at_arrival = self.store.max_phy_offset();
         let waiter = || Waiter::Remote { conn: conn.clone(), request: req.clone() };
-        match self.pop_once(&caller, h.clone(), true, Some(waiter)).await {
-            PopOutcome::Answer(answer) if is_polling_timeout(&answer) => {
-                // Nothing found and not parked: a message acknowledged before the pop arrived
-                // may still be on its way to its consume queue; wait for it a moment.
-                if self.wait_dispatched(stored_at_arrival).await {
-                    if let PopOutcome::Answer(again) = self.pop_once(&caller, h, false, None::<fn() -> Waiter>).await {
-                        return Some(pop_answer(&req, again));
-                    }
-                }
-                Some(pop_answer(&req, answer))
-            }
+        match self.pop_arrived(&caller_of(&conn, &req), h, waiter).await {
             PopOutcome::Answer(answer) => Some(pop_answer(&req, answer)),
             PopOutcome::Parked => None,
         }

@@ -98,6 +98,16 @@ pub fn consumer_settings(kind: ClientType, group: &str, topic: &str) -> pb::Sett
     }
 }
 
+/// The AckMessage entry of a received message (its id and receipt handle).
+pub fn ack_entry(m: &pb::Message) -> pb::AckMessageEntry {
+    let s = m.system_properties.as_ref().expect("system properties");
+    pb::AckMessageEntry {
+        message_id: s.message_id.clone(),
+        receipt_handle: s.receipt_handle.clone().expect("a received message has a receipt handle"),
+        lite_topic: None,
+    }
+}
+
 /// A message id as 5.x clients make them (34 upper-case hex digits, version 01), unique per
 /// process and `n`.
 pub fn message_id(n: usize) -> String {
