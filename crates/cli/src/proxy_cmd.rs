@@ -52,19 +52,30 @@ pub fn proxy(args: ProxyArgs) -> anyhow::Result<()> {
         anyhow::bail!("no name server: pass -n host:9876 or set namesrvAddr in the proxy config (or NAMESRV_ADDR)");
     }
     config.proxy_mode = "cluster".to_owned();
-    if config.remoting_listen_port != 0 {
-        warn!(
-            remoting_listen_port = config.remoting_listen_port,
-            "the proxy's remoting port (4.x clients through the proxy) is not served yet; 4.x clients use the brokers directly"
-        );
-    }
     let addr = format!("0.0.0.0:{}", config.grpc_server_port);
+    let remoting_addr = (config.remoting_listen_port != 0).then(|| format!("0.0.0.0:{}", config.remoting_listen_port));
     crate::runtime()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| {
             format!("cannot listen on {addr} (grpcServerPort); set another port in the proxy config")
         })?;
-        crate::banner(format_args!("The proxy boot success: gRPC on {addr}, name server {}", config.namesrv_addr));
-        ferromq_proxy::run_cluster(config, listener, crate::shutdown_signal()).await?;
+        let remoting = match &remoting_addr {
+            Some(a) => Some(tokio::net::TcpListener::bind(a).await.with_context(|| {
+                format!(
+                    "cannot listen on {a} (remotingListenPort, for remoting clients); set another port in the \
+                     proxy config, or 0 to serve gRPC only"
+                )
+            })?),
+            None => None,
+        };
+        let remoting_text = match &remoting_addr {
+            Some(a) => format!(", remoting on {a}"),
+            None => String::new(),
+        };
+        crate::banner(format_args!(
+            "The proxy boot success: gRPC on {addr}{remoting_text}, name server {}",
+            config.namesrv_addr
+        ));
+        ferromq_proxy::run_cluster(config, listener, remoting, crate::shutdown_signal()).await?;
         Ok(())
     })
 }

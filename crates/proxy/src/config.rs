@@ -26,8 +26,11 @@ rocketmq_config! {
         namesrv_addr: String = "namesrvAddr", default std::env::var("NAMESRV_ADDR").unwrap_or_default();
         /// `grpcServerPort`.
         grpc_server_port: u16 = "grpcServerPort", default 8081;
-        /// `remotingListenPort`: the proxy's remoting port (cluster mode).
+        /// `remotingListenPort`: the proxy's remoting port (cluster mode; 0 turns it off).
         remoting_listen_port: u16 = "remotingListenPort", default 8080;
+        /// `remotingAccessAddr`: the host routes of the remoting port point clients at (empty:
+        /// the address each client connected to).
+        remoting_access_addr: String = "remotingAccessAddr", default String::new();
         /// `grpcMaxInboundMessageSize`: the largest gRPC message accepted, bytes.
         grpc_max_inbound_message_size: usize = "grpcMaxInboundMessageSize", default 130 * 1024 * 1024;
         /// `grpcClientIdleTimeMills`: a client without heartbeat for this long is forgotten.

@@ -19,6 +19,7 @@ pub mod offsets;
 pub mod pb;
 pub mod producer;
 pub mod proxy;
+pub mod remoting;
 pub mod route;
 pub mod server;
 pub mod service;

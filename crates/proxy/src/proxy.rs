@@ -134,8 +134,10 @@ pub struct Proxy {
     pub config: ProxyConfig,
     /// Broker access.
     pub brokers: Brokers,
-    /// Known clients.
+    /// Known gRPC clients.
     pub clients: ClientRegistry,
+    /// Remoting clients connected to the proxy's remoting port.
+    pub remoting_clients: crate::remoting::RemotingClients,
     /// Half messages sent through this proxy or checked by brokers.
     pub transactions: Transactions,
     /// Auto-renewed receipt handles.
@@ -221,6 +223,7 @@ impl Proxy {
                 config,
                 brokers,
                 clients: ClientRegistry::default(),
+                remoting_clients: crate::remoting::RemotingClients::default(),
                 transactions: Transactions::default(),
                 advertise,
                 limits,
@@ -394,6 +397,9 @@ fn broker_requests(proxy: Weak<Proxy>) -> Dispatcher {
         let proxy = relay.clone();
         async move {
             let p = proxy.upgrade()?;
+            if let Some(answer) = to_remoting_client(&p, &req).await {
+                return Some(answer);
+            }
             Some(crate::admin_relay::consumer_running_info(&p, &req).await)
         }
     });
@@ -402,6 +408,9 @@ fn broker_requests(proxy: Weak<Proxy>) -> Dispatcher {
         let proxy = relay.clone();
         async move {
             let p = proxy.upgrade()?;
+            if let Some(answer) = to_remoting_client(&p, &req).await {
+                return Some(answer);
+            }
             Some(crate::admin_relay::consume_message_directly(&p, &req).await)
         }
     });
@@ -411,9 +420,18 @@ fn broker_requests(proxy: Weak<Proxy>) -> Dispatcher {
     d
 }
 
-/// CHECK_TRANSACTION_STATE for producer group = topic: ask one live producer of that topic
-/// through its Telemetry stream (RecoverOrphanedTransactionCommand). The broker checks again
-/// later when no producer is connected.
+/// A broker's request for the client named by its `clientId` field, when that client is
+/// connected to the proxy's remoting port: relayed to it.
+async fn to_remoting_client(p: &Proxy, req: &RemotingCommand) -> Option<RemotingCommand> {
+    let client_id = req.ext("clientId")?;
+    crate::remoting::local::to_client(p, client_id, req).await
+}
+
+/// CHECK_TRANSACTION_STATE for a producer group (for gRPC producers, the topic): ask one live
+/// producer of that group, a gRPC one through its Telemetry stream
+/// (RecoverOrphanedTransactionCommand), else a remoting one connected to the proxy's remoting
+/// port (the request relayed as is). The broker checks again later when no producer is
+/// connected.
 async fn relay_transaction_check(p: &Proxy, conn: &Connection, req: &RemotingCommand) {
     let h: CheckTransactionStateRequestHeader = match req.decode_header() {
         Ok(h) => h,
@@ -465,6 +483,14 @@ async fn relay_transaction_check(p: &Proxy, conn: &Connection, req: &RemotingCom
         return;
     }
     let Some((client_id, tx)) = p.clients.telemetry_of_producer(&group) else {
+        if let Some(producer) = p.remoting_clients.producer_connection(&group) {
+            let mut relayed = req.clone();
+            relayed.flag = 0;
+            if let Err(e) = producer.invoke_oneway(relayed).await {
+                debug!(group, transaction_id, error = %e, "transaction check not relayed to the remoting producer");
+            }
+            return;
+        }
         debug!(topic, transaction_id, "no live producer for a transaction check");
         return;
     };

@@ -24,6 +24,13 @@ pub enum ServeError {
     /// The TLS settings are unusable.
     #[error(transparent)]
     Tls(#[from] TlsError),
+    /// The remoting port failed.
+    #[error("proxy remoting port: {source}")]
+    Remoting {
+        /// What failed.
+        #[source]
+        source: ferromq_remoting::RemotingError,
+    },
     /// The listener failed.
     #[error("gRPC server on {addr}: {source}")]
     Transport {
@@ -83,17 +90,61 @@ pub fn cluster_proxy(config: ProxyConfig) -> Arc<Proxy> {
     })
 }
 
-/// Cluster mode, served on `listener` (`ferromq proxy`).
+/// Cluster mode (`ferromq proxy`): gRPC served on `listener` and, when given, the remoting port
+/// on `remoting`, both until `shutdown` completes. Either failing stops both.
 ///
 /// # Errors
 /// [`ServeError`].
 pub async fn run_cluster(
     mut config: ProxyConfig,
     listener: TcpListener,
+    remoting: Option<TcpListener>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     if let Ok(a) = listener.local_addr() {
         config.grpc_server_port = a.port();
     }
-    serve(cluster_proxy(config), listener, shutdown).await
+    if let Some(a) = remoting.as_ref().and_then(|l| l.local_addr().ok()) {
+        config.remoting_listen_port = a.port();
+    }
+    let proxy = cluster_proxy(config);
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    };
+    let mut remoting = remoting.map(|l| tokio::spawn(crate::remoting::serve(proxy.clone(), l, stopped())));
+    let grpc = serve(proxy, listener, stopped());
+    tokio::pin!(grpc);
+    tokio::pin!(shutdown);
+    let mut remoting_result = None;
+    let result = tokio::select! {
+        r = &mut grpc => r,
+        () = &mut shutdown => {
+            stop_tx.send_replace(true);
+            (&mut grpc).await
+        }
+        // The remoting server's end (a failed listener) stops the gRPC server too.
+        r = async { remoting.as_mut().expect("guarded").await }, if remoting.is_some() => {
+            remoting_result = Some(r);
+            stop_tx.send_replace(true);
+            (&mut grpc).await
+        }
+    };
+    stop_tx.send_replace(true);
+    if remoting_result.is_none() {
+        if let Some(task) = remoting {
+            remoting_result = Some(task.await);
+        }
+    }
+    match remoting_result {
+        Some(Ok(Err(source))) => return Err(ServeError::Remoting { source }),
+        Some(Err(e)) if e.is_panic() => {
+            tracing::error!(error = %e, "the proxy's remoting port task panicked");
+        }
+        _ => {}
+    }
+    result
 }

@@ -46,6 +46,8 @@ pub struct Connection {
 struct Inner {
     id: ConnectionId,
     remote_addr: SocketAddr,
+    /// This side's address, when the transport knows it.
+    local_addr: Option<SocketAddr>,
     /// Encoded frames waiting for the writer.
     outbound: mpsc::Sender<Bytes>,
     serialize_type: SerializeType,
@@ -85,6 +87,12 @@ impl Connection {
     /// The peer's address.
     pub fn remote_addr(&self) -> SocketAddr {
         self.inner.remote_addr
+    }
+
+    /// This side's address of the connection: for a server, the address the peer connected
+    /// to. In-process connections give the addresses they were made with.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.inner.local_addr
     }
 
     /// Whether the connection has closed (or is closing). A connection whose task is gone
@@ -251,19 +259,20 @@ pub(crate) fn start(
     shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<(Connection, impl std::future::Future<Output = ()> + Send)> {
     let remote_addr = stream.peer_addr()?;
+    let local_addr = stream.local_addr().ok();
     let _ = stream.set_nodelay(true);
     // `into_split` halves need no lock between the reader and the writer.
     let (read_half, write_half) = stream.into_split();
-    Ok(start_io(read_half, write_half, remote_addr, config, handler, shutdown))
+    Ok(start_io(read_half, write_half, (remote_addr, local_addr), config, handler, shutdown))
 }
 
 /// Sets up a connection over any byte stream, split into `reader` and `writer`, whose peer is
-/// `remote_addr`. Ownership of the returned future is the caller's, as with [`start`]. The
+/// `remote_addr` and whose own address, if it has one, is `local_addr`. Ownership of the returned future is the caller's, as with [`start`]. The
 /// loops are generic, so a TCP connection pays nothing for the other transports.
 pub(crate) fn start_io<R, W>(
     reader: R,
     writer: W,
-    remote_addr: SocketAddr,
+    (remote_addr, local_addr): (SocketAddr, Option<SocketAddr>),
     config: ServerConfig,
     handler: Arc<dyn RequestHandler>,
     shutdown: watch::Receiver<bool>,
@@ -278,6 +287,7 @@ where
         inner: Arc::new(Inner {
             id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
             remote_addr,
+            local_addr,
             outbound: tx,
             serialize_type: config.serialize_type,
             pending: Mutex::new(HashMap::new()),

@@ -85,7 +85,7 @@ pub fn in_process_pair(
     let (_server_end, server_fut) = connection::start_io(
         server_read,
         server_write,
-        client.addr,
+        (client.addr, Some(server.addr)),
         server.config.clone(),
         server.handler,
         server.shutdown,
@@ -96,7 +96,14 @@ pub fn in_process_pair(
     // would read as a shutdown.
     let (client_stop_tx, client_stop_rx) = watch::channel(false);
     let (client_end, client_fut) =
-        connection::start_io(client_read, client_write, server.addr, server.config, client.handler, client_stop_rx);
+        connection::start_io(
+        client_read,
+        client_write,
+        (server.addr, Some(client.addr)),
+        server.config,
+        client.handler,
+        client_stop_rx,
+    );
     let fut = async move {
         let ((), ()) = tokio::join!(server_fut, client_fut);
         drop(client_stop_tx);

@@ -1,0 +1,352 @@
+//! Requests the proxy relays to a broker: which broker (the `bname` a 5.x client sends, else
+//! the one broker group that can hold the request), and the relay itself.
+//!
+//! Java's proxy refuses a request without `bname` (VERSION_NOT_SUPPORTED), so it serves 5.x
+//! remoting clients only. 4.x clients never send it; FerroMQ serves them whenever the broker is
+//! unambiguous and refuses only the ambiguous requests, with a remark that names the topic, the
+//! broker groups and the fix (ADR 0014).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferromq_protocol::body::{JsonBody, LockBatchRequestBody};
+use ferromq_protocol::message::{find_property, keys, sysflag};
+use ferromq_protocol::pop::ExtraInfo;
+use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use ferromq_remoting::Connection;
+use tracing::{debug, warn};
+
+use crate::pb::Code;
+use crate::proxy::{Proxy, TransactionData};
+use crate::status::ProxyError;
+
+/// Extra time a relayed PULL waits beyond its long-polling time (Java: 10 s).
+pub const PULL_EXTRA_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest a relayed long poll may hold the proxy's call to a broker.
+pub const LONG_POLL_TIMEOUT_MAX: Duration = Duration::from_secs(120);
+
+/// A request the proxy answers itself with an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The remoting response code.
+    pub code: i32,
+    /// The remark.
+    pub remark: String,
+}
+
+impl Refusal {
+    fn new(code: i32, remark: impl Into<String>) -> Self {
+        Refusal { code, remark: remark.into() }
+    }
+
+    /// The answer to `req`.
+    pub fn answer(&self, req: &RemotingCommand) -> RemotingCommand {
+        RemotingCommand::response_to(req, self.code, self.remark.clone())
+    }
+
+    fn from_proxy(e: &ProxyError) -> Self {
+        let code = match e.code {
+            Code::TopicNotFound => response_code::TOPIC_NOT_EXIST,
+            Code::TooManyRequests => response_code::SYSTEM_BUSY,
+            _ => response_code::SYSTEM_ERROR,
+        };
+        Refusal::new(code, e.message.clone())
+    }
+}
+
+/// Where a request goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The broker group.
+    pub broker_name: String,
+    /// Its master's address.
+    pub addr: String,
+}
+
+fn non_empty(v: Option<&str>) -> Option<&str> {
+    v.filter(|s| !s.trim().is_empty())
+}
+
+/// The broker name a request names: `bname` (5.x), or `n` of SEND_MESSAGE_V2 and the batch
+/// send.
+pub fn named_broker(req: &RemotingCommand) -> Option<&str> {
+    non_empty(req.ext("bname")).or_else(|| match req.code {
+        request_code::SEND_MESSAGE_V2 | request_code::SEND_BATCH_MESSAGE => non_empty(req.ext("n")),
+        _ => None,
+    })
+}
+
+/// The topic a request is about.
+pub fn topic_of(req: &RemotingCommand) -> Option<&str> {
+    let key = match req.code {
+        request_code::SEND_MESSAGE_V2 | request_code::SEND_BATCH_MESSAGE => "b",
+        request_code::CONSUMER_SEND_MSG_BACK => "originTopic",
+        _ => "topic",
+    };
+    non_empty(req.ext(key))
+}
+
+/// The master of broker group `broker_name`: from `topic`'s route when given, else (or when
+/// that route does not name it) from the route of the topic every broker registers under its
+/// own name.
+async fn master_of(p: &Proxy, topic: Option<&str>, broker_name: &str) -> Result<Target, Refusal> {
+    if let Some(topic) = topic {
+        if let Ok(addr) = p.brokers.master_addr(topic, broker_name).await {
+            return Ok(Target { broker_name: broker_name.to_owned(), addr });
+        }
+    }
+    match p.brokers.master_addr(broker_name, broker_name).await {
+        Ok(addr) => Ok(Target { broker_name: broker_name.to_owned(), addr }),
+        Err(e) if e.code == Code::TopicNotFound || e.code == Code::BadRequest => Err(Refusal::new(
+            response_code::SYSTEM_ERROR,
+            format!("broker {broker_name} is not known to the name servers or has no master"),
+        )),
+        Err(e) => Err(Refusal::from_proxy(&e)),
+    }
+}
+
+/// The one broker group serving `topic`; VERSION_NOT_SUPPORTED when several do.
+async fn only_broker_of(p: &Proxy, req: &RemotingCommand, topic: &str) -> Result<Target, Refusal> {
+    let route = p.brokers.route(topic).await.map_err(|e| {
+        if e.code == Code::TopicNotFound {
+            Refusal::new(response_code::TOPIC_NOT_EXIST, format!("No topic route info in name server for the topic: {topic}"))
+        } else {
+            Refusal::from_proxy(&e)
+        }
+    })?;
+    let mut names: Vec<&str> = route.queue_datas.iter().map(|q| q.broker_name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    match names.as_slice() {
+        [one] => master_of(p, Some(topic), one).await,
+        [] => Err(Refusal::new(response_code::SYSTEM_ERROR, format!("no broker serves topic {topic}"))),
+        many => Err(Refusal::new(
+            response_code::VERSION_NOT_SUPPORTED,
+            format!(
+                "Request doesn't have field bname: request code {} for topic {topic} could go to any of the broker \
+                 groups {} behind this proxy. Use a RocketMQ 5.x client (it names the broker group), or connect \
+                 this client to the name server and brokers directly",
+                req.code,
+                many.join(", ")
+            ),
+        )),
+    }
+}
+
+/// The broker a relayed request goes to.
+///
+/// # Errors
+/// The [`Refusal`] to answer: an unknown topic or broker, or VERSION_NOT_SUPPORTED for a
+/// request that names no broker and could go to several.
+pub async fn resolve(p: &Proxy, req: &RemotingCommand) -> Result<Target, Refusal> {
+    let topic = topic_of(req);
+    if let Some(name) = named_broker(req) {
+        return master_of(p, topic, name).await;
+    }
+    match req.code {
+        // The receipt handle names its broker.
+        request_code::ACK_MESSAGE | request_code::CHANGE_MESSAGE_INVISIBLETIME => {
+            let text = req.ext("extraInfo").unwrap_or_default();
+            let info = ExtraInfo::parse(text)
+                .map_err(|e| Refusal::new(response_code::ILLEGAL_OPERATION, format!("malformed extraInfo: {e}")))?;
+            return master_of(p, topic, &info.broker_name).await;
+        }
+        request_code::LOCK_BATCH_MQ | request_code::UNLOCK_BATCH_MQ => {
+            let body = LockBatchRequestBody::decode(&req.body)
+                .map_err(|e| Refusal::new(response_code::SYSTEM_ERROR, format!("malformed lock request: {e}")))?;
+            let mq = body
+                .mq_set
+                .iter()
+                .next()
+                .ok_or_else(|| Refusal::new(response_code::SYSTEM_ERROR, "lock request without queues"))?;
+            return master_of(p, Some(&mq.topic), &mq.broker_name).await;
+        }
+        request_code::END_TRANSACTION => return end_transaction_target(p, req).await,
+        _ => {}
+    }
+    match topic {
+        Some(topic) => only_broker_of(p, req, topic).await,
+        None => Err(Refusal::new(
+            response_code::VERSION_NOT_SUPPORTED,
+            format!("Request doesn't have field bname: request code {} names neither a broker nor a topic", req.code),
+        )),
+    }
+}
+
+/// END_TRANSACTION without `bname`: the broker the proxy relayed the half message to, or that
+/// asked the producer to check it.
+async fn end_transaction_target(p: &Proxy, req: &RemotingCommand) -> Result<Target, Refusal> {
+    let group = req.ext("producerGroup").unwrap_or_default();
+    let ids = [req.ext("transactionId"), req.ext("msgId")];
+    for id in ids.into_iter().flatten().filter(|s| !s.is_empty()) {
+        if let Some(data) = p.transactions.take(group, id) {
+            return master_of(p, None, &data.broker_name).await;
+        }
+    }
+    Err(Refusal::new(
+        response_code::VERSION_NOT_SUPPORTED,
+        format!(
+            "Request doesn't have field bname: END_TRANSACTION of producer group {group}, transaction {}, was not \
+             sent or checked through this proxy, so its broker is unknown",
+            req.ext("transactionId").or(req.ext("msgId")).unwrap_or("(none)")
+        ),
+    ))
+}
+
+/// How long the proxy waits for the broker's answer to `req`.
+pub fn timeout_of(p: &Proxy, req: &RemotingCommand) -> Duration {
+    let base = p.brokers.timeout();
+    let ms = |key| req.ext(key).and_then(|v| v.parse::<u64>().ok()).map(Duration::from_millis);
+    let t = match req.code {
+        request_code::PULL_MESSAGE | request_code::LITE_PULL_MESSAGE => {
+            ms("suspendTimeoutMillis").map_or(base, |t| t + PULL_EXTRA_TIMEOUT)
+        }
+        request_code::POP_MESSAGE => ms("pollTime").map_or(base, |t| t + base),
+        _ => base,
+    };
+    t.min(LONG_POLL_TIMEOUT_MAX)
+}
+
+/// Relays `req` from the client on `conn` to its broker and returns the broker's answer
+/// (`None` for a oneway request).
+pub async fn relay(p: &Arc<Proxy>, conn: &Connection, req: RemotingCommand) -> Option<RemotingCommand> {
+    let target = match resolve(p, &req).await {
+        Ok(t) => t,
+        Err(refusal) => {
+            if req.is_oneway() {
+                warn!(
+                    client = %conn.remote_addr(),
+                    code = req.code,
+                    remark = %refusal.remark,
+                    "oneway request through the proxy's remoting port dropped"
+                );
+                return None;
+            }
+            return Some(refusal.answer(&req));
+        }
+    };
+    // The broker learns the client (its producer and consumer groups) before its first request.
+    super::local::introduce(p, conn, &target.addr).await;
+    if req.is_oneway() {
+        let mut forwarded = req;
+        forwarded.flag &= !ferromq_protocol::FLAG_RESPONSE;
+        if let Err(e) = p.brokers.invoke_oneway(&target.addr, forwarded).await {
+            warn!(broker = %target.broker_name, addr = %target.addr, error = %e, "oneway relay to the broker failed");
+        }
+        return None;
+    }
+    let timeout = timeout_of(p, &req);
+    let started = Instant::now();
+    let sent = TransactionalSend::of(&req);
+    let mut forwarded = req.clone();
+    forwarded.flag = 0;
+    match p.brokers.invoke(&target.addr, forwarded, Some(timeout)).await {
+        Ok(resp) => {
+            if let Some(send) = sent.filter(|_| resp.code == response_code::SUCCESS) {
+                send.remember(p, &target, &resp);
+            }
+            Some(resp)
+        }
+        Err(e) => {
+            debug!(broker = %target.broker_name, code = req.code, elapsed_ms = started.elapsed().as_millis() as u64, error = %e, "relay failed");
+            Some(RemotingCommand::response_to(
+                &req,
+                response_code::SYSTEM_ERROR,
+                format!("broker {} ({}) did not answer through the proxy: {}", target.broker_name, target.addr, e.message),
+            ))
+        }
+    }
+}
+
+/// A half message being sent: remembered so the producer's END_TRANSACTION finds its broker.
+struct TransactionalSend {
+    group: String,
+    uniq_key: Option<String>,
+}
+
+impl TransactionalSend {
+    fn of(req: &RemotingCommand) -> Option<TransactionalSend> {
+        let (group, flag, properties) = match req.code {
+            request_code::SEND_MESSAGE => (req.ext("producerGroup"), req.ext("sysFlag"), req.ext("properties")),
+            request_code::SEND_MESSAGE_V2 => (req.ext("a"), req.ext("e"), req.ext("i")),
+            _ => return None,
+        };
+        let flag: i32 = flag?.parse().ok()?;
+        let properties = properties.unwrap_or_default();
+        let prepared = flag & sysflag::TRANSACTION_PREPARED_TYPE != 0
+            || find_property(properties, keys::TRAN_MSG) == Some("true");
+        prepared.then(|| TransactionalSend {
+            group: group.unwrap_or_default().to_owned(),
+            uniq_key: find_property(properties, keys::UNIQ_KEY).map(str::to_owned),
+        })
+    }
+
+    fn remember(self, p: &Proxy, target: &Target, resp: &RemotingCommand) {
+        let mut ids: Vec<String> = resp.ext("transactionId").filter(|s| !s.is_empty()).map(str::to_owned).into_iter().collect();
+        if let Some(k) = self.uniq_key {
+            if !ids.contains(&k) {
+                ids.push(k);
+            }
+        }
+        let expires =
+            Instant::now() + Duration::from_millis(p.config.transaction_data_expire_millis.max(1000) as u64 * 4);
+        for id in ids {
+            let data = TransactionData {
+                broker_name: target.broker_name.clone(),
+                tran_state_table_offset: resp.ext("queueOffset").and_then(|v| v.parse().ok()).unwrap_or_default(),
+                commit_log_offset: 0,
+                message_id: id.clone(),
+                expires,
+            };
+            if !p.transactions.insert(
+                &self.group,
+                &id,
+                data,
+                p.config.transaction_data_max_num,
+                p.config.transaction_data_max_total,
+            ) {
+                warn!(group = %self.group, "transaction table full (transactionDataMaxTotal); its END_TRANSACTION needs bname");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broker_and_topic_fields_by_request_code() {
+        let mut v2 = RemotingCommand::request(request_code::SEND_MESSAGE_V2);
+        v2.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("b"), "T");
+        v2.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("n"), "broker-a");
+        assert_eq!((named_broker(&v2), topic_of(&v2)), (Some("broker-a"), Some("T")));
+
+        let mut pull = RemotingCommand::request(request_code::PULL_MESSAGE);
+        pull.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("topic"), "T");
+        pull.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("n"), "ignored");
+        assert_eq!((named_broker(&pull), topic_of(&pull)), (None, Some("T")));
+        pull.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("bname"), " ");
+        assert_eq!(named_broker(&pull), None, "a blank bname names nothing");
+        pull.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("bname"), "broker-b");
+        assert_eq!(named_broker(&pull), Some("broker-b"));
+
+        let mut back = RemotingCommand::request(request_code::CONSUMER_SEND_MSG_BACK);
+        back.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("originTopic"), "O");
+        assert_eq!(topic_of(&back), Some("O"));
+    }
+
+    #[test]
+    fn half_messages_are_recognised_by_flag_or_property() {
+        let mut v2 = RemotingCommand::request(request_code::SEND_MESSAGE_V2);
+        v2.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("a"), "PG");
+        v2.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("e"), "4");
+        v2.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("i"), "UNIQ_KEY\u{1}ABC\u{2}");
+        let send = TransactionalSend::of(&v2).expect("a half message");
+        assert_eq!((send.group.as_str(), send.uniq_key.as_deref()), ("PG", Some("ABC")));
+        v2.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("e"), "0");
+        assert!(TransactionalSend::of(&v2).is_none());
+        v2.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("i"), "TRAN_MSG\u{1}true\u{2}UNIQ_KEY\u{1}X\u{2}");
+        assert!(TransactionalSend::of(&v2).is_some());
+    }
+}
