@@ -21,8 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ferromq_protocol::body::{JsonBody, TopicRouteData};
@@ -31,10 +30,11 @@ use ferromq_protocol::pop::ExtraInfo;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_proxy::pb::{self, ClientType, Code};
 use ferromq_remoting::{ClientConfig, RemotingClient};
-use ferromq_testkit::{free_broker_port, free_port, ChildProcess};
+use ferromq_testkit::{free_port, ChildProcess};
 use tokio_stream::StreamExt;
 
 mod common;
+use common::cluster::{port_away_from, spawn_listening, start_brokers, start_namesrv, start_on_free_port, tail, Broker};
 use common::grpc::{
     ack_entry, code, connect, consumer_settings, message_id, producer_settings, req, res, telemetry, Client, Telemetry,
     RPC_TIMEOUT,
@@ -61,124 +61,6 @@ const INVISIBLE_S: i64 = 10;
 /// The bound of one unary RPC, and of one receive (5 s of long polling and the answer).
 const RECEIVE_TIMEOUT: Duration = Duration::from_secs(25);
 
-// ------------------------------------------------------------------------------ processes
-
-/// Writes `text` to `conf` and starts `ferromq args.. -c conf`, its output appended to `log`
-/// (shown instead with `FERROMQ_TEST_LOGS`; `RUST_LOG` is `warn` unless set). Waits until
-/// `port` accepts connections: `Err` with the log's tail if the process exits first.
-fn spawn_listening(args: &[&str], conf: &Path, text: &str, log: &Path, port: u16) -> Result<ChildProcess, String> {
-    std::fs::write(conf, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", conf.display()));
-    let mut command = Command::new(BIN);
-    command.args(args).arg("-c").arg(conf).stdin(Stdio::null());
-    if std::env::var_os("FERROMQ_TEST_LOGS").is_some() {
-        command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
-    } else {
-        let file = || std::fs::OpenOptions::new().create(true).append(true).open(log).expect("log file");
-        command.stdout(file()).stderr(file());
-    }
-    if std::env::var_os("RUST_LOG").is_none() {
-        command.env("RUST_LOG", "warn");
-    }
-    let mut child = ChildProcess(command.spawn().unwrap_or_else(|e| panic!("cannot start {BIN}: {e}")));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Ok(child);
-        }
-        if let Ok(Some(status)) = child.0.try_wait() {
-            return Err(format!("ferromq {args:?} exited ({status}) before listening on {port}:\n{}", tail(log, 40)));
-        }
-        if Instant::now() > deadline {
-            return Err(format!("ferromq {args:?} did not listen on {port} within 20 s:\n{}", tail(log, 40)));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn tail(path: &Path, lines: usize) -> String {
-    match std::fs::read_to_string(path) {
-        Ok(text) => {
-            let all: Vec<&str> = text.lines().collect();
-            all[all.len().saturating_sub(lines)..].join("\n")
-        }
-        Err(e) => format!("({}: {e})", path.display()),
-    }
-}
-
-/// Starts a server on a port from `pick`, trying fresh ports when one was taken meanwhile
-/// ("Address already in use"). Returns the process and its port.
-fn start_on_free_port(
-    mut pick: impl FnMut() -> u16,
-    mut start: impl FnMut(u16) -> Result<ChildProcess, String>,
-) -> (ChildProcess, u16) {
-    for attempt in 1..=3 {
-        let port = pick();
-        match start(port) {
-            Ok(child) => return (child, port),
-            Err(e) if attempt < 3 && e.to_ascii_lowercase().contains("in use") => continue,
-            Err(e) => panic!("{e}"),
-        }
-    }
-    unreachable!("the last attempt returns or panics")
-}
-
-/// One broker group's master, as a `ferromq broker -c conf` process that can be killed and
-/// started again on the same store.
-struct Broker {
-    name: &'static str,
-    port: u16,
-    dir: PathBuf,
-    namesrv: String,
-    process: Option<ChildProcess>,
-}
-
-impl Broker {
-    fn conf_text(&self) -> String {
-        format!(
-            "brokerClusterName=DefaultCluster\nbrokerName={}\nbrokerId=0\nbrokerRole=ASYNC_MASTER\n\
-             listenPort={}\nbrokerIP1=127.0.0.1\nnamesrvAddr={}\nstorePathRootDir={}\n\
-             mapedFileSizeCommitLog=1048576\nflushDiskType=ASYNC_FLUSH\n",
-            self.name,
-            self.port,
-            self.namesrv,
-            self.dir.join(self.name).display()
-        )
-    }
-
-    fn log(&self) -> PathBuf {
-        self.dir.join(format!("{}.log", self.name))
-    }
-
-    fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    fn try_start(&mut self) -> Result<(), String> {
-        assert!(self.process.is_none(), "{} runs already", self.name);
-        let conf = self.dir.join(format!("{}.conf", self.name));
-        self.process = Some(spawn_listening(&["broker"], &conf, &self.conf_text(), &self.log(), self.port)?);
-        Ok(())
-    }
-
-    /// Starts the broker on its port (and store) again.
-    fn start(&mut self) {
-        if let Err(e) = self.try_start() {
-            panic!("{} did not start again: {e}", self.name);
-        }
-    }
-
-    /// SIGKILL, and reaps the process.
-    fn kill(&mut self) {
-        let mut p = self.process.take().expect("the broker runs");
-        p.0.kill().expect("SIGKILL");
-        p.0.wait().expect("reaped");
-    }
-
-    fn running(&mut self) -> bool {
-        self.process.as_mut().is_some_and(|p| matches!(p.0.try_wait(), Ok(None)))
-    }
-}
-
 struct Cluster {
     dir: tempfile::TempDir,
     namesrv: String,
@@ -193,51 +75,17 @@ impl Cluster {
     fn start() -> Cluster {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().to_owned();
-        let (namesrv_process, ns_port) = start_on_free_port(free_port, |port| {
-            let text = format!(
-                "listenPort={port}\nkvConfigPath={}\nconfigStorePath={}\n",
-                path.join("kvConfig.json").display(),
-                path.join("namesrv.properties").display()
-            );
-            spawn_listening(&["namesrv"], &path.join("namesrv.conf"), &text, &path.join("namesrv.log"), port)
-        });
+        let (namesrv_process, ns_port) = start_namesrv(&path);
         let namesrv = format!("127.0.0.1:{ns_port}");
-        // A broker takes listenPort, listenPort + 1 (HA) and listenPort - 2 (VIP channel).
         let mut taken = vec![ns_port];
-        let mut brokers = [BROKER_A, BROKER_B].map(|name| Broker {
-            name,
-            port: 0,
-            dir: path.clone(),
-            namesrv: namesrv.clone(),
-            process: None,
-        });
-        for b in &mut brokers {
-            for attempt in 1..=3 {
-                b.port = loop {
-                    let p = free_broker_port();
-                    if taken.iter().all(|t| t.abs_diff(p) > 3) {
-                        break p;
-                    }
-                };
-                match b.try_start() {
-                    Ok(()) => break,
-                    Err(e) if attempt < 3 && e.to_ascii_lowercase().contains("in use") => continue,
-                    Err(e) => panic!("{} did not start: {e}", b.name),
-                }
-            }
-            taken.push(b.port);
-        }
+        let brokers = start_brokers(&path, &namesrv, [BROKER_A, BROKER_B], "", &mut taken);
         let (proxy, grpc_port) = start_on_free_port(
-            || loop {
-                let p = free_port();
-                if taken.iter().all(|t| t.abs_diff(p) > 3) {
-                    break p;
-                }
-            },
+            || port_away_from(&taken, free_port),
             |port| {
+                // gRPC only: remotingListenPort 0.
                 let json = format!(
                     "{{\n  \"rocketMQClusterName\": \"DefaultCluster\",\n  \"grpcServerPort\": {port},\n  \
-                     \"tls.server.mode\": \"disabled\",\n  \"enableBatchAck\": true\n}}\n"
+                     \"remotingListenPort\": 0,\n  \"tls.server.mode\": \"disabled\",\n  \"enableBatchAck\": true\n}}\n"
                 );
                 let conf = path.join("rmq-proxy.json");
                 spawn_listening(&["proxy", "-n", &namesrv], &conf, &json, &path.join("proxy.log"), port)

@@ -156,6 +156,14 @@ impl RemotingClients {
         lock(&self.table).by_conn.get(&conn.id()).cloned()
     }
 
+    /// The heartbeat (body, language, version) of the client on `conn` when `broker` has not
+    /// been sent it yet; `None` when it has, or when the connection has sent no heartbeat.
+    pub fn heartbeat_unknown_to(&self, conn: &Connection, broker: &str) -> Option<(Bytes, LanguageCode, i32)> {
+        let t = lock(&self.table);
+        let c = t.by_conn.get(&conn.id())?;
+        (!c.brokers.contains(broker)).then(|| (c.heartbeat.clone(), c.language, c.version))
+    }
+
     /// Marks `broker` as sent the client's heartbeat; `true` when it was not before.
     pub fn note_broker(&self, conn: &Connection, broker: &str) -> bool {
         lock(&self.table).by_conn.get_mut(&conn.id()).is_some_and(|c| c.brokers.insert(broker.to_owned()))

@@ -167,13 +167,10 @@ async fn forward_heartbeat(
 
 /// Before the first request of a client to the broker at `addr`: forwards its heartbeat there.
 pub async fn introduce(p: &Arc<Proxy>, conn: &Connection, addr: &str) {
-    let Some(client) = p.remoting_clients.on_connection(conn) else { return };
-    if client.brokers.contains(addr) {
-        return;
-    }
-    let mut req = RemotingCommand::request(request_code::HEART_BEAT).with_body(client.heartbeat.clone());
-    req.language = client.language;
-    req.version = client.version;
+    let Some((body, language, version)) = p.remoting_clients.heartbeat_unknown_to(conn, addr) else { return };
+    let mut req = RemotingCommand::request(request_code::HEART_BEAT).with_body(body);
+    req.language = language;
+    req.version = version;
     forward_heartbeat(p, conn, &req, BTreeSet::from([addr.to_owned()])).await;
 }
 

@@ -1,0 +1,320 @@
+//! The cluster proxy's remoting port (`remotingListenPort`) as real processes: `ferromq namesrv`,
+//! two broker groups and `ferromq proxy`, with remoting clients that know only the proxy (their
+//! name server address is the proxy's remoting port, as with Java's proxy).
+//!
+//! - Routes name both broker groups at the proxy's address; unknown topics, malformed
+//!   heartbeats and unsupported codes get RocketMQ's codes and the proxy keeps serving.
+//! - A request without `bname` (a 4.x client) is served when its topic lives on one broker
+//!   group and refused with VERSION_NOT_SUPPORTED, naming the groups, when it could go to two.
+//! - The Rust client (5.x style: it names the broker) produces to a topic on both groups; a push
+//!   consumer through the proxy (route, heartbeat, consumer list, offsets, PULL relayed)
+//!   receives every message; a transactional message left UNKNOWN is committed by the
+//!   check-back the broker sends through the proxy to the producer.
+//! - broker-b is SIGKILLed: sends carry on on broker-a, and every acknowledged message sent
+//!   after the kill is consumed.
+//!
+//! Every wait is bounded. `FERROMQ_TEST_LOGS=1` shows the servers' output.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ferromq_client::{
+    ClientConfig, ConsumeFromWhere, ConsumeStatus, LocalTransactionState, Message, MessageExt, Producer,
+    ProducerConfig, PushConsumer, PushConsumerConfig, SendStatus, TransactionListener, TransactionProducer,
+};
+use ferromq_protocol::body::{ConsumerListByGroupResponseBody, JsonBody, TopicRouteData};
+use ferromq_protocol::header::{GetConsumerListByGroupRequestHeader, GetRouteInfoRequestHeader};
+use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use ferromq_remoting::RemotingClient;
+use ferromq_testkit::{free_port, send_request, ChildProcess};
+
+mod common;
+use common::cluster::{port_away_from, spawn_listening, start_brokers, start_namesrv, start_on_free_port, tail, Broker};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
+/// On both broker groups.
+const TWO: &str = "ProxyRemotingTwo";
+/// On broker-a only.
+const ONE: &str = "ProxyRemotingOne";
+const GROUP: &str = "ProxyRemotingG";
+const TX_GROUP: &str = "ProxyRemotingTxPG";
+const WAIT: Duration = Duration::from_secs(40);
+const RPC: Duration = Duration::from_secs(5);
+
+struct Cluster {
+    dir: tempfile::TempDir,
+    namesrv: String,
+    _namesrv_process: ChildProcess,
+    brokers: [Broker; 2],
+    _proxy: ChildProcess,
+    /// The proxy's remoting port address.
+    remoting_addr: String,
+    client: RemotingClient,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().to_owned();
+        let (namesrv_process, ns_port) = start_namesrv(&path);
+        let namesrv = format!("127.0.0.1:{ns_port}");
+        let mut taken = vec![ns_port];
+        // Half messages are checked back a second after they were sent.
+        let brokers = start_brokers(
+            &path,
+            &namesrv,
+            ["broker-a", "broker-b"],
+            "transactionCheckInterval=1000\ntransactionTimeOut=1000\n",
+            &mut taken,
+        );
+        let remoting_port = port_away_from(&taken, free_port);
+        taken.push(remoting_port);
+        let (proxy, _grpc_port) = start_on_free_port(
+            || port_away_from(&taken, free_port),
+            |port| {
+                let json = format!(
+                    "{{\"grpcServerPort\": {port}, \"remotingListenPort\": {remoting_port}, \
+                     \"tls.server.mode\": \"disabled\", \"remotingAccessAddr\": \"127.0.0.1\"}}\n"
+                );
+                spawn_listening(&["proxy", "-n", &namesrv], &path.join("rmq-proxy.json"), &json, &path.join("proxy.log"), port)
+            },
+        );
+        let remoting_addr = format!("127.0.0.1:{remoting_port}");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(&remoting_addr).is_err() {
+            assert!(Instant::now() < deadline, "the proxy's remoting port does not listen:\n{}", tail(&path.join("proxy.log"), 30));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Cluster {
+            dir,
+            namesrv,
+            _namesrv_process: namesrv_process,
+            brokers,
+            _proxy: proxy,
+            remoting_addr,
+            client: RemotingClient::new(ferromq_remoting::ClientConfig::default()),
+        }
+    }
+
+    fn logs(&self) -> String {
+        ["namesrv", "broker-a", "broker-b", "proxy"]
+            .iter()
+            .map(|name| format!("--- {name}.log:\n{}\n", tail(&self.dir.path().join(format!("{name}.log")), 30)))
+            .collect()
+    }
+
+    /// `admin updateTopic -b <broker>` on each of `brokers`, then waits until the name server
+    /// routes the topic to exactly those groups.
+    async fn create_topic(&self, topic: &str, brokers: &[usize]) {
+        for &i in brokers {
+            let out = Command::new(BIN)
+                .args(["admin", "updateTopic", "-b", &self.brokers[i].addr(), "-t", topic, "-r", "4", "-w", "4"])
+                .args(["-n", &self.namesrv])
+                .output()
+                .expect("admin runs");
+            assert!(
+                out.status.success(),
+                "updateTopic {topic} on {}: {}{}",
+                self.brokers[i].name,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let want: BTreeSet<&str> = brokers.iter().map(|&i| self.brokers[i].name).collect();
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let have: BTreeSet<String> = self
+                .route_at(&self.namesrv, topic)
+                .await
+                .map(|r| r.broker_datas.iter().map(|b| b.broker_name.clone()).collect())
+                .unwrap_or_default();
+            if have.iter().map(String::as_str).collect::<BTreeSet<_>>() == want {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{topic} never routed to {want:?} (have {have:?})\n{}", self.logs());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn call(&self, req: RemotingCommand) -> RemotingCommand {
+        self.client.invoke(&self.remoting_addr, req, RPC).await.unwrap_or_else(|e| panic!("proxy call: {e}\n{}", self.logs()))
+    }
+
+    async fn route_at(&self, addr: &str, topic: &str) -> Option<TopicRouteData> {
+        let req = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC)
+            .with_header(&GetRouteInfoRequestHeader { topic: topic.into(), accept_standard_json_only: Some(true) });
+        let r = self.client.invoke(addr, req, RPC).await.ok()?;
+        (r.code == response_code::SUCCESS).then(|| TopicRouteData::decode(&r.body).ok()).flatten()
+    }
+
+    fn client_config(&self, instance: &str) -> ClientConfig {
+        ClientConfig {
+            client_ip: "127.0.0.1".to_owned(),
+            instance_name: instance.to_owned(),
+            ..ClientConfig::with_namesrv(&self.remoting_addr)
+        }
+    }
+}
+
+fn text(m: &MessageExt) -> String {
+    String::from_utf8_lossy(m.body()).into_owned()
+}
+
+type Seen = Arc<Mutex<BTreeSet<String>>>;
+
+async fn wait_for_all(c: &Cluster, seen: &Seen, want: &BTreeSet<String>, what: &str) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let missing: Vec<String> = want.difference(&seen.lock().unwrap()).cloned().collect();
+        if missing.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what}: never consumed {missing:?}\n{}", c.logs());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Leaves a half message UNKNOWN (bodies `check-`) and commits it when checked back.
+struct CommitOnCheck {
+    checked: Mutex<Vec<String>>,
+}
+
+impl TransactionListener for CommitOnCheck {
+    type Arg = ();
+
+    fn execute_local_transaction(&self, msg: &Message, _arg: &()) -> LocalTransactionState {
+        if msg.body.starts_with(b"check-") {
+            LocalTransactionState::Unknown
+        } else {
+            LocalTransactionState::CommitMessage
+        }
+    }
+
+    fn check_local_transaction(&self, msg: &MessageExt) -> LocalTransactionState {
+        self.checked.lock().unwrap().push(text(msg));
+        LocalTransactionState::CommitMessage
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remoting_clients_through_the_cluster_proxy() {
+    let mut c = Cluster::start();
+    c.create_topic(TWO, &[0, 1]).await;
+    c.create_topic(ONE, &[0]).await;
+
+    // Routes: both groups, every address the proxy's.
+    let route = c.route_at(&c.remoting_addr, TWO).await.unwrap_or_else(|| panic!("no route through the proxy\n{}", c.logs()));
+    let names: BTreeSet<&str> = route.broker_datas.iter().map(|b| b.broker_name.as_str()).collect();
+    assert_eq!(names, BTreeSet::from(["broker-a", "broker-b"]));
+    for b in &route.broker_datas {
+        assert!(b.broker_addrs.values().all(|a| *a == c.remoting_addr), "addresses not rewritten: {b:?}");
+    }
+    assert_eq!(route.queue_datas.len(), 2);
+
+    // The proxy's own refusals; it keeps serving after each.
+    let unknown = c
+        .call(
+            RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC)
+                .with_header(&GetRouteInfoRequestHeader { topic: "NoSuchTopicHere".into(), accept_standard_json_only: None }),
+        )
+        .await;
+    assert_eq!(unknown.code, response_code::TOPIC_NOT_EXIST, "{:?}", unknown.remark);
+    let garbage = c.call(RemotingCommand::request(request_code::HEART_BEAT).with_body(&b"{not json"[..])).await;
+    assert_eq!(garbage.code, response_code::SYSTEM_ERROR, "{:?}", garbage.remark);
+    let unsupported = c.call(RemotingCommand::request(request_code::GET_BROKER_CLUSTER_INFO)).await;
+    assert_eq!(unsupported.code, response_code::REQUEST_CODE_NOT_SUPPORTED);
+
+    // No bname (a 4.x client): one group serves, two are ambiguous.
+    let one = c.call(send_request(ONE, 0, b"no-bname-one", &[])).await;
+    assert_eq!(one.code, response_code::SUCCESS, "{:?}\n{}", one.remark, c.logs());
+    let two = c.call(send_request(TWO, 0, b"no-bname-two", &[])).await;
+    assert_eq!(two.code, response_code::VERSION_NOT_SUPPORTED, "{:?}", two.remark);
+    let remark = two.remark.unwrap_or_default();
+    assert!(remark.contains(TWO) && remark.contains("broker-a") && remark.contains("broker-b"), "{remark}");
+
+    // A push consumer and producers that know only the proxy.
+    let consumer = PushConsumer::new(
+        PushConsumerConfig {
+            group: GROUP.to_owned(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            rebalance_interval: Duration::from_millis(500),
+            persist_consumer_offset_interval: Duration::from_millis(500),
+            ..PushConsumerConfig::default()
+        },
+        c.client_config("proxy-consumer"),
+    );
+    consumer.subscribe(TWO, "*").await.unwrap();
+    let seen: Seen = Arc::default();
+    let log = seen.clone();
+    consumer.register_listener(move |msgs| {
+        log.lock().unwrap().extend(msgs.iter().map(text));
+        ConsumeStatus::ConsumeSuccess
+    });
+    consumer.start().await.unwrap_or_else(|e| panic!("consumer start: {e}\n{}", c.logs()));
+
+    let producer =
+        Producer::new(ProducerConfig { group: "ProxyRemotingPG".to_owned(), ..ProducerConfig::default() }, c.client_config("proxy-producer"));
+    producer.start().await.unwrap();
+    let mut want = BTreeSet::new();
+    let mut used = BTreeSet::new();
+    for i in 0..24 {
+        let body = format!("m-{i}");
+        let r = producer.send(Message::new(TWO, body.clone())).await.unwrap_or_else(|e| panic!("send {i}: {e}\n{}", c.logs()));
+        assert_eq!(r.status, SendStatus::SendOk);
+        used.insert(r.message_queue.broker_name.clone());
+        want.insert(body);
+    }
+    assert_eq!(used.len(), 2, "sends went to both groups: {used:?}");
+    wait_for_all(&c, &seen, &want, "push consumer through the proxy").await;
+
+    // The group's members, as the proxy knows them.
+    let list = c
+        .call(
+            RemotingCommand::request(request_code::GET_CONSUMER_LIST_BY_GROUP)
+                .with_header(&GetConsumerListByGroupRequestHeader { consumer_group: GROUP.into() }),
+        )
+        .await;
+    assert_eq!(list.code, response_code::SUCCESS, "{:?}", list.remark);
+    let ids = ConsumerListByGroupResponseBody::decode(&list.body).unwrap().consumer_id_list;
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    assert!(ids[0].contains("proxy-consumer"), "{ids:?}");
+
+    // A transaction left UNKNOWN is committed by the check-back relayed through the proxy.
+    let listener = Arc::new(CommitOnCheck { checked: Mutex::default() });
+    let tx = TransactionProducer::new(
+        ProducerConfig { group: TX_GROUP.to_owned(), ..ProducerConfig::default() },
+        c.client_config("proxy-tx"),
+        listener.clone(),
+    );
+    tx.start().await.unwrap();
+    for body in ["commit-0", "check-0"] {
+        tx.send_message_in_transaction(Message::new(TWO, body), ()).await.unwrap_or_else(|e| panic!("{body}: {e}"));
+        want.insert(body.to_owned());
+    }
+    wait_for_all(&c, &seen, &want, "transactional messages").await;
+    assert!(listener.checked.lock().unwrap().contains(&"check-0".to_owned()), "the commit came from a check-back");
+    tx.shutdown().await;
+
+    // broker-b dies: sends carry on on broker-a, and are consumed.
+    c.brokers[1].kill();
+    let mut after = BTreeSet::new();
+    for i in 0..12 {
+        let body = format!("after-{i}");
+        match producer.send(Message::new(TWO, body.clone())).await {
+            Ok(r) if r.status == SendStatus::SendOk => {
+                assert_eq!(r.message_queue.broker_name, "broker-a", "acknowledged by a dead broker?");
+                after.insert(body);
+            }
+            other => eprintln!("send {body} after the kill: {other:?}"),
+        }
+    }
+    assert!(after.len() >= 6, "most sends after the kill succeed: {after:?}\n{}", c.logs());
+    wait_for_all(&c, &seen, &after, "messages sent after broker-b died").await;
+
+    producer.shutdown().await;
+    consumer.shutdown().await;
+    // The proxy still answers.
+    assert!(c.route_at(&c.remoting_addr, ONE).await.is_some(), "{}", c.logs());
+}
