@@ -12,10 +12,8 @@
 #![cfg(unix)]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ferromq_proxy::pb::{self, ClientType, Code};
@@ -23,7 +21,7 @@ use ferromq_testkit::{start_standalone, Standalone};
 use tokio_stream::StreamExt;
 
 mod common;
-use common::e2e::{compat_python, dir_tail, file_tail, repo_root, ClientRun, Json};
+use common::e2e::{compat_python, dir_tail, file_tail, run_e2e, ClientRun, Json};
 use common::grpc::{
     ack_entry, code, connect, consumer_settings, message_id, producer_settings, req, res, telemetry, Client,
     RPC_TIMEOUT,
@@ -34,7 +32,7 @@ const TOPIC: &str = "GrpcMixedTopic";
 const GRPC_GROUP: &str = "GrpcMixedG";
 const CPP_GROUP: &str = "CG_GRPC_MIXED";
 /// Hard deadline of one e2e.py run (it kills the C library after it).
-const CLIENT_TIMEOUT_S: &str = "30";
+const CLIENT_TIMEOUT_S: u64 = 30;
 /// The born timestamp the gRPC producer gives its messages, ms.
 const GRPC_BORN_MS: i64 = 1_700_000_000_000;
 
@@ -477,8 +475,6 @@ fn messages_json_reads_back() {
 /// The test's temporary directory and the e2e.py runner.
 struct Harness {
     dir: Option<tempfile::TempDir>,
-    python: PathBuf,
-    script: PathBuf,
 }
 
 impl Drop for Harness {
@@ -493,9 +489,10 @@ impl Drop for Harness {
 
 impl Harness {
     fn new() -> Harness {
-        let python = compat_python().clone();
+        // Sets the compat venv up once, before the first client needs it.
+        let _ = compat_python();
         let dir = tempfile::Builder::new().prefix("ferromq-grpc-mixed-").tempdir().unwrap();
-        Harness { dir: Some(dir), python, script: repo_root().join("compat/python/e2e.py") }
+        Harness { dir: Some(dir) }
     }
 
     fn path(&self) -> &Path {
@@ -506,66 +503,11 @@ impl Harness {
     /// a whole if it outlives its own deadline by 15 s).
     fn client(&self, label: &str, server: &Standalone, args: &[&str], more: &[&str]) -> ClientRun {
         let home = self.path().join("clients").join(label);
-        let started = Instant::now();
-        let mut child = Command::new(&self.python)
-            .arg(&self.script)
-            .args(args)
-            .args(more)
-            .args(["--namesrv", &server.namesrv, "--timeout-s", CLIENT_TIMEOUT_S])
-            .arg("--client-home")
-            .arg(&home)
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run compat/python/e2e.py");
-        let mut stdout = child.stdout.take().unwrap();
-        let out = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = stdout.read_to_string(&mut text);
-            text
-        });
-        let mut stderr = child.stderr.take().unwrap();
-        let err = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = stderr.read_to_string(&mut text);
-            text
-        });
-        let deadline = Instant::now() + Duration::from_secs(CLIENT_TIMEOUT_S.parse::<u64>().unwrap() + 15);
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).status();
-                break child.wait().unwrap();
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let stdout = out.join().unwrap_or_default();
-        let stderr = err.join().unwrap_or_default();
-        let mut events = Vec::new();
-        let mut bad = Vec::new();
-        for line in BufReader::new(stdout.as_bytes()).lines().map_while(Result::ok).filter(|l| !l.trim().is_empty()) {
-            match Json::parse(&line) {
-                Ok(v) => events.push(v),
-                Err(e) => bad.push(format!("{e}: {line}")),
-            }
+        let all: Vec<&str> = args.iter().chain(more).copied().collect();
+        match run_e2e(label, &home, &all, &server.namesrv, CLIENT_TIMEOUT_S) {
+            Ok(run) => run,
+            Err((run, why)) => self.fail(server, Some(&run), &why),
         }
-        let run = ClientRun {
-            label: label.to_owned(),
-            status,
-            events,
-            stdout,
-            stderr,
-            client_log_dir: home.join("logs/rocketmq-cpp"),
-            elapsed: started.elapsed(),
-        };
-        if !bad.is_empty() {
-            self.fail(server, Some(&run), &format!("e2e.py printed lines that are not JSON: {bad:?}"));
-        }
-        run
     }
 
     fn expect_success(&self, server: &Standalone, run: &ClientRun, what: &str) {

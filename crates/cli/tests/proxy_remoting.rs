@@ -10,6 +10,8 @@
 //!   consumer through the proxy (route, heartbeat, consumer list, offsets, PULL relayed)
 //!   receives every message; a transactional message left UNKNOWN is committed by the
 //!   check-back the broker sends through the proxy to the producer.
+//! - The official C++ client (4.x; PyPI `rocketmq` through `compat/python/e2e.py`), which names
+//!   no broker, produces and push-consumes on the one-group topic through the proxy.
 //! - broker-b is SIGKILLed: sends carry on on broker-a, and every acknowledged message sent
 //!   after the kill is consumed.
 //!
@@ -32,6 +34,7 @@ use ferromq_testkit::{free_port, send_request, ChildProcess};
 
 mod common;
 use common::cluster::{port_away_from, spawn_listening, start_brokers, start_namesrv, start_on_free_port, tail, Broker};
+use common::e2e::{dir_tail, run_e2e};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
 /// On both broker groups.
@@ -296,6 +299,32 @@ async fn remoting_clients_through_the_cluster_proxy() {
     wait_for_all(&c, &seen, &want, "transactional messages").await;
     assert!(listener.checked.lock().unwrap().contains(&"check-0".to_owned()), "the commit came from a check-back");
     tx.shutdown().await;
+
+    // The 4.x C++ client (it names no broker) on the one-group topic: produce, then push-consume
+    // everything ONE holds (the bname-less raw send above included).
+    let home = c.dir.path().join("cpp");
+    for (label, args) in [
+        ("cpp-produce", vec!["produce", "--topic", ONE, "--group", "ProxyRemotingCppPG", "--count", "10"]),
+        (
+            "cpp-consume",
+            vec!["push-consume", "--topic", ONE, "--group", "ProxyRemotingCppCG", "--expect", "11", "--settle-s", "0.5"],
+        ),
+    ] {
+        let run = match run_e2e(label, &home.join(label), &args, &c.remoting_addr, 40) {
+            Ok(run) => run,
+            Err((run, why)) => panic!("{why}\n{}\n{}", run.stdout, c.logs()),
+        };
+        if run.status.code() != Some(0) || run.done().and_then(|d| d.bool("ok")) != Some(true) {
+            panic!(
+                "{label} through the proxy: {}\n--- stdout:\n{}\n--- stderr:\n{}\n--- C++ log:\n{}\n{}",
+                run.status,
+                run.stdout,
+                run.stderr,
+                dir_tail(&run.client_log_dir, 40),
+                c.logs()
+            );
+        }
+    }
 
     // broker-b dies: sends carry on on broker-a, and are consumed.
     c.brokers[1].kill();

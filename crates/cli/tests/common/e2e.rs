@@ -4,10 +4,12 @@
 #![allow(dead_code)] // each test file uses its own part
 
 use std::fmt;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
@@ -51,6 +53,72 @@ pub fn dir_tail(dir: &Path, lines: usize) -> String {
         .filter_map(Result::ok)
         .map(|e| format!("{}:\n{}", e.path().display(), file_tail(&e.path(), lines)))
         .collect()
+}
+
+/// Runs `compat/python/e2e.py <args> --namesrv <namesrv> --timeout-s <timeout_s>` with its own
+/// client home `home` to its end, in its own process group (killed as a whole if it outlives
+/// its own deadline by 15 s). `Err` names stdout lines that are not JSON, with the run.
+pub fn run_e2e(label: &str, home: &Path, args: &[&str], namesrv: &str, timeout_s: u64) -> Result<ClientRun, (ClientRun, String)> {
+    let started = Instant::now();
+    let mut child = Command::new(compat_python())
+        .arg(repo_root().join("compat/python/e2e.py"))
+        .args(args)
+        .args(["--namesrv", namesrv, "--timeout-s", &timeout_s.to_string()])
+        .arg("--client-home")
+        .arg(home)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run compat/python/e2e.py");
+    let mut stdout = child.stdout.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let mut stderr = child.stderr.take().unwrap();
+    let err = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let deadline = Instant::now() + Duration::from_secs(timeout_s + 15);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).status();
+            break child.wait().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    let mut events = Vec::new();
+    let mut bad = Vec::new();
+    for line in BufReader::new(stdout.as_bytes()).lines().map_while(Result::ok).filter(|l| !l.trim().is_empty()) {
+        match Json::parse(&line) {
+            Ok(v) => events.push(v),
+            Err(e) => bad.push(format!("{e}: {line}")),
+        }
+    }
+    let run = ClientRun {
+        label: label.to_owned(),
+        status,
+        events,
+        stdout,
+        stderr,
+        client_log_dir: home.join("logs/rocketmq-cpp"),
+        elapsed: started.elapsed(),
+    };
+    if bad.is_empty() {
+        Ok(run)
+    } else {
+        Err((run, format!("e2e.py printed lines that are not JSON: {bad:?}")))
+    }
 }
 
 /// The outcome of one `e2e.py` run.
