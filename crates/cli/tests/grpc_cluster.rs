@@ -34,7 +34,9 @@ use ferromq_testkit::{free_port, ChildProcess};
 use tokio_stream::StreamExt;
 
 mod common;
-use common::cluster::{port_away_from, spawn_listening, start_brokers, start_namesrv, start_on_free_port, tail, Broker};
+use common::cluster::{
+    port_away_from, spawn_listening, start_brokers, start_namesrv, start_on_free_port, tail, Broker,
+};
 use common::grpc::{
     ack_entry, code, connect, consumer_settings, message_id, producer_settings, req, res, telemetry, Client, Telemetry,
     RPC_TIMEOUT,

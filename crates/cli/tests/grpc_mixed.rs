@@ -505,8 +505,8 @@ impl Harness {
         let home = self.path().join("clients").join(label);
         let all: Vec<&str> = args.iter().chain(more).copied().collect();
         match run_e2e(label, &home, &all, &server.namesrv, CLIENT_TIMEOUT_S) {
-            Ok(run) => run,
-            Err((run, why)) => self.fail(server, Some(&run), &why),
+            (run, None) => run,
+            (run, Some(why)) => self.fail(server, Some(&run), &why),
         }
     }
 

@@ -33,7 +33,9 @@ use ferromq_remoting::RemotingClient;
 use ferromq_testkit::{free_port, send_request, ChildProcess};
 
 mod common;
-use common::cluster::{port_away_from, spawn_listening, start_brokers, start_namesrv, start_on_free_port, tail, Broker};
+use common::cluster::{
+    port_away_from, spawn_listening, start_brokers, start_namesrv, start_on_free_port, tail, Broker,
+};
 use common::e2e::{dir_tail, run_e2e};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
@@ -79,15 +81,25 @@ impl Cluster {
             |port| {
                 let json = format!(
                     "{{\"grpcServerPort\": {port}, \"remotingListenPort\": {remoting_port}, \
-                     \"tls.server.mode\": \"disabled\", \"remotingAccessAddr\": \"127.0.0.1\"}}\n"
+                     \"tls.server.mode\": \"disabled\"}}\n"
                 );
-                spawn_listening(&["proxy", "-n", &namesrv], &path.join("rmq-proxy.json"), &json, &path.join("proxy.log"), port)
+                spawn_listening(
+                    &["proxy", "-n", &namesrv],
+                    &path.join("rmq-proxy.json"),
+                    &json,
+                    &path.join("proxy.log"),
+                    port,
+                )
             },
         );
         let remoting_addr = format!("127.0.0.1:{remoting_port}");
         let deadline = Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect(&remoting_addr).is_err() {
-            assert!(Instant::now() < deadline, "the proxy's remoting port does not listen:\n{}", tail(&path.join("proxy.log"), 30));
+            assert!(
+                Instant::now() < deadline,
+                "the proxy's remoting port does not listen:\n{}",
+                tail(&path.join("proxy.log"), 30)
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         Cluster {
@@ -142,7 +154,10 @@ impl Cluster {
     }
 
     async fn call(&self, req: RemotingCommand) -> RemotingCommand {
-        self.client.invoke(&self.remoting_addr, req, RPC).await.unwrap_or_else(|e| panic!("proxy call: {e}\n{}", self.logs()))
+        self.client
+            .invoke(&self.remoting_addr, req, RPC)
+            .await
+            .unwrap_or_else(|e| panic!("proxy call: {e}\n{}", self.logs()))
     }
 
     async fn route_at(&self, addr: &str, topic: &str) -> Option<TopicRouteData> {
@@ -208,7 +223,8 @@ async fn remoting_clients_through_the_cluster_proxy() {
     c.create_topic(ONE, &[0]).await;
 
     // Routes: both groups, every address the proxy's.
-    let route = c.route_at(&c.remoting_addr, TWO).await.unwrap_or_else(|| panic!("no route through the proxy\n{}", c.logs()));
+    let route =
+        c.route_at(&c.remoting_addr, TWO).await.unwrap_or_else(|| panic!("no route through the proxy\n{}", c.logs()));
     let names: BTreeSet<&str> = route.broker_datas.iter().map(|b| b.broker_name.as_str()).collect();
     assert_eq!(names, BTreeSet::from(["broker-a", "broker-b"]));
     for b in &route.broker_datas {
@@ -217,11 +233,10 @@ async fn remoting_clients_through_the_cluster_proxy() {
     assert_eq!(route.queue_datas.len(), 2);
 
     // The proxy's own refusals; it keeps serving after each.
-    let unknown = c
-        .call(
-            RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC)
-                .with_header(&GetRouteInfoRequestHeader { topic: "NoSuchTopicHere".into(), accept_standard_json_only: None }),
-        )
+    let unknown =
+        c.call(RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC).with_header(
+            &GetRouteInfoRequestHeader { topic: "NoSuchTopicHere".into(), accept_standard_json_only: None },
+        ))
         .await;
     assert_eq!(unknown.code, response_code::TOPIC_NOT_EXIST, "{:?}", unknown.remark);
     let garbage = c.call(RemotingCommand::request(request_code::HEART_BEAT).with_body(&b"{not json"[..])).await;
@@ -257,14 +272,19 @@ async fn remoting_clients_through_the_cluster_proxy() {
     });
     consumer.start().await.unwrap_or_else(|e| panic!("consumer start: {e}\n{}", c.logs()));
 
-    let producer =
-        Producer::new(ProducerConfig { group: "ProxyRemotingPG".to_owned(), ..ProducerConfig::default() }, c.client_config("proxy-producer"));
+    let producer = Producer::new(
+        ProducerConfig { group: "ProxyRemotingPG".to_owned(), ..ProducerConfig::default() },
+        c.client_config("proxy-producer"),
+    );
     producer.start().await.unwrap();
     let mut want = BTreeSet::new();
     let mut used = BTreeSet::new();
     for i in 0..24 {
         let body = format!("m-{i}");
-        let r = producer.send(Message::new(TWO, body.clone())).await.unwrap_or_else(|e| panic!("send {i}: {e}\n{}", c.logs()));
+        let r = producer
+            .send(Message::new(TWO, body.clone()))
+            .await
+            .unwrap_or_else(|e| panic!("send {i}: {e}\n{}", c.logs()));
         assert_eq!(r.status, SendStatus::SendOk);
         used.insert(r.message_queue.broker_name.clone());
         want.insert(body);
@@ -307,12 +327,22 @@ async fn remoting_clients_through_the_cluster_proxy() {
         ("cpp-produce", vec!["produce", "--topic", ONE, "--group", "ProxyRemotingCppPG", "--count", "10"]),
         (
             "cpp-consume",
-            vec!["push-consume", "--topic", ONE, "--group", "ProxyRemotingCppCG", "--expect", "11", "--settle-s", "0.5"],
+            vec![
+                "push-consume",
+                "--topic",
+                ONE,
+                "--group",
+                "ProxyRemotingCppCG",
+                "--expect",
+                "11",
+                "--settle-s",
+                "0.5",
+            ],
         ),
     ] {
         let run = match run_e2e(label, &home.join(label), &args, &c.remoting_addr, 40) {
-            Ok(run) => run,
-            Err((run, why)) => panic!("{why}\n{}\n{}", run.stdout, c.logs()),
+            (run, None) => run,
+            (run, Some(why)) => panic!("{why}\n{}\n{}", run.stdout, c.logs()),
         };
         if run.status.code() != Some(0) || run.done().and_then(|d| d.bool("ok")) != Some(true) {
             panic!(

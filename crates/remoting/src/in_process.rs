@@ -95,8 +95,7 @@ pub fn in_process_pair(
     // sends while it drains. Its sender lives as long as the future, since a dropped sender
     // would read as a shutdown.
     let (client_stop_tx, client_stop_rx) = watch::channel(false);
-    let (client_end, client_fut) =
-        connection::start_io(
+    let (client_end, client_fut) = connection::start_io(
         client_read,
         client_write,
         (server.addr, Some(client.addr)),

@@ -83,7 +83,8 @@ impl Table {
 
     /// Sorts the groups `client` left into the last and the shared ones (after its removal).
     fn departure(&self, client: &ConnectedClient, producers: Vec<String>, consumers: Vec<String>) -> Departure {
-        let mut d = Departure { client_id: client.client_id.clone(), brokers: client.brokers.clone(), ..Default::default() };
+        let mut d =
+            Departure { client_id: client.client_id.clone(), brokers: client.brokers.clone(), ..Default::default() };
         d.last_producer_groups = producers.into_iter().filter(|g| !self.in_producer_group(g)).collect();
         for g in consumers {
             if self.in_consumer_group(&g) {

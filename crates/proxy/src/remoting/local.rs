@@ -96,8 +96,7 @@ pub async fn heartbeat(p: &Arc<Proxy>, conn: &Connection, req: &RemotingCommand)
         info!(client_id = %hb.client_id, group, client = %conn.remote_addr(), "remoting consumer joined through the proxy");
     }
     // Brokers: the masters of the subscribed topics, and those the client already uses.
-    let mut targets: BTreeSet<String> =
-        p.remoting_clients.on_connection(conn).map(|c| c.brokers).unwrap_or_default();
+    let mut targets: BTreeSet<String> = p.remoting_clients.on_connection(conn).map(|c| c.brokers).unwrap_or_default();
     let topics: BTreeSet<String> =
         hb.consumer_data_set.iter().flat_map(|c| c.subscription_data_set.iter().map(|s| s.topic.clone())).collect();
     for topic in &topics {
@@ -264,7 +263,9 @@ pub fn consumer_list(p: &Proxy, req: &RemotingCommand) -> RemotingCommand {
 pub async fn check_client_config(p: &Arc<Proxy>, conn: &Connection, req: RemotingCommand) -> Option<RemotingCommand> {
     let body = match CheckClientRequestBody::decode(&req.body) {
         Ok(b) => b,
-        Err(e) => return Some(failure(&req, response_code::SYSTEM_ERROR, format!("malformed CHECK_CLIENT_CONFIG: {e}"))),
+        Err(e) => {
+            return Some(failure(&req, response_code::SYSTEM_ERROR, format!("malformed CHECK_CLIENT_CONFIG: {e}")))
+        }
     };
     let Some(topic) = body.subscription_data.as_ref().map(|s| s.topic.clone()) else {
         return Some(failure(&req, response_code::SYSTEM_ERROR, "CHECK_CLIENT_CONFIG without subscription data"));

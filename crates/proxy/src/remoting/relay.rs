@@ -109,7 +109,10 @@ async fn master_of(p: &Proxy, topic: Option<&str>, broker_name: &str) -> Result<
 async fn only_broker_of(p: &Proxy, req: &RemotingCommand, topic: &str) -> Result<Target, Refusal> {
     let route = p.brokers.route(topic).await.map_err(|e| {
         if e.code == Code::TopicNotFound {
-            Refusal::new(response_code::TOPIC_NOT_EXIST, format!("No topic route info in name server for the topic: {topic}"))
+            Refusal::new(
+                response_code::TOPIC_NOT_EXIST,
+                format!("No topic route info in name server for the topic: {topic}"),
+            )
         } else {
             Refusal::from_proxy(&e)
         }
@@ -252,7 +255,10 @@ pub async fn relay(p: &Arc<Proxy>, conn: &Connection, req: RemotingCommand) -> O
             Some(RemotingCommand::response_to(
                 &req,
                 response_code::SYSTEM_ERROR,
-                format!("broker {} ({}) did not answer through the proxy: {}", target.broker_name, target.addr, e.message),
+                format!(
+                    "broker {} ({}) did not answer through the proxy: {}",
+                    target.broker_name, target.addr, e.message
+                ),
             ))
         }
     }
@@ -273,8 +279,8 @@ impl TransactionalSend {
         };
         let flag: i32 = flag?.parse().ok()?;
         let properties = properties.unwrap_or_default();
-        let prepared = flag & sysflag::TRANSACTION_PREPARED_TYPE != 0
-            || find_property(properties, keys::TRAN_MSG) == Some("true");
+        let prepared =
+            flag & sysflag::TRANSACTION_PREPARED_TYPE != 0 || find_property(properties, keys::TRAN_MSG) == Some("true");
         prepared.then(|| TransactionalSend {
             group: group.unwrap_or_default().to_owned(),
             uniq_key: find_property(properties, keys::UNIQ_KEY).map(str::to_owned),
@@ -282,7 +288,8 @@ impl TransactionalSend {
     }
 
     fn remember(self, p: &Proxy, target: &Target, resp: &RemotingCommand) {
-        let mut ids: Vec<String> = resp.ext("transactionId").filter(|s| !s.is_empty()).map(str::to_owned).into_iter().collect();
+        let mut ids: Vec<String> =
+            resp.ext("transactionId").filter(|s| !s.is_empty()).map(str::to_owned).into_iter().collect();
         if let Some(k) = self.uniq_key {
             if !ids.contains(&k) {
                 ids.push(k);
@@ -346,7 +353,8 @@ mod tests {
         assert_eq!((send.group.as_str(), send.uniq_key.as_deref()), ("PG", Some("ABC")));
         v2.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("e"), "0");
         assert!(TransactionalSend::of(&v2).is_none());
-        v2.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("i"), "TRAN_MSG\u{1}true\u{2}UNIQ_KEY\u{1}X\u{2}");
+        v2.ext_fields
+            .insert(ferromq_protocol::ext_fields::intern_key("i"), "TRAN_MSG\u{1}true\u{2}UNIQ_KEY\u{1}X\u{2}");
         assert!(TransactionalSend::of(&v2).is_some());
     }
 }
