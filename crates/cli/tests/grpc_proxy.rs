@@ -786,3 +786,92 @@ async fn a_receiver_that_vanishes_mid_poll_gets_its_messages_handed_back_at_once
     assert_eq!(got[0].body, b"again");
     assert!(started.elapsed() < Duration::from_secs(30), "handed back after {:?}", started.elapsed());
 }
+
+/// Every resource of `settings` in namespace `ns`.
+fn in_namespace(mut settings: pb::Settings, ns: &str) -> pb::Settings {
+    let set = |r: &mut pb::Resource| r.resource_namespace = ns.to_owned();
+    match settings.pub_sub.as_mut() {
+        Some(pb::settings::PubSub::Publishing(p)) => p.topics.iter_mut().for_each(set),
+        Some(pb::settings::PubSub::Subscription(s)) => {
+            s.group.iter_mut().for_each(set);
+            s.subscriptions.iter_mut().filter_map(|e| e.topic.as_mut()).for_each(set);
+        }
+        None => {}
+    }
+    settings
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespaced_resources_are_served_as_namespace_percent_name() {
+    let server = start_standalone(BIN);
+    // The broker holds `ns1%NsOrders`; a client of namespace ns1 names it NsOrders.
+    create_topic(&server, "ns1%NsOrders", "NORMAL");
+    let mut c = connect(&server.grpc).await;
+    let ns = |name: &str| Some(pb::Resource { resource_namespace: "ns1".into(), name: name.into() });
+
+    let route = c
+        .query_route(req("nsp", pb::QueryRouteRequest { topic: ns("NsOrders"), endpoints: Some(endpoints(&server)) }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&route.status), Code::Ok, "{route:?}");
+    assert!(route.message_queues.iter().all(|q| q.topic == ns("NsOrders")), "queues name the topic as asked");
+    let bare = c
+        .query_route(req("nsp", pb::QueryRouteRequest { topic: res("NsOrders"), endpoints: Some(endpoints(&server)) }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&bare.status), Code::TopicNotFound, "without the namespace it is another topic");
+
+    let (_s, _ptx, _pin) = telemetry(&mut c, "nsp", in_namespace(producer_settings(&["NsOrders"]), "ns1")).await;
+    let mut m = message("NsOrders", "NS-ID-1", b"namespaced");
+    m.topic = ns("NsOrders");
+    let sent =
+        c.send_message(req("nsp", pb::SendMessageRequest { messages: vec![m.clone()] })).await.unwrap().into_inner();
+    assert_eq!(code(&sent.status), Code::Ok, "{sent:?}");
+    // One request, two namespaces: not one topic.
+    let mut other = m.clone();
+    other.topic = res("ns1%NsOrders");
+    let mut third = m;
+    third.topic = Some(pb::Resource { resource_namespace: "ns2".into(), name: "NsOrders".into() });
+    let mixed =
+        c.send_message(req("nsp", pb::SendMessageRequest { messages: vec![other, third] })).await.unwrap().into_inner();
+    assert_eq!(code(&mixed.status), Code::MessageCorrupted, "{mixed:?}");
+
+    let settings = in_namespace(consumer_settings(ClientType::SimpleConsumer, "NsG", "NsOrders"), "ns1");
+    let (_s, _ctx, _cin) = telemetry(&mut c, "nsc", settings).await;
+    let r = pb::ReceiveMessageRequest {
+        group: ns("NsG"),
+        message_queue: Some(pb::MessageQueue { topic: ns("NsOrders"), id: -1, ..Default::default() }),
+        filter_expression: Some(pb::FilterExpression { r#type: pb::FilterType::Tag as i32, expression: "*".into() }),
+        batch_size: 16,
+        invisible_duration: Some(prost_types::Duration { seconds: 15, nanos: 0 }),
+        auto_renew: false,
+        long_polling_timeout: Some(prost_types::Duration { seconds: 5, nanos: 0 }),
+        attempt_id: None,
+    };
+    let mut got = Vec::new();
+    for _ in 0..10 {
+        let mut stream = c.receive_message(req("nsc", r.clone())).await.expect("receive").into_inner();
+        while let Some(frame) = stream.next().await {
+            if let Some(pb::receive_message_response::Content::Message(m)) = frame.expect("frame").content {
+                got.push(m);
+            }
+        }
+        if !got.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(got.len(), 1, "the namespaced message");
+    assert_eq!(got[0].body, b"namespaced");
+    assert_eq!(got[0].topic, ns("NsOrders"), "shown without the namespace, in it");
+    let ack = c
+        .ack_message(req(
+            "nsc",
+            pb::AckMessageRequest { group: ns("NsG"), topic: ns("NsOrders"), entries: vec![ack_entry(&got[0])] },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&ack.status), Code::Ok, "{ack:?}");
+}

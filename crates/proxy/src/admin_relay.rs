@@ -109,7 +109,14 @@ pub async fn consume_message_directly(p: &Proxy, req: &RemotingCommand) -> Remot
     let started = Instant::now();
     let cmd = Command::VerifyMessageCommand(pb::VerifyMessageCommand {
         nonce: n.clone(),
-        message: Some(convert::incoming(&message, Delivery { topic, ..Default::default() })),
+        message: Some(convert::incoming(
+            &message,
+            Delivery {
+                topic,
+                namespace: p.clients.with(&client_id, |r| r.namespace.clone()).unwrap_or_default(),
+                ..Default::default()
+            },
+        )),
     });
     let answer = match ask(p, &client_id, &n, cmd).await {
         Ok(a) => a,

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 
+use crate::namespace;
 use crate::pb::{self, ClientType};
 
 /// The most clients remembered at once; a new client beyond it is refused (TOO_MANY_REQUESTS).
@@ -39,6 +40,8 @@ pub struct ClientRecord {
     pub subscriptions: Vec<(String, pb::FilterExpression)>,
     /// `x-mq-language`.
     pub language: String,
+    /// The namespace of its Settings' resources (empty: none); names shown to it leave it out.
+    pub namespace: String,
     /// `x-mq-client-version`.
     pub version: String,
     /// Where it connects from.
@@ -59,14 +62,21 @@ impl ClientRecord {
         peer: Option<SocketAddr>,
     ) -> Self {
         let (mut topics, mut group, mut subscriptions) = (Vec::new(), None, Vec::new());
+        let namespace = match &settings.pub_sub {
+            Some(pb::settings::PubSub::Publishing(p)) => p.topics.first().map(|t| t.resource_namespace.clone()),
+            Some(pb::settings::PubSub::Subscription(s)) => s.group.as_ref().map(|g| g.resource_namespace.clone()),
+            None => None,
+        }
+        .unwrap_or_default();
         match &settings.pub_sub {
-            Some(pb::settings::PubSub::Publishing(p)) => topics = p.topics.iter().map(|t| t.name.clone()).collect(),
+            // Names as brokers know them: in the resource's namespace.
+            Some(pb::settings::PubSub::Publishing(p)) => topics = p.topics.iter().map(namespace::of).collect(),
             Some(pb::settings::PubSub::Subscription(s)) => {
-                group = s.group.as_ref().map(|g| g.name.clone());
+                group = s.group.as_ref().map(namespace::of);
                 subscriptions = s
                     .subscriptions
                     .iter()
-                    .filter_map(|e| Some((e.topic.as_ref()?.name.clone(), e.expression.clone().unwrap_or_default())))
+                    .filter_map(|e| Some((namespace::of(e.topic.as_ref()?), e.expression.clone().unwrap_or_default())))
                     .collect();
             }
             None => {}
@@ -78,6 +88,7 @@ impl ClientRecord {
             group,
             subscriptions,
             language: language.to_owned(),
+            namespace,
             version: version.to_owned(),
             peer,
             last_seen: Instant::now(),

@@ -353,9 +353,10 @@ type PopOutcome = (String, String, Vec<(pb::Message, String)>, bool);
 async fn pop_for(p: &Arc<Proxy>, ctx: &CallContext, req: &pb::ReceiveMessageRequest) -> ProxyResult<PopOutcome> {
     let settings = receive_settings(p, ctx)?;
     let poll_ms = polling_time_ms(p, ctx, req)?;
-    let group = validate::group(req.group.as_ref())?.to_owned();
+    let group = validate::group(req.group.as_ref())?;
     let mq = req.message_queue.as_ref();
-    let topic = validate::topic(mq.and_then(|q| q.topic.as_ref()))?.to_owned();
+    let topic = validate::topic(mq.and_then(|q| q.topic.as_ref()))?;
+    let namespace = mq.and_then(|q| q.topic.as_ref()).map(|t| t.resource_namespace.clone()).unwrap_or_default();
     // Java merges the group's config into the client's Settings on every call
     // (GrpcClientSettingsManager#getClientSettings), by group name alone: a client whose
     // Settings name no subscription (rocketmq Rust 5.0.0's SimpleConsumer) still pops orderly
@@ -434,6 +435,7 @@ async fn pop_for(p: &Arc<Proxy>, ctx: &CallContext, req: &pb::ReceiveMessageRequ
             &m.message,
             Delivery {
                 topic: topic.clone(),
+                namespace: namespace.clone(),
                 receipt_handle: Some(handle.clone()),
                 invisible_ms: Some(invisible_ms),
                 reconsume_times: m.reconsume_times,
@@ -604,9 +606,7 @@ fn batch_ack_body<'a>(
 
 /// AckMessage: each entry acknowledged on the broker its handle names.
 pub async fn ack(p: &Proxy, req: pb::AckMessageRequest) -> pb::AckMessageResponse {
-    let checked = validate::group(req.group.as_ref())
-        .map(str::to_owned)
-        .and_then(|g| validate::topic(req.topic.as_ref()).map(|t| (g, t.to_owned())));
+    let checked = validate::group(req.group.as_ref()).and_then(|g| validate::topic(req.topic.as_ref()).map(|t| (g, t)));
     let (group, topic) = match checked {
         Ok(gt) => gt,
         Err(e) => return pb::AckMessageResponse { status: Some(e.to_status()), entries: Vec::new() },
@@ -699,8 +699,8 @@ async fn change_invisible(
 /// ChangeInvisibleDuration: the message stays hidden `invisible_duration` from now; the answer
 /// carries the handle to use from then on.
 pub async fn change_invisible_duration(p: &Proxy, req: pb::ChangeInvisibleDurationRequest) -> ProxyResult<String> {
-    let group = validate::group(req.group.as_ref())?.to_owned();
-    let topic = validate::topic(req.topic.as_ref())?.to_owned();
+    let group = validate::group(req.group.as_ref())?;
+    let topic = validate::topic(req.topic.as_ref())?;
     let ms = req.invisible_duration.as_ref().map_or(-1, convert::duration_ms);
     if !(0..=p.config.max_invisible_time_mills).contains(&ms) {
         return Err(bad!(
@@ -756,8 +756,8 @@ async fn forward_to_dlq(p: &Proxy, group: &str, topic: &str, handle: &ExtraInfo,
 
 /// ForwardMessageToDeadLetterQueue.
 pub async fn forward_message_to_dlq(p: &Proxy, req: pb::ForwardMessageToDeadLetterQueueRequest) -> ProxyResult<()> {
-    let group = validate::group(req.group.as_ref())?.to_owned();
-    let topic = validate::topic(req.topic.as_ref())?.to_owned();
+    let group = validate::group(req.group.as_ref())?;
+    let topic = validate::topic(req.topic.as_ref())?;
     let text = p.renewals.take(&group, &req.receipt_handle).unwrap_or(req.receipt_handle);
     let handle = parse_handle(&text)?;
     forward_to_dlq(p, &group, &topic, &handle, &req.message_id).await

@@ -278,8 +278,10 @@ pub fn md5_hex(body: &[u8]) -> String {
 /// How a consumer receives one stored message.
 #[derive(Debug, Clone, Default)]
 pub struct Delivery {
-    /// The topic the consumer asked for (retry topics are not shown).
+    /// The topic the consumer asked for (retry topics are not shown), as brokers name it.
     pub topic: String,
+    /// The consumer's namespace: the topic is shown without it.
+    pub namespace: String,
     /// The receipt handle, for POP deliveries.
     pub receipt_handle: Option<String>,
     /// The invisible duration, ms, for POP deliveries.
@@ -335,7 +337,7 @@ pub fn incoming(m: &StoredMessage, delivery: Delivery) -> pb::Message {
         ..Default::default()
     };
     pb::Message {
-        topic: Some(pb::Resource { resource_namespace: String::new(), name: delivery.topic }),
+        topic: Some(crate::namespace::resource(&delivery.namespace, &delivery.topic)),
         user_properties,
         system_properties: Some(sys),
         body: m.body.to_vec(),

@@ -15,6 +15,7 @@ pub mod context;
 pub mod convert;
 pub mod filter;
 pub mod listener;
+pub mod namespace;
 pub mod offsets;
 pub mod pb;
 pub mod producer;

@@ -22,7 +22,7 @@ pub const PULL_BATCH_MAX: i32 = 32;
 
 /// Topic, broker name, master address and queue id of a request's queue.
 async fn queue_of(p: &Proxy, mq: Option<&pb::MessageQueue>) -> ProxyResult<(String, String, String, i32)> {
-    let topic = validate::topic(mq.and_then(|q| q.topic.as_ref()))?.to_owned();
+    let topic = validate::topic(mq.and_then(|q| q.topic.as_ref()))?;
     let mq = mq.ok_or_else(|| bad!(BadRequest, "message queue is required"))?;
     let broker = mq.broker.as_ref().map(|b| b.name.clone()).filter(|n| !n.is_empty());
     let Some(broker) = broker else { return Err(bad!(BadRequest, "message queue names no broker")) };
@@ -53,7 +53,7 @@ fn offset_of(resp: &RemotingCommand) -> ProxyResult<i64> {
 
 /// UpdateOffset: the group's consumed offset of one queue.
 pub async fn update_offset(p: &Proxy, req: pb::UpdateOffsetRequest) -> ProxyResult<()> {
-    let group = validate::group(req.group.as_ref())?.to_owned();
+    let group = validate::group(req.group.as_ref())?;
     let (topic, broker, addr, queue_id) = queue_of(p, req.message_queue.as_ref()).await?;
     if req.offset < 0 {
         return Err(bad!(IllegalOffset, "offset {} is negative", req.offset));
@@ -84,7 +84,7 @@ pub async fn update_offset(p: &Proxy, req: pb::UpdateOffsetRequest) -> ProxyResu
 
 /// GetOffset: the group's consumed offset of one queue.
 pub async fn get_offset(p: &Proxy, req: pb::GetOffsetRequest) -> ProxyResult<i64> {
-    let group = validate::group(req.group.as_ref())?.to_owned();
+    let group = validate::group(req.group.as_ref())?;
     let (topic, broker, addr, queue_id) = queue_of(p, req.message_queue.as_ref()).await?;
     if let Some(service) = p.brokers.local_service(&addr) {
         return service
@@ -161,8 +161,14 @@ pub struct Pulled {
 /// PullMessage: up to `batch_size` messages of one queue from `offset`, long polling up to
 /// `long_polling_timeout`. None when nothing is there.
 pub async fn pull(p: &Proxy, req: pb::PullMessageRequest) -> ProxyResult<Option<Pulled>> {
-    let group = validate::group(req.group.as_ref())?.to_owned();
+    let group = validate::group(req.group.as_ref())?;
     let (topic, broker, addr, queue_id) = queue_of(p, req.message_queue.as_ref()).await?;
+    let namespace = req
+        .message_queue
+        .as_ref()
+        .and_then(|q| q.topic.as_ref())
+        .map(|t| t.resource_namespace.clone())
+        .unwrap_or_default();
     if req.offset < 0 {
         return Err(bad!(IllegalOffset, "offset {} is negative", req.offset));
     }
@@ -202,7 +208,12 @@ pub async fn pull(p: &Proxy, req: pb::PullMessageRequest) -> ProxyResult<Option<
                 let reconsume_times = m.reconsume_times;
                 messages.push(convert::incoming(
                     &m,
-                    Delivery { topic: topic.clone(), reconsume_times, ..Default::default() },
+                    Delivery {
+                        topic: topic.clone(),
+                        namespace: namespace.clone(),
+                        reconsume_times,
+                        ..Default::default()
+                    },
                 ));
             }
             Ok(Some(Pulled { messages, next_offset: rh.next_begin_offset }))

@@ -53,8 +53,8 @@ async fn send(p: &Proxy, ctx: &CallContext, req: pb::SendMessageRequest) -> Prox
     let Some(first) = req.messages.first() else {
         return Err(bad!(MessageCorrupted, "no message to send"));
     };
-    let topic = validate::topic(first.topic.as_ref())?.to_owned();
-    if req.messages.iter().any(|m| m.topic.as_ref().map(|t| t.name.as_str()) != Some(topic.as_str())) {
+    let topic = validate::topic(first.topic.as_ref())?;
+    if req.messages.iter().any(|m| m.topic.as_ref().map(crate::namespace::of).as_deref() != Some(topic.as_str())) {
         return Err(bad!(MessageCorrupted, "the messages of one request must share one topic"));
     }
     let queues = p.brokers.writable_queues(&topic).await?;
@@ -272,7 +272,7 @@ fn send_header(
 /// about. Java sends END_TRANSACTION oneway and answers OK at once; FerroMQ waits for the
 /// broker's answer so a lost request is an error the client sees (docs/decisions/0012).
 pub async fn end_transaction(p: &Proxy, ctx: &CallContext, req: pb::EndTransactionRequest) -> ProxyResult<()> {
-    let topic = validate::topic(req.topic.as_ref())?.to_owned();
+    let topic = validate::topic(req.topic.as_ref())?;
     if req.transaction_id.trim().is_empty() {
         return Err(bad!(InvalidTransactionId, "transaction id cannot be empty"));
     }
@@ -353,7 +353,7 @@ pub async fn end_transaction(p: &Proxy, ctx: &CallContext, req: pb::EndTransacti
 /// handle is opaque here: each master of the topic is asked until one holds it (a broker
 /// refuses handles naming another broker).
 pub async fn recall_message(p: &Proxy, req: pb::RecallMessageRequest) -> ProxyResult<String> {
-    let topic = validate::topic(req.topic.as_ref())?.to_owned();
+    let topic = validate::topic(req.topic.as_ref())?;
     if req.recall_handle.trim().is_empty() {
         return Err(bad!(BadRequest, "recall handle is invalid"));
     }

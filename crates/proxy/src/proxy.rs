@@ -494,7 +494,8 @@ async fn relay_transaction_check(p: &Proxy, conn: &Connection, req: &RemotingCom
         debug!(topic, transaction_id, "no live producer for a transaction check");
         return;
     };
-    let message = convert::incoming(&m, convert::Delivery { topic: topic.clone(), ..Default::default() });
+    let namespace = p.clients.with(&client_id, |r| r.namespace.clone()).unwrap_or_default();
+    let message = convert::incoming(&m, convert::Delivery { topic: topic.clone(), namespace, ..Default::default() });
     let cmd = pb::TelemetryCommand {
         status: None,
         command: Some(pb::telemetry_command::Command::RecoverOrphanedTransactionCommand(

@@ -56,14 +56,11 @@ pub fn endpoints_for(advertise: &Advertise, request: Option<&pb::Endpoints>, bro
     }
 }
 
-fn resource(topic: &str) -> pb::Resource {
-    pb::Resource { resource_namespace: String::new(), name: topic.to_owned() }
-}
-
 /// The message queues of QueryRoute: for each queue data and each member of its broker set,
-/// READ queues, then WRITE, then READ_WRITE ones, numbered from 0 (grpc-proxy.md §6.1).
+/// READ queues, then WRITE, then READ_WRITE ones, numbered from 0 (grpc-proxy.md §6.1). Each
+/// names the topic as the request did (`topic`, its namespace included).
 pub fn route_queues(
-    topic: &str,
+    topic: &pb::Resource,
     route: &TopicRouteData,
     message_type: TopicMessageType,
     advertise: &Advertise,
@@ -83,7 +80,7 @@ pub fn route_queues(
             let mut push = |n: i32, p: Permission, next: &mut i32| {
                 for _ in 0..n {
                     out.push(pb::MessageQueue {
-                        topic: Some(resource(topic)),
+                        topic: Some(topic.clone()),
                         id: *next,
                         permission: p as i32,
                         broker: Some(broker.clone()),
@@ -125,7 +122,7 @@ fn queue_permission(p: i32) -> Permission {
 /// # Errors
 /// FORBIDDEN "no readable queue".
 pub fn assignments(
-    topic: &str,
+    topic: &pb::Resource,
     route: &TopicRouteData,
     fifo: bool,
     advertise: &Advertise,
@@ -147,7 +144,7 @@ pub fn assignments(
         for id in ids {
             out.push(pb::Assignment {
                 message_queue: Some(pb::MessageQueue {
-                    topic: Some(resource(topic)),
+                    topic: Some(topic.clone()),
                     id,
                     permission: queue_permission(qd.perm) as i32,
                     broker: Some(broker.clone()),
@@ -241,6 +238,10 @@ mod tests {
 
     use super::*;
 
+    fn t() -> pb::Resource {
+        pb::Resource { resource_namespace: String::new(), name: "T".into() }
+    }
+
     fn route(perm: i32, r: i32, w: i32) -> TopicRouteData {
         TopicRouteData {
             broker_datas: vec![BrokerData::new(
@@ -262,7 +263,7 @@ mod tests {
     #[test]
     fn queue_order_is_read_write_then_read_write() {
         let adv = Advertise::BrokerHost { port: 8081 };
-        let qs = route_queues("T", &route(perm::PERM_READ_WRITE, 3, 2), TopicMessageType::Normal, &adv, None);
+        let qs = route_queues(&t(), &route(perm::PERM_READ_WRITE, 3, 2), TopicMessageType::Normal, &adv, None);
         // Two members, three queues each: one READ, then two READ_WRITE.
         assert_eq!(qs.len(), 6);
         let perms: Vec<i32> = qs[..3].iter().map(|q| q.permission).collect();
@@ -273,7 +274,7 @@ mod tests {
         assert_eq!(b.endpoints.as_ref().unwrap().addresses[0], pb::Address { host: "10.0.0.1".into(), port: 8081 });
         assert_eq!(qs[3].broker.as_ref().unwrap().id, 1);
         assert_eq!(qs[0].accept_message_types, vec![pb::MessageType::Normal as i32]);
-        let none = route_queues("T", &route(0, 2, 4), TopicMessageType::Fifo, &adv, None);
+        let none = route_queues(&t(), &route(0, 2, 4), TopicMessageType::Fifo, &adv, None);
         assert_eq!(none.len(), 8);
         assert!(none.iter().all(|q| q.permission == Permission::None as i32));
     }
@@ -285,15 +286,15 @@ mod tests {
             scheme: AddressScheme::IPv4 as i32,
             addresses: vec![pb::Address { host: "1.2.3.4".into(), port: 9000 }],
         };
-        let a = assignments("T", &route(perm::PERM_READ_WRITE, 4, 4), false, &adv, Some(&req)).unwrap();
+        let a = assignments(&t(), &route(perm::PERM_READ_WRITE, 4, 4), false, &adv, Some(&req)).unwrap();
         assert_eq!(a.len(), 1);
         let mq = a[0].message_queue.as_ref().unwrap();
         assert_eq!(mq.id, -1);
         assert_eq!(mq.broker.as_ref().unwrap().endpoints.as_ref().unwrap().addresses[0].port, 8081);
-        let f = assignments("T", &route(perm::PERM_READ_WRITE, 4, 4), true, &adv, Some(&req)).unwrap();
+        let f = assignments(&t(), &route(perm::PERM_READ_WRITE, 4, 4), true, &adv, Some(&req)).unwrap();
         assert_eq!(f.iter().map(|a| a.message_queue.as_ref().unwrap().id).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
         assert_eq!(
-            assignments("T", &route(perm::PERM_WRITE, 4, 4), false, &adv, None).unwrap_err().code,
+            assignments(&t(), &route(perm::PERM_WRITE, 4, 4), false, &adv, None).unwrap_err().code,
             pb::Code::Forbidden
         );
     }

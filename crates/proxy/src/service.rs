@@ -57,9 +57,10 @@ impl MessagingService for MessagingServiceImpl {
             context(&request)?;
             let req = request.get_ref();
             let topic = validate::topic(req.topic.as_ref())?;
-            let route = p.brokers.route(topic).await?;
-            let t = p.brokers.topic_message_type(topic).await;
-            Ok::<_, ProxyError>(route_queues(topic, &route, t, &p.advertise, req.endpoints.as_ref()))
+            let route = p.brokers.route(&topic).await?;
+            let t = p.brokers.topic_message_type(&topic).await;
+            let shown = req.topic.clone().unwrap_or_default();
+            Ok::<_, ProxyError>(route_queues(&shown, &route, t, &p.advertise, req.endpoints.as_ref()))
         }
         .await;
         Ok(Response::new(match out {
@@ -117,9 +118,10 @@ impl MessagingService for MessagingServiceImpl {
             let req = request.get_ref();
             let topic = validate::topic(req.topic.as_ref())?;
             let group = validate::group(req.group.as_ref())?;
-            let route = p.brokers.route(topic).await?;
-            let fifo = p.brokers.group_config(topic, group).await.map(|g| g.consume_message_orderly).unwrap_or(false);
-            assignments(topic, &route, fifo, &p.advertise, req.endpoints.as_ref())
+            let route = p.brokers.route(&topic).await?;
+            let fifo = p.brokers.group_config(&topic, &group).await.map(|g| g.consume_message_orderly).unwrap_or(false);
+            let shown = req.topic.clone().unwrap_or_default();
+            assignments(&shown, &route, fifo, &p.advertise, req.endpoints.as_ref())
         }
         .await;
         Ok(Response::new(match out {

@@ -82,10 +82,10 @@ pub async fn apply_settings(p: &Proxy, ctx: &CallContext, settings: pb::Settings
             }
         }
         Some(pb::settings::PubSub::Subscription(subscription)) => {
-            let group = validate::group(subscription.group.as_ref())?.to_owned();
+            let group = validate::group(subscription.group.as_ref())?;
             let mut topics = Vec::new();
             for e in &subscription.subscriptions {
-                topics.push(validate::topic(e.topic.as_ref())?.to_owned());
+                topics.push(validate::topic(e.topic.as_ref())?);
                 if let Some(expr) = &e.expression {
                     crate::filter::subscription_data(&topics[topics.len() - 1], expr)?;
                 }
