@@ -37,6 +37,9 @@ rocketmq_config! {
         grpc_client_idle_time_mills: u64 = "grpcClientIdleTimeMills", default 120_000;
         /// `grpcMaxConnections` (FerroMQ): connections served at once on the gRPC port.
         grpc_max_connections: usize = "grpcMaxConnections", default 10_000;
+        /// `grpcServerThreads` (FerroMQ): threads serving gRPC connections, each connection on
+        /// one of them with its streams (0: one per CPU).
+        grpc_server_threads: usize = "grpcServerThreads", default 0;
         /// `grpcMaxConcurrentStreams` (FerroMQ): HTTP/2 streams per connection.
         grpc_max_concurrent_streams: u32 = "grpcMaxConcurrentStreams", default 1024;
         /// `maxMessageSize`: the largest message body, bytes.

@@ -248,24 +248,52 @@ impl GrpcIncoming {
         tls: Option<Arc<ServerConfig>>,
         options: ListenerOptions,
     ) -> Result<GrpcIncoming, TlsError> {
-        let acceptor = match (mode.accepts_tls(), tls) {
-            (true, Some(config)) => Some(TlsAcceptor::from(config)),
-            (true, None) => return Err(TlsError::MissingConfig { mode }),
-            (false, _) => None,
-        };
+        let shared = Arc::new(shared(mode, tls, &options)?);
         let max_connections = options.max_connections.clamp(1, Semaphore::MAX_PERMITS);
         let slots = Arc::new(Semaphore::new(max_connections));
         let (tx, ready) = mpsc::channel(options.channel_capacity.max(1));
-        let shared = Arc::new(Shared { mode, acceptor, handshake_timeout: options.handshake_timeout });
-        let accept_task = tokio::spawn(accept_loop(
-            listener,
-            shared,
-            Arc::clone(&slots),
-            max_connections,
-            options.accept_error_backoff,
-            tx,
-        ));
+        let source = Source::Listener { listener, backoff: options.accept_error_backoff };
+        let accept_task = tokio::spawn(accept_loop(source, shared, Arc::clone(&slots), max_connections, tx));
         Ok(GrpcIncoming { ready, accept_task, slots, max_connections, mode })
+    }
+
+    /// Splits the port's connections over `parts` streams, so each can be served on a runtime
+    /// (a thread) of its own: one task (on the current runtime) accepts and hands each new
+    /// connection, round robin, to a part; the part classifies it and runs its TLS handshake
+    /// on the runtime it is started on ([`IncomingPart::start`]), so a connection's I/O, its
+    /// HTTP/2 connection task and its streams share one thread. The limits of `options` hold
+    /// for the port as a whole. Accepting stops when every part is dropped.
+    ///
+    /// # Errors
+    /// As [`GrpcIncoming::new`].
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn partitioned(
+        listener: TcpListener,
+        mode: TlsMode,
+        tls: Option<Arc<ServerConfig>>,
+        options: ListenerOptions,
+        parts: usize,
+    ) -> Result<Vec<IncomingPart>, TlsError> {
+        let shared = Arc::new(shared(mode, tls, &options)?);
+        let max_connections = options.max_connections.clamp(1, Semaphore::MAX_PERMITS);
+        let slots = Arc::new(Semaphore::new(max_connections));
+        let mut senders = Vec::new();
+        let mut out = Vec::new();
+        for _ in 0..parts.max(1) {
+            let (tx, rx) = mpsc::channel(options.channel_capacity.max(1));
+            senders.push(tx);
+            out.push(IncomingPart {
+                accepted: rx,
+                shared: Arc::clone(&shared),
+                slots: Arc::clone(&slots),
+                max_connections,
+                channel_capacity: options.channel_capacity.max(1),
+            });
+        }
+        tokio::spawn(distribute(listener, senders, slots, max_connections, options.accept_error_backoff));
+        Ok(out)
     }
 
     /// Connections open now: accepted (handshaking, waiting for tonic, or served) and not yet
@@ -333,12 +361,105 @@ fn is_connection_error(error: &io::Error) -> bool {
     )
 }
 
-async fn accept_loop(
-    listener: TcpListener,
+/// A connection accepted by a partitioned port's distributor, with its connection slot.
+type Handed = (std::net::TcpStream, SocketAddr, OwnedSemaphorePermit);
+
+/// One part of a partitioned port (see [`GrpcIncoming::partitioned`]); [`IncomingPart::start`]
+/// it on the runtime that serves its connections.
+pub struct IncomingPart {
+    accepted: mpsc::Receiver<Handed>,
     shared: Arc<Shared>,
     slots: Arc<Semaphore>,
     max_connections: usize,
-    accept_error_backoff: Duration,
+    channel_capacity: usize,
+}
+
+impl fmt::Debug for IncomingPart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IncomingPart").field("mode", &self.shared.mode).finish_non_exhaustive()
+    }
+}
+
+impl IncomingPart {
+    /// The part's connections, classified and handshaken on the current runtime.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn start(self) -> GrpcIncoming {
+        let (tx, ready) = mpsc::channel(self.channel_capacity);
+        let mode = self.shared.mode;
+        let accept_task = tokio::spawn(accept_loop(
+            Source::Handed(self.accepted),
+            self.shared,
+            Arc::clone(&self.slots),
+            self.max_connections,
+            tx,
+        ));
+        GrpcIncoming { ready, accept_task, slots: self.slots, max_connections: self.max_connections, mode }
+    }
+}
+
+fn shared(mode: TlsMode, tls: Option<Arc<ServerConfig>>, options: &ListenerOptions) -> Result<Shared, TlsError> {
+    let acceptor = match (mode.accepts_tls(), tls) {
+        (true, Some(config)) => Some(TlsAcceptor::from(config)),
+        (true, None) => return Err(TlsError::MissingConfig { mode }),
+        (false, _) => None,
+    };
+    Ok(Shared { mode, acceptor, handshake_timeout: options.handshake_timeout })
+}
+
+/// Where an accept loop's connections come from.
+enum Source {
+    /// Accepted here.
+    Listener { listener: TcpListener, backoff: Duration },
+    /// Accepted by a partitioned port's distributor (slot already taken).
+    Handed(mpsc::Receiver<Handed>),
+}
+
+/// A connection from a [`Source`]: the socket, the peer and the slot if one was taken.
+type Next = (TcpStream, SocketAddr, Option<OwnedSemaphorePermit>);
+
+/// Accepts one connection; `Ok(None)` when the listener failed transiently (logged, paused)
+/// or the connection could not be taken over; `Err(())` when the source has ended.
+async fn next_connection(source: &mut Source, warning: &mut Throttle) -> Result<Option<Next>, ()> {
+    match source {
+        Source::Listener { listener, backoff } => match listener.accept().await {
+            Ok((socket, peer)) => Ok(Some((socket, peer, None))),
+            Err(e) if is_connection_error(&e) => {
+                tracing::debug!(error = %e, "a gRPC connection was gone before accept");
+                Ok(None)
+            }
+            Err(e) => {
+                if let Some(suppressed) = warning.allow() {
+                    tracing::warn!(
+                        error = %e,
+                        backoff_ms = backoff.as_millis() as u64,
+                        suppressed,
+                        "accepting on the gRPC port failed; pausing before retrying"
+                    );
+                }
+                tokio::time::sleep(*backoff).await;
+                Ok(None)
+            }
+        },
+        Source::Handed(rx) => {
+            let Some((socket, peer, slot)) = rx.recv().await else { return Err(()) };
+            match TcpStream::from_std(socket) {
+                Ok(socket) => Ok(Some((socket, peer, Some(slot)))),
+                Err(e) => {
+                    tracing::warn!(%peer, error = %e, "cannot serve a gRPC connection on this runtime");
+                    Ok(None)
+                }
+            }
+        }
+    }
+}
+
+async fn accept_loop(
+    mut source: Source,
+    shared: Arc<Shared>,
+    slots: Arc<Semaphore>,
+    max_connections: usize,
     ready: mpsc::Sender<MaybeTlsStream>,
 ) {
     let mut handshakes = JoinSet::new();
@@ -355,44 +476,88 @@ async fn accept_loop(
                 }
             }
             () = ready.closed() => return,
-            accepted = listener.accept() => match accepted {
-                Ok((socket, peer)) => {
-                    let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-                        if let Some(suppressed) = full_warning.allow() {
-                            tracing::warn!(
-                                %peer,
-                                max_connections,
-                                suppressed,
-                                "gRPC port at its connection limit (grpcMaxConnections); closing the new connection"
-                            );
-                        }
-                        drop(socket);
-                        continue;
-                    };
-                    let shared = Arc::clone(&shared);
-                    let ready = ready.clone();
-                    handshakes.spawn(async move {
-                        if let Some(conn) = prepare(socket, peer, slot, &shared).await {
-                            // Fails only when the stream is gone, which drops the connection.
-                            let _ = ready.send(conn).await;
-                        }
-                    });
-                }
-                Err(e) if is_connection_error(&e) => {
-                    tracing::debug!(error = %e, "a gRPC connection was gone before accept");
-                }
-                Err(e) => {
-                    if let Some(suppressed) = accept_warning.allow() {
-                        tracing::warn!(
-                            error = %e,
-                            backoff_ms = accept_error_backoff.as_millis() as u64,
-                            suppressed,
-                            "accepting on the gRPC port failed; pausing before retrying"
-                        );
+            next = next_connection(&mut source, &mut accept_warning) => {
+                let Ok(next) = next else { return };
+                let Some((socket, peer, slot)) = next else { continue };
+                let slot = match slot {
+                    Some(slot) => slot,
+                    None => match take_slot(&slots, max_connections, peer, &mut full_warning) {
+                        Some(slot) => slot,
+                        None => continue,
+                    },
+                };
+                let shared = Arc::clone(&shared);
+                let ready = ready.clone();
+                handshakes.spawn(async move {
+                    if let Some(conn) = prepare(socket, peer, slot, &shared).await {
+                        // Fails only when the stream is gone, which drops the connection.
+                        let _ = ready.send(conn).await;
                     }
-                    tokio::time::sleep(accept_error_backoff).await;
-                }
-            },
+                });
+            }
+        }
+    }
+}
+
+/// A connection slot, or `None` (logged, throttled) when the port is at its limit.
+fn take_slot(
+    slots: &Arc<Semaphore>,
+    max_connections: usize,
+    peer: SocketAddr,
+    warning: &mut Throttle,
+) -> Option<OwnedSemaphorePermit> {
+    let slot = Arc::clone(slots).try_acquire_owned().ok();
+    if slot.is_none() {
+        if let Some(suppressed) = warning.allow() {
+            tracing::warn!(
+                %peer,
+                max_connections,
+                suppressed,
+                "gRPC port at its connection limit (grpcMaxConnections); closing the new connection"
+            );
+        }
+    }
+    slot
+}
+
+/// A partitioned port's accept loop: takes the connection's slot and hands the socket to the
+/// parts in turn (one whose channel is full or gone is skipped). Ends when every part is gone.
+async fn distribute(
+    listener: TcpListener,
+    mut parts: Vec<mpsc::Sender<Handed>>,
+    slots: Arc<Semaphore>,
+    max_connections: usize,
+    backoff: Duration,
+) {
+    let mut source = Source::Listener { listener, backoff };
+    let (mut full_warning, mut accept_warning) = (Throttle::new(), Throttle::new());
+    let mut next_part = 0usize;
+    loop {
+        parts.retain(|p| !p.is_closed());
+        if parts.is_empty() {
+            return;
+        }
+        let Ok(next) = next_connection(&mut source, &mut accept_warning).await else { return };
+        let Some((socket, peer, _)) = next else { continue };
+        let Some(slot) = take_slot(&slots, max_connections, peer, &mut full_warning) else { continue };
+        let socket = match socket.into_std() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(%peer, error = %e, "cannot hand a gRPC connection over");
+                continue;
+            }
+        };
+        let mut handed = Some((socket, peer, slot));
+        for _ in 0..parts.len() {
+            let part = &parts[next_part % parts.len()];
+            next_part = next_part.wrapping_add(1);
+            match part.try_send(handed.take().expect("not handed yet")) {
+                Ok(()) => break,
+                Err(mpsc::error::TrySendError::Full(h) | mpsc::error::TrySendError::Closed(h)) => handed = Some(h),
+            }
+        }
+        if handed.is_some() {
+            tracing::warn!(%peer, "every gRPC serving thread is busy taking connections; closing the new one");
         }
     }
 }

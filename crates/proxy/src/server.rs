@@ -31,6 +31,13 @@ pub enum ServeError {
         #[source]
         source: ferromq_remoting::RemotingError,
     },
+    /// A serving thread (or its runtime) could not be started.
+    #[error("cannot start a gRPC serving thread: {source}")]
+    Thread {
+        /// What failed.
+        #[source]
+        source: std::io::Error,
+    },
     /// The listener failed.
     #[error("gRPC server on {addr}: {source}")]
     Transport {
@@ -62,20 +69,71 @@ pub async fn serve(
         )?),
     };
     let options = ListenerOptions { max_connections: config.grpc_max_connections, ..ListenerOptions::default() };
-    let incoming = GrpcIncoming::new(listener, config.tls_server_mode, tls_config, options)?;
+    let threads = match config.grpc_server_threads {
+        0 => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+        n => n,
+    };
+    let parts = GrpcIncoming::partitioned(listener, config.tls_server_mode, tls_config, options, threads)?;
     let limit = config.grpc_max_inbound_message_size;
     let service = MessagingServiceServer::new(MessagingServiceImpl::new(proxy.clone()))
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
-    info!(addr, tls_mode = %config.tls_server_mode, proxy_mode = %config.proxy_mode, "gRPC proxy listening");
+    info!(addr, threads, tls_mode = %config.tls_server_mode, proxy_mode = %config.proxy_mode, "gRPC proxy listening");
     let background = tokio::spawn(proxy.clone().run_background());
-    let result = tonic::transport::Server::builder()
-        .max_concurrent_streams(Some(config.grpc_max_concurrent_streams))
-        .http2_keepalive_interval(Some(Duration::from_secs(60)))
-        .tcp_nodelay(true)
-        .serve_with_incoming_shutdown(service, incoming, shutdown)
-        .await
-        .map_err(|source| ServeError::Transport { addr, source });
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut servers = tokio::task::JoinSet::new();
+    let mut result = Ok(());
+    for (i, part) in parts.into_iter().enumerate() {
+        let (service, mut stop, addr) = (service.clone(), stop_rx.clone(), addr.clone());
+        let streams = config.grpc_max_concurrent_streams;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let spawned = std::thread::Builder::new().name(format!("ferromq-grpc-{i}")).spawn(move || {
+            let out = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt.block_on(async move {
+                    tonic::transport::Server::builder()
+                        .max_concurrent_streams(Some(streams))
+                        .http2_keepalive_interval(Some(Duration::from_secs(60)))
+                        .tcp_nodelay(true)
+                        .serve_with_incoming_shutdown(service, part.start(), async move {
+                            let _ = stop.wait_for(|s| *s).await;
+                        })
+                        .await
+                        .map_err(|source| ServeError::Transport { addr, source })
+                }),
+                Err(source) => Err(ServeError::Thread { source }),
+            };
+            let _ = tx.send(out);
+        });
+        match spawned {
+            Ok(_) => {
+                servers.spawn(async move {
+                    rx.await.unwrap_or_else(|_| {
+                        Err(ServeError::Thread { source: std::io::Error::other("a gRPC serving thread panicked") })
+                    })
+                });
+            }
+            Err(source) => {
+                result = Err(ServeError::Thread { source });
+                break;
+            }
+        }
+    }
+    if result.is_ok() {
+        tokio::pin!(shutdown);
+        // Until the shutdown, or until a serving thread ends on its own (a failure).
+        tokio::select! {
+            () = &mut shutdown => {}
+            Some(ended) = servers.join_next() => {
+                result = ended.unwrap_or(Ok(()));
+            }
+        }
+    }
+    stop_tx.send_replace(true);
+    while let Some(ended) = servers.join_next().await {
+        if let (Ok(()), Ok(Err(e))) = (&result, ended) {
+            result = Err(e);
+        }
+    }
     background.abort();
     let _ = background.await;
     proxy.brokers.shutdown().await;

@@ -444,3 +444,76 @@ async fn tonic_serves_grpc_over_plaintext_and_tls_on_one_port() {
     stop.send(()).unwrap();
     tokio::time::timeout(WAIT, server).await.expect("server did not shut down").unwrap().unwrap();
 }
+
+/// Serves one part of a partitioned port on a thread of its own (a current-thread runtime, as
+/// the proxy runs them): echoes each connection's first 24 bytes with the thread's name.
+fn serve_part_on_thread(part: ferromq_proxy::listener::IncomingPart, name: &str) -> std::thread::JoinHandle<()> {
+    let name = name.to_owned();
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async move {
+                let mut incoming = part.start();
+                let mut served = JoinSet::new();
+                while let Some(Ok(mut conn)) = incoming.next().await {
+                    let name = name.clone();
+                    served.spawn(async move {
+                        let mut preface = [0u8; 24];
+                        if conn.read_exact(&mut preface).await.is_ok() {
+                            let _ = conn.write_all(name.as_bytes()).await;
+                            let _ = conn.flush().await;
+                            // Held open until the client goes.
+                            let _ = conn.read(&mut preface).await;
+                        }
+                    });
+                }
+            });
+        })
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_port_spreads_connections_over_its_threads_under_one_limit() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let options = ListenerOptions { max_connections: 4, ..ListenerOptions::default() };
+    let parts =
+        GrpcIncoming::partitioned(listener, TlsMode::Permissive, Some(server_config(None, None).unwrap()), options, 2)
+            .unwrap();
+    assert_eq!(parts.len(), 2);
+    let threads: Vec<_> =
+        parts.into_iter().enumerate().map(|(i, p)| serve_part_on_thread(p, &format!("part-{i}"))).collect();
+
+    // Four connections, two per thread (round robin); each served on the thread it was handed to.
+    let mut clients = Vec::new();
+    let mut seen = std::collections::BTreeMap::new();
+    for _ in 0..4 {
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        c.write_all(PREFACE).await.unwrap();
+        let mut name = [0u8; 6];
+        tokio::time::timeout(WAIT, c.read_exact(&mut name)).await.expect("served").unwrap();
+        *seen.entry(String::from_utf8_lossy(&name).into_owned()).or_insert(0) += 1;
+        clients.push(c);
+    }
+    assert_eq!(seen, [("part-0".to_owned(), 2), ("part-1".to_owned(), 2)].into());
+
+    // The limit holds for the port as a whole: a fifth is closed at once.
+    let mut fifth = TcpStream::connect(addr).await.unwrap();
+    assert_closed_by_server(&mut fifth).await;
+
+    // A connection that closes gives its slot back, whichever thread served it.
+    drop(clients.pop());
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        c.write_all(PREFACE).await.unwrap();
+        let mut name = [0u8; 6];
+        match tokio::time::timeout(Duration::from_millis(500), c.read_exact(&mut name)).await {
+            Ok(Ok(_)) => break,
+            _ => assert!(tokio::time::Instant::now() < deadline, "the slot never came back"),
+        }
+    }
+    drop(clients);
+    drop(threads);
+}
