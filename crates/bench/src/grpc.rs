@@ -2,7 +2,9 @@
 //! number of concurrent callers (one in flight each, as a 5.x producer sends synchronously),
 //! and `ferromq bench grpc-receive` receives (batch 32) and acknowledges every message, as a
 //! SimpleConsumer does; both report rates and latency percentiles comparable with `bench
-//! produce` and `bench pop` over remoting. Plaintext HTTP/2.
+//! produce` and `bench pop` over remoting. Plaintext HTTP/2: Telemetry and ReceiveMessage on a
+//! tonic channel, the unary SendMessage and AckMessage calls on a connection of their own that
+//! writes queued calls together ([`crate::unary`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -15,6 +17,10 @@ use tokio_stream::StreamExt;
 use tonic::transport::Channel;
 
 use crate::histogram::{Histogram, LatencySummary};
+use crate::unary::UnaryClient;
+
+const SEND_MESSAGE: &str = "/apache.rocketmq.v2.MessagingService/SendMessage";
+const ACK_MESSAGE: &str = "/apache.rocketmq.v2.MessagingService/AckMessage";
 use crate::BenchError;
 
 /// What a gRPC run measured.
@@ -149,6 +155,7 @@ pub async fn produce(opts: &GrpcOptions) -> Result<GrpcResult, BenchError> {
         ..Default::default()
     };
     let _telemetry = open_telemetry(&mut c, &id, settings).await?;
+    let unary = UnaryClient::connect(&opts.endpoint, &id).await?;
     let shared = Arc::new(Shared {
         ok: AtomicU64::new(0),
         failed: AtomicU64::new(0),
@@ -161,8 +168,8 @@ pub async fn produce(opts: &GrpcOptions) -> Result<GrpcResult, BenchError> {
     let seq = Arc::new(AtomicU64::new(0));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..opts.concurrency.max(1) {
-        let (mut c, shared, body, seq, id, topic, count) =
-            (c.clone(), shared.clone(), body.clone(), seq.clone(), id.clone(), opts.topic.clone(), opts.count);
+        let (c, shared, body, seq, id, topic, count) =
+            (unary.clone(), shared.clone(), body.clone(), seq.clone(), id.clone(), opts.topic.clone(), opts.count);
         tasks.spawn(async move {
             let mut hist = Histogram::new();
             while !shared.stop.load(Ordering::Relaxed) && Instant::now() < deadline {
@@ -181,13 +188,15 @@ pub async fn produce(opts: &GrpcOptions) -> Result<GrpcResult, BenchError> {
                     body: body.clone(),
                 };
                 let t = Instant::now();
-                match c.send_message(req(&id, pb::SendMessageRequest { messages: vec![m] })).await {
-                    Ok(r) if r.get_ref().status.as_ref().is_some_and(|s| s.code == Code::Ok as i32) => {
+                let sent: Result<pb::SendMessageResponse, String> =
+                    c.call(SEND_MESSAGE, &pb::SendMessageRequest { messages: vec![m] }).await;
+                match sent {
+                    Ok(r) if r.status.as_ref().is_some_and(|s| s.code == Code::Ok as i32) => {
                         hist.record(t.elapsed().as_micros() as u64);
                         shared.ok.fetch_add(1, Ordering::Relaxed);
                     }
-                    Ok(r) => shared.fail(format!("{:?}", r.get_ref().status)),
-                    Err(e) => shared.fail(e.to_string()),
+                    Ok(r) => shared.fail(format!("{:?}", r.status)),
+                    Err(e) => shared.fail(e),
                 }
             }
             hist
@@ -222,6 +231,7 @@ pub async fn receive(opts: &GrpcOptions) -> Result<GrpcResult, BenchError> {
         ..Default::default()
     };
     let _telemetry = open_telemetry(&mut c, &id, settings).await?;
+    let unary = UnaryClient::connect(&opts.endpoint, &id).await?;
     let shared = Arc::new(Shared {
         ok: AtomicU64::new(0),
         failed: AtomicU64::new(0),
@@ -232,8 +242,8 @@ pub async fn receive(opts: &GrpcOptions) -> Result<GrpcResult, BenchError> {
     let deadline = started + opts.duration;
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..opts.concurrency.max(1) {
-        let (mut c, shared, id, topic, group, count) =
-            (c.clone(), shared.clone(), id.clone(), opts.topic.clone(), opts.group.clone(), opts.count);
+        let (mut c, unary, shared, id, topic, group, count) =
+            (c.clone(), unary.clone(), shared.clone(), id.clone(), opts.topic.clone(), opts.group.clone(), opts.count);
         tasks.spawn(async move {
             let mut hist = Histogram::new();
             let mut empty = 0;
@@ -282,12 +292,13 @@ pub async fn receive(opts: &GrpcOptions) -> Result<GrpcResult, BenchError> {
                 for e in entries {
                     let a =
                         pb::AckMessageRequest { group: resource(&group), topic: resource(&topic), entries: vec![e] };
-                    match c.ack_message(req(&id, a)).await {
-                        Ok(r) if r.get_ref().status.as_ref().is_some_and(|s| s.code == Code::Ok as i32) => {
+                    let acked: Result<pb::AckMessageResponse, String> = unary.call(ACK_MESSAGE, &a).await;
+                    match acked {
+                        Ok(r) if r.status.as_ref().is_some_and(|s| s.code == Code::Ok as i32) => {
                             shared.ok.fetch_add(1, Ordering::Relaxed);
                         }
-                        Ok(r) => shared.fail(format!("{:?}", r.get_ref().status)),
-                        Err(e) => shared.fail(e.to_string()),
+                        Ok(r) => shared.fail(format!("{:?}", r.status)),
+                        Err(e) => shared.fail(e),
                     }
                 }
                 hist.record(t.elapsed().as_micros() as u64);

@@ -16,6 +16,7 @@ pub mod grpc;
 pub mod histogram;
 pub mod pop;
 pub mod report;
+pub mod unary;
 pub mod visibility;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -66,9 +66,20 @@ async fn receive(
     topic: &str,
     invisible_s: i64,
 ) -> (Vec<pb::Message>, Vec<Code>) {
+    receive_resources(client, client_id, res(group), res(topic), invisible_s).await
+}
+
+/// [`receive`] with the group and topic as resources (a namespace in them, say).
+async fn receive_resources(
+    client: &mut Client,
+    client_id: &str,
+    group: Option<pb::Resource>,
+    topic: Option<pb::Resource>,
+    invisible_s: i64,
+) -> (Vec<pb::Message>, Vec<Code>) {
     let r = pb::ReceiveMessageRequest {
-        group: res(group),
-        message_queue: Some(pb::MessageQueue { topic: res(topic), id: -1, ..Default::default() }),
+        group,
+        message_queue: Some(pb::MessageQueue { topic, id: -1, ..Default::default() }),
         filter_expression: Some(pb::FilterExpression { r#type: pb::FilterType::Tag as i32, expression: "*".into() }),
         batch_size: 16,
         invisible_duration: Some(prost_types::Duration { seconds: invisible_s, nanos: 0 }),
@@ -840,24 +851,9 @@ async fn namespaced_resources_are_served_as_namespace_percent_name() {
 
     let settings = in_namespace(consumer_settings(ClientType::SimpleConsumer, "NsG", "NsOrders"), "ns1");
     let (_s, _ctx, _cin) = telemetry(&mut c, "nsc", settings).await;
-    let r = pb::ReceiveMessageRequest {
-        group: ns("NsG"),
-        message_queue: Some(pb::MessageQueue { topic: ns("NsOrders"), id: -1, ..Default::default() }),
-        filter_expression: Some(pb::FilterExpression { r#type: pb::FilterType::Tag as i32, expression: "*".into() }),
-        batch_size: 16,
-        invisible_duration: Some(prost_types::Duration { seconds: 15, nanos: 0 }),
-        auto_renew: false,
-        long_polling_timeout: Some(prost_types::Duration { seconds: 5, nanos: 0 }),
-        attempt_id: None,
-    };
     let mut got = Vec::new();
     for _ in 0..10 {
-        let mut stream = c.receive_message(req("nsc", r.clone())).await.expect("receive").into_inner();
-        while let Some(frame) = stream.next().await {
-            if let Some(pb::receive_message_response::Content::Message(m)) = frame.expect("frame").content {
-                got.push(m);
-            }
-        }
+        got.extend(receive_resources(&mut c, "nsc", ns("NsG"), ns("NsOrders"), 15).await.0);
         if !got.is_empty() {
             break;
         }
