@@ -133,4 +133,3 @@ async fn writer(
         }
     }
 }
-
