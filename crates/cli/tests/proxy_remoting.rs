@@ -12,6 +12,8 @@
 //!   check-back the broker sends through the proxy to the producer.
 //! - The official C++ client (4.x; PyPI `rocketmq` through `compat/python/e2e.py`), which names
 //!   no broker, produces and push-consumes on the one-group topic through the proxy.
+//! - Two gRPC consumers of one group through the proxy: the first leaving does not unregister
+//!   the group from the brokers (they know the proxy's clients by its connection).
 //! - broker-b is SIGKILLed: sends carry on on broker-a, and every acknowledged message sent
 //!   after the kill is consumed.
 //!
@@ -37,6 +39,8 @@ use common::cluster::{
     port_away_from, spawn_listening, start_brokers, start_namesrv, start_on_free_port, tail, Broker,
 };
 use common::e2e::{dir_tail, run_e2e};
+use common::grpc::{code, connect, consumer_settings, req, res, telemetry};
+use ferromq_proxy::pb::{self, ClientType, Code};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
 /// On both broker groups.
@@ -56,6 +60,8 @@ struct Cluster {
     _proxy: ChildProcess,
     /// The proxy's remoting port address.
     remoting_addr: String,
+    /// The proxy's gRPC port address.
+    grpc_addr: String,
     client: RemotingClient,
 }
 
@@ -76,7 +82,7 @@ impl Cluster {
         );
         let remoting_port = port_away_from(&taken, free_port);
         taken.push(remoting_port);
-        let (proxy, _grpc_port) = start_on_free_port(
+        let (proxy, grpc_port) = start_on_free_port(
             || port_away_from(&taken, free_port),
             |port| {
                 let json = format!(
@@ -109,6 +115,7 @@ impl Cluster {
             brokers,
             _proxy: proxy,
             remoting_addr,
+            grpc_addr: format!("127.0.0.1:{grpc_port}"),
             client: RemotingClient::new(ferromq_remoting::ClientConfig::default()),
         }
     }
@@ -165,6 +172,18 @@ impl Cluster {
             .with_header(&GetRouteInfoRequestHeader { topic: topic.into(), accept_standard_json_only: Some(true) });
         let r = self.client.invoke(addr, req, RPC).await.ok()?;
         (r.code == response_code::SUCCESS).then(|| TopicRouteData::decode(&r.body).ok()).flatten()
+    }
+
+    /// GET_CONSUMER_LIST_BY_GROUP asked of the broker at `addr` directly (empty when it knows
+    /// no consumer of the group).
+    async fn broker_consumers(&self, addr: &str, group: &str) -> Vec<String> {
+        let req = RemotingCommand::request(request_code::GET_CONSUMER_LIST_BY_GROUP)
+            .with_header(&GetConsumerListByGroupRequestHeader { consumer_group: group.into() });
+        let r = self.client.invoke(addr, req, RPC).await.unwrap_or_else(|e| panic!("broker {addr}: {e}"));
+        if r.code != response_code::SUCCESS {
+            return Vec::new();
+        }
+        ConsumerListByGroupResponseBody::decode(&r.body).map(|b| b.consumer_id_list).unwrap_or_default()
     }
 
     fn client_config(&self, instance: &str) -> ClientConfig {
@@ -355,6 +374,45 @@ async fn remoting_clients_through_the_cluster_proxy() {
             );
         }
     }
+
+    // Two gRPC consumers of one group: brokers know the proxy's clients by its connection, so
+    // the first one leaving must not unregister the group the second still consumes for.
+    let grpc_group = "ProxyRemotingGrpcG";
+    let broker_a = c.brokers[0].addr();
+    let mut g = connect(&c.grpc_addr).await;
+    let mut streams = Vec::new();
+    for id in ["grpc-c1", "grpc-c2"] {
+        streams.push(telemetry(&mut g, id, consumer_settings(ClientType::SimpleConsumer, grpc_group, TWO)).await);
+        let hb = g
+            .heartbeat(req(
+                id,
+                pb::HeartbeatRequest { group: res(grpc_group), client_type: ClientType::SimpleConsumer as i32 },
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(code(&hb.status), Code::Ok, "{hb:?}");
+    }
+    assert!(!c.broker_consumers(&broker_a, grpc_group).await.is_empty(), "registered with broker-a\n{}", c.logs());
+    let bye = g
+        .notify_client_termination(req("grpc-c1", pb::NotifyClientTerminationRequest { group: res(grpc_group) }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&bye.status), Code::Ok);
+    assert!(
+        !c.broker_consumers(&broker_a, grpc_group).await.is_empty(),
+        "one consumer left; the group is still consumed through the proxy\n{}",
+        c.logs()
+    );
+    let bye = g
+        .notify_client_termination(req("grpc-c2", pb::NotifyClientTerminationRequest { group: res(grpc_group) }))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(code(&bye.status), Code::Ok);
+    assert!(c.broker_consumers(&broker_a, grpc_group).await.is_empty(), "the last one left");
+    drop(streams);
 
     // broker-b dies: sends carry on on broker-a, and are consumed.
     c.brokers[1].kill();

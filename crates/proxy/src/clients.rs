@@ -213,6 +213,18 @@ impl ClientRegistry {
         Some(live.swap_remove(i))
     }
 
+    /// Whether a known client is a consumer of `group`.
+    pub fn has_consumer_of(&self, group: &str) -> bool {
+        lock(&self.clients).values().any(|r| r.is_consumer() && r.group.as_deref() == Some(group))
+    }
+
+    /// Whether a known client is a producer of `topic` (its producer group).
+    pub fn has_producer_of(&self, topic: &str) -> bool {
+        lock(&self.clients)
+            .values()
+            .any(|r| r.client_type == ClientType::Producer && r.topics.iter().any(|t| t == topic))
+    }
+
     /// The Telemetry stream of `client_id`, if open.
     pub fn telemetry_of(&self, client_id: &str) -> Option<TelemetrySender> {
         lock(&self.clients).get(client_id).and_then(|r| r.telemetry.as_ref().map(|(_, tx)| tx.clone()))

@@ -311,12 +311,17 @@ impl Proxy {
     /// auto-renewed messages back soon (`invisibleTimeMillisWhenClear`).
     pub async fn forget(&self, departed: Departed) {
         let Departed { client_id, record } = departed;
-        let (topics, producer_groups, consumer_group): (Vec<String>, Vec<String>, Option<String>) =
+        let (topics, mut producer_groups, mut consumer_group): (Vec<String>, Vec<String>, Option<String>) =
             if record.client_type == ClientType::Producer {
                 (record.topics.clone(), record.topics.clone(), None)
             } else {
                 (record.subscriptions.iter().map(|(t, _)| t.clone()).collect(), Vec::new(), record.group.clone())
             };
+        // Brokers know the proxy's clients by its connection, not by client id: unregistering a
+        // group another client here still belongs to would unregister that client too.
+        producer_groups.retain(|g| !self.clients.has_producer_of(g) && !self.remoting_clients.has_producer_of(g));
+        consumer_group = consumer_group
+            .filter(|g| !self.clients.has_consumer_of(g) && self.remoting_clients.consumer_ids(g).is_empty());
         let mut addrs = Vec::new();
         for topic in &topics {
             if let Ok(route) = self.brokers.route(topic).await {

@@ -224,6 +224,11 @@ impl RemotingClients {
         Some(t.departure(&client, producers, consumers))
     }
 
+    /// Whether a client connected here belongs to producer group `group`.
+    pub fn has_producer_of(&self, group: &str) -> bool {
+        lock(&self.table).in_producer_group(group)
+    }
+
     /// Client ids of the group's consumers connected here, sorted.
     pub fn consumer_ids(&self, group: &str) -> Vec<String> {
         let mut ids: Vec<String> = lock(&self.table)

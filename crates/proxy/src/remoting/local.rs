@@ -197,7 +197,10 @@ pub async fn closed(p: &Arc<Proxy>, conn: &Connection) {
 
 /// A client left groups: brokers forget the groups no client here belongs to any more, and the
 /// remaining consumers of its groups rebalance.
-async fn leave(p: &Arc<Proxy>, d: Departure) {
+async fn leave(p: &Arc<Proxy>, mut d: Departure) {
+    // gRPC clients of this proxy reach brokers over the same connections.
+    d.last_producer_groups.retain(|g| !p.clients.has_producer_of(g));
+    d.last_consumer_groups.retain(|g| !p.clients.has_consumer_of(g));
     let mut headers: Vec<UnregisterClientRequestHeader> = d
         .last_producer_groups
         .iter()
