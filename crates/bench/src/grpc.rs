@@ -58,6 +58,8 @@ pub struct GrpcOptions {
     pub group: String,
     /// Concurrent callers.
     pub concurrency: u32,
+    /// HTTP/2 connections for the unary calls; callers are spread over them in turn.
+    pub connections: u32,
     /// Body size, bytes.
     pub body_bytes: usize,
     /// Stop after this long.
@@ -139,6 +141,15 @@ fn finish(started: Instant, shared: &Shared, hist: &Histogram) -> GrpcResult {
     }
 }
 
+/// The unary-call connections of a run (at least one), all as client `id`.
+async fn unary_connections(opts: &GrpcOptions, id: &str) -> Result<Vec<UnaryClient>, BenchError> {
+    let mut all = Vec::new();
+    for _ in 0..opts.connections.max(1) {
+        all.push(UnaryClient::connect(&opts.endpoint, id).await?);
+    }
+    Ok(all)
+}
+
 /// `bench grpc-produce`.
 ///
 /// # Errors
@@ -155,7 +166,7 @@ pub async fn produce(opts: &GrpcOptions) -> Result<GrpcResult, BenchError> {
         ..Default::default()
     };
     let _telemetry = open_telemetry(&mut c, &id, settings).await?;
-    let unary = UnaryClient::connect(&opts.endpoint, &id).await?;
+    let unary = unary_connections(opts, &id).await?;
     let shared = Arc::new(Shared {
         ok: AtomicU64::new(0),
         failed: AtomicU64::new(0),
@@ -167,9 +178,16 @@ pub async fn produce(opts: &GrpcOptions) -> Result<GrpcResult, BenchError> {
     let deadline = started + opts.duration;
     let seq = Arc::new(AtomicU64::new(0));
     let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..opts.concurrency.max(1) {
-        let (c, shared, body, seq, id, topic, count) =
-            (unary.clone(), shared.clone(), body.clone(), seq.clone(), id.clone(), opts.topic.clone(), opts.count);
+    for i in 0..opts.concurrency.max(1) as usize {
+        let (c, shared, body, seq, id, topic, count) = (
+            unary[i % unary.len()].clone(),
+            shared.clone(),
+            body.clone(),
+            seq.clone(),
+            id.clone(),
+            opts.topic.clone(),
+            opts.count,
+        );
         tasks.spawn(async move {
             let mut hist = Histogram::new();
             while !shared.stop.load(Ordering::Relaxed) && Instant::now() < deadline {
@@ -231,7 +249,7 @@ pub async fn receive(opts: &GrpcOptions) -> Result<GrpcResult, BenchError> {
         ..Default::default()
     };
     let _telemetry = open_telemetry(&mut c, &id, settings).await?;
-    let unary = UnaryClient::connect(&opts.endpoint, &id).await?;
+    let unary = unary_connections(opts, &id).await?;
     let shared = Arc::new(Shared {
         ok: AtomicU64::new(0),
         failed: AtomicU64::new(0),
@@ -241,9 +259,16 @@ pub async fn receive(opts: &GrpcOptions) -> Result<GrpcResult, BenchError> {
     let started = Instant::now();
     let deadline = started + opts.duration;
     let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..opts.concurrency.max(1) {
-        let (mut c, unary, shared, id, topic, group, count) =
-            (c.clone(), unary.clone(), shared.clone(), id.clone(), opts.topic.clone(), opts.group.clone(), opts.count);
+    for i in 0..opts.concurrency.max(1) as usize {
+        let (mut c, unary, shared, id, topic, group, count) = (
+            c.clone(),
+            unary[i % unary.len()].clone(),
+            shared.clone(),
+            id.clone(),
+            opts.topic.clone(),
+            opts.group.clone(),
+            opts.count,
+        );
         tasks.spawn(async move {
             let mut hist = Histogram::new();
             let mut empty = 0;

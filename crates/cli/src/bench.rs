@@ -52,6 +52,10 @@ struct GrpcArgs {
     /// Concurrent callers.
     #[arg(short = 'w', long = "threadCount", default_value_t = 64)]
     concurrency: u32,
+    /// HTTP/2 connections the unary calls (SendMessage, AckMessage) are spread over (one 5.x
+    /// client has one; `produce` uses 4 remoting connections).
+    #[arg(long, default_value_t = 1)]
+    connections: u32,
     /// Body size in bytes.
     #[arg(short = 's', long = "messageSize", default_value_t = 1024)]
     size: usize,
@@ -67,11 +71,14 @@ struct GrpcArgs {
 }
 
 async fn grpc(a: GrpcArgs, receive: bool) -> anyhow::Result<()> {
+    let max = ferromq_bench::limits::MAX_CONNECTIONS;
+    anyhow::ensure!((1..=max).contains(&a.connections), "--connections must be 1..={max}, not {}", a.connections);
     let opts = ferromq_bench::grpc::GrpcOptions {
         endpoint: a.endpoint,
         topic: a.topic,
         group: a.group,
         concurrency: a.concurrency,
+        connections: a.connections,
         body_bytes: a.size,
         duration: Duration::from_secs(a.duration),
         count: a.count,

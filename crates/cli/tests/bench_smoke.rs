@@ -21,16 +21,9 @@ fn read_report(path: &Path) -> Report {
 #[test]
 fn bench_produce_consume_and_e2e_reports_add_up() {
     let dir = tempfile::tempdir().unwrap();
-    let (ns_port, broker_port) = (free_port(), free_broker_port());
+    let (ns_port, broker_port, grpc_port) = (free_port(), free_broker_port(), free_port());
     let child = Command::new(env!("CARGO_BIN_EXE_ferromq"))
-        .args([
-            "standalone",
-            "--bind",
-            "127.0.0.1",
-            "--grpc-port",
-            &ferromq_testkit::free_port().to_string(),
-            "--data-dir",
-        ])
+        .args(["standalone", "--bind", "127.0.0.1", "--grpc-port", &grpc_port.to_string(), "--data-dir"])
         .arg(dir.path().join("data"))
         .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string()])
         .stdout(Stdio::null())
@@ -158,4 +151,23 @@ fn bench_produce_consume_and_e2e_reports_add_up() {
     let (ep, ec) = (e.produce.expect("produce section"), e.consume.expect("consume section"));
     assert_eq!((ep.sent, ep.acked, ep.failed, ep.requests), (640, 640, 0, 20), "{:?}", ep.first_error);
     assert_eq!(ec.consumed, ep.acked, "{:?}", ec.first_error);
+
+    // gRPC (the 5.x proxy in the standalone): 300 sends from 8 callers over 2 HTTP/2
+    // connections, then all 300 received and acknowledged.
+    let out = Command::new(env!("CARGO_BIN_EXE_ferromq"))
+        .args(["admin", "updateTopic", "-n", &namesrv, "-c", "DefaultCluster", "-t", "GrpcBench"])
+        .args(["-r", "4", "-w", "4", "-a", "+message.type=NORMAL"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let endpoint = format!("127.0.0.1:{grpc_port}");
+    let common = ["--endpoint", &endpoint, "-t", "GrpcBench", "-q", "300", "--connections", "2", "--duration", "20"];
+    let out = bench(&[&["grpc-produce", "-w", "8"][..], &common].concat());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("grpc-produce ok 300 failed 0"), "{stdout} {:?}", out);
+    let out = bench(&[&["grpc-receive", "-w", "2", "-g", "GrpcBenchG"][..], &common].concat());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("grpc-receive ok 300 failed 0"), "{stdout} {:?}", out);
+    let out = bench(&["grpc-produce", "--endpoint", &endpoint, "--connections", "0"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--connections must be 1..=64"));
 }

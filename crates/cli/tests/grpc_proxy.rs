@@ -141,7 +141,9 @@ async fn route_send_receive_ack_and_change_invisible() {
         c.heartbeat(req("p1", pb::HeartbeatRequest { group: None, client_type: ClientType::Producer as i32 })).await;
     assert_eq!(code(&hb.unwrap().into_inner().status), Code::Ok);
 
-    // Send three, in one request and two more.
+    // Send three, in one request and two more; the third's 100 KiB body is far larger than
+    // the codec's starting buffers (crates/proxy/src/codec.rs), both ways.
+    let three: Vec<u8> = (0..100 * 1024u32).map(|i| (i % 251) as u8).collect();
     let sent = c
         .send_message(req("p1", pb::SendMessageRequest { messages: vec![message("GrpcNormal", "ID-1", b"one")] }))
         .await
@@ -153,7 +155,7 @@ async fn route_send_receive_ack_and_change_invisible() {
         .send_message(req(
             "p1",
             pb::SendMessageRequest {
-                messages: vec![message("GrpcNormal", "ID-2", b"two"), message("GrpcNormal", "ID-3", b"three")],
+                messages: vec![message("GrpcNormal", "ID-2", b"two"), message("GrpcNormal", "ID-3", &three)],
             },
         ))
         .await
@@ -184,8 +186,8 @@ async fn route_send_receive_ack_and_change_invisible() {
 
     let msgs = receive_n(&mut c, "c1", "GrpcG1", "GrpcNormal", 3).await;
     let mut bodies: Vec<&[u8]> = msgs.iter().map(|m| m.body.as_slice()).collect();
-    bodies.sort();
-    assert_eq!(bodies, vec![&b"one"[..], b"three", b"two"]);
+    bodies.sort_by_key(|b| (b.len(), *b));
+    assert_eq!(bodies, vec![&b"one"[..], b"two", &three[..]]);
     let m = msgs.iter().find(|m| m.body == b"one").unwrap();
     let sys = m.system_properties.as_ref().unwrap();
     assert_eq!(sys.tag.as_deref(), Some("TagA"));

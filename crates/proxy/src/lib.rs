@@ -2,13 +2,16 @@
 //! that speak the remoting protocol, either over the network (cluster mode, `ferromq proxy`) or
 //! in process (local mode, inside `ferromq broker` and `ferromq standalone`).
 //!
-//! Every RPC becomes remoting requests to brokers (POP for receives, SEND_MESSAGE_V2 for
-//! sends...): the brokers' processors are the one implementation of the messaging semantics,
-//! whichever protocol the client speaks.
+//! In cluster mode every RPC becomes remoting requests to brokers (POP for receives,
+//! SEND_MESSAGE_V2 for sends...); in local mode the hot RPCs (send, receive, ack, change
+//! invisible time) call the broker's service layer (`ferromq_broker::service`) in process, the
+//! same code the broker's remoting processors call. Either way the broker is the one
+//! implementation of the messaging semantics, whichever protocol the client speaks.
 
 pub mod admin_relay;
 pub mod brokers;
 pub mod clients;
+pub mod codec;
 pub mod config;
 pub mod consumer;
 pub mod context;

@@ -26,6 +26,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_client(true)
         // The proxy crate builds tonic without the `channel` feature.
         .build_transport(false)
+        // Buffers sized for RocketMQ's messages (crates/proxy/src/codec.rs).
+        .codec_path("crate::codec::ProxyCodec")
         .out_dir(&out_dir)
         .compile_fds(fds)?;
 

@@ -1424,7 +1424,7 @@ pub mod messaging_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::ProxyCodec::default();
             let path = http::uri::PathAndQuery::from_static("/apache.rocketmq.v2.MessagingService/QueryRoute");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("apache.rocketmq.v2.MessagingService", "QueryRoute"));
@@ -1439,7 +1439,7 @@ pub mod messaging_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::ProxyCodec::default();
             let path = http::uri::PathAndQuery::from_static("/apache.rocketmq.v2.MessagingService/Heartbeat");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("apache.rocketmq.v2.MessagingService", "Heartbeat"));
@@ -1454,7 +1454,7 @@ pub mod messaging_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::ProxyCodec::default();
             let path = http::uri::PathAndQuery::from_static("/apache.rocketmq.v2.MessagingService/SendMessage");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("apache.rocketmq.v2.MessagingService", "SendMessage"));
@@ -1469,7 +1469,7 @@ pub mod messaging_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::ProxyCodec::default();
             let path = http::uri::PathAndQuery::from_static("/apache.rocketmq.v2.MessagingService/QueryAssignment");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("apache.rocketmq.v2.MessagingService", "QueryAssignment"));
@@ -1485,7 +1485,7 @@ pub mod messaging_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::ProxyCodec::default();
             let path = http::uri::PathAndQuery::from_static("/apache.rocketmq.v2.MessagingService/ReceiveMessage");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("apache.rocketmq.v2.MessagingService", "ReceiveMessage"));
@@ -1499,7 +1499,7 @@ pub mod messaging_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::ProxyCodec::default();
             let path = http::uri::PathAndQuery::from_static("/apache.rocketmq.v2.MessagingService/AckMessage");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("apache.rocketmq.v2.MessagingService", "AckMessage"));
@@ -1514,7 +1514,7 @@ pub mod messaging_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::ProxyCodec::default();
             let path = http::uri::PathAndQuery::from_static(
                 "/apache.rocketmq.v2.MessagingService/ForwardMessageToDeadLetterQueue",
             );
@@ -1533,7 +1533,7 @@ pub mod messaging_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::ProxyCodec::default();
             let path = http::uri::PathAndQuery::from_static("/apache.rocketmq.v2.MessagingService/PullMessage");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("apache.rocketmq.v2.MessagingService", "PullMessage"));
@@ -1547,7 +1547,7 @@ pub mod messaging_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::ProxyCodec::default();
             let path = http::uri::PathAndQuery::from_static("/apache.rocketmq.v2.MessagingService/UpdateOffset");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("apache.rocketmq.v2.MessagingService", "UpdateOffset"));
@@ -1561,7 +1561,7 @@ pub mod messaging_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::ProxyCodec::default();
             let path = http::uri::PathAndQuery::from_static("/apache.rocketmq.v2.MessagingService/GetOffset");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("apache.rocketmq.v2.MessagingService", "GetOffset"));
@@ -1575,7 +1575,7 @@ pub mod messaging_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::ProxyCodec::default();
             let path = http::uri::PathAndQuery::from_static("/apache.rocketmq.v2.MessagingService/QueryOffset");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("apache.rocketmq.v2.MessagingService", "QueryOffset"));
@@ -1590,7 +1590,7 @@ pub mod messaging_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::ProxyCodec::default();
             let path = http::uri::PathAndQuery::from_static("/apache.rocketmq.v2.MessagingService/EndTransaction");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("apache.rocketmq.v2.MessagingService", "EndTransaction"));
@@ -1606,7 +1606,7 @@ pub mod messaging_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::ProxyCodec::default();
             let path = http::uri::PathAndQuery::from_static("/apache.rocketmq.v2.MessagingService/Telemetry");
             let mut req = request.into_streaming_request();
             req.extensions_mut().insert(GrpcMethod::new("apache.rocketmq.v2.MessagingService", "Telemetry"));
@@ -1621,7 +1621,7 @@ pub mod messaging_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::ProxyCodec::default();
             let path =
                 http::uri::PathAndQuery::from_static("/apache.rocketmq.v2.MessagingService/NotifyClientTermination");
             let mut req = request.into_request();
@@ -1638,7 +1638,7 @@ pub mod messaging_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::ProxyCodec::default();
             let path =
                 http::uri::PathAndQuery::from_static("/apache.rocketmq.v2.MessagingService/ChangeInvisibleDuration");
             let mut req = request.into_request();
@@ -1655,7 +1655,7 @@ pub mod messaging_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::ProxyCodec::default();
             let path = http::uri::PathAndQuery::from_static("/apache.rocketmq.v2.MessagingService/RecallMessage");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("apache.rocketmq.v2.MessagingService", "RecallMessage"));
@@ -1670,7 +1670,7 @@ pub mod messaging_service_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::ProxyCodec::default();
             let path =
                 http::uri::PathAndQuery::from_static("/apache.rocketmq.v2.MessagingService/SyncLiteSubscription");
             let mut req = request.into_request();
@@ -1870,7 +1870,7 @@ pub mod messaging_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = QueryRouteSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::ProxyCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -1898,7 +1898,7 @@ pub mod messaging_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = HeartbeatSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::ProxyCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -1926,7 +1926,7 @@ pub mod messaging_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = SendMessageSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::ProxyCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -1954,7 +1954,7 @@ pub mod messaging_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = QueryAssignmentSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::ProxyCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -1983,7 +1983,7 @@ pub mod messaging_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ReceiveMessageSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::ProxyCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -2011,7 +2011,7 @@ pub mod messaging_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = AckMessageSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::ProxyCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -2046,7 +2046,7 @@ pub mod messaging_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ForwardMessageToDeadLetterQueueSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::ProxyCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -2075,7 +2075,7 @@ pub mod messaging_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = PullMessageSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::ProxyCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -2103,7 +2103,7 @@ pub mod messaging_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = UpdateOffsetSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::ProxyCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -2131,7 +2131,7 @@ pub mod messaging_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = GetOffsetSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::ProxyCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -2159,7 +2159,7 @@ pub mod messaging_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = QueryOffsetSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::ProxyCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -2187,7 +2187,7 @@ pub mod messaging_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = EndTransactionSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::ProxyCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -2219,7 +2219,7 @@ pub mod messaging_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = TelemetrySvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::ProxyCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -2254,7 +2254,7 @@ pub mod messaging_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = NotifyClientTerminationSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::ProxyCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -2289,7 +2289,7 @@ pub mod messaging_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ChangeInvisibleDurationSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::ProxyCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -2317,7 +2317,7 @@ pub mod messaging_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = RecallMessageSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::ProxyCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -2351,7 +2351,7 @@ pub mod messaging_service_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = SyncLiteSubscriptionSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::ProxyCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
@@ -2514,7 +2514,7 @@ pub mod admin_client {
                 .ready()
                 .await
                 .map_err(|e| tonic::Status::unknown(format!("Service was not ready: {}", e.into())))?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::ProxyCodec::default();
             let path = http::uri::PathAndQuery::from_static("/apache.rocketmq.v2.Admin/ChangeLogLevel");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("apache.rocketmq.v2.Admin", "ChangeLogLevel"));
@@ -2624,7 +2624,7 @@ pub mod admin_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ChangeLogLevelSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::ProxyCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(accept_compression_encodings, send_compression_encodings)
                             .apply_max_message_size_config(max_decoding_message_size, max_encoding_message_size);
