@@ -62,12 +62,11 @@ impl ClientRecord {
         peer: Option<SocketAddr>,
     ) -> Self {
         let (mut topics, mut group, mut subscriptions) = (Vec::new(), None, Vec::new());
-        let namespace = match &settings.pub_sub {
-            Some(pb::settings::PubSub::Publishing(p)) => p.topics.first().map(|t| t.resource_namespace.clone()),
-            Some(pb::settings::PubSub::Subscription(s)) => s.group.as_ref().map(|g| g.resource_namespace.clone()),
+        let namespace = crate::namespace::namespace_of(match &settings.pub_sub {
+            Some(pb::settings::PubSub::Publishing(p)) => p.topics.first(),
+            Some(pb::settings::PubSub::Subscription(s)) => s.group.as_ref(),
             None => None,
-        }
-        .unwrap_or_default();
+        });
         match &settings.pub_sub {
             // Names as brokers know them: in the resource's namespace.
             Some(pb::settings::PubSub::Publishing(p)) => topics = p.topics.iter().map(namespace::of).collect(),

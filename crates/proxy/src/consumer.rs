@@ -356,7 +356,7 @@ async fn pop_for(p: &Arc<Proxy>, ctx: &CallContext, req: &pb::ReceiveMessageRequ
     let group = validate::group(req.group.as_ref())?;
     let mq = req.message_queue.as_ref();
     let topic = validate::topic(mq.and_then(|q| q.topic.as_ref()))?;
-    let namespace = mq.and_then(|q| q.topic.as_ref()).map(|t| t.resource_namespace.clone()).unwrap_or_default();
+    let namespace = crate::namespace::namespace_of(mq.and_then(|q| q.topic.as_ref()));
     // Java merges the group's config into the client's Settings on every call
     // (GrpcClientSettingsManager#getClientSettings), by group name alone: a client whose
     // Settings name no subscription (rocketmq Rust 5.0.0's SimpleConsumer) still pops orderly

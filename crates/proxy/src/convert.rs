@@ -86,6 +86,9 @@ pub struct OutgoingMessage {
     pub born_timestamp_ms: i64,
     /// RECONSUME_TIME, for messages a client resends.
     pub reconsume_times: i32,
+    /// Transactional messages: the seconds before the broker's first check
+    /// (CHECK_IMMUNITY_TIME_IN_SECONDS), when the client gave them.
+    pub check_immunity_secs: Option<u64>,
 }
 
 fn has_control(s: &str) -> bool {
@@ -190,6 +193,7 @@ pub fn outgoing(
         }
     }
     let mut sys_flag = 0;
+    let mut check_immunity_secs = None;
     if sys.message_type == MessageType::Transaction as i32 {
         props.insert(keys::TRAN_MSG, "true");
         sys_flag = sysflag::with_transaction_value(sys_flag, sysflag::TRANSACTION_PREPARED_TYPE);
@@ -205,6 +209,7 @@ pub fn outgoing(
             }
             if secs > 0 {
                 props.insert(keys::CHECK_IMMUNITY_TIME_IN_SECONDS, secs.to_string());
+                check_immunity_secs = u64::try_from(secs).ok();
             }
         }
     }
@@ -233,6 +238,7 @@ pub fn outgoing(
         message_group,
         born_timestamp_ms,
         reconsume_times,
+        check_immunity_secs,
     })
 }
 

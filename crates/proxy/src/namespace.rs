@@ -67,6 +67,11 @@ pub fn of(resource: &Resource) -> String {
     wrap(&resource.resource_namespace, &resource.name)
 }
 
+/// The namespace a request's optional `Resource` names (empty when absent).
+pub fn namespace_of(resource: Option<&Resource>) -> String {
+    resource.map(|r| r.resource_namespace.clone()).unwrap_or_default()
+}
+
 /// The `Resource` a client of `namespace` is shown for the broker resource `wrapped`.
 pub fn resource(namespace: &str, wrapped: &str) -> Resource {
     Resource { resource_namespace: namespace.to_owned(), name: strip(namespace, wrapped) }

@@ -163,12 +163,7 @@ pub struct Pulled {
 pub async fn pull(p: &Proxy, req: pb::PullMessageRequest) -> ProxyResult<Option<Pulled>> {
     let group = validate::group(req.group.as_ref())?;
     let (topic, broker, addr, queue_id) = queue_of(p, req.message_queue.as_ref()).await?;
-    let namespace = req
-        .message_queue
-        .as_ref()
-        .and_then(|q| q.topic.as_ref())
-        .map(|t| t.resource_namespace.clone())
-        .unwrap_or_default();
+    let namespace = crate::namespace::namespace_of(req.message_queue.as_ref().and_then(|q| q.topic.as_ref()));
     if req.offset < 0 {
         return Err(bad!(IllegalOffset, "offset {} is negative", req.offset));
     }

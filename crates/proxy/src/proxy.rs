@@ -243,6 +243,19 @@ impl Proxy {
         self.brokers.invalidate_route(topic);
     }
 
+    /// Remembers a half message of `group`'s transaction `id` within the table's bounds
+    /// (`transactionDataMaxNum`, `transactionDataMaxTotal`); false when the table is full, and
+    /// the transaction then ends by the broker's check.
+    pub fn remember_transaction(&self, group: &str, id: &str, data: TransactionData) -> bool {
+        self.transactions.insert(
+            group,
+            id,
+            data,
+            self.config.transaction_data_max_num,
+            self.config.transaction_data_max_total,
+        )
+    }
+
     /// The brokers avoided now.
     pub fn isolated_brokers(&self) -> Vec<String> {
         let now = Instant::now();
@@ -477,13 +490,7 @@ async fn relay_transaction_check(p: &Proxy, conn: &Connection, req: &RemotingCom
         message_id,
         expires: Instant::now() + Duration::from_millis(p.config.transaction_data_expire_millis.max(1000) as u64 * 4),
     };
-    if !p.transactions.insert(
-        &group,
-        &transaction_id,
-        data,
-        p.config.transaction_data_max_num,
-        p.config.transaction_data_max_total,
-    ) {
+    if !p.remember_transaction(&group, &transaction_id, data) {
         warn!(topic, "transaction table full (transactionDataMaxTotal); check dropped, the broker asks again");
         return;
     }

@@ -305,13 +305,7 @@ impl TransactionalSend {
                 message_id: id.clone(),
                 expires,
             };
-            if !p.transactions.insert(
-                &self.group,
-                &id,
-                data,
-                p.config.transaction_data_max_num,
-                p.config.transaction_data_max_total,
-            ) {
+            if !p.remember_transaction(&self.group, &id, data) {
                 warn!(group = %self.group, "transaction table full (transactionDataMaxTotal); its END_TRANSACTION needs bname");
             }
         }
