@@ -22,7 +22,8 @@ pub struct FileError {
 }
 
 impl FileError {
-    fn at(path: &Path) -> impl FnOnce(std::io::Error) -> FileError + '_ {
+    /// A closure that wraps an I/O error on `path`, for `map_err`.
+    pub fn at(path: &Path) -> impl FnOnce(std::io::Error) -> FileError + '_ {
         move |source| FileError { path: path.to_owned(), source }
     }
 }

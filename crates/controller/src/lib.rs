@@ -11,6 +11,7 @@ pub mod elect;
 pub mod error;
 pub mod event;
 pub mod live;
+pub mod raft;
 pub mod requests;
 pub mod state;
 

@@ -17,6 +17,7 @@
 mod client;
 mod config;
 mod connection;
+pub mod epoch_file;
 mod error;
 mod flow;
 pub mod frame;
