@@ -2,6 +2,7 @@
 
 mod admin;
 mod bench;
+mod controller_cmd;
 mod log_sink;
 mod proxy_cmd;
 
@@ -32,6 +33,8 @@ enum Command {
     Standalone(StandaloneArgs),
     /// Run the gRPC proxy for RocketMQ 5.x clients in front of brokers (like `mqproxy`).
     Proxy(proxy_cmd::ProxyArgs),
+    /// Run a node of the controller group that elects broker masters (like `mqcontroller`).
+    Controller(controller_cmd::ControllerArgs),
     /// Administration commands with mqadmin's names and flags.
     Admin(admin::AdminArgs),
     /// Load generator for any RocketMQ broker.
@@ -105,6 +108,7 @@ fn main() {
         Command::Broker(args) => broker(args),
         Command::Standalone(args) => standalone(args),
         Command::Proxy(args) => proxy_cmd::proxy(args),
+        Command::Controller(args) => controller_cmd::controller(args),
         Command::Admin(args) => admin::run(args),
         Command::Bench(args) => bench::run(args),
     };

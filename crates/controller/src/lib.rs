@@ -7,16 +7,22 @@
 //! heartbeat table and returns a reply with the events to commit; the Raft layer commits them
 //! and applies them on every node with [`ReplicaState::apply`]. Times are passed in (ms).
 
+pub mod body;
+pub mod config;
 pub mod elect;
 pub mod error;
 pub mod event;
 pub mod live;
+pub mod network;
+pub mod node;
 pub mod raft;
 pub mod requests;
 pub mod state;
 
+pub use config::ControllerConfig;
 pub use error::{ControllerError, EventDecodeError};
 pub use event::Event;
 pub use live::{BrokerLiveInfo, LiveTable};
+pub use node::{run, ControllerNode, RunError, StartError};
 pub use requests::Requests;
 pub use state::{BrokerSet, ReplicaState};

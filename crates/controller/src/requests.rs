@@ -95,6 +95,8 @@ pub struct Elected {
     pub view: ReplicaView,
     /// The set's cluster.
     pub cluster_name: String,
+    /// The set.
+    pub broker_name: String,
     /// Every replica's address by id (`brokerMemberGroup.brokerAddrs`).
     pub broker_addrs: BTreeMap<i64, String>,
     /// True when the master did not change (answered with code 2011).
@@ -277,6 +279,7 @@ impl Requests {
                 Elected {
                     view: ReplicaView::of(set),
                     cluster_name: set.cluster_name.clone(),
+                    broker_name: set.broker_name.clone(),
                     broker_addrs,
                     still_exists: true,
                 },
@@ -296,7 +299,13 @@ impl Requests {
                     new_master_broker_id: Some(id),
                 });
                 Ok(outcome(
-                    Elected { view, cluster_name: set.cluster_name.clone(), broker_addrs, still_exists: false },
+                    Elected {
+                        view,
+                        cluster_name: set.cluster_name.clone(),
+                        broker_name: set.broker_name.clone(),
+                        broker_addrs,
+                        still_exists: false,
+                    },
                     vec![event],
                 ))
             }

@@ -7,6 +7,7 @@
 
 mod admin;
 mod client;
+mod controller;
 mod field;
 mod namesrv;
 mod offset;
@@ -18,6 +19,7 @@ mod transaction;
 
 pub use admin::*;
 pub use client::*;
+pub use controller::*;
 pub use field::HeaderField;
 pub use namesrv::*;
 pub use offset::*;

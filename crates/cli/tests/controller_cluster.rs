@@ -1,0 +1,255 @@
+//! `ferromq controller`: three nodes as processes form a Raft group; brokers (played by the
+//! test over real TCP) take ids, register, heartbeat and elect a master; the leader is
+//! SIGKILLed and the metadata survives on the new leader; the master stops heartbeating and
+//! the controller elects the in-sync replica and tells it (NOTIFY_BROKER_ROLE_CHANGED); the
+//! killed node restarts from its store and rejoins.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::cluster::spawn_listening;
+use ferromq_protocol::header::{
+    AlterSyncStateSetRequestHeader, AlterSyncStateSetResponseHeader, ApplyBrokerIdRequestHeader,
+    BrokerHeartbeatRequestHeader, ElectMasterRequestHeader, ElectMasterResponseHeader, GetMetaDataResponseHeader,
+    GetNextBrokerIdRequestHeader, GetNextBrokerIdResponseHeader, GetReplicaInfoRequestHeader,
+    GetReplicaInfoResponseHeader, NotifyBrokerRoleChangedRequestHeader, RegisterBrokerToControllerRequestHeader,
+    RegisterBrokerToControllerResponseHeader,
+};
+use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use ferromq_remoting::{ClientConfig, Dispatcher, RemotingClient, RemotingServer, ServerConfig};
+use ferromq_testkit::{free_port, ChildProcess};
+
+const T: Duration = Duration::from_secs(5);
+
+struct Node {
+    name: String,
+    port: u16,
+    conf_text: String,
+    dir: std::path::PathBuf,
+    process: Option<ChildProcess>,
+}
+
+impl Node {
+    fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn start(&mut self) {
+        let conf = self.dir.join(format!("{}.conf", self.name));
+        let log = self.dir.join(format!("{}.log", self.name));
+        self.process = Some(spawn_listening(&["controller"], &conf, &self.conf_text, &log, self.port).unwrap());
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut p) = self.process.take() {
+            let _ = p.0.kill();
+            let _ = p.0.wait();
+        }
+    }
+}
+
+fn nodes(dir: &Path) -> Vec<Node> {
+    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let peers: Vec<String> = ports.iter().enumerate().map(|(i, p)| format!("n{i}-127.0.0.1:{p}")).collect();
+    (0..3)
+        .map(|i| Node {
+            name: format!("n{i}"),
+            port: ports[i],
+            conf_text: format!(
+                "controllerDLegerGroup=g1\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\n\
+                 controllerStorePath={}\nscanInactiveMasterInterval=300\ncontrollerHeartBeatTimeoutMills=2000\n",
+                peers.join(";"),
+                dir.join(format!("store-n{i}")).display()
+            ),
+            dir: dir.to_owned(),
+            process: None,
+        })
+        .collect()
+}
+
+async fn call(client: &RemotingClient, addr: &str, req: RemotingCommand) -> RemotingCommand {
+    client.invoke(addr, req, T).await.unwrap_or_else(|e| panic!("{addr}: {e}"))
+}
+
+/// The leader's address, once every running node names the same one (not `not`).
+async fn leader(client: &RemotingClient, nodes: &[&Node], not: Option<&str>) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut named = Vec::new();
+        for n in nodes {
+            if let Ok(r) =
+                client.invoke(&n.addr(), RemotingCommand::request(request_code::CONTROLLER_GET_METADATA_INFO), T).await
+            {
+                let h: GetMetaDataResponseHeader = r.decode_header().unwrap();
+                named.push(h.controller_leader_address);
+            }
+        }
+        if named.len() == nodes.len() && named.iter().all(|l| l.is_some() && *l == named[0] && l.as_deref() != not) {
+            return named[0].clone().unwrap();
+        }
+        assert!(Instant::now() < deadline, "no agreed leader within 20 s: {named:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn heartbeat(id: i64, addr: &str) -> RemotingCommand {
+    RemotingCommand::request(request_code::BROKER_HEARTBEAT).with_header(&BrokerHeartbeatRequestHeader {
+        cluster_name: "c1".into(),
+        broker_addr: addr.into(),
+        broker_name: "broker-a".into(),
+        broker_id: Some(id),
+        epoch: Some(1),
+        max_offset: Some(1000),
+        confirm_offset: Some(1000),
+        heartbeat_timeout_mills: Some(2000),
+        election_priority: None,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_controllers_elect_fail_over_and_replace_a_dead_master() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut nodes = nodes(dir.path());
+    for n in &mut nodes {
+        n.start();
+    }
+    let client = RemotingClient::new(ClientConfig::default());
+    let first_leader = leader(&client, &nodes.iter().collect::<Vec<_>>(), None).await;
+
+    // A follower refuses broker requests and names the leader.
+    let follower = nodes.iter().find(|n| n.addr() != first_leader).unwrap().addr();
+    let next = |name: &str| {
+        RemotingCommand::request(request_code::CONTROLLER_GET_NEXT_BROKER_ID)
+            .with_header(&GetNextBrokerIdRequestHeader { cluster_name: "c1".into(), broker_name: name.into() })
+    };
+    let r = call(&client, &follower, next("broker-a")).await;
+    assert_eq!(r.code, response_code::CONTROLLER_NOT_LEADER);
+    assert!(r.remark.as_deref().unwrap_or_default().contains(&first_leader), "{:?}", r.remark);
+
+    // Broker 2 listens for the controller's role-change notification.
+    let (notified_tx, mut notified) = tokio::sync::mpsc::unbounded_channel();
+    let mut d = Dispatcher::new();
+    d.register_sync(request_code::NOTIFY_BROKER_ROLE_CHANGED, move |_conn, req| {
+        let h: NotifyBrokerRoleChangedRequestHeader = req.decode_header().unwrap();
+        let _ = notified_tx.send(h);
+        Some(RemotingCommand::response(response_code::SUCCESS, None))
+    });
+    let broker2 = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let broker2_addr = broker2.local_addr().unwrap().to_string();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        RemotingServer::new(ServerConfig::default(), Arc::new(d))
+            .serve(broker2, async move {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    let broker1_addr = "127.0.0.1:1".to_owned();
+
+    // Ids 1 and 2, registration, heartbeats, the first election.
+    for (id, addr) in [(1i64, &broker1_addr), (2, &broker2_addr)] {
+        let r = call(&client, &first_leader, next("broker-a")).await;
+        let h: GetNextBrokerIdResponseHeader = r.decode_header().unwrap();
+        assert_eq!(h.next_broker_id, Some(id));
+        let apply = RemotingCommand::request(request_code::CONTROLLER_APPLY_BROKER_ID).with_header(
+            &ApplyBrokerIdRequestHeader {
+                cluster_name: "c1".into(),
+                broker_name: "broker-a".into(),
+                applied_broker_id: id,
+                register_check_code: format!("{addr};1700000000000"),
+            },
+        );
+        assert_eq!(call(&client, &first_leader, apply).await.code, response_code::SUCCESS);
+        let reg = RemotingCommand::request(request_code::CONTROLLER_REGISTER_BROKER).with_header(
+            &RegisterBrokerToControllerRequestHeader {
+                cluster_name: "c1".into(),
+                broker_name: "broker-a".into(),
+                broker_id: id,
+                broker_address: addr.clone(),
+                invoke_time: None,
+            },
+        );
+        let r = call(&client, &first_leader, reg).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let h: RegisterBrokerToControllerResponseHeader = r.decode_header().unwrap();
+        assert_eq!(h.master_broker_id, None);
+        assert_eq!(call(&client, &first_leader, heartbeat(id, addr)).await.code, response_code::SUCCESS);
+    }
+    let elect =
+        RemotingCommand::request(request_code::CONTROLLER_ELECT_MASTER).with_header(&ElectMasterRequestHeader {
+            cluster_name: Some("c1".into()),
+            broker_name: "broker-a".into(),
+            broker_id: Some(1),
+            designate_elect: Some(false),
+            invoke_time: None,
+        });
+    let r = call(&client, &first_leader, elect).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let h: ElectMasterResponseHeader = r.decode_header().unwrap();
+    assert_eq!((h.master_broker_id, h.master_epoch), (Some(1), Some(1)));
+    assert!(String::from_utf8_lossy(&r.body).contains("\"brokerAddrs\""));
+
+    // The master adds broker 2 to its SyncStateSet.
+    let alter = RemotingCommand::request(request_code::CONTROLLER_ALTER_SYNC_STATE_SET)
+        .with_header(&AlterSyncStateSetRequestHeader {
+            broker_name: "broker-a".into(),
+            master_broker_id: 1,
+            master_epoch: 1,
+            invoke_time: None,
+        })
+        .with_body(r#"{"syncStateSet":[1,2],"syncStateSetEpoch":1}"#);
+    let r = call(&client, &first_leader, alter).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let h: AlterSyncStateSetResponseHeader = r.decode_header().unwrap();
+    assert_eq!(h.new_sync_state_set_epoch, Some(2));
+
+    // SIGKILL the leader: the other two elect a new one that holds the same metadata.
+    let killed = nodes.iter().position(|n| n.addr() == first_leader).unwrap();
+    nodes[killed].kill();
+    let alive: Vec<&Node> = nodes.iter().filter(|n| n.process.is_some()).collect();
+    let second_leader = leader(&client, &alive, Some(&first_leader)).await;
+    assert_ne!(second_leader, first_leader);
+    let info = RemotingCommand::request(request_code::CONTROLLER_GET_REPLICA_INFO)
+        .with_header(&GetReplicaInfoRequestHeader { broker_name: "broker-a".into() });
+    let r = call(&client, &second_leader, info.clone()).await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let h: GetReplicaInfoResponseHeader = r.decode_header().unwrap();
+    assert_eq!((h.master_broker_id, h.master_epoch), (Some(1), Some(1)));
+    assert_eq!(String::from_utf8_lossy(&r.body), r#"{"syncStateSet":[1,2],"syncStateSetEpoch":2}"#);
+
+    // Only broker 2 keeps sending heartbeats (to the new leader): after one heartbeat timeout
+    // the controller replaces master 1 by broker 2 and tells broker 2.
+    let hb_client = RemotingClient::new(ClientConfig::default());
+    let (hb_leader, b2) = (second_leader.clone(), broker2_addr.clone());
+    let beats = tokio::spawn(async move {
+        loop {
+            let _ = hb_client.invoke(&hb_leader, heartbeat(2, &b2), T).await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    });
+    // (Broker 2 was also told of the first election, master 1 in epoch 1.)
+    let notice = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let n = notified.recv().await.unwrap();
+            if n.master_epoch != Some(1) {
+                return n;
+            }
+        }
+    })
+    .await
+    .expect("NOTIFY_BROKER_ROLE_CHANGED of a new master within 20 s");
+    assert_eq!((notice.master_broker_id, notice.master_epoch), (Some(2), Some(2)));
+    assert_eq!(notice.master_address.as_deref(), Some(broker2_addr.as_str()));
+    let h: GetReplicaInfoResponseHeader = call(&client, &second_leader, info.clone()).await.decode_header().unwrap();
+    assert_eq!((h.master_broker_id, h.master_epoch), (Some(2), Some(2)));
+    beats.abort();
+
+    // The killed node restarts from its store and follows the group again.
+    nodes[killed].start();
+    let all: Vec<&Node> = nodes.iter().collect();
+    assert_eq!(leader(&client, &all, None).await, second_leader);
+    let _ = stop.send(());
+}
