@@ -3,9 +3,12 @@
 //! that change them (what the Raft log holds), the heartbeat table that says who is alive, the
 //! election policy, and the decisions on each controller request.
 //!
-//! Everything here is deterministic and free of I/O: a request handler reads the state and the
-//! heartbeat table and returns a reply with the events to commit; the Raft layer commits them
-//! and applies them on every node with [`ReplicaState::apply`]. Times are passed in (ms).
+//! The decisions ([`state`], [`event`], [`live`], [`elect`], [`requests`]) are deterministic and
+//! free of I/O: a request handler reads the state and the heartbeat table and returns a reply
+//! with the events to commit; times are passed in (ms). Around them: [`raft`] (openraft storage
+//! in files: the log of events, the vote, snapshots), [`network`] (Raft traffic over the
+//! controller's remoting port) and [`node`] (a controller node: Raft member, request handlers on
+//! the leader, the dead-master scan; [`run`] serves one on a listener).
 
 pub mod body;
 pub mod config;
