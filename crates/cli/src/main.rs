@@ -150,22 +150,69 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 fn namesrv(args: NamesrvArgs) -> anyhow::Result<()> {
     let mut config = NamesrvConfig::default();
+    let mut controller = None;
     if let Some(path) = &args.config_file {
-        let unknown = config.load_file(path)?;
+        let mut unknown = config.load_file(path)?;
+        if config.enable_controller_in_namesrv {
+            // The controller's keys live in the same file: unknown means unknown to both.
+            let mut c = ferromq_controller::ControllerConfig::default();
+            let not_controller = c.load_file(path)?;
+            unknown.retain(|k| not_controller.contains(k));
+            controller = Some(c);
+        }
         for key in unknown {
             warn!(key = %key, "unknown name server config key ignored");
         }
+    } else if config.enable_controller_in_namesrv {
+        controller = Some(ferromq_controller::ControllerConfig::default());
     }
     if args.print_config {
         print!("{}", config.to_text());
+        if let Some(c) = &controller {
+            print!("{}", c.to_text());
+        }
         return Ok(());
     }
     let addr = format!("{}:{}", config.bind_address, config.listen_port);
     runtime()?.block_on(async move {
         let listener =
             tokio::net::TcpListener::bind(&addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            let _ = stop.send(true);
+        });
+        let until_stopped = || {
+            let mut stopped = stopped.clone();
+            async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            }
+        };
+        let controller = match controller {
+            Some(c) => {
+                let me = c.self_peer()?;
+                let l = tokio::net::TcpListener::bind(&me.addr).await.with_context(|| {
+                    format!("cannot listen on {} (controller {} in controllerDLegerPeers)", me.addr, me.name)
+                })?;
+                banner(format_args!(
+                    "The Controller in the Name Server boot success. node={}, address={}",
+                    me.name, me.addr
+                ));
+                Some(tokio::spawn(ferromq_controller::run(c, l, until_stopped())))
+            }
+            None => None,
+        };
         banner(format_args!("The Name Server boot success. serializeType=JSON, address={addr}"));
-        ferromq_namesrv::run(config, listener, shutdown_signal()).await?;
+        let served = ferromq_namesrv::run(config, listener, until_stopped()).await;
+        if let Some(c) = controller {
+            if served.is_err() {
+                // The name server failed on its own: no signal will stop the controller.
+                c.abort();
+            } else {
+                c.await.context("the controller task failed")??;
+            }
+        }
+        served?;
         Ok(())
     })
 }

@@ -253,3 +253,45 @@ async fn three_controllers_elect_fail_over_and_replace_a_dead_master() {
     assert_eq!(leader(&client, &all, None).await, second_leader);
     let _ = stop.send(());
 }
+
+/// `enableControllerInNamesrv=true`: one process serves the name server on its port and a
+/// one-node controller group on the controller's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_runs_inside_the_name_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ns_port, ctl_port) = (free_port(), free_port());
+    let conf = format!(
+        "listenPort={ns_port}\nkvConfigPath={}\nenableControllerInNamesrv=true\ncontrollerDLegerGroup=g\n\
+         controllerDLegerPeers=n0-127.0.0.1:{ctl_port}\ncontrollerDLegerSelfId=n0\ncontrollerStorePath={}\n",
+        dir.path().join("kv.json").display(),
+        dir.path().join("controller").display()
+    );
+    let _ns =
+        spawn_listening(&["namesrv"], &dir.path().join("ns.conf"), &conf, &dir.path().join("ns.log"), ns_port).unwrap();
+    let client = RemotingClient::new(ClientConfig::default());
+    let ctl =
+        Node { name: "n0".into(), port: ctl_port, conf_text: String::new(), dir: dir.path().to_owned(), process: None };
+    assert_eq!(leader(&client, &[&ctl], None).await, format!("127.0.0.1:{ctl_port}"));
+    let r = call(
+        &client,
+        &ctl.addr(),
+        RemotingCommand::request(request_code::CONTROLLER_GET_NEXT_BROKER_ID)
+            .with_header(&GetNextBrokerIdRequestHeader { cluster_name: "c".into(), broker_name: "b".into() }),
+    )
+    .await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    // The name server answers on its own port.
+    let r =
+        call(&client, &format!("127.0.0.1:{ns_port}"), RemotingCommand::request(request_code::GET_BROKER_CLUSTER_INFO))
+            .await;
+    assert_eq!(r.code, response_code::SUCCESS);
+    // Its printed config shows both sets of keys.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ferromq"))
+        .args(["namesrv", "-p", "-c"])
+        .arg(dir.path().join("ns.conf"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("enableControllerInNamesrv=true") && text.contains("controllerDLegerSelfId=n0"), "{text}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("unknown"), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -45,6 +45,9 @@ rocketmq_config! {
         listen_port: u16 = "listenPort", default 9876;
         /// `bindAddress`.
         bind_address: String = "bindAddress", default "0.0.0.0".to_owned();
+        /// `enableControllerInNamesrv`: also run a controller node in this process (its
+        /// `controllerDLeger*` keys in the same file; its own port, from `controllerDLegerPeers`).
+        enable_controller_in_namesrv: bool = "enableControllerInNamesrv", default false;
         /// `serverChannelMaxIdleTimeSeconds`: idle connections close after this.
         server_channel_max_idle_time_seconds: u64 = "serverChannelMaxIdleTimeSeconds", default 120;
     }
