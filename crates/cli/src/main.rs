@@ -98,8 +98,18 @@ struct NamesrvArgs {
     print_config: bool,
 }
 
+/// mqadmin's two-letter short options (`-bn`) as the long options clap knows (clap reads
+/// `-bn` as `-b -n`). Only under `admin`.
+fn mqadmin_short_options(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let args: Vec<std::ffi::OsString> = args.collect();
+    if args.get(1).and_then(|a| a.to_str()) != Some("admin") {
+        return args;
+    }
+    args.into_iter().map(|a| if a == "-bn" { "--brokerName".into() } else { a }).collect()
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(mqadmin_short_options(std::env::args_os()));
     // Tools print their results on stdout; their logs stay quiet unless asked for.
     let quiet = matches!(cli.command, Command::Admin(_) | Command::Bench(_));
     init_logging(if quiet { "warn" } else { "info" });

@@ -95,6 +95,29 @@ async fn leader(client: &RemotingClient, nodes: &[&Node], not: Option<&str>) -> 
     }
 }
 
+fn admin_output(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ferromq"))
+        .arg("admin")
+        .args(args)
+        .env_remove("NAMESRV_ADDR")
+        .output()
+        .unwrap()
+}
+
+/// Runs `ferromq admin args` (no name server given); its stdout, which it must succeed.
+fn admin(args: &[&str]) -> String {
+    let out = admin_output(args);
+    assert!(out.status.success(), "admin {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs `ferromq admin args`, which must fail; its stderr.
+fn admin_fails(args: &[&str]) -> String {
+    let out = admin_output(args);
+    assert!(!out.status.success(), "admin {args:?} succeeded: {}", String::from_utf8_lossy(&out.stdout));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 fn heartbeat(id: i64, addr: &str) -> RemotingCommand {
     RemotingCommand::request(request_code::BROKER_HEARTBEAT).with_header(&BrokerHeartbeatRequestHeader {
         cluster_name: "c1".into(),
@@ -245,6 +268,29 @@ async fn three_controllers_elect_fail_over_and_replace_a_dead_master() {
     assert_eq!(notice.master_address.as_deref(), Some(broker2_addr.as_str()));
     let h: GetReplicaInfoResponseHeader = call(&client, &second_leader, info.clone()).await.decode_header().unwrap();
     assert_eq!((h.master_broker_id, h.master_epoch), (Some(2), Some(2)));
+
+    // mqadmin's controller commands, against any node.
+    let any = nodes.iter().find(|n| n.process.is_some() && n.addr() != second_leader).unwrap().addr();
+    let out = admin(&["getControllerMetaData", "-a", &any]);
+    assert!(
+        out.contains(&format!("#ControllerLeaderAddress\t{second_leader}")) && out.matches("#Peer:").count() == 3,
+        "{out}"
+    );
+    let out = admin(&["getSyncStateSet", "-a", &any, "-b", "broker-a"]);
+    assert!(out.contains("#MasterBrokerId\t2") && out.contains("#MasterEpoch\t2"), "{out}");
+    assert!(out.contains("InSyncReplica:\tReplicaIdentity{brokerName='broker-a', brokerId=2"), "{out}");
+    let out = admin(&["electMaster", "-a", &any, "-c", "c1", "-bn", "broker-a", "-b", "2"]);
+    assert!(out.contains("already") && out.contains("#brokerMasterId\t2"), "{out}");
+    let err = admin_fails(&["electMaster", "-a", &any, "-c", "c1", "-bn", "broker-a", "-b", "1"]);
+    assert!(err.contains("CONTROLLER_ELECT_MASTER_FAILED"), "{err}");
+    let err = admin_fails(&["cleanBrokerMetadata", "-a", &any, "-bn", "broker-a", "-b", "2"]);
+    assert!(err.contains("CONTROLLER_INVALID_CLEAN_BROKER_METADATA"), "broker 2 is alive: {err}");
+    let out = admin(&["cleanBrokerMetadata", "-a", &any, "-bn", "broker-a", "-b", "1"]);
+    assert!(out.contains("success"), "{out}");
+    let out = admin(&["getSyncStateSet", "-a", &any, "-b", "broker-a", "--json"]);
+    assert!(!out.contains("\"brokerId\": 1,") && out.contains("\"brokerId\": 2,"), "{out}");
+    let out = admin(&["getControllerConfig", "-a", &any]);
+    assert!(out.contains("controllerDLegerGroup") && out.contains("g1"), "{out}");
     beats.abort();
 
     // The killed node restarts from its store and follows the group again.

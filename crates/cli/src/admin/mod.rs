@@ -4,6 +4,7 @@
 
 mod broker;
 mod consumer_status;
+mod controller;
 mod export;
 mod group;
 mod ha;
@@ -109,6 +110,16 @@ enum AdminCommand {
     DeleteSubGroup(group::DeleteSubGroupArgs),
     /// Show the replication state of a broker (-b) or of every master of a cluster (-c).
     HaStatus(ha::HaStatusArgs),
+    /// Show a controller group's leader and peers (-a: any node).
+    GetControllerMetaData(controller::ControllerAddrArgs),
+    /// Show broker sets' masters, epochs and SyncStateSets from the controller.
+    GetSyncStateSet(controller::SyncStateSetArgs),
+    /// Make a replica the master of its broker set (mqadmin's `-bn` is --brokerName).
+    ElectMaster(controller::ElectMasterArgs),
+    /// Make the controller forget replicas or a whole broker set (`-bn` is --brokerName).
+    CleanBrokerMetadata(controller::CleanBrokerMetadataArgs),
+    /// Show the settings of controller nodes (-a, `;`-separated).
+    GetControllerConfig(controller::ControllerAddrArgs),
     /// Show a consumer group's progress on each queue (-g), or list every group with offsets.
     ConsumerProgress(group::ConsumerProgressArgs),
     /// Show a consumer group's online clients.
@@ -150,11 +161,22 @@ pub(crate) fn run(args: AdminArgs) -> anyhow::Result<()> {
 }
 
 fn run_command(args: AdminArgs) -> anyhow::Result<()> {
-    let namesrv = args
-        .namesrv_addr
-        .or_else(|| std::env::var("NAMESRV_ADDR").ok())
-        .filter(|s| !s.trim().is_empty())
-        .context("no name server address: give -n host:port or set NAMESRV_ADDR")?;
+    let namesrv = args.namesrv_addr.or_else(|| std::env::var("NAMESRV_ADDR").ok()).filter(|s| !s.trim().is_empty());
+    // The controller commands talk to the controller (-a); getSyncStateSet -c asks the name
+    // server for the cluster's broker sets.
+    let needs_namesrv = match &args.command {
+        AdminCommand::GetSyncStateSet(a) => a.needs_namesrv(),
+        AdminCommand::GetControllerMetaData(_)
+        | AdminCommand::ElectMaster(_)
+        | AdminCommand::CleanBrokerMetadata(_)
+        | AdminCommand::GetControllerConfig(_) => false,
+        _ => true,
+    };
+    let namesrv = match namesrv {
+        Some(n) => n,
+        None if !needs_namesrv => String::new(),
+        None => anyhow::bail!("no name server address: give -n host:port or set NAMESRV_ADDR"),
+    };
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(async move {
@@ -206,6 +228,11 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::SetConsumeMode(a) => group::set_consume_mode(ctx, a).await,
         AdminCommand::DeleteSubGroup(a) => group::delete_sub_group(ctx, a).await,
         AdminCommand::HaStatus(a) => ha::ha_status(ctx, a).await,
+        AdminCommand::GetControllerMetaData(a) => controller::get_controller_metadata(ctx, a).await,
+        AdminCommand::GetSyncStateSet(a) => controller::get_sync_state_set(ctx, a).await,
+        AdminCommand::ElectMaster(a) => controller::elect_master(ctx, a).await,
+        AdminCommand::CleanBrokerMetadata(a) => controller::clean_broker_metadata(ctx, a).await,
+        AdminCommand::GetControllerConfig(a) => controller::get_controller_config(ctx, a).await,
         AdminCommand::ConsumerProgress(a) => group::consumer_progress(ctx, a).await,
         AdminCommand::ConsumerConnection(a) => group::consumer_connection(ctx, a).await,
         AdminCommand::ProducerConnection(a) => group::producer_connection(ctx, a).await,

@@ -6,12 +6,14 @@
 
 mod broker;
 mod client;
+mod controller;
 mod error;
 mod json;
 mod message;
 mod namesrv;
 
 pub use client::{AdminClient, DEFAULT_TIMEOUT};
+pub use controller::ElectedMaster;
 pub use error::AdminError;
 pub use ferromq_protocol::body::SubscriptionGroupConfig;
 pub use json::{
