@@ -168,6 +168,11 @@ fn namesrv(args: NamesrvArgs) -> anyhow::Result<()> {
             let mut c = ferromq_controller::ControllerConfig::default();
             let not_controller = c.load_file(path)?;
             unknown.retain(|k| not_controller.contains(k));
+            // One `configStorePath` key serves both: the controller's updates must not
+            // overwrite the name server's stored settings.
+            if c.config_store_path == config.config_store_path {
+                c.config_store_path = c.config_store_path.with_file_name("controller.properties");
+            }
             controller = Some(c);
         }
         for key in unknown {

@@ -60,9 +60,11 @@ fn nodes(dir: &Path) -> Vec<Node> {
             port: ports[i],
             conf_text: format!(
                 "controllerDLegerGroup=g1\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\n\
-                 controllerStorePath={}\nscanInactiveMasterInterval=300\ncontrollerHeartBeatTimeoutMills=2000\n",
+                 controllerStorePath={}\nscanInactiveMasterInterval=300\ncontrollerHeartBeatTimeoutMills=2000\n\
+                 configStorePath={}\n",
                 peers.join(";"),
-                dir.join(format!("store-n{i}")).display()
+                dir.join(format!("store-n{i}")).display(),
+                dir.join(format!("n{i}.properties")).display()
             ),
             dir: dir.to_owned(),
             process: None,
@@ -291,6 +293,16 @@ async fn three_controllers_elect_fail_over_and_replace_a_dead_master() {
     assert!(!out.contains("\"brokerId\": 1,") && out.contains("\"brokerId\": 2,"), "{out}");
     let out = admin(&["getControllerConfig", "-a", &any]);
     assert!(out.contains("controllerDLegerGroup") && out.contains("g1"), "{out}");
+    admin(&["updateControllerConfig", "-a", &any, "-k", "enableElectUncleanMaster", "-v", "true"]);
+    let out = admin(&["getControllerConfig", "-a", &any]);
+    assert!(out.lines().any(|l| l.contains("enableElectUncleanMaster") && l.trim_end().ends_with("true")), "{out}");
+    let any_node = nodes.iter().find(|n| n.addr() == any).unwrap();
+    let stored = std::fs::read_to_string(dir.path().join(format!("{}.properties", any_node.name))).unwrap();
+    assert!(stored.contains("enableElectUncleanMaster=true"), "{stored}");
+    let err = admin_fails(&["updateControllerConfig", "-a", &any, "-k", "configStorePath", "-v", "/tmp/x"]);
+    assert!(err.contains("NO_PERMISSION"), "{err}");
+    let err = admin_fails(&["updateControllerConfig", "-a", &any, "-k", "scanInactiveMasterInterval", "-v", "soon"]);
+    assert!(err.contains("SYSTEM_ERROR"), "{err}");
     beats.abort();
 
     // The killed node restarts from its store and follows the group again.

@@ -36,6 +36,10 @@ rocketmq_config! {
         /// counts as alive after a heartbeat that names no timeout, and how long a new leader
         /// waits for heartbeats before it judges which masters are dead.
         broker_heartbeat_timeout_ms: u64 = "controllerHeartBeatTimeoutMills", default 10_000;
+        /// `configStorePath`: where UPDATE_CONTROLLER_CONFIG writes the settings.
+        config_store_path: PathBuf = "configStorePath", default home_dir().join("controller").join("controller.properties");
+        /// `configBlackList`: keys UPDATE_CONTROLLER_CONFIG refuses, `;`-separated.
+        config_black_list: String = "configBlackList", default "configBlackList;configStorePath".to_owned();
         /// `controllerType`: `DLedger` or `jRaft` in Java; FerroMQ runs Raft (openraft) either way.
         controller_type: String = "controllerType", default "DLedger".to_owned();
     }

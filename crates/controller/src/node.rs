@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ferromq_protocol::header::{
@@ -59,14 +59,14 @@ pub enum StartError {
 
 /// A running controller node.
 pub struct ControllerNode {
-    config: ControllerConfig,
+    /// Changed by UPDATE_CONTROLLER_CONFIG; the peers, self id and store path are read at start.
+    config: RwLock<ControllerConfig>,
     me: Peer,
     peers: Vec<Peer>,
     raft: Raft<TypeConfig>,
     sm: StateMachine,
     live: Mutex<LiveTable>,
     decide: tokio::sync::Mutex<()>,
-    requests: Requests,
     client: Arc<RemotingClient>,
     leader_since: Mutex<Option<Instant>>,
 }
@@ -124,19 +124,25 @@ impl ControllerNode {
             // Another node's proposal reached this one first: nothing to do.
             info!(node = %me.name, error = %e, "controller group already formed");
         }
-        let requests = Requests { enable_elect_unclean_master: config.enable_elect_unclean_master };
         Ok(Arc::new(ControllerNode {
-            config,
+            config: RwLock::new(config),
             me,
             peers,
             raft,
             sm,
             live: Mutex::new(LiveTable::default()),
             decide: tokio::sync::Mutex::new(()),
-            requests,
             client,
             leader_since: Mutex::new(None),
         }))
+    }
+
+    fn config(&self) -> RwLockReadGuard<'_, ControllerConfig> {
+        self.config.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn requests(&self) -> Requests {
+        Requests { enable_elect_unclean_master: self.config().enable_elect_unclean_master }
     }
 
     fn live(&self) -> MutexGuard<'_, LiveTable> {
@@ -187,7 +193,7 @@ impl ControllerNode {
         self.raft.ensure_linearizable().await.map_err(|e| self.raft_failure(e))?;
         let outcome = {
             let live = self.live();
-            self.sm.read(|state| f(&self.requests, state, &live, now_ms()))?
+            self.sm.read(|state| f(&self.requests(), state, &live, now_ms()))?
         };
         if !outcome.events.is_empty() {
             self.raft.client_write(Command { events: outcome.events }).await.map_err(|e| self.raft_failure(e))?;
@@ -221,6 +227,7 @@ impl ControllerNode {
         serve!(request_code::CONTROLLER_GET_SYNC_STATE_DATA, get_sync_state_data);
         serve!(request_code::CLEAN_BROKER_DATA, clean_broker_data);
         serve!(request_code::GET_CONTROLLER_CONFIG, get_controller_config);
+        serve!(request_code::UPDATE_CONTROLLER_CONFIG, update_controller_config);
         d
     }
 
@@ -261,7 +268,7 @@ impl ControllerNode {
         let leader = self.leader();
         let peers: String = self.peers.iter().map(|p| format!("{}:{};", p.name, p.addr)).collect();
         RemotingCommand::response(response_code::SUCCESS, None).with_header(&GetMetaDataResponseHeader {
-            group: Some(self.config.group.clone()),
+            group: Some(self.config().group.clone()),
             controller_leader_id: leader.as_ref().map(|l| l.name.clone()),
             controller_leader_address: leader.as_ref().map(|l| l.addr.clone()),
             is_leader: Some(leader.is_some_and(|l| l.id == self.me.id)),
@@ -355,7 +362,7 @@ impl ControllerNode {
             broker_name: h.broker_name,
             broker_id,
             broker_addr: h.broker_addr,
-            heartbeat_timeout_ms: h.heartbeat_timeout_mills.unwrap_or(self.config.broker_heartbeat_timeout_ms as i64),
+            heartbeat_timeout_ms: h.heartbeat_timeout_mills.unwrap_or(self.config().broker_heartbeat_timeout_ms as i64),
             last_update_ms: now_ms(),
             epoch: h.epoch.unwrap_or(0),
             max_offset: h.max_offset.unwrap_or(0),
@@ -387,7 +394,8 @@ impl ControllerNode {
         let elected = self.decide(|r, s, live, now| r.elect_master(s, live, req, now)).await?;
         if !elected.still_exists {
             info!(broker_name = %req.broker_name, master = ?elected.view.master_broker_id, epoch = elected.view.master_epoch, "new master elected");
-            if self.config.notify_broker_role_changed {
+            let notify = self.config().notify_broker_role_changed;
+            if notify {
                 self.notify_role_changed(&elected);
             }
         }
@@ -509,19 +517,58 @@ impl ControllerNode {
         }
     }
 
+    /// UPDATE_CONTROLLER_CONFIG: `k=v` lines; a black-listed key (`configBlackList`) is refused
+    /// with NO_PERMISSION, a bad value with SYSTEM_ERROR and nothing applied; the settings are
+    /// then written to `configStorePath`. Elections and scans use the new values at once; the
+    /// peers, self id and store path at the next start.
+    async fn update_controller_config(&self, req: RemotingCommand) -> RemotingCommand {
+        use ferromq_config::RocketMqConfig as _;
+        let Ok(text) = std::str::from_utf8(&req.body) else {
+            return fail(response_code::SYSTEM_ERROR, "config body is not UTF-8");
+        };
+        let entries = match ferromq_protocol::properties_text::parse(text) {
+            Ok(e) => e,
+            Err(e) => return fail(response_code::SYSTEM_ERROR, format!("string2Properties error: {e}")),
+        };
+        let mut config = self.config.write().unwrap_or_else(|e| e.into_inner());
+        let black: Vec<String> =
+            config.config_black_list.split(';').map(str::trim).filter(|k| !k.is_empty()).map(str::to_owned).collect();
+        if let Some((key, _)) = entries.iter().find(|(k, _)| black.iter().any(|b| b == k)) {
+            warn!(key = %key, "refused to update a black-listed controller config key");
+            return fail(response_code::NO_PERMISSION, "Can not update config in black list.");
+        }
+        let mut updated = config.clone();
+        for (key, value) in &entries {
+            if let Err(e) = updated.set(key, value) {
+                return fail(response_code::SYSTEM_ERROR, e.to_string());
+            }
+        }
+        *config = updated;
+        info!(keys = entries.len(), "controller config updated");
+        if let Err(e) = ferromq_config::file::replace_file(&config.config_store_path, config.to_text().as_bytes()) {
+            warn!(path = %e.path.display(), error = %e.source, "updated controller config not persisted");
+        }
+        RemotingCommand::response(response_code::SUCCESS, None)
+    }
+
     async fn get_controller_config(&self, _req: RemotingCommand) -> RemotingCommand {
         use ferromq_config::RocketMqConfig as _;
-        RemotingCommand::response(response_code::SUCCESS, None).with_body(self.config.to_text())
+        RemotingCommand::response(response_code::SUCCESS, None).with_body(self.config().to_text())
     }
 
     /// The leader's scans (every `scanInactiveMasterInterval`): forget replicas whose
     /// heartbeat timed out, and elect a master for every set without a live one. A new leader
     /// first waits one heartbeat timeout, so the replicas' heartbeats reach it before it judges.
     pub async fn run_scans(self: Arc<Self>, shutdown: impl std::future::Future<Output = ()>) {
-        let period = Duration::from_millis(self.config.scan_inactive_master_interval_ms.max(100));
-        let wait = Duration::from_millis(self.config.broker_heartbeat_timeout_ms);
         tokio::pin!(shutdown);
         loop {
+            let (period, wait) = {
+                let c = self.config();
+                (
+                    Duration::from_millis(c.scan_inactive_master_interval_ms.max(100)),
+                    Duration::from_millis(c.broker_heartbeat_timeout_ms),
+                )
+            };
             tokio::select! {
                 () = &mut shutdown => return,
                 () = tokio::time::sleep(period) => {}
@@ -542,7 +589,7 @@ impl ControllerNode {
             let sets: Vec<(String, String, bool)> = {
                 let live = self.live();
                 self.sm.read(|s| {
-                    self.requests
+                    self.requests()
                         .masters_to_replace(s, &live, now)
                         .into_iter()
                         .filter_map(|name| {
@@ -564,7 +611,8 @@ impl ControllerNode {
             broker_id: None,
             designate_elect: false,
         };
-        for attempt in 1..=self.config.elect_master_max_retry_count.max(1) {
+        let attempts = self.config().elect_master_max_retry_count.max(1);
+        for attempt in 1..=attempts {
             match self.elect(&req).await {
                 Ok(_) => return,
                 Err(e) if e.code == response_code::CONTROLLER_MASTER_NOT_AVAILABLE => {

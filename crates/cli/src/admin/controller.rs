@@ -75,6 +75,27 @@ pub(crate) struct CleanBrokerMetadataArgs {
     clean_living: bool,
 }
 
+#[derive(Debug, clap::Args)]
+pub(crate) struct UpdateControllerConfigArgs {
+    /// Controller nodes, `;`-separated (each is updated).
+    #[arg(short = 'a', long = "controllerAddress")]
+    controller: String,
+    /// The key.
+    #[arg(short = 'k', long = "key")]
+    key: String,
+    /// The value.
+    #[arg(short = 'v', long = "value")]
+    value: String,
+}
+
+pub(crate) async fn update_controller_config(ctx: &Ctx, a: UpdateControllerConfigArgs) -> anyhow::Result<()> {
+    for addr in a.controller.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        ctx.client.update_controller_config(addr, &a.key, &a.value).await?;
+    }
+    println!("update controller config success!{} : {}={}", a.controller, a.key, a.value);
+    Ok(())
+}
+
 pub(crate) async fn get_controller_metadata(ctx: &Ctx, a: ControllerAddrArgs) -> anyhow::Result<()> {
     let m = ctx.client.controller_metadata(&a.controller).await?;
     if ctx.json {

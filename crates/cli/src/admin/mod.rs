@@ -120,6 +120,8 @@ enum AdminCommand {
     CleanBrokerMetadata(controller::CleanBrokerMetadataArgs),
     /// Show the settings of controller nodes (-a, `;`-separated).
     GetControllerConfig(controller::ControllerAddrArgs),
+    /// Change one setting of controller nodes (-a, `;`-separated).
+    UpdateControllerConfig(controller::UpdateControllerConfigArgs),
     /// Show a consumer group's progress on each queue (-g), or list every group with offsets.
     ConsumerProgress(group::ConsumerProgressArgs),
     /// Show a consumer group's online clients.
@@ -169,7 +171,8 @@ fn run_command(args: AdminArgs) -> anyhow::Result<()> {
         AdminCommand::GetControllerMetaData(_)
         | AdminCommand::ElectMaster(_)
         | AdminCommand::CleanBrokerMetadata(_)
-        | AdminCommand::GetControllerConfig(_) => false,
+        | AdminCommand::GetControllerConfig(_)
+        | AdminCommand::UpdateControllerConfig(_) => false,
         _ => true,
     };
     let namesrv = match namesrv {
@@ -233,6 +236,7 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::ElectMaster(a) => controller::elect_master(ctx, a).await,
         AdminCommand::CleanBrokerMetadata(a) => controller::clean_broker_metadata(ctx, a).await,
         AdminCommand::GetControllerConfig(a) => controller::get_controller_config(ctx, a).await,
+        AdminCommand::UpdateControllerConfig(a) => controller::update_controller_config(ctx, a).await,
         AdminCommand::ConsumerProgress(a) => group::consumer_progress(ctx, a).await,
         AdminCommand::ConsumerConnection(a) => group::consumer_connection(ctx, a).await,
         AdminCommand::ProducerConnection(a) => group::producer_connection(ctx, a).await,

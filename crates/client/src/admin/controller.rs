@@ -128,4 +128,15 @@ impl AdminClient {
     pub async fn controller_config(&self, addr: &str) -> Result<Vec<(String, String)>, AdminError> {
         self.call_properties(addr, RemotingCommand::request(request_code::GET_CONTROLLER_CONFIG)).await
     }
+
+    /// UPDATE_CONTROLLER_CONFIG: sets `key=value` on the node at `addr`.
+    ///
+    /// # Errors
+    /// Transport failures and refusals (a black-listed key: NO_PERMISSION).
+    pub async fn update_controller_config(&self, addr: &str, key: &str, value: &str) -> Result<(), AdminError> {
+        let body = format!("{key}={value}\n");
+        self.call_ok(addr, RemotingCommand::request(request_code::UPDATE_CONTROLLER_CONFIG).with_body(body))
+            .await
+            .map(|_| ())
+    }
 }
