@@ -121,6 +121,10 @@ fn admin_fails(args: &[&str]) -> String {
 }
 
 fn heartbeat(id: i64, addr: &str) -> RemotingCommand {
+    heartbeat_for(id, addr, 2000)
+}
+
+fn heartbeat_for(id: i64, addr: &str, timeout_ms: i64) -> RemotingCommand {
     RemotingCommand::request(request_code::BROKER_HEARTBEAT).with_header(&BrokerHeartbeatRequestHeader {
         cluster_name: "c1".into(),
         broker_addr: addr.into(),
@@ -129,7 +133,7 @@ fn heartbeat(id: i64, addr: &str) -> RemotingCommand {
         epoch: Some(1),
         max_offset: Some(1000),
         confirm_offset: Some(1000),
-        heartbeat_timeout_mills: Some(2000),
+        heartbeat_timeout_mills: Some(timeout_ms),
         election_priority: None,
     })
 }
@@ -247,11 +251,13 @@ async fn three_controllers_elect_fail_over_and_replace_a_dead_master() {
 
     // Only broker 2 keeps sending heartbeats (to the new leader): after one heartbeat timeout
     // the controller replaces master 1 by broker 2 and tells broker 2.
-    let hb_client = RemotingClient::new(ClientConfig::default());
+    let hb_client = Arc::new(RemotingClient::new(ClientConfig::default()));
+    let hb = hb_client.clone();
     let (hb_leader, b2) = (second_leader.clone(), broker2_addr.clone());
     let beats = tokio::spawn(async move {
         loop {
-            let _ = hb_client.invoke(&hb_leader, heartbeat(2, &b2), T).await;
+            // A long timeout: only the closed connection (below) can make broker 2 dead soon.
+            let _ = hb.invoke(&hb_leader, heartbeat_for(2, &b2, 60_000), T).await;
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
     });
@@ -304,6 +310,22 @@ async fn three_controllers_elect_fail_over_and_replace_a_dead_master() {
     let err = admin_fails(&["updateControllerConfig", "-a", &any, "-k", "scanInactiveMasterInterval", "-v", "soon"]);
     assert!(err.contains("SYSTEM_ERROR"), "{err}");
     beats.abort();
+
+    // Broker 2's connection closes: the leader counts it dead at once (its heartbeat timeout is
+    // a minute), finds no replica to take over and records the set as masterless, fencing
+    // epoch 2.
+    hb_client.shutdown().await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let h: GetReplicaInfoResponseHeader =
+            call(&client, &second_leader, info.clone()).await.decode_header().unwrap();
+        if h.master_broker_id.is_none() {
+            assert_eq!(h.master_epoch, Some(3));
+            break;
+        }
+        assert!(Instant::now() < deadline, "master 2 still there 15 s after its connection closed: {h:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     // The killed node restarts from its store and follows the group again.
     nodes[killed].start();

@@ -29,6 +29,9 @@ pub struct BrokerLiveInfo {
     pub confirm_offset: i64,
     /// Lower wins ties in an election (`brokerElectionPriority`).
     pub election_priority: i32,
+    /// The connection the heartbeat came on: when it closes the replica counts as dead at
+    /// once (Java: the channel's close marks the broker inactive).
+    pub connection: Option<u64>,
 }
 
 impl BrokerLiveInfo {
@@ -66,6 +69,13 @@ impl LiveTable {
         self.entries.remove(&(cluster.to_owned(), broker_name.to_owned(), id))
     }
 
+    /// Removes and returns the replicas whose heartbeats came on `connection` (it closed).
+    pub fn connection_closed(&mut self, connection: u64) -> Vec<BrokerLiveInfo> {
+        let gone: Vec<Key> =
+            self.entries.iter().filter(|(_, i)| i.connection == Some(connection)).map(|(k, _)| k.clone()).collect();
+        gone.into_iter().filter_map(|k| self.entries.remove(&k)).collect()
+    }
+
     /// Removes and returns the replicas whose heartbeat timed out by `now_ms` (the scan every
     /// `scanNotActiveBrokerInterval`).
     pub fn expire(&mut self, now_ms: i64) -> Vec<BrokerLiveInfo> {
@@ -100,6 +110,7 @@ pub(crate) mod tests {
             max_offset,
             confirm_offset: 0,
             election_priority: priority,
+            connection: Some(id as u64),
         }
     }
 
@@ -115,6 +126,10 @@ pub(crate) mod tests {
         assert_eq!(dead.iter().map(|i| i.broker_id).collect::<Vec<_>>(), vec![1]);
         assert_eq!(t.len(), 1);
         assert!(t.remove("c", "b", 2).is_some());
+        assert!(t.is_empty());
+        t.heartbeat(beat(3, 1_000, 0, 0, 0));
+        assert!(t.connection_closed(4).is_empty());
+        assert_eq!(t.connection_closed(3).len(), 1);
         assert!(t.is_empty());
     }
 }

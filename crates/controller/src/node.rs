@@ -220,7 +220,19 @@ impl ControllerNode {
         serve!(request_code::CONTROLLER_GET_NEXT_BROKER_ID, get_next_broker_id);
         serve!(request_code::CONTROLLER_APPLY_BROKER_ID, apply_broker_id);
         serve!(request_code::CONTROLLER_REGISTER_BROKER, register_broker);
-        serve!(request_code::BROKER_HEARTBEAT, broker_heartbeat);
+        {
+            let node = self.clone();
+            d.register(request_code::BROKER_HEARTBEAT, move |conn, req| {
+                let node = node.clone();
+                async move { Some(node.broker_heartbeat(conn.id(), req)) }
+            });
+            let node = self.clone();
+            d.on_close(move |conn| {
+                for gone in node.live().connection_closed(conn.id()) {
+                    info!(broker = %gone.broker_addr, broker_name = %gone.broker_name, id = gone.broker_id, "broker connection closed");
+                }
+            });
+        }
         serve!(request_code::CONTROLLER_ELECT_MASTER, elect_master);
         serve!(request_code::CONTROLLER_ALTER_SYNC_STATE_SET, alter_sync_state_set);
         serve!(request_code::CONTROLLER_GET_REPLICA_INFO, get_replica_info);
@@ -346,7 +358,7 @@ impl ControllerNode {
         }
     }
 
-    async fn broker_heartbeat(&self, req: RemotingCommand) -> RemotingCommand {
+    fn broker_heartbeat(&self, connection: u64, req: RemotingCommand) -> RemotingCommand {
         let h: BrokerHeartbeatRequestHeader = match req.decode_header() {
             Ok(h) => h,
             Err(e) => return fail(response_code::CONTROLLER_INVALID_REQUEST, e.to_string()),
@@ -368,6 +380,7 @@ impl ControllerNode {
             max_offset: h.max_offset.unwrap_or(0),
             confirm_offset: h.confirm_offset.unwrap_or(0),
             election_priority: h.election_priority.unwrap_or(i32::MAX),
+            connection: Some(connection),
         });
         RemotingCommand::response(response_code::SUCCESS, None)
     }
