@@ -13,7 +13,13 @@
 //!
 //! The wire format is in [`frame`]. This crate does not decide roles, refuse writes on
 //! slaves, or copy metadata between brokers: the broker does that.
+//!
+//! For controller mode (5.x, issue 18), the pieces built so far: the AutoSwitchHA frames
+//! ([`autoswitch_frame`]), the epoch file with the consistent point a slave truncates to
+//! ([`epoch_file`]), and the broker's identity files ([`identity_file`]). The AutoSwitchHA
+//! service that uses them is not built yet.
 
+pub mod autoswitch_frame;
 mod client;
 mod config;
 mod connection;
@@ -21,6 +27,7 @@ pub mod epoch_file;
 mod error;
 mod flow;
 pub mod frame;
+pub mod identity_file;
 mod runtime_info;
 mod service;
 
