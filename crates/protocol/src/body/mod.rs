@@ -19,6 +19,7 @@ mod consume_stats;
 mod consumer_list;
 mod consumer_offset;
 mod consumer_running_info;
+mod controller;
 mod data_version;
 mod error;
 mod group_list;
@@ -63,6 +64,7 @@ pub use consumer_running_info::{
     PROP_CONSUMER_START_TIMESTAMP, PROP_CONSUME_ORDERLY, PROP_CONSUME_TYPE, PROP_NAMESERVER_ADDR,
     PROP_THREADPOOL_CORE_SIZE,
 };
+pub use controller::{ElectMasterResponseBody, SyncStateSet};
 pub use data_version::DataVersion;
 pub use error::BodyError;
 pub use group_list::GroupList;

@@ -1,0 +1,66 @@
+//! Bodies of the 5.x controller's requests and answers (controller-mode.md §2).
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::body::{lenient, BrokerMemberGroup, JsonBody};
+
+/// `{"syncStateSet":[ids],"syncStateSetEpoch":n}`: ALTER_SYNC_STATE_SET's body (the proposed
+/// set with the epoch the master knows) and the body of REGISTER_BROKER, GET_REPLICA_INFO,
+/// ALTER_SYNC_STATE_SET answers and NOTIFY_BROKER_ROLE_CHANGED. Java: `SyncStateSet`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SyncStateSet {
+    /// Broker ids.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub sync_state_set: BTreeSet<i64>,
+    /// Its epoch.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub sync_state_set_epoch: i32,
+}
+
+/// ELECT_MASTER's answer body. Java: `ElectMasterResponseBody`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ElectMasterResponseBody {
+    /// Every replica of the set.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub broker_member_group: BrokerMemberGroup,
+    /// The new SyncStateSet.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub sync_state_set: BTreeSet<i64>,
+}
+
+impl JsonBody for SyncStateSet {}
+
+impl JsonBody for ElectMasterResponseBody {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn golden_json() {
+        let s = SyncStateSet { sync_state_set: [1, 2].into(), sync_state_set_epoch: 3 };
+        assert_eq!(s.encode(), br#"{"syncStateSet":[1,2],"syncStateSetEpoch":3}"#);
+        let e = ElectMasterResponseBody {
+            broker_member_group: BrokerMemberGroup {
+                cluster: "c".into(),
+                broker_name: "b".into(),
+                broker_addrs: [(1, "a:1".to_owned())].into(),
+            },
+            sync_state_set: [1].into(),
+        };
+        assert_eq!(
+            e.encode(),
+            br#"{"brokerMemberGroup":{"brokerAddrs":{"1":"a:1"},"brokerName":"b","cluster":"c"},"syncStateSet":[1]}"#
+        );
+        // fastjson's unquoted keys parse.
+        let back = ElectMasterResponseBody::decode(
+            br#"{"brokerMemberGroup":{"cluster":"c","brokerName":"b","brokerAddrs":{1:"a:1"}},"syncStateSet":[1]}"#,
+        )
+        .unwrap();
+        assert_eq!(back, e);
+    }
+}
