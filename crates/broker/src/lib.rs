@@ -13,6 +13,7 @@ mod long_polling;
 pub mod metadata;
 mod pop;
 mod processor;
+pub mod replicas_manager;
 mod schedule;
 pub mod service;
 mod slave_sync;
