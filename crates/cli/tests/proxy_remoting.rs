@@ -57,7 +57,7 @@ struct Cluster {
     namesrv: String,
     _namesrv_process: ChildProcess,
     brokers: [Broker; 2],
-    _proxy: ChildProcess,
+    proxy: ChildProcess,
     /// The proxy's remoting port address.
     remoting_addr: String,
     /// The proxy's gRPC port address.
@@ -113,7 +113,7 @@ impl Cluster {
             namesrv,
             _namesrv_process: namesrv_process,
             brokers,
-            _proxy: proxy,
+            proxy,
             remoting_addr,
             grpc_addr: format!("127.0.0.1:{grpc_port}"),
             client: RemotingClient::new(ferromq_remoting::ClientConfig::default()),
@@ -434,4 +434,19 @@ async fn remoting_clients_through_the_cluster_proxy() {
     consumer.shutdown().await;
     // The proxy still answers.
     assert!(c.route_at(&c.remoting_addr, ONE).await.is_some(), "{}", c.logs());
+
+    // SIGTERM: the remoting port drains, then gRPC, then the broker connections close; a
+    // clean exit. (A relayed long poll still waiting on its broker holds the drain up to the
+    // connection's 10 s grace.)
+    let pid = c.proxy.0.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(status) = c.proxy.0.try_wait().unwrap() {
+            assert!(status.success(), "clean exit on SIGTERM: {status:?}\n{}", c.logs());
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the proxy did not exit within 15 s of SIGTERM\n{}", c.logs());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

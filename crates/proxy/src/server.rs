@@ -166,32 +166,40 @@ pub async fn run_cluster(
         config.remoting_listen_port = a.port();
     }
     let proxy = cluster_proxy(config);
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let stopped = move || {
-        let mut rx = stop_rx.clone();
+    // Two signals: on shutdown the remoting port drains first (its relayed requests use the
+    // broker connections), then gRPC, whose end closes the broker connections.
+    let (stop_remoting, remoting_rx) = tokio::sync::watch::channel(false);
+    let (stop_grpc, grpc_rx) = tokio::sync::watch::channel(false);
+    let until = |rx: &tokio::sync::watch::Receiver<bool>| {
+        let mut rx = rx.clone();
         async move {
             let _ = rx.wait_for(|s| *s).await;
         }
     };
-    let mut remoting = remoting.map(|l| tokio::spawn(crate::remoting::serve(proxy.clone(), l, stopped())));
-    let grpc = serve(proxy, listener, stopped());
+    let mut remoting = remoting.map(|l| tokio::spawn(crate::remoting::serve(proxy.clone(), l, until(&remoting_rx))));
+    let grpc = serve(proxy, listener, until(&grpc_rx));
     tokio::pin!(grpc);
     tokio::pin!(shutdown);
     let mut remoting_result = None;
     let result = tokio::select! {
         r = &mut grpc => r,
         () = &mut shutdown => {
-            stop_tx.send_replace(true);
+            stop_remoting.send_replace(true);
+            if let Some(task) = remoting.take() {
+                remoting_result = Some(task.await);
+            }
+            stop_grpc.send_replace(true);
             (&mut grpc).await
         }
         // The remoting server's end (a failed listener) stops the gRPC server too.
         r = async { remoting.as_mut().expect("guarded").await }, if remoting.is_some() => {
             remoting_result = Some(r);
-            stop_tx.send_replace(true);
+            remoting = None;
+            stop_grpc.send_replace(true);
             (&mut grpc).await
         }
     };
-    stop_tx.send_replace(true);
+    stop_remoting.send_replace(true);
     if remoting_result.is_none() {
         if let Some(task) = remoting {
             remoting_result = Some(task.await);
