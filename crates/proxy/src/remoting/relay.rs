@@ -241,7 +241,8 @@ pub async fn relay(p: &Arc<Proxy>, conn: &Connection, req: RemotingCommand) -> O
     let timeout = timeout_of(p, &req);
     let started = Instant::now();
     let sent = TransactionalSend::of(&req);
-    let mut forwarded = req.clone();
+    let (code, opaque) = (req.code, req.opaque);
+    let mut forwarded = req;
     forwarded.flag = 0;
     match p.brokers.invoke(&target.addr, forwarded, Some(timeout)).await {
         Ok(resp) => {
@@ -251,15 +252,17 @@ pub async fn relay(p: &Arc<Proxy>, conn: &Connection, req: RemotingCommand) -> O
             Some(resp)
         }
         Err(e) => {
-            debug!(broker = %target.broker_name, code = req.code, elapsed_ms = started.elapsed().as_millis() as u64, error = %e, "relay failed");
-            Some(RemotingCommand::response_to(
-                &req,
-                response_code::SYSTEM_ERROR,
-                format!(
-                    "broker {} ({}) did not answer through the proxy: {}",
-                    target.broker_name, target.addr, e.message
-                ),
-            ))
+            debug!(broker = %target.broker_name, code, elapsed_ms = started.elapsed().as_millis() as u64, error = %e, "relay failed");
+            Some(
+                RemotingCommand::response(
+                    response_code::SYSTEM_ERROR,
+                    format!(
+                        "broker {} ({}) did not answer through the proxy: {}",
+                        target.broker_name, target.addr, e.message
+                    ),
+                )
+                .with_opaque(opaque),
+            )
         }
     }
 }
