@@ -3,18 +3,23 @@
 # the official Apache RocketMQ C++ client, as bundled (librocketmq.so) in the PyPI
 # package `rocketmq` 0.4.4, and the official Rust 5.x client (crate `rocketmq` 5.0.0), built
 # into the driver binary `rust5-compat` (compat/rust-client-5, a workspace of its own) under
-# <repo>/target/compat-rust5. Idempotent: a second run only re-checks and prints the summary.
+# <repo>/target/compat-rust5, and the official 5.x Python client (PyPI rocketmq-python-client)
+# in a venv of its own. Idempotent: a second run only re-checks and prints the summary.
 #
 # Env:
 #   FERROMQ_COMPAT_VENV  venv directory (default: <repo>/target/compat-venv)
+#   FERROMQ_COMPAT_VENV5 venv of the 5.x Python client (default: <repo>/target/compat-venv5)
 #   PYTHON               interpreter used to create the venv (default: python3)
 set -euo pipefail
 
 ROCKETMQ_PY_VERSION="0.4.4"
+ROCKETMQ_PY5_VERSION="5.1.2"
 
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo_root="$(cd "${script_dir}/.." && pwd)"
 venv="${FERROMQ_COMPAT_VENV:-${repo_root}/target/compat-venv}"
+# The 5.x Python client installs a module named `rocketmq` too: it gets a venv of its own.
+venv5="${FERROMQ_COMPAT_VENV5:-${repo_root}/target/compat-venv5}"
 python="${PYTHON:-python3}"
 
 log() { echo "compat/setup.sh: $*" >&2; }
@@ -102,4 +107,20 @@ if [ ! -x "${rust5_bin}" ]; then
     exit 1
 fi
 
-echo "compat ready: venv=${venv} python=$("${vpy}" -c 'import sys; print(sys.version.split()[0])') rocketmq=${ROCKETMQ_PY_VERSION} lib=${so} rust5=${rust5_bin}"
+# 6. The official 5.x Python client (PyPI rocketmq-python-client, gRPC; grpcio wheels), for
+#    crates/cli/tests/python5_client.rs, in its own venv.
+if [ ! -x "${venv5}/bin/python" ]; then
+    log "creating venv ${venv5}"
+    rm -rf "${venv5}"
+    "${python}" -m venv "${venv5}"
+fi
+vpy5="${venv5}/bin/python"
+installed5="$("${vpy5}" -c 'import importlib.metadata as m; print(m.version("rocketmq-python-client"))' 2>/dev/null || true)"
+if [ "${installed5}" != "${ROCKETMQ_PY5_VERSION}" ]; then
+    log "installing rocketmq-python-client==${ROCKETMQ_PY5_VERSION}"
+    "${vpy5}" -m pip install --quiet --disable-pip-version-check --only-binary=:all: \
+        "rocketmq-python-client==${ROCKETMQ_PY5_VERSION}" >&2
+fi
+"${vpy5}" -c 'from rocketmq import Producer, SimpleConsumer' || { log "import of the 5.x Python client failed"; exit 1; }
+
+echo "compat ready: venv=${venv} python=$("${vpy}" -c 'import sys; print(sys.version.split()[0])') rocketmq=${ROCKETMQ_PY_VERSION} lib=${so} rust5=${rust5_bin} venv5=${venv5} rocketmq-python-client=${ROCKETMQ_PY5_VERSION}"

@@ -35,6 +35,14 @@ pub fn compat_python() -> &'static PathBuf {
     })
 }
 
+/// The python of the 5.x Python client's venv (`compat/setup.sh` prepares it with the rest).
+pub fn compat_python5() -> PathBuf {
+    compat_python();
+    std::env::var_os("FERROMQ_COMPAT_VENV5")
+        .map_or_else(|| repo_root().join("target/compat-venv5"), PathBuf::from)
+        .join("bin/python")
+}
+
 pub fn file_tail(path: &Path, lines: usize) -> String {
     match std::fs::read_to_string(path) {
         Ok(text) => {
