@@ -4,22 +4,26 @@
 # package `rocketmq` 0.4.4, and the official Rust 5.x client (crate `rocketmq` 5.0.0), built
 # into the driver binary `rust5-compat` (compat/rust-client-5, a workspace of its own) under
 # <repo>/target/compat-rust5, and the official 5.x Python client (PyPI rocketmq-python-client)
-# in a venv of its own. Idempotent: a second run only re-checks and prints the summary.
+# in a venv of its own, and the official 5.x Node.js client (npm rocketmq-client-nodejs) under
+# <repo>/target/compat-node5. Idempotent: a second run only re-checks and prints the summary.
 #
 # Env:
 #   FERROMQ_COMPAT_VENV  venv directory (default: <repo>/target/compat-venv)
 #   FERROMQ_COMPAT_VENV5 venv of the 5.x Python client (default: <repo>/target/compat-venv5)
+#   FERROMQ_COMPAT_NODE5 npm prefix of the 5.x Node.js client (default: <repo>/target/compat-node5)
 #   PYTHON               interpreter used to create the venv (default: python3)
 set -euo pipefail
 
 ROCKETMQ_PY_VERSION="0.4.4"
 ROCKETMQ_PY5_VERSION="5.1.2"
+ROCKETMQ_NODE5_VERSION="1.0.8"
 
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo_root="$(cd "${script_dir}/.." && pwd)"
 venv="${FERROMQ_COMPAT_VENV:-${repo_root}/target/compat-venv}"
 # The 5.x Python client installs a module named `rocketmq` too: it gets a venv of its own.
 venv5="${FERROMQ_COMPAT_VENV5:-${repo_root}/target/compat-venv5}"
+node5="${FERROMQ_COMPAT_NODE5:-${repo_root}/target/compat-node5}"
 python="${PYTHON:-python3}"
 
 log() { echo "compat/setup.sh: $*" >&2; }
@@ -108,7 +112,7 @@ if [ ! -x "${rust5_bin}" ]; then
 fi
 
 # 6. The official 5.x Python client (PyPI rocketmq-python-client, gRPC; grpcio wheels), for
-#    crates/cli/tests/python5_client.rs, in its own venv.
+#    crates/cli/tests/sdk5_clients.rs, in its own venv.
 if [ ! -x "${venv5}/bin/python" ]; then
     log "creating venv ${venv5}"
     rm -rf "${venv5}"
@@ -123,4 +127,19 @@ if [ "${installed5}" != "${ROCKETMQ_PY5_VERSION}" ]; then
 fi
 "${vpy5}" -c 'from rocketmq import Producer, SimpleConsumer' || { log "import of the 5.x Python client failed"; exit 1; }
 
-echo "compat ready: venv=${venv} python=$("${vpy}" -c 'import sys; print(sys.version.split()[0])') rocketmq=${ROCKETMQ_PY_VERSION} lib=${so} rust5=${rust5_bin} venv5=${venv5} rocketmq-python-client=${ROCKETMQ_PY5_VERSION}"
+# 7. The official 5.x Node.js client (npm rocketmq-client-nodejs), for
+#    crates/cli/tests/node5_client.rs, installed under its own prefix.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    apt_install nodejs npm
+fi
+installed_node5="$(node -e "try{console.log(require('${node5}/node_modules/rocketmq-client-nodejs/package.json').version)}catch(e){}" 2>/dev/null || true)"
+if [ "${installed_node5}" != "${ROCKETMQ_NODE5_VERSION}" ]; then
+    log "installing rocketmq-client-nodejs@${ROCKETMQ_NODE5_VERSION} into ${node5}"
+    mkdir -p "${node5}"
+    npm install --prefix "${node5}" --no-audit --no-fund --loglevel=error \
+        "rocketmq-client-nodejs@${ROCKETMQ_NODE5_VERSION}" >&2
+fi
+NODE_PATH="${node5}/node_modules" node -e "require('rocketmq-client-nodejs')" \
+    || { log "the 5.x Node.js client does not load"; exit 1; }
+
+echo "compat ready: venv=${venv} python=$("${vpy}" -c 'import sys; print(sys.version.split()[0])') rocketmq=${ROCKETMQ_PY_VERSION} lib=${so} rust5=${rust5_bin} venv5=${venv5} rocketmq-python-client=${ROCKETMQ_PY5_VERSION} node5=${node5} rocketmq-client-nodejs=${ROCKETMQ_NODE5_VERSION}"

@@ -1,5 +1,5 @@
 """Drives the official RocketMQ 5.x Python client (PyPI `rocketmq-python-client`) against a
-gRPC endpoint; crates/cli/tests/python5_client.rs runs it. Each scenario prints `OK <name>`;
+gRPC endpoint; crates/cli/tests/sdk5_clients.rs runs it. Each scenario prints `OK <name>`;
 the first failure raises (non-zero exit, traceback on stderr).
 
 Usage: probe.py ENDPOINT PREFIX

@@ -43,6 +43,14 @@ pub fn compat_python5() -> PathBuf {
         .join("bin/python")
 }
 
+/// The `node_modules` of the 5.x Node.js client (`compat/setup.sh` prepares it with the rest).
+pub fn compat_node5_modules() -> PathBuf {
+    compat_python();
+    std::env::var_os("FERROMQ_COMPAT_NODE5")
+        .map_or_else(|| repo_root().join("target/compat-node5"), PathBuf::from)
+        .join("node_modules")
+}
+
 pub fn file_tail(path: &Path, lines: usize) -> String {
     match std::fs::read_to_string(path) {
         Ok(text) => {
