@@ -599,25 +599,27 @@ impl ControllerNode {
             for dead in self.live().expire(now) {
                 info!(broker = %dead.broker_addr, broker_name = %dead.broker_name, id = dead.broker_id, "broker heartbeat timed out");
             }
-            let sets: Vec<(String, String, bool)> = {
+            let sets: Vec<(String, String)> = {
                 let live = self.live();
                 self.sm.read(|s| {
                     self.requests()
                         .masters_to_replace(s, &live, now)
                         .into_iter()
-                        .filter_map(|name| {
-                            s.set(&name).map(|b| (b.cluster_name.clone(), name, b.master_broker_id.is_some()))
-                        })
+                        .filter_map(|name| s.set(&name).map(|b| (b.cluster_name.clone(), name)))
                         .collect()
                 })
             };
-            for (cluster_name, broker_name, had_master) in sets {
-                self.replace_master(cluster_name, broker_name, had_master).await;
+            for (cluster_name, broker_name) in sets {
+                self.replace_master(cluster_name, broker_name).await;
             }
         }
     }
 
-    async fn replace_master(&self, cluster_name: String, broker_name: String, had_master: bool) {
+    /// A controller-triggered election for a set without a live master. When no replica can
+    /// take over, a set that still names a master is recorded as masterless (epoch + 1: the
+    /// dead master is fenced) in the same decision, as Java commits its ElectMasterEvent; a set
+    /// already without one is retried at the next scan without bumping its epoch again.
+    async fn replace_master(&self, cluster_name: String, broker_name: String) {
         let req = requests::ElectMaster {
             cluster_name,
             broker_name: broker_name.clone(),
@@ -626,20 +628,31 @@ impl ControllerNode {
         };
         let attempts = self.config().elect_master_max_retry_count.max(1);
         for attempt in 1..=attempts {
-            match self.elect(&req).await {
-                Ok(_) => return,
-                Err(e) if e.code == response_code::CONTROLLER_MASTER_NOT_AVAILABLE => {
-                    // Fence the dead master once (epoch + 1, no master); a set already without
-                    // one is retried at the next scan without bumping its epoch again.
-                    if had_master {
-                        warn!(broker_name = %broker_name, "master is dead and no replica can take over; the set has no master");
-                        let event = Requests::no_master_event(&broker_name);
-                        if let Err(e) = self.raft.client_write(Command { events: vec![event] }).await {
-                            warn!(broker_name = %broker_name, error = %e, "cannot record the set as masterless");
+            let decided = self
+                .decide(|r, s, live, now| match r.elect_master(s, live, &req, now) {
+                    Ok(o) => Ok(Outcome { reply: Some(o.reply), events: o.events }),
+                    Err(e) if e.code == response_code::CONTROLLER_MASTER_NOT_AVAILABLE => {
+                        let fence = s.set(&req.broker_name).is_some_and(|b| b.master_broker_id.is_some());
+                        let events = if fence { vec![Requests::no_master_event(&req.broker_name)] } else { vec![] };
+                        if fence {
+                            warn!(broker_name = %req.broker_name, "master is dead and no replica can take over; the set has no master");
+                        }
+                        Ok(Outcome { reply: None, events })
+                    }
+                    Err(e) => Err(e),
+                })
+                .await;
+            match decided {
+                Ok(Some(elected)) => {
+                    if !elected.still_exists {
+                        info!(broker_name = %broker_name, master = ?elected.view.master_broker_id, epoch = elected.view.master_epoch, "new master elected");
+                        if self.config().notify_broker_role_changed {
+                            self.notify_role_changed(&elected);
                         }
                     }
                     return;
                 }
+                Ok(None) => return,
                 Err(e) => warn!(broker_name = %broker_name, attempt, error = %e, "election failed"),
             }
         }
