@@ -95,6 +95,11 @@ impl Checkpoint {
         self.confirm_phy_offset.load(Ordering::Acquire)
     }
 
+    /// Sets the confirmed physical offset (written at the next [`flush`](Self::flush)).
+    pub fn set_confirm_phy_offset(&self, offset: i64) {
+        self.confirm_phy_offset.store(offset, Ordering::Release);
+    }
+
     /// Where abnormal recovery may start: the older of the CommitLog and ConsumeQueue
     /// times, less 3 s of margin (Java: `getMinTimestamp`).
     pub fn min_timestamp(&self) -> i64 {

@@ -7,6 +7,9 @@
 //! contiguously into one segment. Java: `CommitLog`, `DefaultAppendMessageCallback`.
 
 mod replica;
+mod truncate;
+
+pub use truncate::TruncateError;
 
 pub use replica::{ReplicaAppend, ReplicaAppendError};
 

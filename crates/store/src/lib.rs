@@ -34,7 +34,7 @@ mod stats;
 mod transient_pool;
 
 pub use checkpoint::Checkpoint;
-pub use commit_log::{AppendError, CommitLog, ReplicaAppend, ReplicaAppendError};
+pub use commit_log::{AppendError, CommitLog, ReplicaAppend, ReplicaAppendError, TruncateError};
 pub use config::{FlushDiskType, StoreConfig};
 pub use consume_queue::{ConsumeQueue, ConsumeQueueStore, CqUnit, ExtOptions, CQ_STORE_UNIT_SIZE};
 pub use consume_queue_ext::{is_ext_addr, ConsumeQueueExt, CqExtUnit};

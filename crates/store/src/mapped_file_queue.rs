@@ -381,6 +381,14 @@ impl MappedFileQueue {
                 f.zero_from(pos)?;
             }
         }
+        if keep < files.len() {
+            // A segment prepared to follow the old last one would not follow the new last one
+            // (and a stray file breaks the contiguity check at the next load).
+            if let Some(p) = &self.preallocator {
+                p.discard()?;
+                self.next_requested.store(-1, Ordering::Release);
+            }
+        }
         for f in files.drain(keep..) {
             // Usually the empty, pre-allocated next segment; after a crash, a torn tail.
             info!(file = %f.path().display(), "removing segment past the recovered end");

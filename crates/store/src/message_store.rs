@@ -83,6 +83,13 @@ struct Shared {
     checkpoint: Arc<Checkpoint>,
     /// CommitLog offset up to which records are dispatched.
     reput_from: AtomicI64,
+    /// Controller mode: dispatch stops at the confirm offset (the checkpoint's
+    /// `confirmPhyOffset`), so what the SyncStateSet does not hold yet is invisible to
+    /// consumers and can be cut on failover.
+    dispatch_bounded: AtomicBool,
+    /// Held by the dispatch thread for each pass; a truncation takes it, so no pass reads
+    /// bytes that are being cut or stores an offset past the cut.
+    reput_gate: Mutex<()>,
     /// Store time of the newest dispatched record.
     last_dispatched_timestamp: AtomicI64,
     listeners: RwLock<Vec<ArrivalListener>>,
@@ -172,6 +179,17 @@ impl Shared {
         if self.reput_sleeping.load(Ordering::SeqCst) {
             let _guard = self.wake_reput.0.lock();
             self.wake_reput.1.notify_one();
+        }
+    }
+
+    /// Where dispatch may go: the CommitLog's readable end, or the confirm offset below it when
+    /// dispatch is bounded.
+    fn dispatch_end(&self) -> i64 {
+        let max = self.commit_log.max_offset();
+        if self.dispatch_bounded.load(Ordering::Acquire) {
+            max.min(self.checkpoint.confirm_phy_offset())
+        } else {
+            max
         }
     }
 
@@ -299,6 +317,8 @@ impl MessageStore {
             index,
             checkpoint: checkpoint.clone(),
             reput_from: AtomicI64::new(0),
+            dispatch_bounded: AtomicBool::new(false),
+            reput_gate: Mutex::new(()),
             last_dispatched_timestamp: AtomicI64::new(0),
             listeners: RwLock::new(Vec::new()),
             commit_log_listeners: RwLock::new(Vec::new()),
@@ -440,6 +460,75 @@ impl MessageStore {
         let appended = self.shared.commit_log.append_replicated(offset, bytes)?;
         self.shared.notify_reput();
         Ok(appended)
+    }
+
+    /// The confirm offset (controller mode): how far the SyncStateSet holds the CommitLog.
+    /// Kept in the checkpoint as `confirmPhyOffset`. Java: `CommitLog#getConfirmOffset`
+    /// (the stored value; the master's computed one is the replication service's).
+    pub fn confirm_offset(&self) -> i64 {
+        self.shared.checkpoint.confirm_phy_offset()
+    }
+
+    /// Sets the confirm offset; with [`bound_dispatch_by_confirm`](Self::bound_dispatch_by_confirm)
+    /// dispatch follows it. Java: `setConfirmOffset`.
+    pub fn set_confirm_offset(&self, offset: i64) {
+        let previous = self.shared.checkpoint.confirm_phy_offset();
+        self.shared.checkpoint.set_confirm_phy_offset(offset);
+        if offset > previous {
+            self.shared.notify_reput();
+        }
+    }
+
+    /// Controller mode: whether dispatch (consume queues, index, woken pulls) stops at the
+    /// confirm offset, so records the SyncStateSet does not hold yet stay invisible to
+    /// consumers (Java: reput up to `getConfirmOffset` unless `readUnCommitted`).
+    pub fn bound_dispatch_by_confirm(&self, bounded: bool) {
+        self.shared.dispatch_bounded.store(bounded, Ordering::Release);
+        self.shared.notify_reput();
+    }
+
+    /// Whether an entry starts at `offset` (a record, a segment's end marker or boundary, or
+    /// the CommitLog's end). Java: `isOffsetAligned`.
+    pub fn is_offset_aligned(&self, offset: i64) -> bool {
+        self.shared.commit_log.is_offset_aligned(offset)
+    }
+
+    /// Cuts the store back to `offset` at runtime (controller mode: a replica drops what it
+    /// wrote past the point it shares with its new master). The CommitLog is cut and its
+    /// tail zeroed, consume-queue units of cut records are dropped, dispatch restarts at
+    /// `offset` if it was past it, the confirm offset is lowered to it, and the queue-offset
+    /// table is rebuilt from the consume queues. Index entries of cut records stay (as in Java):
+    /// a query reads the record now at that offset, and clients match keys themselves.
+    /// Nothing happens when `offset` is at or past the end. Java: `truncateFiles`.
+    ///
+    /// # Errors
+    /// [`TruncateError`](crate::TruncateError): `offset` is inside a record or below the
+    /// first one, the store takes no writes, or a file could not be cut.
+    pub fn truncate_files(&self, offset: i64) -> Result<(), crate::TruncateError> {
+        if offset >= self.shared.commit_log.queue().max_offset() {
+            self.shared.commit_log.truncate_to(offset)?;
+            return Ok(());
+        }
+        let _gate = self.shared.reput_gate.lock().unwrap_or_else(|e| e.into_inner());
+        self.shared.commit_log.truncate_to(offset)?;
+        self.shared.consume_queues.truncate_dirty_all(offset).map_err(crate::TruncateError::Io)?;
+        self.shared.reput_from.fetch_min(offset, Ordering::AcqRel);
+        if self.shared.checkpoint.confirm_phy_offset() > offset {
+            self.shared.checkpoint.set_confirm_phy_offset(offset);
+        }
+        self.shared.commit_log.set_topic_queue_table(self.shared.consume_queues.queue_max_offsets());
+        if let Err(e) = self.shared.checkpoint.flush() {
+            warn!(error = %e, "cannot write the checkpoint after truncating");
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the queue-offset table from the consume queues (a replica about to take writes,
+    /// once dispatch caught up: replicated records never touch the table). Java:
+    /// `recoverTopicQueueTable`.
+    pub fn recover_topic_queue_table(&self) {
+        let _gate = self.shared.reput_gate.lock().unwrap_or_else(|e| e.into_inner());
+        self.shared.commit_log.set_topic_queue_table(self.shared.consume_queues.queue_max_offsets());
     }
 
     /// Under SYNC_FLUSH: waits (sharing the group commit, at most `syncFlushTimeout`) until
@@ -895,7 +984,11 @@ impl MessageStore {
     /// With the transient store pool that includes records not yet committed to the file
     /// (dispatch sees them once the commit service has run).
     pub fn wait_dispatched(&self, timeout: Duration) -> bool {
-        self.wait_dispatched_to(self.shared.commit_log.queue().max_offset(), timeout)
+        let mut end = self.shared.commit_log.queue().max_offset();
+        if self.shared.dispatch_bounded.load(Ordering::Acquire) {
+            end = end.min(self.shared.checkpoint.confirm_phy_offset());
+        }
+        self.wait_dispatched_to(end, timeout)
     }
 
     fn wait_dispatched_to(&self, offset: i64, timeout: Duration) -> bool {
@@ -1048,10 +1141,12 @@ fn reput_loop(shared: &Shared) {
         // woken by every put, so committing here publishes them at once (Java's commit service
         // with `wakeCommitWhenPutMessage`).
         shared.commit_log.commit();
+        let gate = shared.reput_gate.lock().unwrap_or_else(|e| e.into_inner());
         let from = shared.reput_from.load(Ordering::Acquire);
-        let max = shared.commit_log.max_offset();
-        announce_if_grown(shared, &mut announced_end, max);
+        announce_if_grown(shared, &mut announced_end, shared.commit_log.max_offset());
+        let max = shared.dispatch_end();
         if from >= max {
+            drop(gate);
             if empty_polls < BUSY_POLLS {
                 empty_polls += 1;
                 std::thread::sleep(BUSY_POLL_INTERVAL);
@@ -1062,7 +1157,7 @@ fn reput_loop(shared: &Shared) {
             // flag and wakes us (it takes the same lock to notify).
             shared.reput_sleeping.store(true, Ordering::SeqCst);
             std::sync::atomic::fence(Ordering::SeqCst);
-            if shared.commit_log.max_offset() <= from && !shared.stop.load(Ordering::Acquire) {
+            if shared.dispatch_end() <= from && !shared.stop.load(Ordering::Acquire) {
                 let _ = shared.wake_reput.1.wait_timeout(guard, Duration::from_millis(10));
             } else {
                 drop(guard);
@@ -1079,16 +1174,23 @@ fn reput_loop(shared: &Shared) {
             shared.reput_from.store(shared.commit_log.min_offset(), Ordering::Release);
             continue;
         }
-        let Some(data) = shared.commit_log.data_from(from) else {
+        let Some(mut data) = shared.commit_log.data_from(from) else {
+            drop(gate);
             std::thread::sleep(Duration::from_millis(1));
             continue;
         };
+        // Bounded dispatch ends at the confirm offset: a record end, normally; a record the
+        // bound cuts waits for the bound to pass it.
+        data.truncate(usize::try_from(max - from).unwrap_or(usize::MAX));
         let mut pos = 0usize;
         let mut next = from;
         let mut dispatched = 0u32;
         // Once per batch, not per record: it takes the calculator's lock.
         let keep_properties = shared.keeps_properties();
         while pos < data.len() {
+            if record_beyond(&data[pos..]) {
+                break;
+            }
             match scan(&data[pos..], from + pos as i64, false, &shared.config.message_delay_level, keep_properties) {
                 Scanned::Record(req) => {
                     if !shared.dispatch(&req) {
@@ -1117,6 +1219,7 @@ fn reput_loop(shared: &Shared) {
             }
         }
         shared.reput_from.store(next, Ordering::Release);
+        drop(gate);
         window_records = window_records.saturating_add(dispatched);
         let now = std::time::Instant::now();
         if now.duration_since(window_start) >= RATE_WINDOW {
@@ -1127,6 +1230,16 @@ fn reput_loop(shared: &Shared) {
         } else if window_records >= BUSY_RECORDS_PER_WINDOW {
             empty_polls = 0;
         }
+    }
+}
+
+/// Whether `data` holds less than the entry starting it (only when a dispatch bound cut it).
+fn record_beyond(data: &[u8]) -> bool {
+    match ferromq_protocol::message::peek_record_size(data) {
+        Ok(ferromq_protocol::message::RecordOrBlank::Record(size)) => size > data.len(),
+        Ok(ferromq_protocol::message::RecordOrBlank::Blank { .. }) => false,
+        // Fewer than 8 bytes: a cut record head; anything else is the scan's to report.
+        Err(_) => data.len() < ferromq_protocol::message::BLANK_MARKER_LEN,
     }
 }
 
