@@ -44,6 +44,17 @@ rocketmq_config! {
         /// `enableAutoInSyncReplicas`: lower the needed acknowledgements to the replicas in
         /// sync now, but not below `minInSyncReplicas`.
         enable_auto_in_sync_replicas: bool = "enableAutoInSyncReplicas", default false;
+        /// `allAckInSyncStateSet` (controller mode): a SYNC_MASTER put needs every member of
+        /// the SyncStateSet, and dispatch stops at what all of them hold (the confirm offset).
+        all_ack_in_sync_state_set: bool = "allAckInSyncStateSet", default false;
+        /// `haMaxTimeSlaveNotCatchup` (ms, controller mode): a SyncStateSet member behind the
+        /// master for longer than this is proposed for removal.
+        ha_max_time_slave_not_catchup_ms: u64 = "haMaxTimeSlaveNotCatchup", default 15_000;
+        /// `syncFromLastFile` (controller mode): an empty replica starts at the master's newest
+        /// CommitLog segment instead of its oldest data.
+        sync_from_last_file: bool = "syncFromLastFile", default false;
+        /// `asyncLearner` (controller mode): this replica never joins the SyncStateSet.
+        async_learner: bool = "asyncLearner", default false;
         /// `haFlowControlEnable`: cap the master's shipping rate per connection.
         ha_flow_control_enable: bool = "haFlowControlEnable", default false;
         /// `maxHaTransferByteInSecond`: the cap, in bytes per second.
@@ -75,6 +86,11 @@ impl HaConfig {
     /// `haMaxGapNotInSync` as a signed byte count (offsets are `i64`).
     pub fn max_gap_not_in_sync(&self) -> i64 {
         i64::try_from(self.ha_max_gap_not_in_sync).unwrap_or(i64::MAX)
+    }
+
+    /// `haMaxTimeSlaveNotCatchup` as a duration.
+    pub fn max_time_slave_not_catchup(&self) -> Duration {
+        Duration::from_millis(self.ha_max_time_slave_not_catchup_ms)
     }
 
     /// `haMasterAddress`, if set.

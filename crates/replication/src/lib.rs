@@ -14,11 +14,11 @@
 //! The wire format is in [`frame`]. This crate does not decide roles, refuse writes on
 //! slaves, or copy metadata between brokers: the broker does that.
 //!
-//! For controller mode (5.x, issue 18), the pieces built so far: the AutoSwitchHA frames
-//! ([`autoswitch_frame`]), the epoch file with the consistent point a slave truncates to
-//! ([`epoch_file`]), and the broker's identity files ([`identity_file`]). The AutoSwitchHA
-//! service that uses them is not built yet.
+//! Controller mode (5.x) replicates with AutoSwitchHA ([`autoswitch`]): its frames
+//! ([`autoswitch_frame`]), the epoch file with the consistent point a replica truncates to
+//! ([`epoch_file`]), and the broker's identity files ([`identity_file`]).
 
+pub mod autoswitch;
 pub mod autoswitch_frame;
 mod client;
 mod config;
