@@ -104,16 +104,21 @@ pub struct Broker {
     pub(crate) namesrv: RemotingClient,
     /// Wakes the registration loop when a topic is created.
     register_now: tokio::sync::Notify,
-    /// Replication, master side: ships the CommitLog to slaves, counts their acks.
-    pub(crate) ha_service: Option<ferromq_replication::HaService>,
-    /// Replication, slave side: follows the master's CommitLog.
-    pub(crate) ha_client: Option<ferromq_replication::HaClient>,
+    /// Replication as it runs now (classic master or slave; AutoSwitchHA in controller mode).
+    pub(crate) replication: RwLock<crate::ha::Replication>,
+    /// The role as it is now (see [`crate::ha::RuntimeRole`]).
+    pub(crate) role: RwLock<crate::ha::RuntimeRole>,
+    /// Controller mode: the link to the controllers, once it is established.
+    pub(crate) replicas_manager: std::sync::OnceLock<Arc<crate::replicas_manager::ReplicasManager>>,
+    /// Controller mode: the epoch file (`storePathEpochFile`).
+    pub(crate) epochs: Option<ferromq_replication::autoswitch::SharedEpochs>,
     /// `ip:port` slaves connect to (advertised in registrations).
     pub(crate) ha_server_addr: String,
     /// The master's broker address, learned from registration answers (slaves).
     pub(crate) master_addr: RwLock<Option<String>>,
-    /// The timer wheel (masters with `timerWheelEnable`).
-    pub(crate) timer: Option<Arc<ferromq_timer::TimerMessageStore>>,
+    /// The timer wheel (masters with `timerWheelEnable`; in controller mode, opened and
+    /// closed as the broker becomes master and steps down).
+    pub(crate) timer: RwLock<Option<Arc<ferromq_timer::TimerMessageStore>>>,
     /// The wheel's settings (also checked by sends when the wheel is not running).
     pub(crate) timer_config: ferromq_timer::TimerConfig,
     /// SQL92 subscriptions registered through heartbeats.
@@ -159,7 +164,17 @@ impl Broker {
     }
 
     pub(crate) fn is_slave(&self) -> bool {
-        self.config.broker_role == BrokerRole::Slave
+        self.role().broker_role == BrokerRole::Slave
+    }
+
+    /// The timer wheel, while it runs.
+    pub(crate) fn timer(&self) -> Option<Arc<ferromq_timer::TimerMessageStore>> {
+        self.timer.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Registers with the name servers now rather than at the next period (a role change).
+    pub(crate) fn register_soon(&self) {
+        self.register_now.notify_one();
     }
 
     /// A topic the broker created by itself: tell the name servers soon.
@@ -308,6 +323,7 @@ impl Broker {
         sync!(request_code::UNREGISTER_CLIENT, |b, conn, req| b.unregister_client(conn, req));
         sync!(request_code::CHECK_CLIENT_CONFIG, |b, conn, req| b.check_client_config(req));
         sync!(request_code::GET_BROKER_HA_STATUS, |b, conn, req| b.get_broker_ha_status(req));
+        sync!(request_code::NOTIFY_BROKER_ROLE_CHANGED, |b, conn, req| b.notify_broker_role_changed(req));
         sync!(request_code::GET_CONSUMER_LIST_BY_GROUP, |b, conn, req| b.get_consumer_list_by_group(req));
         sync!(request_code::LOCK_BATCH_MQ, |b, conn, req| b.lock_batch_mq(req));
         sync!(request_code::UNLOCK_BATCH_MQ, |b, conn, req| b.unlock_batch_mq(req));
@@ -460,7 +476,7 @@ impl Broker {
                 broker_addr: self.config.broker_addr(),
                 cluster_name: self.config.broker_cluster_name.clone(),
                 ha_server_addr: self.ha_server_addr.clone(),
-                broker_id: self.config.broker_id,
+                broker_id: self.role().broker_id,
                 heartbeat_timeout_millis: None,
                 enable_acting_master: Some(false),
                 compressed: Some(compressed),
@@ -471,6 +487,10 @@ impl Broker {
 
     /// Registers with every name server once. Java: `BrokerController#registerBrokerAll`.
     pub(crate) async fn register_all(&self) {
+        if self.role().fenced {
+            // Controller mode before the controller named a role.
+            return;
+        }
         let addrs = self.config.namesrv_addrs();
         for addr in &addrs {
             let request = self.registration(self.config.compressed_register);
@@ -492,10 +512,17 @@ impl Broker {
         if !self.is_slave() {
             return;
         }
-        {
+        let master = h.master_addr.clone().filter(|m| !m.is_empty());
+        if self.config.enable_controller_mode {
+            // The controller names the master; a name server that still lists another one (the
+            // new master has not registered yet) is asked again soon.
+            if master.is_none() || master != self.master_addr() {
+                tracing::debug!(namesrv, listed = ?master, "name server does not list the controller's master yet");
+                return;
+            }
+        } else {
             // The answer names the live master, if any: a master that went away is forgotten
             // (reads are then served here, and the registration is retried soon).
-            let master = h.master_addr.clone().filter(|m| !m.is_empty());
             let mut known = self.master_addr.write().unwrap_or_else(std::sync::PoisonError::into_inner);
             if *known != master {
                 match &master {
@@ -504,17 +531,39 @@ impl Broker {
                 }
                 *known = master;
             }
-        }
-        let settings = self.settings.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !settings.ha.ha_master_address.is_empty() {
-            return;
-        }
-        drop(settings);
-        if let (Some(client), Some(ha)) = (&self.ha_client, h.ha_server_addr.filter(|a| !a.is_empty())) {
-            if client.master_address().as_deref() != Some(ha.as_str()) {
-                info!(namesrv, ha_master_addr = %ha, "replicating from the master");
-                client.update_master_address(&ha);
+            drop(known);
+            let settings = self.settings.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !settings.ha.ha_master_address.is_empty() {
+                return;
             }
+        }
+        let Some(ha) = h.ha_server_addr.filter(|a| !a.is_empty()) else { return };
+        let update = |current: Option<String>, set: &dyn Fn(&str)| {
+            if current.as_deref() != Some(ha.as_str()) {
+                info!(namesrv, ha_master_addr = %ha, "replicating from the master");
+                set(&ha);
+            }
+        };
+        match self.replication() {
+            crate::ha::Replication::Slave(client) => {
+                update(client.master_address(), &|a| client.update_master_address(a))
+            }
+            crate::ha::Replication::AutoSwitchSlave(client) => {
+                update(client.master_address(), &|a| client.update_master_address(a))
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether a slave still needs a registration answer to replicate: its master or the
+    /// master's HA address is not known yet.
+    fn waits_for_master(&self) -> bool {
+        if !self.is_slave() || self.role().fenced {
+            return false;
+        }
+        match self.replication() {
+            crate::ha::Replication::AutoSwitchSlave(client) => client.master_address().is_none(),
+            _ => self.master_addr().is_none(),
         }
     }
 
@@ -530,7 +579,7 @@ impl Broker {
                     broker_name: self.config.broker_name.clone(),
                     broker_addr: self.config.broker_addr(),
                     cluster_name: self.config.broker_cluster_name.clone(),
-                    broker_id: self.config.broker_id,
+                    broker_id: self.role().broker_id,
                 });
             if let Err(e) = self.namesrv.invoke(&addr, request, NAMESRV_TIMEOUT).await {
                 warn!(namesrv = %addr, error = %e, "unregister failed");
@@ -639,7 +688,9 @@ pub async fn run_with_local_access(
         }),
     );
     let timer_config = crate::timer::timer_config(&settings.store);
-    let timer = if timer_config.timer_wheel_enable && config.broker_role != BrokerRole::Slave {
+    let controller_mode = config.enable_controller_mode;
+    // In controller mode the wheel runs while the broker is master (controller_mode.rs).
+    let timer = if timer_config.timer_wheel_enable && config.broker_role != BrokerRole::Slave && !controller_mode {
         let (cfg, root, s) = (timer_config.clone(), settings.store.store_path_root_dir.clone(), store.clone());
         let opened = tokio::task::spawn_blocking(move || ferromq_timer::TimerMessageStore::open(cfg, &root, s))
             .await
@@ -651,21 +702,40 @@ pub async fn run_with_local_access(
     // Replication: a master listens for slaves on the HA port (same interface as the broker
     // port); a slave follows the master given by haMasterAddress or the name servers.
     let bind_ip = listener.local_addr().map(|a| a.ip()).unwrap_or(std::net::Ipv4Addr::UNSPECIFIED.into());
-    let (ha_service, ha_client, ha_server_addr) = if config.broker_role == BrokerRole::Slave {
-        let client = ferromq_replication::HaClient::start(store.clone(), settings.ha.clone());
-        if !settings.ha.ha_master_address.is_empty() {
-            client.update_master_address(&settings.ha.ha_master_address);
+    let (replication, ha_server_addr, role, epochs) = if controller_mode {
+        if config.controller_addr.trim().is_empty() {
+            return Err(BrokerError::Config(
+                "enableControllerMode=true needs controllerAddr (the controllers' host:port, ';'-separated)".into(),
+            ));
         }
-        (None, Some(client), String::new())
+        let path = settings.epoch_file_path();
+        let epochs = ferromq_replication::epoch_file::EpochFile::load(&path)
+            .map_err(|e| BrokerError::Config(format!("{}: {e}", path.display())))?;
+        // Fenced until the controller names a role: no writes, no registration, no HA.
+        let role = crate::ha::RuntimeRole { broker_role: BrokerRole::Slave, broker_id: -1, fenced: true };
+        let ha_server_addr = format!("{}:{}", config.broker_ip2, settings.ha_listen_port());
+        (crate::ha::Replication::None, ha_server_addr, role, Some(Arc::new(std::sync::Mutex::new(epochs))))
     } else {
-        let ha_port = settings.ha_listen_port();
-        let ha_listener = TcpListener::bind((bind_ip, ha_port))
-            .await
-            .map_err(|source| BrokerError::HaListen { port: ha_port, source })?;
-        let port = ha_listener.local_addr().map_err(|source| BrokerError::HaListen { port: ha_port, source })?.port();
-        let service = ferromq_replication::HaService::start(store.clone(), settings.ha.clone(), ha_listener)
-            .map_err(|source| BrokerError::HaListen { port, source })?;
-        (Some(service), None, format!("{}:{port}", config.broker_ip2))
+        let role =
+            crate::ha::RuntimeRole { broker_role: config.broker_role, broker_id: config.broker_id, fenced: false };
+        if config.broker_role == BrokerRole::Slave {
+            let client = ferromq_replication::HaClient::start(store.clone(), settings.ha.clone());
+            if !settings.ha.ha_master_address.is_empty() {
+                client.update_master_address(&settings.ha.ha_master_address);
+            }
+            (crate::ha::Replication::Slave(Arc::new(client)), String::new(), role, None)
+        } else {
+            let ha_port = settings.ha_listen_port();
+            let ha_listener = TcpListener::bind((bind_ip, ha_port))
+                .await
+                .map_err(|source| BrokerError::HaListen { port: ha_port, source })?;
+            let port =
+                ha_listener.local_addr().map_err(|source| BrokerError::HaListen { port: ha_port, source })?.port();
+            let service = ferromq_replication::HaService::start(store.clone(), settings.ha.clone(), ha_listener)
+                .map_err(|source| BrokerError::HaListen { port, source })?;
+            let addr = format!("{}:{port}", config.broker_ip2);
+            (crate::ha::Replication::Master(Arc::new(service)), addr, role, None)
+        }
     };
     let (pull_hold, mut woken) = PullHold::new(config.pull_thread_pool_queue_capacity);
     let broker = Arc::new(Broker {
@@ -688,9 +758,11 @@ pub async fn run_with_local_access(
         tx_ops: Default::default(),
         sql92_warned: Default::default(),
         pop,
-        timer: timer.clone(),
-        ha_service,
-        ha_client,
+        timer: RwLock::new(timer.clone()),
+        replication: RwLock::new(replication),
+        role: RwLock::new(role),
+        replicas_manager: std::sync::OnceLock::new(),
+        epochs,
         ha_server_addr,
         master_addr: RwLock::new(None),
         timer_config,
@@ -815,7 +887,7 @@ pub async fn run_with_local_access(
                 b.register_all().await;
                 // A slave that does not know its master yet (it registered first) asks again
                 // soon rather than a whole period later: replication waits on the answer.
-                let wait = if b.is_slave() && b.master_addr().is_none() { SLAVE_MASTER_RETRY } else { period };
+                let wait = if b.waits_for_master() { SLAVE_MASTER_RETRY } else { period };
                 tokio::select! {
                     _ = tokio::time::sleep(wait) => {}
                     _ = b.register_now.notified() => {}
@@ -836,7 +908,7 @@ pub async fn run_with_local_access(
                     _ = sample.tick() => {
                         let now = stats::clock_ms();
                         b.stats.sample(now);
-                        if let Some(timer) = &b.timer {
+                        if let Some(timer) = b.timer() {
                             let counts = timer.stats();
                             b.stats.timer_tps.sample(counts.enqueued, counts.delivered, now);
                         }
@@ -866,11 +938,15 @@ pub async fn run_with_local_access(
     }
 
     if broker.is_slave() {
+        // In controller mode a master stops syncing when it steps up, and a slave starts.
         let b = broker.clone();
         let interval = Duration::from_millis(config.slave_sync_interval);
-        tasks.spawn(crate::slave_sync::run_slave_sync(broker.clone(), move || b.master_addr(), interval));
+        let master = move || if b.is_slave() { b.master_addr() } else { None };
+        tasks.spawn(crate::slave_sync::run_slave_sync(broker.clone(), master, interval));
     }
-    if !broker.is_slave() {
+    if controller_mode {
+        tasks.spawn(crate::controller_mode::run(broker.clone(), settings.clone(), bind_ip));
+    } else if !broker.is_slave() {
         crate::schedule::start(&broker, &mut tasks);
         crate::pop::revive::start(&broker, &mut tasks);
         let b = broker.clone();
@@ -924,11 +1000,14 @@ pub async fn run_with_local_access(
         let _ = task.await;
     }
     broker.flush_transaction_ops().await;
-    if let Some(ha) = &broker.ha_service {
-        ha.shutdown().await;
+    // Controller mode: the wheel the role driver ran (it was aborted with the tasks).
+    let wheel = broker.timer.write().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+    if let Some(t) = wheel {
+        let _ = tokio::task::spawn_blocking(move || t.shutdown()).await;
     }
-    if let Some(ha) = &broker.ha_client {
-        ha.shutdown().await;
+    crate::ha::shut_down(broker.replace_replication(crate::ha::Replication::None)).await;
+    if let Some(manager) = broker.replicas_manager.get() {
+        manager.shutdown().await;
     }
     broker.unregister_all().await;
     broker.namesrv.shutdown().await;

@@ -243,6 +243,29 @@ rocketmq_config! {
         default_message_request_mode: String = "defaultMessageRequestMode", default "PULL".to_owned();
         /// `defaultPopShareQueueNum`.
         default_pop_share_queue_num: i32 = "defaultPopShareQueueNum", default -1;
+        // Controller mode (`../shared/reference/controller-mode.md` section 7.2).
+        /// `enableControllerMode`: the controller group decides the role; `brokerId` and
+        /// `brokerRole` are ignored.
+        enable_controller_mode: bool = "enableControllerMode", default false;
+        /// `controllerAddr`: `;`-separated controller addresses.
+        controller_addr: String = "controllerAddr", default String::new();
+        /// `controllerHeartBeatTimeoutMills`: sent in each heartbeat; the controller counts the
+        /// broker dead after this long without one.
+        controller_heart_beat_timeout_mills: u64 = "controllerHeartBeatTimeoutMills", default 10_000;
+        /// `brokerHeartbeatInterval` (ms).
+        broker_heartbeat_interval: u64 = "brokerHeartbeatInterval", default 1_000;
+        /// `sendHeartbeatTimeoutMillis` (ms): the timeout of each controller request.
+        send_heartbeat_timeout_millis: u64 = "sendHeartbeatTimeoutMillis", default 1_000;
+        /// `syncBrokerMetadataPeriod` (ms): how often the role is checked with the controller.
+        sync_broker_metadata_period: u64 = "syncBrokerMetadataPeriod", default 5_000;
+        /// `checkSyncStateSetPeriod` (ms): how often a master reviews its SyncStateSet.
+        check_sync_state_set_period: u64 = "checkSyncStateSetPeriod", default 5_000;
+        /// `brokerElectionPriority`: lower wins elections between equal replicas.
+        broker_election_priority: i32 = "brokerElectionPriority", default i32::MAX;
+        /// `storePathBrokerIdentity`: empty means `<storePathRootDir>/brokerIdentity`.
+        store_path_broker_identity: String = "storePathBrokerIdentity", default String::new();
+        /// `storePathEpochFile`: empty means `<storePathRootDir>/epochFileCheckpoint`.
+        store_path_epoch_file: String = "storePathEpochFile", default String::new();
     }
 }
 
@@ -342,6 +365,22 @@ impl BrokerSettings {
 
     /// The HA port: `haListenPort` when the file sets it (any value but Java's default
     /// 10912; 0 picks a free port), else `listenPort + 1`, as Java 5 does.
+    /// `storePathBrokerIdentity`, defaulted under the store root.
+    pub fn broker_identity_path(&self) -> std::path::PathBuf {
+        match self.broker.store_path_broker_identity.as_str() {
+            "" => self.store.store_path_root_dir.join("brokerIdentity"),
+            p => std::path::PathBuf::from(p),
+        }
+    }
+
+    /// `storePathEpochFile`, defaulted under the store root.
+    pub fn epoch_file_path(&self) -> std::path::PathBuf {
+        match self.broker.store_path_epoch_file.as_str() {
+            "" => self.store.store_path_root_dir.join("epochFileCheckpoint"),
+            p => std::path::PathBuf::from(p),
+        }
+    }
+
     pub fn ha_listen_port(&self) -> u16 {
         if self.ha.ha_listen_port != ferromq_replication::HaConfig::default().ha_listen_port {
             self.ha.ha_listen_port

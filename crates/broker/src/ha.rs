@@ -1,11 +1,16 @@
 //! The broker's side of replication: a SYNC_MASTER send waits for its replicas after the
 //! store accepted it (Java: `CommitLog#handleHA` / `submitReplicaRequest`), and
 //! GET_BROKER_HA_STATUS (907) reports the HA state. The protocol itself is
-//! `ferromq-replication`; `broker.rs` starts its master service or slave client.
+//! `ferromq-replication`; `broker.rs` starts the classic master service or slave client, and in
+//! controller mode `controller_mode.rs` swaps the AutoSwitchHA ones as the role changes.
+
+use std::sync::Arc;
 
 use ferromq_protocol::body::JsonBody;
 use ferromq_protocol::{response_code, RemotingCommand};
+use ferromq_replication::autoswitch::{AutoSwitchMaster, AutoSwitchSlave};
 use ferromq_replication::ReplicaWaitError;
+use ferromq_replication::{HaClient, HaService};
 use ferromq_store::{PutMessageResult, PutMessageStatus};
 use tracing::debug;
 
@@ -13,22 +18,72 @@ use crate::broker::Broker;
 use crate::config::BrokerRole;
 use crate::processor::{failure, success};
 
+/// The replication service running now.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum Replication {
+    /// None (a fenced controller-mode broker, or between roles).
+    #[default]
+    None,
+    /// Classic master: ships to slaves.
+    Master(Arc<HaService>),
+    /// Classic slave: follows the master.
+    Slave(Arc<HaClient>),
+    /// Controller-mode master (AutoSwitchHA).
+    AutoSwitchMaster(Arc<AutoSwitchMaster>),
+    /// Controller-mode replica (AutoSwitchHA).
+    AutoSwitchSlave(Arc<AutoSwitchSlave>),
+}
+
+/// The role the broker acts in now: fixed by `brokerRole`/`brokerId` in classic mode, changed
+/// by the controller in controller mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RuntimeRole {
+    /// Java's `brokerRole` as it is now (SLAVE while fenced).
+    pub(crate) broker_role: BrokerRole,
+    /// The id registered with the name servers (0 for a master).
+    pub(crate) broker_id: i64,
+    /// Controller mode before the controller named a role: no writes, no registration.
+    pub(crate) fenced: bool,
+}
+
 impl Broker {
+    /// The role now.
+    pub(crate) fn role(&self) -> RuntimeRole {
+        *self.role.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn set_role(&self, role: RuntimeRole) {
+        *self.role.write().unwrap_or_else(std::sync::PoisonError::into_inner) = role;
+    }
+
+    /// The replication service now (a cheap clone of its handle).
+    pub(crate) fn replication(&self) -> Replication {
+        self.replication.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Replaces the replication service; returns the previous one (to be shut down).
+    pub(crate) fn replace_replication(&self, next: Replication) -> Replication {
+        std::mem::replace(&mut *self.replication.write().unwrap_or_else(std::sync::PoisonError::into_inner), next)
+    }
+
     /// For a SYNC_MASTER put that asked to wait (WAIT != false) and was stored, waits until enough
     /// replicas acknowledged it. Returns the response code and remark replacing SUCCESS (or
     /// FLUSH_DISK_TIMEOUT) when they did not: SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT, ... The
     /// message stays stored either way, as in Java, and the answer still carries its id.
     pub(crate) async fn wait_for_replicas(&self, result: &PutMessageResult) -> Option<(i32, String)> {
-        if self.config.broker_role != BrokerRole::SyncMaster {
+        if self.role().broker_role != BrokerRole::SyncMaster {
             return None;
         }
         if !matches!(result.status, PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout) {
             return None;
         }
         let append = result.append.as_ref()?;
-        let ha = self.ha_service.as_ref()?;
         let next_offset = append.wrote_offset + append.wrote_bytes as i64;
-        let error = ha.replicate(next_offset).await.err()?;
+        let error = match self.replication() {
+            Replication::Master(ha) => ha.replicate(next_offset).await.err()?,
+            Replication::AutoSwitchMaster(ha) => ha.replicate(next_offset).await.err()?,
+            _ => return None,
+        };
         debug!(next_offset, error = %error, "replicas did not acknowledge a SYNC_MASTER put");
         Some(match error {
             ReplicaWaitError::NotAvailable { .. } => (response_code::SLAVE_NOT_AVAILABLE, error.to_string()),
@@ -44,28 +99,58 @@ impl Broker {
     /// on a master its slaves, acked offset, fall-behind bytes and in-sync count; on a slave
     /// its master and its own end offset.
     pub(crate) fn insert_ha_runtime_info(&self, table: &mut std::collections::BTreeMap<String, String>) {
-        if let Some(ha) = &self.ha_service {
-            let info = ha.runtime_info();
-            table.insert("haServerAddr".into(), self.ha_server_addr.clone());
-            table.insert("haSlaveCount".into(), ha.connection_count().to_string());
-            table.insert("haInSyncSlaveNums".into(), info.in_sync_slave_nums.to_string());
-            table.insert("haPush2SlaveMaxOffset".into(), ha.push2_slave_max_offset().to_string());
-            table.insert("haSlaveFallBehindBytes".into(), ha.slave_fall_behind_bytes().to_string());
-        }
-        if let Some(client) = &self.ha_client {
-            table.insert("haMasterAddress".into(), client.master_address().unwrap_or_default());
-            table.insert("haSlaveConnected".into(), client.is_connected().to_string());
-            table.insert("haSlaveMaxOffset".into(), self.store.max_phy_offset().to_string());
+        match self.replication() {
+            Replication::Master(ha) => {
+                let info = ha.runtime_info();
+                table.insert("haServerAddr".into(), self.ha_server_addr.clone());
+                table.insert("haSlaveCount".into(), ha.connection_count().to_string());
+                table.insert("haInSyncSlaveNums".into(), info.in_sync_slave_nums.to_string());
+                table.insert("haPush2SlaveMaxOffset".into(), ha.push2_slave_max_offset().to_string());
+                table.insert("haSlaveFallBehindBytes".into(), ha.slave_fall_behind_bytes().to_string());
+            }
+            Replication::AutoSwitchMaster(ha) => {
+                let info = ha.runtime_info();
+                table.insert("haServerAddr".into(), self.ha_server_addr.clone());
+                table.insert("haSlaveCount".into(), ha.connection_count().to_string());
+                table.insert("haInSyncSlaveNums".into(), info.in_sync_slave_nums.to_string());
+                table.insert("masterEpoch".into(), ha.master_epoch().to_string());
+                table.insert("confirmOffset".into(), ha.confirm_offset().to_string());
+            }
+            Replication::Slave(client) => {
+                table.insert("haMasterAddress".into(), client.master_address().unwrap_or_default());
+                table.insert("haSlaveConnected".into(), client.is_connected().to_string());
+                table.insert("haSlaveMaxOffset".into(), self.store.max_phy_offset().to_string());
+            }
+            Replication::AutoSwitchSlave(client) => {
+                table.insert("haMasterAddress".into(), client.master_address().unwrap_or_default());
+                table.insert("haSlaveConnected".into(), client.is_connected().to_string());
+                table.insert("haSlaveMaxOffset".into(), self.store.max_phy_offset().to_string());
+                table.insert("confirmOffset".into(), self.store.confirm_offset().to_string());
+            }
+            Replication::None => {}
         }
     }
 
     /// GET_BROKER_HA_STATUS: the master's view of its slaves or the slave's client state.
     pub(crate) fn get_broker_ha_status(&self, req: &RemotingCommand) -> RemotingCommand {
-        let info = match (&self.ha_service, &self.ha_client) {
-            (Some(ha), _) => ha.runtime_info(),
-            (None, Some(client)) => client.runtime_info(),
-            (None, None) => return failure(req, response_code::SYSTEM_ERROR, "replication is not running"),
+        let info = match self.replication() {
+            Replication::Master(ha) => ha.runtime_info(),
+            Replication::Slave(client) => client.runtime_info(),
+            Replication::AutoSwitchMaster(ha) => ha.runtime_info(),
+            Replication::AutoSwitchSlave(client) => client.runtime_info(),
+            Replication::None => return failure(req, response_code::SYSTEM_ERROR, "replication is not running"),
         };
         success(req).with_body(info.encode())
+    }
+}
+
+/// Stops a replication service and waits for it.
+pub(crate) async fn shut_down(replication: Replication) {
+    match replication {
+        Replication::None => {}
+        Replication::Master(ha) => ha.shutdown().await,
+        Replication::Slave(client) => client.shutdown().await,
+        Replication::AutoSwitchMaster(ha) => ha.shutdown().await,
+        Replication::AutoSwitchSlave(client) => client.shutdown().await,
     }
 }

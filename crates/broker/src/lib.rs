@@ -6,6 +6,7 @@
 mod broker;
 pub mod client;
 mod config;
+mod controller_mode;
 mod filter;
 mod ha;
 mod local_access;

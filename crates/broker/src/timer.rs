@@ -64,7 +64,7 @@ impl Broker {
     ) -> Result<bool, HookRefusal> {
         match timer_transform(props, topic, queue_id, now_ms(), &self.timer_config) {
             Ok(TimerDecision::Wheel { timer_out_ms }) => {
-                if self.timer.as_ref().is_some_and(|t| t.is_reject(timer_out_ms)) {
+                if self.timer().is_some_and(|t| t.is_reject(timer_out_ms)) {
                     let each = i64::from(self.timer_config.timer_congest_num_each_slot);
                     return Err((
                         response_code::SYSTEM_ERROR,

@@ -116,7 +116,7 @@ impl Broker {
                 h.invisible_time
             )));
         }
-        if self.timer.is_none() {
+        if self.timer().is_none() {
             return refuse(ServiceError::System(format!(
                 "the broker[{ip}] pop message is forbidden because timerWheelEnable is false"
             )));

@@ -46,7 +46,7 @@ const ENQUEUE_WAIT: Duration = Duration::from_secs(2);
 
 /// Starts the revive tasks (masters with the timer wheel only).
 pub(crate) fn start(broker: &Arc<Broker>, tasks: &mut JoinSet<()>) {
-    if broker.timer.is_none() || broker.is_slave() {
+    if broker.timer().is_none() || broker.is_slave() {
         return;
     }
     for qid in 0..broker.config.revive_queue_num {
@@ -124,7 +124,7 @@ impl ReviveQueue {
     /// before which checkpoints are safe to revive, or None when the wheel is behind.
     async fn barrier(&self) -> Option<i64> {
         let b = &self.broker;
-        let timer = b.timer.as_ref()?;
+        let timer = b.timer()?;
         if timer.is_poisoned() {
             return None;
         }

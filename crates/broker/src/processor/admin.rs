@@ -353,10 +353,10 @@ impl Broker {
         );
         // Java 5's timer keys (zeros without a running wheel, as Java writes them).
         let (read_behind, offset_behind) =
-            self.timer.as_ref().map_or((0, 0), |t| (t.dequeue_behind_ms() / 1000, t.enqueue_behind_messages()));
+            self.timer().map_or((0, 0), |t| (t.dequeue_behind_ms() / 1000, t.enqueue_behind_messages()));
         table.insert("timerReadBehind".into(), read_behind.to_string());
         table.insert("timerOffsetBehind".into(), offset_behind.to_string());
-        let (congest, enqueue_tps, dequeue_tps) = match &self.timer {
+        let (congest, enqueue_tps, dequeue_tps) = match &self.timer() {
             Some(t) => {
                 let (enqueue_tps, dequeue_tps) = self.stats.timer_tps.rates();
                 (t.pending(), enqueue_tps, dequeue_tps)

@@ -304,7 +304,7 @@ impl Broker {
                 group.broker_id
             };
         }
-        if self.config.broker_id != 0 && !result.suggest_pulling_from_slave && self.master_addr().is_some() {
+        if self.role().broker_id != 0 && !result.suggest_pulling_from_slave && self.master_addr().is_some() {
             suggest = 0;
             if result.status != GetMessageStatus::Found {
                 code = response_code::PULL_RETRY_IMMEDIATELY;

@@ -265,8 +265,8 @@ impl AutoSwitchMaster {
     pub fn set_sync_state_set(&self, set: SyncStateSet) {
         {
             let mut current = lock(&self.shared.sync_state);
-            if set.epoch < current.epoch {
-                debug!(epoch = set.epoch, current = current.epoch, "older SyncStateSet ignored");
+            if set.epoch < current.epoch || *current == set {
+                debug!(epoch = set.epoch, current = current.epoch, "older or same SyncStateSet ignored");
                 return;
             }
             info!(members = ?set.members, epoch = set.epoch, "SyncStateSet in force");

@@ -1,0 +1,313 @@
+//! Controller mode end to end, as real processes: a name server, three `ferromq controller`s
+//! and a broker set of three `ferromq broker`s with `enableControllerMode=true` and
+//! `allAckInSyncStateSet=true`. The controllers elect a master, the other two replicate
+//! (AutoSwitchHA) and join the SyncStateSet. The master is SIGKILLed under SYNC load: a member
+//! of the SyncStateSet becomes master with no person involved, every acknowledged message is
+//! on it (once), producing resumes there, and the old master, started again on its store,
+//! comes back as a replica whose CommitLog is byte-for-byte the new master's.
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::cluster::{port_away_from, spawn_listening, start_namesrv, tail};
+use ferromq_protocol::body::{JsonBody, KVTable, SyncStateSet};
+use ferromq_protocol::header::{
+    GetReplicaInfoRequestHeader, GetReplicaInfoResponseHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2,
+    SendMessageResponseHeader, ViewMessageRequestHeader,
+};
+use ferromq_protocol::message::{decode_offset_msg_id, StoredMessage};
+use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use ferromq_remoting::{ClientConfig, RemotingClient};
+use ferromq_testkit::{free_broker_port, free_port, ChildProcess};
+
+const TOPIC: &str = "Failover";
+const BROKER_NAME: &str = "broker-c";
+const T: Duration = Duration::from_secs(3);
+
+struct Proc {
+    name: String,
+    port: u16,
+    conf: String,
+    dir: PathBuf,
+    args: &'static [&'static str],
+    process: Option<ChildProcess>,
+}
+
+impl Proc {
+    fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn log(&self) -> PathBuf {
+        self.dir.join(format!("{}.log", self.name))
+    }
+
+    fn start(&mut self) {
+        let conf = self.dir.join(format!("{}.conf", self.name));
+        let started = spawn_listening(self.args, &conf, &self.conf, &self.log(), self.port);
+        self.process = Some(started.unwrap_or_else(|e| panic!("{}: {e}", self.name)));
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut p) = self.process.take() {
+            let _ = p.0.kill(); // SIGKILL
+            let _ = p.0.wait();
+        }
+    }
+
+    fn store(&self) -> PathBuf {
+        self.dir.join(format!("store-{}", self.name))
+    }
+}
+
+fn send(body: &str) -> RemotingCommand {
+    let h: SendMessageRequestHeaderV2 = SendMessageRequestHeader {
+        producer_group: "pg".into(),
+        topic: TOPIC.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 1,
+        queue_id: 0,
+        born_timestamp: 1,
+        ..Default::default()
+    }
+    .into();
+    RemotingCommand::request(request_code::SEND_MESSAGE_V2).with_header(&h).with_body(body.as_bytes().to_vec())
+}
+
+/// The broker set as the controllers see it: (master address, SyncStateSet).
+async fn replica_info(client: &RemotingClient, controllers: &[String]) -> Option<(String, BTreeSet<i64>)> {
+    for c in controllers {
+        let req = RemotingCommand::request(request_code::CONTROLLER_GET_REPLICA_INFO)
+            .with_header(&GetReplicaInfoRequestHeader { broker_name: BROKER_NAME.into() });
+        let Ok(r) = client.invoke(c, req, T).await else { continue };
+        if r.code != response_code::SUCCESS {
+            continue;
+        }
+        let h: GetReplicaInfoResponseHeader = r.decode_header().ok()?;
+        let set = SyncStateSet::decode(&r.body).ok()?;
+        return Some((h.master_address?, set.sync_state_set));
+    }
+    None
+}
+
+async fn wait_for<T>(what: &str, within: Duration, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn runtime_info(client: &RemotingClient, addr: &str) -> Option<std::collections::BTreeMap<String, String>> {
+    let r = client.invoke(addr, RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO), T).await.ok()?;
+    (r.code == response_code::SUCCESS).then(|| KVTable::decode(&r.body).ok()).flatten().map(|t| t.table)
+}
+
+async fn max_offset(client: &RemotingClient, addr: &str) -> Option<i64> {
+    runtime_info(client, addr).await?.get("commitLogMaxOffset")?.parse().ok()
+}
+
+/// The record at `offset` on `addr`, if any.
+async fn view(client: &RemotingClient, addr: &str, offset: i64) -> Option<StoredMessage> {
+    let req = RemotingCommand::request(request_code::VIEW_MESSAGE_BY_ID)
+        .with_header(&ViewMessageRequestHeader { topic: None, offset });
+    let r = client.invoke(addr, req, T).await.ok()?;
+    (r.code == response_code::SUCCESS).then(|| StoredMessage::decode_all(&r.body).ok()?.into_iter().next()).flatten()
+}
+
+fn commit_log(store: &Path, upto: i64) -> Vec<u8> {
+    let dir = store.join("commitlog");
+    let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    names.sort();
+    let mut all = Vec::new();
+    for p in names {
+        all.extend(std::fs::read(p).unwrap());
+    }
+    all.truncate(upto as usize);
+    all
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_master_is_killed_under_sync_load_and_a_replica_takes_over_losing_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_ns, ns_port) = start_namesrv(dir.path());
+    let ns = format!("127.0.0.1:{ns_port}");
+    let mut taken = vec![ns_port];
+    let ctrl_ports: Vec<u16> = (0..3)
+        .map(|_| {
+            let p = port_away_from(&taken, free_port);
+            taken.push(p);
+            p
+        })
+        .collect();
+    let peers: Vec<String> = ctrl_ports.iter().enumerate().map(|(i, p)| format!("n{i}-127.0.0.1:{p}")).collect();
+    let controllers: Vec<String> = ctrl_ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let mut ctrl: Vec<Proc> = (0..3)
+        .map(|i| Proc {
+            name: format!("n{i}"),
+            port: ctrl_ports[i],
+            conf: format!(
+                "controllerDLegerGroup=g1\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\n\
+                 controllerStorePath={}\nscanInactiveMasterInterval=300\nscanNotActiveBrokerInterval=300\n\
+                 configStorePath={}\n",
+                peers.join(";"),
+                dir.path().join(format!("ctrl-n{i}")).display(),
+                dir.path().join(format!("n{i}.properties")).display()
+            ),
+            dir: dir.path().to_owned(),
+            args: &["controller"],
+            process: None,
+        })
+        .collect();
+    for c in &mut ctrl {
+        c.start();
+    }
+    let mut brokers: Vec<Proc> = (0..3)
+        .map(|i| {
+            let port = port_away_from(&taken, free_broker_port);
+            taken.push(port);
+            let name = format!("b{i}");
+            Proc {
+                conf: format!(
+                    "brokerClusterName=FailoverCluster\nbrokerName={BROKER_NAME}\nlistenPort={port}\n\
+                     brokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\nnamesrvAddr={ns}\nstorePathRootDir={}\n\
+                     enableControllerMode=true\ncontrollerAddr={}\nallAckInSyncStateSet=true\n\
+                     controllerHeartBeatTimeoutMills=3000\nbrokerHeartbeatInterval=300\n\
+                     syncBrokerMetadataPeriod=1000\ncheckSyncStateSetPeriod=1000\nhaSendHeartbeatInterval=500\n\
+                     mapedFileSizeCommitLog=1048576\nflushDiskType=ASYNC_FLUSH\nregisterNameServerPeriod=10000\n\
+                     slaveTimeout=5000\nbrokerElectionPriority={}\n",
+                    dir.path().join(format!("store-{name}")).display(),
+                    controllers.join(";"),
+                    // b0 is preferred when the election is otherwise even: the test knows the
+                    // first master.
+                    i + 1,
+                ),
+                name,
+                port,
+                dir: dir.path().to_owned(),
+                args: &["broker"],
+                process: None,
+            }
+        })
+        .collect();
+    for b in &mut brokers {
+        b.start();
+    }
+    let client = Arc::new(RemotingClient::new(ClientConfig::default()));
+    let addrs: Vec<String> = brokers.iter().map(Proc::addr).collect();
+
+    // A master is elected and both replicas join its SyncStateSet.
+    let (first_master, _) = wait_for("a master with a full SyncStateSet", Duration::from_secs(60), async || {
+        replica_info(&client, &controllers).await.filter(|(_, set)| set.len() == 3)
+    })
+    .await;
+    let killed = addrs.iter().position(|a| *a == first_master).expect("the master is one of ours");
+    wait_for("the master to take writes", Duration::from_secs(20), async || {
+        let r = client.invoke(&first_master, send("warmup"), T).await.ok()?;
+        (r.code == response_code::SUCCESS).then_some(())
+    })
+    .await;
+
+    // SYNC load: every acknowledgement means all three hold the message.
+    let acked: Arc<Mutex<Vec<(String, i64)>>> = Arc::default();
+    let mut senders = tokio::task::JoinSet::new();
+    for s in 0..4 {
+        let (client, master, acked) = (client.clone(), first_master.clone(), acked.clone());
+        senders.spawn(async move {
+            for i in 0..1_000_000u64 {
+                let body = format!("s{s}-{i}");
+                match client.invoke(&master, send(&body), Duration::from_secs(5)).await {
+                    Ok(r) if r.code == response_code::SUCCESS => {
+                        let h: SendMessageResponseHeader = r.decode_header().unwrap();
+                        let (_, offset) = decode_offset_msg_id(&h.msg_id).unwrap();
+                        acked.lock().unwrap().push((body, offset));
+                    }
+                    _ => return,
+                }
+            }
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let killed_at = Instant::now();
+    brokers[killed].kill();
+    while senders.join_next().await.is_some() {}
+    let before = acked.lock().unwrap().clone();
+    assert!(before.len() > 20, "the load ran ({} acks)", before.len());
+
+    // A replica of the SyncStateSet is master, and producing resumes on it.
+    let new_master = wait_for("a new master", Duration::from_secs(60), async || {
+        replica_info(&client, &controllers).await.map(|(m, _)| m).filter(|m| *m != first_master)
+    })
+    .await;
+    let first_ack = wait_for("the first acknowledged send on the new master", Duration::from_secs(60), async || {
+        let r = client.invoke(&new_master, send("after-0"), T).await.ok()?;
+        (r.code == response_code::SUCCESS).then_some(())
+    })
+    .await;
+    let _ = first_ack;
+    println!("failover: SIGKILL to the first acknowledged send in {:?}", killed_at.elapsed());
+    let mut after = Vec::new();
+    for i in 1..50 {
+        let body = format!("after-{i}");
+        let r = client.invoke(&new_master, send(&body), T).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let h: SendMessageResponseHeader = r.decode_header().unwrap();
+        after.push((body, decode_offset_msg_id(&h.msg_id).unwrap().1));
+    }
+
+    // Nothing acknowledged is lost, and nothing is there twice.
+    let mut missing = Vec::new();
+    for (body, offset) in before.iter().chain(&after) {
+        if !view(&client, &new_master, *offset).await.is_some_and(|m| m.body == body.as_bytes()) {
+            missing.push(body.clone());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "{} acknowledged messages lost, e.g. {:?}",
+        missing.len(),
+        &missing[..missing.len().min(5)]
+    );
+    let pulled =
+        ferromq_testkit::pull_messages(&client, &new_master, TOPIC, 0, 0, usize::MAX, Duration::from_secs(3)).await;
+    let mut seen: HashMap<Vec<u8>, usize> = HashMap::new();
+    for m in &pulled {
+        *seen.entry(m.body.to_vec()).or_default() += 1;
+    }
+    let twice: Vec<_> =
+        seen.iter().filter(|(_, n)| **n > 1).map(|(b, _)| String::from_utf8_lossy(b).into_owned()).collect();
+    assert!(twice.is_empty(), "messages stored twice: {twice:?}");
+    for (body, _) in before.iter().chain(&after) {
+        assert!(seen.contains_key(body.as_bytes()), "{body} is consumable on the new master");
+    }
+
+    // The old master comes back as a replica and ends with the new master's CommitLog.
+    brokers[killed].start();
+    let end = max_offset(&client, &new_master).await.unwrap();
+    wait_for("the old master to catch up as a replica", Duration::from_secs(60), async || {
+        (max_offset(&client, &addrs[killed]).await? == end).then_some(())
+    })
+    .await;
+    let info = runtime_info(&client, &addrs[killed]).await.unwrap();
+    assert_eq!(info.get("brokerActive").map(String::as_str), Some("false"), "it is a replica now: {info:?}");
+    let new_idx = addrs.iter().position(|a| *a == new_master).unwrap();
+    let (theirs, ours) = (commit_log(&brokers[new_idx].store(), end), commit_log(&brokers[killed].store(), end));
+    assert_eq!(theirs.len(), ours.len());
+    let first_diff = theirs.iter().zip(&ours).position(|(a, b)| a != b);
+    assert!(first_diff.is_none(), "CommitLogs differ at byte {first_diff:?}:\n{}", tail(&brokers[killed].log(), 30));
+
+    for b in &mut brokers {
+        b.kill();
+    }
+    for c in &mut ctrl {
+        c.kill();
+    }
+    client.shutdown().await;
+}
