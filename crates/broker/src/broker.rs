@@ -324,6 +324,7 @@ impl Broker {
         sync!(request_code::CHECK_CLIENT_CONFIG, |b, conn, req| b.check_client_config(req));
         sync!(request_code::GET_BROKER_HA_STATUS, |b, conn, req| b.get_broker_ha_status(req));
         sync!(request_code::NOTIFY_BROKER_ROLE_CHANGED, |b, conn, req| b.notify_broker_role_changed(req));
+        sync!(request_code::GET_BROKER_EPOCH_CACHE, |b, conn, req| b.get_broker_epoch_cache(req));
         sync!(request_code::GET_CONSUMER_LIST_BY_GROUP, |b, conn, req| b.get_consumer_list_by_group(req));
         sync!(request_code::LOCK_BATCH_MQ, |b, conn, req| b.lock_batch_mq(req));
         sync!(request_code::UNLOCK_BATCH_MQ, |b, conn, req| b.unlock_batch_mq(req));

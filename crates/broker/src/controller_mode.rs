@@ -321,6 +321,32 @@ async fn maintain_sync_state_set(manager: &ReplicasManager, master: Option<&Auto
 }
 
 impl Broker {
+    /// GET_BROKER_EPOCH_CACHE (1007): the epoch file with end offsets, for `getBrokerEpoch`.
+    /// Java answers SYSTEM_ERROR outside controller mode, as here.
+    pub(crate) fn get_broker_epoch_cache(&self, req: &RemotingCommand) -> RemotingCommand {
+        let Some(epochs) = &self.epochs else {
+            return failure(req, response_code::SYSTEM_ERROR, "this request only for controllerMode");
+        };
+        let entries = epochs.lock().unwrap_or_else(|e| e.into_inner()).entries().to_vec();
+        let epoch_list = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| ferromq_protocol::body::EpochEntryBody {
+                epoch: e.epoch,
+                start_offset: e.start_offset,
+                end_offset: entries.get(i + 1).map_or(i64::MAX, |next| next.start_offset),
+            })
+            .collect();
+        let cache = ferromq_protocol::body::EpochEntryCache {
+            broker_id: self.role().broker_id,
+            broker_name: self.config.broker_name.clone(),
+            cluster_name: self.config.broker_cluster_name.clone(),
+            epoch_list,
+            max_offset: self.store.max_phy_offset(),
+        };
+        success(req).with_body(ferromq_protocol::body::JsonBody::encode(&cache))
+    }
+
     /// NOTIFY_BROKER_ROLE_CHANGED (1008), pushed by the controller leader.
     pub(crate) fn notify_broker_role_changed(&self, req: &RemotingCommand) -> RemotingCommand {
         let Some(manager) = self.replicas_manager.get() else {

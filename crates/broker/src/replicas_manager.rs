@@ -280,18 +280,27 @@ impl ReplicasManager {
                 p
             }
         };
-        self.call(
-            RemotingCommand::request(request_code::CONTROLLER_APPLY_BROKER_ID).with_header(
-                &ApplyBrokerIdRequestHeader {
-                    cluster_name: self.cfg.cluster_name.clone(),
-                    broker_name: self.cfg.broker_name.clone(),
-                    applied_broker_id: pending.identity.broker_id,
-                    register_check_code: pending.register_check_code.clone(),
-                },
-            ),
-            &[],
-        )
-        .await?;
+        let applied = self
+            .call(
+                RemotingCommand::request(request_code::CONTROLLER_APPLY_BROKER_ID).with_header(
+                    &ApplyBrokerIdRequestHeader {
+                        cluster_name: self.cfg.cluster_name.clone(),
+                        broker_name: self.cfg.broker_name.clone(),
+                        applied_broker_id: pending.identity.broker_id,
+                        register_check_code: pending.register_check_code.clone(),
+                    },
+                ),
+                &[],
+            )
+            .await;
+        if let Err(ControllerModeError::Refused { code: response_code::CONTROLLER_BROKER_ID_INVALID, .. }) = &applied {
+            // Another broker of the set took this id first (both were offered the same next
+            // id): forget it, so the next attempt asks for a new one (Java clears its temp file
+            // the same way). Any other failure keeps it: the grant may have happened.
+            warn!(broker_id = pending.identity.broker_id, "broker id taken by another replica; asking for a new one");
+            PendingIdentity::remove(path)?;
+        }
+        applied?;
         pending.identity.store(path)?;
         PendingIdentity::remove(path)?;
         Ok(pending.identity)

@@ -63,6 +63,26 @@ async fn ids_roles_failover_and_fencing() {
     assert_eq!(std::fs::read_to_string(dir_a.join("brokerIdentity")).unwrap(), "c1#broker-a#1");
     assert!(!dir_a.join("brokerIdentity-temp").exists());
 
+    // A broker offered an id another replica took first (both asked for the next id at once):
+    // its apply is refused, the pending id forgotten, and the next attempt takes a new one.
+    let dir_c = dir.path().join("c");
+    std::fs::create_dir_all(&dir_c).unwrap();
+    let stale = ferromq_replication::identity_file::PendingIdentity {
+        identity: ferromq_replication::identity_file::BrokerIdentity {
+            cluster_name: "c1".into(),
+            broker_name: "broker-a".into(),
+            broker_id: 2,
+        },
+        register_check_code: "127.0.0.1:10931;1".into(),
+    };
+    stale.store(&dir_c.join("brokerIdentity")).unwrap();
+    let refused = ReplicasManager::start(config(&controller, &dir_c, "broker-a", "127.0.0.1:10931")).await;
+    assert!(matches!(refused, Err(ControllerModeError::Refused { code: 2014, .. })), "{refused:?}");
+    assert!(!dir_c.join("brokerIdentity-temp").exists(), "the taken id is forgotten");
+    let c = start(config(&controller, &dir_c, "broker-a", "127.0.0.1:10931")).await;
+    assert_eq!(c.broker_id(), 3);
+    c.shutdown().await;
+
     let local = LocalState { epoch: 0, max_offset: 0, confirm_offset: 0 };
     a.heartbeat(local).await.unwrap();
     b.heartbeat(local).await.unwrap();

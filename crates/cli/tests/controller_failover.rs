@@ -302,6 +302,18 @@ async fn the_master_is_killed_under_sync_load_and_a_replica_takes_over_losing_no
     let first_diff = theirs.iter().zip(&ours).position(|(a, b)| a != b);
     assert!(first_diff.is_none(), "CommitLogs differ at byte {first_diff:?}:\n{}", tail(&brokers[killed].log(), 30));
 
+    // mqadmin getBrokerEpoch: every replica lists both epochs, the second starting where the
+    // new master took over.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ferromq"))
+        .args(["admin", "-n", &ns, "getBrokerEpoch", "-b", BROKER_NAME])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("#brokerAddr").count(), 3, "{text}");
+    assert_eq!(text.matches("#Epoch: EpochEntry{epoch=1, startOffset=0,").count(), 3, "{text}");
+    assert_eq!(text.matches(&format!("endOffset={end}}}")).count(), 3, "{text}");
+
     for b in &mut brokers {
         b.kill();
     }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use anyhow::Context;
-use ferromq_client::admin::{json, JsonValue};
+use ferromq_client::admin::{json, json_from_str, JsonValue};
 
 use crate::admin::output::{print_json, print_settings};
 use crate::admin::Ctx;
@@ -38,6 +38,19 @@ impl SyncStateSetArgs {
     pub(crate) fn needs_namesrv(&self) -> bool {
         self.cluster.is_some()
     }
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct BrokerEpochArgs {
+    /// Every replica of this broker set.
+    #[arg(short = 'b', long = "brokerName")]
+    broker_name: Option<String>,
+    /// Every broker set of this cluster.
+    #[arg(short = 'c', long = "clusterName")]
+    cluster: Option<String>,
+    /// Print again every this many seconds, until interrupted.
+    #[arg(short = 'i', long = "interval")]
+    interval: Option<u64>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -116,6 +129,56 @@ pub(crate) async fn get_controller_metadata(ctx: &Ctx, a: ControllerAddrArgs) ->
     }
     println!("{out}");
     Ok(())
+}
+
+/// `getBrokerEpoch`: each replica's epoch file (GET_BROKER_EPOCH_CACHE), the replicas found in
+/// the name server's cluster info. Java: `GetBrokerEpochSubCommand` (the last epoch is printed
+/// as ending at the broker's max offset).
+pub(crate) async fn get_broker_epoch(ctx: &Ctx, a: BrokerEpochArgs) -> anyhow::Result<()> {
+    loop {
+        let info = ctx.client.cluster_info().await?;
+        let names: Vec<String> = match (&a.broker_name, &a.cluster) {
+            (Some(name), _) => vec![name.clone()],
+            (None, Some(cluster)) => info
+                .cluster_addr_table
+                .get(cluster)
+                .with_context(|| format!("no cluster {cluster} in the name server"))?
+                .iter()
+                .cloned()
+                .collect(),
+            (None, None) => anyhow::bail!("give a broker name (-b) or a cluster name (-c)"),
+        };
+        let mut all = Vec::new();
+        let mut out = String::new();
+        for name in &names {
+            let data =
+                info.broker_addr_table.get(name).with_context(|| format!("no broker set {name} in the name server"))?;
+            for addr in data.broker_addrs.values() {
+                let cache = ctx.client.broker_epoch_cache(addr).await?;
+                let _ = write!(
+                    out,
+                    "\n#clusterName\t{}\n#brokerName\t{}\n#brokerAddr\t{addr}\n#brokerId\t{}",
+                    cache.cluster_name, cache.broker_name, cache.broker_id
+                );
+                for (i, e) in cache.epoch_list.iter().enumerate() {
+                    let end = if i + 1 == cache.epoch_list.len() { cache.max_offset } else { e.end_offset };
+                    let _ = write!(
+                        out,
+                        "\n#Epoch: EpochEntry{{epoch={}, startOffset={}, endOffset={end}}}",
+                        e.epoch, e.start_offset
+                    );
+                }
+                all.push(json_from_str(&String::from_utf8_lossy(&ferromq_protocol::body::JsonBody::encode(&cache)))?);
+            }
+        }
+        if ctx.json {
+            print_json(&JsonValue::Array(all))?;
+        } else {
+            println!("{out}");
+        }
+        let Some(every) = a.interval else { return Ok(()) };
+        tokio::time::sleep(Duration::from_secs(every)).await;
+    }
 }
 
 pub(crate) async fn get_sync_state_set(ctx: &Ctx, a: SyncStateSetArgs) -> anyhow::Result<()> {

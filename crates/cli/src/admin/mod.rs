@@ -114,6 +114,8 @@ enum AdminCommand {
     GetControllerMetaData(controller::ControllerAddrArgs),
     /// Show broker sets' masters, epochs and SyncStateSets from the controller.
     GetSyncStateSet(controller::SyncStateSetArgs),
+    /// Show the epochs of each replica of a broker set (-b) or of a cluster's sets (-c).
+    GetBrokerEpoch(controller::BrokerEpochArgs),
     /// Make a replica the master of its broker set (mqadmin's `-bn` is --brokerName).
     ElectMaster(controller::ElectMasterArgs),
     /// Make the controller forget replicas or a whole broker set (`-bn` is --brokerName).
@@ -233,6 +235,7 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::HaStatus(a) => ha::ha_status(ctx, a).await,
         AdminCommand::GetControllerMetaData(a) => controller::get_controller_metadata(ctx, a).await,
         AdminCommand::GetSyncStateSet(a) => controller::get_sync_state_set(ctx, a).await,
+        AdminCommand::GetBrokerEpoch(a) => controller::get_broker_epoch(ctx, a).await,
         AdminCommand::ElectMaster(a) => controller::elect_master(ctx, a).await,
         AdminCommand::CleanBrokerMetadata(a) => controller::clean_broker_metadata(ctx, a).await,
         AdminCommand::GetControllerConfig(a) => controller::get_controller_config(ctx, a).await,

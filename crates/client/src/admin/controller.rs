@@ -139,4 +139,14 @@ impl AdminClient {
             .await
             .map(|_| ())
     }
+
+    /// GET_BROKER_EPOCH_CACHE: a controller-mode broker's epochs and max offset. Java:
+    /// `MQClientAPIImpl#getBrokerEpochCache`.
+    ///
+    /// # Errors
+    /// Transport failures, refusals (a broker not in controller mode: SYSTEM_ERROR), an
+    /// unreadable body, naming `addr`.
+    pub async fn broker_epoch_cache(&self, addr: &str) -> Result<ferromq_protocol::body::EpochEntryCache, AdminError> {
+        self.call_body(addr, RemotingCommand::request(request_code::GET_BROKER_EPOCH_CACHE)).await
+    }
 }

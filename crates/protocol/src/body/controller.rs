@@ -36,6 +36,45 @@ impl JsonBody for SyncStateSet {}
 
 impl JsonBody for ElectMasterResponseBody {}
 
+/// One epoch of a broker's epoch file as GET_BROKER_EPOCH_CACHE lists it: the last one ends at
+/// `i64::MAX` (Java's default; mqadmin prints the cache's `maxOffset` there). Java: `EpochEntry`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct EpochEntryBody {
+    /// Where the epoch ends (the next one's start).
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub end_offset: i64,
+    /// The master epoch.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub epoch: i32,
+    /// Its first CommitLog offset.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub start_offset: i64,
+}
+
+/// GET_BROKER_EPOCH_CACHE's answer body (1007, controller mode). Java: `EpochEntryCache`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct EpochEntryCache {
+    /// The broker's id now (0 on a master).
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub broker_id: i64,
+    /// `brokerName`.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub broker_name: String,
+    /// `brokerClusterName`.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub cluster_name: String,
+    /// The epochs, oldest first.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub epoch_list: Vec<EpochEntryBody>,
+    /// The CommitLog's max offset.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub max_offset: i64,
+}
+
+impl JsonBody for EpochEntryCache {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +101,19 @@ mod tests {
         )
         .unwrap();
         assert_eq!(back, e);
+        let cache = EpochEntryCache {
+            broker_id: 0,
+            broker_name: "b".into(),
+            cluster_name: "c".into(),
+            epoch_list: vec![
+                EpochEntryBody { epoch: 1, start_offset: 0, end_offset: 100 },
+                EpochEntryBody { epoch: 2, start_offset: 100, end_offset: i64::MAX },
+            ],
+            max_offset: 150,
+        };
+        assert_eq!(
+            String::from_utf8(cache.encode()).unwrap(),
+            r#"{"brokerId":0,"brokerName":"b","clusterName":"c","epochList":[{"endOffset":100,"epoch":1,"startOffset":0},{"endOffset":9223372036854775807,"epoch":2,"startOffset":100}],"maxOffset":150}"#
+        );
     }
 }

@@ -64,7 +64,7 @@ pub use consumer_running_info::{
     PROP_CONSUMER_START_TIMESTAMP, PROP_CONSUME_ORDERLY, PROP_CONSUME_TYPE, PROP_NAMESERVER_ADDR,
     PROP_THREADPOOL_CORE_SIZE,
 };
-pub use controller::{ElectMasterResponseBody, SyncStateSet};
+pub use controller::{ElectMasterResponseBody, EpochEntryBody, EpochEntryCache, SyncStateSet};
 pub use data_version::DataVersion;
 pub use error::BodyError;
 pub use group_list::GroupList;
