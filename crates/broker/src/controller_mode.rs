@@ -314,9 +314,19 @@ async fn become_slave(
 async fn maintain_sync_state_set(manager: &ReplicasManager, master: Option<&AutoSwitchMaster>) {
     let Some(master) = master else { return };
     let Some(wanted) = master.wanted_sync_state_set() else { return };
+    // Replicas being added count for acknowledgements from now on: the controller may add
+    // them (and elect one) before its answer arrives.
+    master.propose(&wanted);
     match manager.alter_sync_state_set(wanted.clone()).await {
         Ok(set) => master.set_sync_state_set(sync_state_set(&set)),
-        Err(e) => warn!(wanted = ?wanted, error = %e, "SyncStateSet change refused"),
+        Err(e) => {
+            warn!(wanted = ?wanted, error = %e, "SyncStateSet change refused");
+            // The controller's view settles the proposal; until it is known the pending
+            // replicas keep counting (a lost answer may hide an accepted change).
+            if let Ok(Role::Master { sync_state_set: set, .. }) = manager.check_replica_info().await {
+                master.set_sync_state_set(sync_state_set(&set));
+            }
+        }
     }
 }
 

@@ -180,3 +180,23 @@ async fn an_async_learner_replicates_but_never_joins_the_sync_state_set() {
     replica.shutdown().await;
     ha.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_being_added_counts_for_acknowledgements_until_the_controller_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = HaConfig { all_ack_in_sync_state_set: true, slave_timeout_ms: 300, ..ha_config() };
+    let store = open_store(dir.path(), FlushDiskType::AsyncFlush);
+    let epochs = epochs_at(dir.path());
+    let ha = master(&store, config, 1, 1, set(&[1], 1), &epochs).await;
+    let end = put_range(&store, 0, 5).await;
+    assert_eq!(ha.replicate(end).await, Ok(()), "alone, nobody is waited for");
+    // Replica 2 is proposed: the controller may add it and elect it before answering, so a put
+    // is not acknowledged without it.
+    ha.propose(&BTreeSet::from([1, 2]));
+    let end = put_range(&store, 5, 10).await;
+    assert!(matches!(ha.replicate(end).await, Err(ReplicaWaitError::Timeout { needed: 2, .. })));
+    // The controller's view (unchanged set, same epoch) settles it.
+    ha.set_sync_state_set(set(&[1], 1));
+    assert_eq!(ha.replicate(end).await, Ok(()));
+    ha.shutdown().await;
+}

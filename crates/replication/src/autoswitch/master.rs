@@ -86,6 +86,11 @@ struct Shared {
     data_arrived: Arc<Notify>,
     replicas: Mutex<Vec<Arc<Replica>>>,
     sync_state: Mutex<SyncStateSet>,
+    /// Replicas proposed for the SyncStateSet and not yet confirmed by the controller. They
+    /// count as members for acknowledgements meanwhile: the controller may already have added
+    /// them (and may elect one), so a put must not be acknowledged without them (Java: the
+    /// in-sync count is the larger of the local and the proposed set while a change is pending).
+    pending: Mutex<BTreeSet<i64>>,
     /// Bumped on every acknowledgement or SyncStateSet change; waiting puts watch it.
     progress: watch::Sender<u64>,
     /// Bumped when a replica may join the SyncStateSet (the broker proposes it at once).
@@ -98,6 +103,13 @@ impl Shared {
         lock(&self.replicas)
     }
 
+    /// The set acknowledgements are counted against: the one in force plus pending additions.
+    fn effective(&self) -> SyncStateSet {
+        let mut set = lock(&self.sync_state).clone();
+        set.members.extend(lock(&self.pending).iter().copied());
+        set
+    }
+
     /// Whether dispatch waits for the SyncStateSet: `allAckInSyncStateSet` with other members.
     fn confirm_bounded(&self, set: &SyncStateSet) -> bool {
         self.config.all_ack_in_sync_state_set && set.members.iter().any(|&m| m != self.broker_id)
@@ -107,7 +119,7 @@ impl Shared {
     /// acknowledgement among the other members, none of which may be disconnected (Java:
     /// `computeConfirmOffset`).
     fn compute_confirm(&self) -> Option<i64> {
-        let set = lock(&self.sync_state).clone();
+        let set = self.effective();
         let max = self.store.max_phy_offset();
         if !self.confirm_bounded(&set) {
             return Some(max);
@@ -133,7 +145,7 @@ impl Shared {
 
     /// The confirm offset frames carry.
     fn confirm_for_replicas(&self) -> i64 {
-        if self.confirm_bounded(&lock(&self.sync_state)) {
+        if self.confirm_bounded(&self.effective()) {
             self.store.confirm_offset()
         } else {
             self.store.max_phy_offset()
@@ -232,12 +244,13 @@ impl AutoSwitchMaster {
             data_arrived,
             replicas: Mutex::new(Vec::new()),
             sync_state: Mutex::new(sync_state),
+            pending: Mutex::new(BTreeSet::new()),
             progress: watch::Sender::new(0),
             expand: Notify::new(),
             closed: AtomicBool::new(false),
         });
         shared.store.set_confirm_offset(shared.store.max_phy_offset());
-        shared.store.bound_dispatch_by_confirm(shared.confirm_bounded(&lock(&shared.sync_state)));
+        shared.store.bound_dispatch_by_confirm(shared.confirm_bounded(&shared.effective()));
         shared.update_confirm();
         let (shutdown, shutdown_rx) = watch::channel(false);
         let task = tokio::spawn(accept_loop(shared.clone(), listener, shutdown_rx));
@@ -260,19 +273,33 @@ impl AutoSwitchMaster {
         lock(&self.shared.sync_state).clone()
     }
 
-    /// Replaces the SyncStateSet (after the controller accepted a change, or told of one).
-    /// An older epoch is ignored.
+    /// Records that `wanted` is being proposed to the controller: replicas it adds count as
+    /// members for acknowledgements until the controller's answer (or its current view) comes
+    /// back through [`set_sync_state_set`](Self::set_sync_state_set).
+    pub fn propose(&self, wanted: &BTreeSet<i64>) {
+        let current = lock(&self.shared.sync_state).members.clone();
+        lock(&self.shared.pending).extend(wanted.difference(&current).copied());
+        self.shared.store.bound_dispatch_by_confirm(self.shared.confirm_bounded(&self.shared.effective()));
+        self.shared.update_confirm();
+    }
+
+    /// Replaces the SyncStateSet with the controller's view (after it accepted a change, or
+    /// when the broker checks its role). An older epoch is ignored; any view at least as new
+    /// settles pending proposals.
     pub fn set_sync_state_set(&self, set: SyncStateSet) {
         {
             let mut current = lock(&self.shared.sync_state);
-            if set.epoch < current.epoch || *current == set {
-                debug!(epoch = set.epoch, current = current.epoch, "older or same SyncStateSet ignored");
+            if set.epoch < current.epoch {
+                debug!(epoch = set.epoch, current = current.epoch, "older SyncStateSet ignored");
                 return;
             }
-            info!(members = ?set.members, epoch = set.epoch, "SyncStateSet in force");
-            *current = set;
+            lock(&self.shared.pending).clear();
+            if *current != set {
+                info!(members = ?set.members, epoch = set.epoch, "SyncStateSet in force");
+                *current = set;
+            }
         }
-        let bounded = self.shared.confirm_bounded(&lock(&self.shared.sync_state));
+        let bounded = self.shared.confirm_bounded(&self.shared.effective());
         self.shared.store.bound_dispatch_by_confirm(bounded);
         self.shared.update_confirm();
     }
@@ -344,7 +371,7 @@ impl AutoSwitchMaster {
             1 + others as u32
         };
         {
-            let set = lock(&shared.sync_state);
+            let set = shared.effective();
             let need = needed(&set);
             if need <= 1 {
                 return Ok(());
@@ -359,7 +386,7 @@ impl AutoSwitchMaster {
             if shared.closed.load(Ordering::Acquire) {
                 return Err(ReplicaWaitError::ShutDown);
             }
-            let set = lock(&shared.sync_state).clone();
+            let set = shared.effective();
             let (need, have) = (needed(&set), acked(&set));
             if have >= need {
                 return Ok(());
