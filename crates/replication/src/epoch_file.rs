@@ -144,19 +144,9 @@ impl EpochFile {
     }
 
     /// The last offset this log (ending at `local_max`) and another (`other`, ending at
-    /// `other_max`) agree on: the newest epoch both hold with the same start offset, up to the
-    /// earlier of its two ends. `None` when they share no epoch: the slave cannot be reconciled
-    /// by truncation.
+    /// `other_max`) agree on; see [`consistent_point`].
     pub fn consistent_point(&self, local_max: i64, other: &[EpochEntry], other_max: i64) -> Option<i64> {
-        let end = |list: &[EpochEntry], i: usize, max: i64| list.get(i + 1).map_or(max, |next| next.start_offset);
-        for (i, local) in self.entries.iter().enumerate().rev() {
-            let Some(j) = other.iter().position(|o| o.epoch == local.epoch) else { continue };
-            if other[j].start_offset != local.start_offset {
-                continue;
-            }
-            return Some(end(&self.entries, i, local_max).min(end(other, j, other_max)));
-        }
-        None
+        consistent_point(&self.entries, local_max, other, other_max)
     }
 
     /// Writes the list: `<file>.tmp`, then the current file copied to `<file>.bak`, then the
@@ -180,6 +170,22 @@ impl EpochFile {
         replace_file(&self.path, encode(&self.entries).as_bytes())?;
         Ok(())
     }
+}
+
+/// The last offset two logs agree on, given their epochs (oldest first) and ends: the newest
+/// epoch both hold with the same start offset, up to the earlier of its two ends (an epoch ends
+/// where the next one starts, the newest at the log's end). `None` when they share no epoch:
+/// the replica cannot be reconciled by truncation. Java: `EpochFileCache#findConsistentPoint`.
+pub fn consistent_point(local: &[EpochEntry], local_max: i64, other: &[EpochEntry], other_max: i64) -> Option<i64> {
+    let end = |list: &[EpochEntry], i: usize, max: i64| list.get(i + 1).map_or(max, |next| next.start_offset);
+    for (i, l) in local.iter().enumerate().rev() {
+        let Some(j) = other.iter().position(|o| o.epoch == l.epoch) else { continue };
+        if other[j].start_offset != l.start_offset {
+            continue;
+        }
+        return Some(end(local, i, local_max).min(end(other, j, other_max)));
+    }
+    None
 }
 
 /// The file's text for `entries`.
