@@ -71,16 +71,18 @@ impl LiveTable {
 
     /// Removes and returns the replicas whose heartbeats came on `connection` (it closed).
     pub fn connection_closed(&mut self, connection: u64) -> Vec<BrokerLiveInfo> {
-        let gone: Vec<Key> =
-            self.entries.iter().filter(|(_, i)| i.connection == Some(connection)).map(|(k, _)| k.clone()).collect();
-        gone.into_iter().filter_map(|k| self.entries.remove(&k)).collect()
+        self.remove_where(|i| i.connection == Some(connection))
     }
 
     /// Removes and returns the replicas whose heartbeat timed out by `now_ms` (the scan every
     /// `scanNotActiveBrokerInterval`).
     pub fn expire(&mut self, now_ms: i64) -> Vec<BrokerLiveInfo> {
-        let dead: Vec<Key> = self.entries.iter().filter(|(_, i)| !i.alive_at(now_ms)).map(|(k, _)| k.clone()).collect();
-        dead.into_iter().filter_map(|k| self.entries.remove(&k)).collect()
+        self.remove_where(|i| !i.alive_at(now_ms))
+    }
+
+    fn remove_where(&mut self, gone: impl Fn(&BrokerLiveInfo) -> bool) -> Vec<BrokerLiveInfo> {
+        let keys: Vec<Key> = self.entries.iter().filter(|(_, i)| gone(i)).map(|(k, _)| k.clone()).collect();
+        keys.into_iter().filter_map(|k| self.entries.remove(&k)).collect()
     }
 
     /// Replicas with a heartbeat on record.

@@ -405,14 +405,20 @@ impl ControllerNode {
     /// An election, with the notification of the set's live replicas when the master changed.
     async fn elect(&self, req: &requests::ElectMaster) -> Result<Elected, ControllerError> {
         let elected = self.decide(|r, s, live, now| r.elect_master(s, live, req, now)).await?;
-        if !elected.still_exists {
-            info!(broker_name = %req.broker_name, master = ?elected.view.master_broker_id, epoch = elected.view.master_epoch, "new master elected");
-            let notify = self.config().notify_broker_role_changed;
-            if notify {
-                self.notify_role_changed(&elected);
-            }
-        }
+        self.announce(&elected);
         Ok(elected)
+    }
+
+    /// Logs a changed master and tells the set's live replicas (`notifyBrokerRoleChanged`).
+    fn announce(&self, elected: &Elected) {
+        if elected.still_exists {
+            return;
+        }
+        info!(broker_name = %elected.broker_name, master = ?elected.view.master_broker_id,
+            epoch = elected.view.master_epoch, "new master elected");
+        if self.config().notify_broker_role_changed {
+            self.notify_role_changed(elected);
+        }
     }
 
     fn notify_role_changed(&self, e: &Elected) {
@@ -644,12 +650,7 @@ impl ControllerNode {
                 .await;
             match decided {
                 Ok(Some(elected)) => {
-                    if !elected.still_exists {
-                        info!(broker_name = %broker_name, master = ?elected.view.master_broker_id, epoch = elected.view.master_epoch, "new master elected");
-                        if self.config().notify_broker_role_changed {
-                            self.notify_role_changed(&elected);
-                        }
-                    }
+                    self.announce(&elected);
                     return;
                 }
                 Ok(None) => return,
