@@ -134,10 +134,27 @@ fn commit_log(store: &Path, upto: i64) -> Vec<u8> {
     all
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_master_is_killed_under_sync_load_and_a_replica_takes_over_losing_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_ns, ns_port) = start_namesrv(dir.path());
+struct Cluster {
+    ns: String,
+    controllers: Vec<String>,
+    ctrl: Vec<Proc>,
+    brokers: Vec<Proc>,
+    _ns_proc: ChildProcess,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for p in self.brokers.iter_mut().chain(self.ctrl.iter_mut()) {
+            p.kill();
+        }
+    }
+}
+
+/// A name server and three controllers, started; three brokers in controller mode, not
+/// started. `controller_addr(i)` is broker `i`'s `controllerAddr` (the controllers, or relays
+/// in front of them).
+fn cluster(dir: &Path, controller_addr: impl Fn(usize, &[String]) -> String) -> Cluster {
+    let (ns_proc, ns_port) = start_namesrv(dir);
     let ns = format!("127.0.0.1:{ns_port}");
     let mut taken = vec![ns_port];
     let ctrl_ports: Vec<u16> = (0..3)
@@ -158,10 +175,10 @@ async fn the_master_is_killed_under_sync_load_and_a_replica_takes_over_losing_no
                  controllerStorePath={}\nscanInactiveMasterInterval=300\nscanNotActiveBrokerInterval=300\n\
                  configStorePath={}\n",
                 peers.join(";"),
-                dir.path().join(format!("ctrl-n{i}")).display(),
-                dir.path().join(format!("n{i}.properties")).display()
+                dir.join(format!("ctrl-n{i}")).display(),
+                dir.join(format!("n{i}.properties")).display()
             ),
-            dir: dir.path().to_owned(),
+            dir: dir.to_owned(),
             args: &["controller"],
             process: None,
         })
@@ -169,7 +186,7 @@ async fn the_master_is_killed_under_sync_load_and_a_replica_takes_over_losing_no
     for c in &mut ctrl {
         c.start();
     }
-    let mut brokers: Vec<Proc> = (0..3)
+    let brokers: Vec<Proc> = (0..3)
         .map(|i| {
             let port = port_away_from(&taken, free_broker_port);
             taken.push(port);
@@ -182,24 +199,30 @@ async fn the_master_is_killed_under_sync_load_and_a_replica_takes_over_losing_no
                      controllerHeartBeatTimeoutMills=3000\nbrokerHeartbeatInterval=300\n\
                      syncBrokerMetadataPeriod=1000\ncheckSyncStateSetPeriod=1000\nhaSendHeartbeatInterval=500\n\
                      mapedFileSizeCommitLog=1048576\nflushDiskType=ASYNC_FLUSH\nregisterNameServerPeriod=10000\n\
-                     slaveTimeout=5000\nbrokerElectionPriority={}\n",
-                    dir.path().join(format!("store-{name}")).display(),
-                    controllers.join(";"),
-                    // b0 is preferred when the election is otherwise even: the test knows the
-                    // first master.
-                    i + 1,
+                     slaveTimeout=2000\n",
+                    dir.join(format!("store-{name}")).display(),
+                    controller_addr(i, &controllers),
                 ),
                 name,
                 port,
-                dir: dir.path().to_owned(),
+                dir: dir.to_owned(),
                 args: &["broker"],
                 process: None,
             }
         })
         .collect();
-    for b in &mut brokers {
+    Cluster { ns, controllers, ctrl, brokers, _ns_proc: ns_proc }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_master_is_killed_under_sync_load_and_a_replica_takes_over_losing_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cluster(dir.path(), |_, controllers| controllers.join(";"));
+    for b in &mut c.brokers {
         b.start();
     }
+    let (ns, controllers) = (c.ns.clone(), c.controllers.clone());
+    let brokers = &mut c.brokers;
     let client = Arc::new(RemotingClient::new(ClientConfig::default()));
     let addrs: Vec<String> = brokers.iter().map(Proc::addr).collect();
 
@@ -314,11 +337,81 @@ async fn the_master_is_killed_under_sync_load_and_a_replica_takes_over_losing_no
     assert_eq!(text.matches("#Epoch: EpochEntry{epoch=1, startOffset=0,").count(), 3, "{text}");
     assert_eq!(text.matches(&format!("endOffset={end}}}")).count(), 3, "{text}");
 
-    for b in &mut brokers {
-        b.kill();
+    client.shutdown().await;
+}
+
+/// Sends SIGSTOP or SIGCONT to a process the test started.
+fn signal(p: &Proc, sig: &str) {
+    let pid = p.process.as_ref().expect("running").0.id().to_string();
+    let status = std::process::Command::new("kill").args([sig, &pid]).status().unwrap();
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_master_is_fenced_and_truncates_what_it_wrote_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cluster(dir.path(), |_, controllers| controllers.join(";"));
+    let client = RemotingClient::new(ClientConfig::default());
+    let (controllers, addrs): (Vec<String>, Vec<String>) =
+        (c.controllers.clone(), c.brokers.iter().map(Proc::addr).collect());
+    for b in &mut c.brokers {
+        b.start();
     }
-    for c in &mut ctrl {
-        c.kill();
+    let (old_master, _) = wait_for("a full SyncStateSet", Duration::from_secs(60), async || {
+        replica_info(&client, &controllers).await.filter(|(_, set)| set.len() == 3)
+    })
+    .await;
+    let old = addrs.iter().position(|a| *a == old_master).unwrap();
+    wait_for("the master to take writes", Duration::from_secs(20), async || {
+        let r = client.invoke(&old_master, send("before"), T).await.ok()?;
+        (r.code == response_code::SUCCESS).then_some(())
+    })
+    .await;
+
+    // The master freezes (a long pause, or a partition from everyone): no heartbeats, no
+    // replication. Writes sent to it meanwhile wait in its socket.
+    signal(&c.brokers[old], "-STOP");
+    let stale_client = Arc::new(RemotingClient::new(ClientConfig::default()));
+    let mut stale_sends = tokio::task::JoinSet::new();
+    for i in 0..5 {
+        let (client, addr) = (stale_client.clone(), old_master.clone());
+        stale_sends
+            .spawn(async move { client.invoke(&addr, send(&format!("isolated-{i}")), Duration::from_secs(60)).await });
     }
+    let new_master = wait_for("a new master", Duration::from_secs(60), async || {
+        replica_info(&client, &controllers).await.map(|(m, _)| m).filter(|m| *m != old_master)
+    })
+    .await;
+    wait_for("a write acknowledged by the new master", Duration::from_secs(60), async || {
+        let r = client.invoke(&new_master, send("new-epoch"), T).await.ok()?;
+        (r.code == response_code::SUCCESS).then_some(())
+    })
+    .await;
+
+    // It wakes up in the new epoch: whatever it stores alone, it must not acknowledge.
+    signal(&c.brokers[old], "-CONT");
+    while let Some(sent) = stale_sends.join_next().await {
+        if let Ok(r) = sent.unwrap() {
+            assert_ne!(r.code, response_code::SUCCESS, "the fenced old master acknowledged a write alone");
+        }
+    }
+    for i in 0..20 {
+        let r = client.invoke(&new_master, send(&format!("after-{i}")), T).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    }
+
+    // It learns the new epoch, becomes a replica and cuts what it wrote alone.
+    let end = max_offset(&client, &new_master).await.unwrap();
+    wait_for("the old master caught up as a replica", Duration::from_secs(60), async || {
+        let info = runtime_info(&client, &addrs[old]).await?;
+        let caught_up = info.get("commitLogMaxOffset")?.parse::<i64>().ok()? == end;
+        (info.get("brokerActive")? == "false" && caught_up).then_some(())
+    })
+    .await;
+    let new_idx = addrs.iter().position(|a| *a == new_master).unwrap();
+    let (theirs, ours) = (commit_log(&c.brokers[new_idx].store(), end), commit_log(&c.brokers[old].store(), end));
+    let first_diff = theirs.iter().zip(&ours).position(|(a, b)| a != b);
+    assert!(first_diff.is_none(), "CommitLogs differ at byte {first_diff:?}:\n{}", tail(&c.brokers[old].log(), 30));
+    stale_client.shutdown().await;
     client.shutdown().await;
 }
