@@ -173,7 +173,7 @@ fn cluster(dir: &Path, controller_addr: impl Fn(usize, &[String]) -> String) -> 
             conf: format!(
                 "controllerDLegerGroup=g1\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\n\
                  controllerStorePath={}\nscanInactiveMasterInterval=300\nscanNotActiveBrokerInterval=300\n\
-                 configStorePath={}\n",
+                 controllerHeartBeatTimeoutMills=3000\nconfigStorePath={}\n",
                 peers.join(";"),
                 dir.join(format!("ctrl-n{i}")).display(),
                 dir.join(format!("n{i}.properties")).display()
@@ -371,6 +371,7 @@ async fn a_frozen_master_is_fenced_and_truncates_what_it_wrote_alone() {
     // The master freezes (a long pause, or a partition from everyone): no heartbeats, no
     // replication. Writes sent to it meanwhile wait in its socket.
     signal(&c.brokers[old], "-STOP");
+    let frozen_at = Instant::now();
     let stale_client = Arc::new(RemotingClient::new(ClientConfig::default()));
     let mut stale_sends = tokio::task::JoinSet::new();
     for i in 0..5 {
@@ -387,6 +388,7 @@ async fn a_frozen_master_is_fenced_and_truncates_what_it_wrote_alone() {
         (r.code == response_code::SUCCESS).then_some(())
     })
     .await;
+    println!("failover: SIGSTOP to the first acknowledged send in {:?}", frozen_at.elapsed());
 
     // It wakes up in the new epoch: whatever it stores alone, it must not acknowledge.
     signal(&c.brokers[old], "-CONT");

@@ -27,7 +27,7 @@ use openraft::{BasicNode, Raft, SnapshotPolicy};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::time::Instant;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::body::{self, BrokerMemberGroup, BrokerReplicasInfo, ElectMasterResponseBody, SyncStateSet};
 use crate::config::{ControllerConfig, Peer, PeersError};
@@ -224,7 +224,14 @@ impl ControllerNode {
             let node = self.clone();
             d.register(request_code::BROKER_HEARTBEAT, move |conn, req| {
                 let node = node.clone();
-                async move { Some(node.broker_heartbeat(conn.id(), req)) }
+                async move {
+                    // A heartbeat read before the connection closed but handled after: the
+                    // broker is gone, and recording it would keep it alive for a whole timeout.
+                    if conn.is_closed() {
+                        return None;
+                    }
+                    Some(node.broker_heartbeat(conn.id(), req))
+                }
             });
             let node = self.clone();
             d.on_close(move |conn| {
@@ -369,6 +376,7 @@ impl ControllerNode {
         if !self.is_leader() {
             return refused(&self.not_leader());
         }
+        tracing::trace!(broker_id, connection, timeout = ?h.heartbeat_timeout_mills, "broker heartbeat");
         self.live().heartbeat(BrokerLiveInfo {
             cluster_name: h.cluster_name,
             broker_name: h.broker_name,
@@ -616,6 +624,7 @@ impl ControllerNode {
                 })
             };
             for (cluster_name, broker_name) in sets {
+                debug!(broker_name = %broker_name, "no live master; electing one");
                 self.replace_master(cluster_name, broker_name).await;
             }
         }
