@@ -337,7 +337,42 @@ async fn the_master_is_killed_under_sync_load_and_a_replica_takes_over_losing_no
     assert_eq!(text.matches("#Epoch: EpochEntry{epoch=1, startOffset=0,").count(), 3, "{text}");
     assert_eq!(text.matches(&format!("endOffset={end}}}")).count(), 3, "{text}");
 
+    // The controller leader is SIGKILLed: another controller leads with the same state, the
+    // brokers' heartbeats reach it, and nothing changes for them (no election, no lost writes).
+    let leader = controller_leader(&client, &controllers).await;
+    let leader_idx = controllers.iter().position(|c| *c == leader).expect("a controller of ours");
+    c.ctrl[leader_idx].kill();
+    let rest: Vec<String> = controllers.iter().filter(|c| **c != leader).cloned().collect();
+    wait_for("a new controller leader", Duration::from_secs(30), async || {
+        let l = controller_leader(&client, &rest).await;
+        (!l.is_empty() && l != leader).then_some(())
+    })
+    .await;
+    // Longer than a heartbeat timeout: the new leader has judged every broker by now.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let (master, set) = replica_info(&client, &rest).await.expect("the new leader answers");
+    assert_eq!(master, new_master, "the broker set kept its master");
+    assert_eq!(set.len(), 3, "and its SyncStateSet");
+    for i in 0..20 {
+        let r = client.invoke(&new_master, send(&format!("after-leader-change-{i}")), T).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    }
+
     client.shutdown().await;
+}
+
+/// The controller leader's address, as the first controller that answers names it.
+async fn controller_leader(client: &RemotingClient, controllers: &[String]) -> String {
+    for c in controllers {
+        let req = RemotingCommand::request(request_code::CONTROLLER_GET_METADATA_INFO);
+        let Ok(r) = client.invoke(c, req, T).await else { continue };
+        if let Ok(h) = r.decode_header::<ferromq_protocol::header::GetMetaDataResponseHeader>() {
+            if let Some(l) = h.controller_leader_address.filter(|l| !l.is_empty()) {
+                return l;
+            }
+        }
+    }
+    String::new()
 }
 
 /// Sends SIGSTOP or SIGCONT to a process the test started.
