@@ -6,16 +6,16 @@
 //! master address changes. Java: `DefaultHAClient`.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::Duration;
 
+use crate::net::{error_chain, now_ms};
 use bytes::BytesMut;
 use ferromq_store::{FlushDiskType, MessageStore, ReplicaAppendError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{error, info, trace, warn};
 
@@ -63,22 +63,6 @@ enum Closed {
     MasterChanged,
 }
 
-/// An error and its causes, `: `-separated.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
-}
-
 /// State shared by the client handle and its task.
 #[derive(Debug)]
 struct ClientShared {
@@ -97,8 +81,7 @@ struct ClientShared {
 #[derive(Debug)]
 pub struct HaClient {
     shared: Arc<ClientShared>,
-    shutdown: watch::Sender<bool>,
-    task: Mutex<Option<JoinHandle<()>>>,
+    background: crate::net::Background,
 }
 
 impl HaClient {
@@ -122,9 +105,8 @@ impl HaClient {
             last_write_ms: AtomicI64::new(0),
             flow: FlowMonitor::new(None),
         });
-        let (shutdown, shutdown_rx) = watch::channel(false);
-        let task = tokio::spawn(run(shared.clone(), shutdown_rx));
-        HaClient { shared, shutdown, task: Mutex::new(Some(task)) }
+        let background = crate::net::Background::spawn(|stop| run(shared.clone(), stop));
+        HaClient { shared, background }
     }
 
     /// Sets the master's HA address (`ip:port`): from the name server's REGISTER_BROKER answer
@@ -176,72 +158,37 @@ impl HaClient {
 
     /// Closes the connection and stops reconnecting; returns when the task has ended.
     pub async fn shutdown(&self) {
-        self.shutdown.send_replace(true);
-        let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(task) = task {
-            let _ = task.await;
-        }
-    }
-}
-
-impl Drop for HaClient {
-    fn drop(&mut self) {
-        self.shutdown.send_replace(true);
+        self.background.stop().await;
     }
 }
 
 /// Connects, replicates, and reconnects until shutdown.
-async fn run(shared: Arc<ClientShared>, mut shutdown: watch::Receiver<bool>) {
-    let mut master = shared.master.subscribe();
-    loop {
-        let addr = master.borrow_and_update().clone();
-        let Some(addr) = addr else {
-            tokio::select! {
-                _ = master.changed() => continue,
-                _ = crate::stopped(&mut shutdown) => return,
-            }
-        };
-        let connected = tokio::select! {
-            c = tokio::time::timeout(shared.options.connect_timeout, TcpStream::connect(&addr)) => c,
-            _ = crate::stopped(&mut shutdown) => return,
-        };
-        match connected {
-            Ok(Ok(stream)) => {
-                info!(master = %addr, "connected to master");
-                shared.connected.store(true, Ordering::Release);
-                let closed = tokio::select! {
-                    closed = replicate(&shared, stream) => closed,
-                    _ = master.changed() => Closed::MasterChanged,
-                    _ = crate::stopped(&mut shutdown) => {
-                        shared.connected.store(false, Ordering::Release);
-                        return;
-                    }
-                };
-                shared.connected.store(false, Ordering::Release);
-                match &closed {
-                    Closed::Refused(e) => error!(master = %addr, error = %error_chain(e),
-                        "master pushed data this slave cannot append; connection closed"),
-                    Closed::Frame(e) => error!(master = %addr, error = %e, "bad frame from master; connection closed"),
-                    Closed::FlushFailed => {
-                        error!(master = %addr, "replicated data could not be flushed; connection closed")
-                    }
-                    Closed::MasterChanged => {
-                        info!(master = %addr, "master address changed; reconnecting");
-                        continue;
-                    }
-                    Closed::Io(e) => warn!(master = %addr, error = %e, "connection to master failed"),
-                    other => warn!(master = %addr, reason = %other, "connection to master closed"),
-                }
-            }
-            Ok(Err(e)) => warn!(master = %addr, error = %e, "cannot connect to master"),
-            Err(_) => {
-                warn!(master = %addr, timeout = ?shared.options.connect_timeout, "cannot connect to master: timed out")
-            }
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(shared.options.reconnect_interval) => {}
-            _ = master.changed() => {}
-            _ = crate::stopped(&mut shutdown) => return,
+async fn run(shared: Arc<ClientShared>, shutdown: watch::Receiver<bool>) {
+    let s = &shared;
+    crate::net::follow_master(&s.master, &s.options, &s.connected, shutdown, |stream| async move {
+        s.connected.store(true, Ordering::Release);
+        replicate(s, stream).await
+    })
+    .await;
+}
+
+impl crate::net::LinkEnd for Closed {
+    fn master_changed() -> Self {
+        Closed::MasterChanged
+    }
+
+    fn is_master_changed(&self) -> bool {
+        matches!(self, Closed::MasterChanged)
+    }
+
+    fn log(&self, master: &str) {
+        match self {
+            Closed::Refused(e) => error!(master, error = %error_chain(e),
+                "master pushed data this slave cannot append; connection closed"),
+            Closed::Frame(e) => error!(master, error = %e, "bad frame from master; connection closed"),
+            Closed::FlushFailed => error!(master, "replicated data could not be flushed; connection closed"),
+            Closed::Io(e) => warn!(master, error = %e, "connection to master failed"),
+            other => warn!(master, reason = %other, "connection to master closed"),
         }
     }
 }

@@ -3,14 +3,13 @@
 //! when either ends, the connection closes. Java: `DefaultHAConnection` with its
 //! `ReadSocketService` and `WriteSocketService`.
 
-use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
@@ -249,20 +248,8 @@ fn warn_if_unreadable(shared: &MasterShared, conn: &SlaveConnection, next: i64) 
 
 /// Writes frames' headers and bodies with as few (vectored) writes as the socket allows.
 async fn send(writer: &mut OwnedWriteHalf, parts: &[Bytes], limit: Duration) -> Result<(), ConnectionClosed> {
-    let write_all = async {
-        let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
-        let mut slices = &mut slices[..];
-        while !slices.is_empty() {
-            let n = writer.write_vectored(slices).await?;
-            if n == 0 {
-                return Err(std::io::Error::from(std::io::ErrorKind::WriteZero));
-            }
-            IoSlice::advance_slices(&mut slices, n);
-        }
-        Ok(())
-    };
-    match tokio::time::timeout(limit, write_all).await {
-        Ok(result) => result.map_err(ConnectionClosed::Io),
-        Err(_) => Err(ConnectionClosed::WriteStalled(limit)),
-    }
+    crate::net::write_parts(writer, parts, limit).await.map_err(|e| match e {
+        crate::net::WriteFailed::Io(e) => ConnectionClosed::Io(e),
+        crate::net::WriteFailed::Stalled => ConnectionClosed::WriteStalled(limit),
+    })
 }

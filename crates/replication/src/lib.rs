@@ -28,6 +28,7 @@ mod error;
 mod flow;
 pub mod frame;
 pub mod identity_file;
+mod net;
 mod runtime_info;
 mod service;
 

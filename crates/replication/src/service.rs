@@ -13,7 +13,6 @@ use std::time::Duration;
 use ferromq_store::MessageStore;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
-use tokio::task::{JoinHandle, JoinSet};
 use tracing::{info, warn};
 
 use crate::config::HaConfig;
@@ -23,9 +22,6 @@ use crate::runtime_info::{HaConnectionRuntimeInfo, HaRuntimeInfo};
 
 /// Slave connections served at once; more are refused (a broker group has a few slaves).
 pub const MAX_SLAVE_CONNECTIONS: usize = 64;
-
-/// Pause after a failed accept (for example out of file descriptors) before the next one.
-const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(100);
 
 /// State shared by the service and its connection tasks.
 #[derive(Debug)]
@@ -84,8 +80,7 @@ impl MasterShared {
 pub struct HaService {
     shared: Arc<MasterShared>,
     local_addr: SocketAddr,
-    shutdown: watch::Sender<bool>,
-    task: Mutex<Option<JoinHandle<()>>>,
+    background: crate::net::Background,
 }
 
 impl HaService {
@@ -114,10 +109,9 @@ impl HaService {
             acks: watch::Sender::new(0),
             closed: AtomicBool::new(false),
         });
-        let (shutdown, shutdown_rx) = watch::channel(false);
-        let task = tokio::spawn(accept_loop(shared.clone(), listener, shutdown_rx));
+        let background = crate::net::Background::spawn(|stop| accept_loop(shared.clone(), listener, stop));
         info!(ha_addr = %local_addr, "HA service listening for slaves");
-        Ok(HaService { shared, local_addr, shutdown, task: Mutex::new(Some(task)) })
+        Ok(HaService { shared, local_addr, background })
     }
 
     /// The address slaves connect to.
@@ -289,15 +283,12 @@ impl HaService {
     /// [`ReplicaWaitError::ShutDown`]; returns when the tasks have ended.
     pub async fn shutdown(&self) {
         self.signal_shutdown();
-        let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(task) = task {
-            let _ = task.await;
-        }
+        self.background.stop().await;
     }
 
     fn signal_shutdown(&self) {
         self.shared.closed.store(true, Ordering::Release);
-        self.shutdown.send_replace(true);
+        self.background.signal();
         self.shared.acks.send_modify(|n| *n = n.wrapping_add(1));
     }
 }
@@ -310,31 +301,11 @@ impl Drop for HaService {
 
 /// Accepts slaves until shutdown; owns the connection tasks. Java: `AcceptSocketService`.
 async fn accept_loop(shared: Arc<MasterShared>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
-    let mut connections = JoinSet::new();
-    let mut stop = shutdown.clone();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, addr)) => {
-                    if connections.len() >= MAX_SLAVE_CONNECTIONS {
-                        warn!(remote_addr = %addr, limit = MAX_SLAVE_CONNECTIONS, "too many slave connections; refusing");
-                        continue;
-                    }
-                    info!(remote_addr = %addr, "slave connected");
-                    connections.spawn(serve(shared.clone(), stream, addr, shutdown.clone()));
-                }
-                Err(e) => {
-                    warn!(error = %e, "accepting a slave connection failed");
-                    tokio::time::sleep(ACCEPT_RETRY_DELAY).await;
-                }
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            _ = crate::stopped(&mut stop) => break,
-        }
-    }
-    drop(listener);
-    // Each connection sees the shutdown signal and ends.
-    while connections.join_next().await.is_some() {}
+    crate::net::accept_loop(listener, shutdown, |stream, addr, stop| {
+        info!(remote_addr = %addr, "slave connected");
+        serve(shared.clone(), stream, addr, stop)
+    })
+    .await;
     info!("HA service stopped");
 }
 

@@ -9,7 +9,6 @@
 //! SyncStateSet membership.
 
 use std::collections::BTreeSet;
-use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -17,11 +16,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use ferromq_store::MessageStore;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
-use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tracing::{debug, info, trace, warn};
 
@@ -30,7 +28,6 @@ use crate::autoswitch_frame::{MasterHandshake, MasterTransfer, SlaveFrame, Slave
 use crate::config::HaConfig;
 use crate::error::ReplicaWaitError;
 use crate::runtime_info::{HaConnectionRuntimeInfo, HaRuntimeInfo};
-use crate::MAX_SLAVE_CONNECTIONS;
 
 /// The SyncStateSet as the controller last agreed to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,8 +186,7 @@ impl Shared {
 pub struct AutoSwitchMaster {
     shared: Arc<Shared>,
     local_addr: SocketAddr,
-    shutdown: watch::Sender<bool>,
-    task: Mutex<Option<JoinHandle<()>>>,
+    background: crate::net::Background,
 }
 
 impl AutoSwitchMaster {
@@ -252,10 +248,9 @@ impl AutoSwitchMaster {
         shared.store.set_confirm_offset(shared.store.max_phy_offset());
         shared.store.bound_dispatch_by_confirm(shared.confirm_bounded(&shared.effective()));
         shared.update_confirm();
-        let (shutdown, shutdown_rx) = watch::channel(false);
-        let task = tokio::spawn(accept_loop(shared.clone(), listener, shutdown_rx));
+        let background = crate::net::Background::spawn(|stop| accept_loop(shared.clone(), listener, stop));
         info!(ha_addr = %local_addr, master_epoch, "AutoSwitchHA master listening for replicas");
-        Ok(AutoSwitchMaster { shared, local_addr, shutdown, task: Mutex::new(Some(task)) })
+        Ok(AutoSwitchMaster { shared, local_addr, background })
     }
 
     /// The address replicas connect to.
@@ -439,15 +434,12 @@ impl AutoSwitchMaster {
     /// Stops accepting, closes every connection and fails waiting puts; returns when done.
     pub async fn shutdown(&self) {
         self.signal_shutdown();
-        let task = lock(&self.task).take();
-        if let Some(task) = task {
-            let _ = task.await;
-        }
+        self.background.stop().await;
     }
 
     fn signal_shutdown(&self) {
         self.shared.closed.store(true, Ordering::Release);
-        self.shutdown.send_replace(true);
+        self.background.signal();
         self.shared.progress.send_modify(|n| *n = n.wrapping_add(1));
     }
 }
@@ -459,29 +451,7 @@ impl Drop for AutoSwitchMaster {
 }
 
 async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
-    let mut connections = JoinSet::new();
-    let mut stop = shutdown.clone();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, addr)) => {
-                    if connections.len() >= MAX_SLAVE_CONNECTIONS {
-                        warn!(remote_addr = %addr, limit = MAX_SLAVE_CONNECTIONS, "too many replica connections; refusing");
-                        continue;
-                    }
-                    connections.spawn(serve(shared.clone(), stream, addr, shutdown.clone()));
-                }
-                Err(e) => {
-                    warn!(error = %e, "accepting a replica connection failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            },
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            _ = crate::stopped(&mut stop) => break,
-        }
-    }
-    drop(listener);
-    while connections.join_next().await.is_some() {}
+    crate::net::accept_loop(listener, shutdown, |stream, addr, stop| serve(shared.clone(), stream, addr, stop)).await;
     info!("AutoSwitchHA master stopped");
 }
 
@@ -685,20 +655,8 @@ fn epoch_of(shared: &Shared, offset: i64, max: i64) -> Option<(i32, i64, i64)> {
 }
 
 async fn send(writer: &mut OwnedWriteHalf, parts: &[Bytes], limit: Duration) -> Result<(), Closed> {
-    let write_all = async {
-        let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
-        let mut slices = &mut slices[..];
-        while !slices.is_empty() {
-            let n = writer.write_vectored(slices).await?;
-            if n == 0 {
-                return Err(std::io::Error::from(std::io::ErrorKind::WriteZero));
-            }
-            IoSlice::advance_slices(&mut slices, n);
-        }
-        Ok(())
-    };
-    match tokio::time::timeout(limit, write_all).await {
-        Ok(result) => result.map_err(Closed::Io),
-        Err(_) => Err(Closed::WriteStalled(limit)),
-    }
+    crate::net::write_parts(writer, parts, limit).await.map_err(|e| match e {
+        crate::net::WriteFailed::Io(e) => Closed::Io(e),
+        crate::net::WriteFailed::Stalled => Closed::WriteStalled(limit),
+    })
 }

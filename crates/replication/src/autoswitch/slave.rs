@@ -9,8 +9,8 @@
 //! the reason logged; it reconnects after a pause, and at once when the master changes.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::BytesMut;
 use ferromq_store::{FlushDiskType, MessageStore, ReplicaAppendError, TruncateError};
@@ -18,7 +18,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{error, info, trace, warn};
 
@@ -27,6 +26,7 @@ use crate::autoswitch_frame::{encode_report, FrameError, MasterFrame, MasterFram
 use crate::client::HaClientOptions;
 use crate::config::HaConfig;
 use crate::epoch_file::EpochFileError;
+use crate::net::{error_chain, now_ms};
 use crate::runtime_info::{HaClientRuntimeInfo, HaRuntimeInfo};
 
 const READ_CHUNK_BYTES: usize = 256 * 1024;
@@ -59,10 +59,6 @@ enum Closed {
     MasterChanged,
 }
 
-fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
-}
-
 #[derive(Debug)]
 struct Shared {
     store: Arc<MessageStore>,
@@ -81,8 +77,7 @@ struct Shared {
 #[derive(Debug)]
 pub struct AutoSwitchSlave {
     shared: Arc<Shared>,
-    shutdown: watch::Sender<bool>,
-    task: Mutex<Option<JoinHandle<()>>>,
+    background: crate::net::Background,
 }
 
 impl AutoSwitchSlave {
@@ -109,9 +104,8 @@ impl AutoSwitchSlave {
             last_read_ms: AtomicI64::new(0),
             last_write_ms: AtomicI64::new(0),
         });
-        let (shutdown, shutdown_rx) = watch::channel(false);
-        let task = tokio::spawn(run(shared.clone(), shutdown_rx));
-        AutoSwitchSlave { shared, shutdown, task: Mutex::new(Some(task)) }
+        let background = crate::net::Background::spawn(|stop| run(shared.clone(), stop));
+        AutoSwitchSlave { shared, background }
     }
 
     /// Points the client at another master HA address (empty: none); a change reconnects.
@@ -156,78 +150,33 @@ impl AutoSwitchSlave {
 
     /// Closes the connection and stops reconnecting; returns when the task has ended.
     pub async fn shutdown(&self) {
-        self.shutdown.send_replace(true);
-        let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(task) = task {
-            let _ = task.await;
-        }
+        self.background.stop().await;
     }
 }
 
-impl Drop for AutoSwitchSlave {
-    fn drop(&mut self) {
-        self.shutdown.send_replace(true);
-    }
+async fn run(shared: Arc<Shared>, shutdown: watch::Receiver<bool>) {
+    let s = &shared;
+    crate::net::follow_master(&s.master, &s.options, &s.connected, shutdown, |stream| replicate(s, stream)).await;
 }
 
-async fn run(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
-    let mut master = shared.master.subscribe();
-    loop {
-        let addr = master.borrow_and_update().clone();
-        let Some(addr) = addr else {
-            tokio::select! {
-                _ = master.changed() => continue,
-                _ = crate::stopped(&mut shutdown) => return,
+impl crate::net::LinkEnd for Closed {
+    fn master_changed() -> Self {
+        Closed::MasterChanged
+    }
+
+    fn is_master_changed(&self) -> bool {
+        matches!(self, Closed::MasterChanged)
+    }
+
+    fn log(&self, master: &str) {
+        match self {
+            Closed::Io(e) => warn!(master, error = %e, "connection to master failed"),
+            Closed::Eof | Closed::Expired(_) | Closed::WriteStalled(_) => {
+                warn!(master, reason = %self, "connection to master closed")
             }
-        };
-        let connected = tokio::select! {
-            c = tokio::time::timeout(shared.options.connect_timeout, TcpStream::connect(&addr)) => c,
-            _ = crate::stopped(&mut shutdown) => return,
-        };
-        match connected {
-            Ok(Ok(stream)) => {
-                info!(master = %addr, "connected to master");
-                let closed = tokio::select! {
-                    closed = replicate(&shared, stream) => closed,
-                    _ = master.changed() => Closed::MasterChanged,
-                    _ = crate::stopped(&mut shutdown) => {
-                        shared.connected.store(false, Ordering::Release);
-                        return;
-                    }
-                };
-                shared.connected.store(false, Ordering::Release);
-                match &closed {
-                    Closed::MasterChanged => {
-                        info!(master = %addr, "master changed; reconnecting");
-                        continue;
-                    }
-                    Closed::Io(e) => warn!(master = %addr, error = %e, "connection to master failed"),
-                    Closed::Eof | Closed::Expired(_) | Closed::WriteStalled(_) => {
-                        warn!(master = %addr, reason = %closed, "connection to master closed")
-                    }
-                    other => error!(master = %addr, reason = %error_chain(other), "replication stopped; reconnecting"),
-                }
-            }
-            Ok(Err(e)) => warn!(master = %addr, error = %e, "cannot connect to master"),
-            Err(_) => warn!(master = %addr, "cannot connect to master: timed out"),
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(shared.options.reconnect_interval) => {}
-            _ = master.changed() => {}
-            _ = crate::stopped(&mut shutdown) => return,
+            other => error!(master, reason = %error_chain(other), "replication stopped; reconnecting"),
         }
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
 }
 
 async fn replicate(shared: &Shared, stream: TcpStream) -> Closed {
