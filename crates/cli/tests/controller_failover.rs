@@ -512,3 +512,73 @@ async fn a_frozen_master_is_fenced_and_truncates_what_it_wrote_alone() {
     stale_client.shutdown().await;
     client.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cpp_client_keeps_producing_through_a_failover() {
+    const CPP_TOPIC: &str = "FailoverCpp";
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cluster(dir.path(), |_, controllers| controllers.join(";"));
+    for b in &mut c.brokers {
+        b.start();
+    }
+    let client = RemotingClient::new(ClientConfig::default());
+    let (controllers, addrs): (Vec<String>, Vec<String>) =
+        (c.controllers.clone(), c.brokers.iter().map(Proc::addr).collect());
+    let (old_master, _) = wait_for("a full SyncStateSet", Duration::from_secs(60), async || {
+        replica_info(&client, &controllers).await.filter(|(_, set)| set.len() == 3)
+    })
+    .await;
+    let old = addrs.iter().position(|a| *a == old_master).unwrap();
+
+    // The official C++ client (PyPI `rocketmq`), routed by the name server, sends one message
+    // after another; the master is SIGKILLed while it does.
+    let home = dir.path().join("cpp-home");
+    let ns = c.ns.clone();
+    let run = tokio::task::spawn_blocking(move || {
+        let args =
+            ["produce", "--topic", CPP_TOPIC, "--group", "CppFailover", "--count", "4000", "--send-timeout-ms", "1000"];
+        common::e2e::run_e2e("cpp failover", &home, &args, &ns, 120)
+    });
+    // Killed once it has stored some hundreds of messages (about 100 KB), with thousands to go.
+    let start = max_offset(&client, &old_master).await.unwrap_or(0);
+    wait_for("the C++ client to produce", Duration::from_secs(60), async || {
+        (max_offset(&client, &old_master).await? > start + 100_000).then_some(())
+    })
+    .await;
+    let killed_at_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    c.brokers[old].kill();
+    let (run, problem) = run.await.unwrap();
+    assert!(problem.is_none(), "{problem:?}");
+    let sent: Vec<(String, i64)> = run
+        .events("sent")
+        .filter(|e| e.bool("ok") == Some(true))
+        .map(|e| (e.str("body").unwrap().to_owned(), e.int("sent_at_ms").unwrap()))
+        .collect();
+    let failed = run.events("send_failed").count();
+    println!("C++ client: {} sent, {failed} failed, {:?}", sent.len(), run.elapsed);
+    assert!(sent.iter().any(|(_, at)| *at < killed_at_ms), "it produced before the kill");
+    assert!(sent.iter().any(|(_, at)| *at > killed_at_ms), "it produced again after the failover");
+
+    // Every message it was told succeeded is on the new master.
+    let (new_master, _) = replica_info(&client, &controllers).await.unwrap();
+    assert_ne!(new_master, old_master);
+    let mut stored = std::collections::HashSet::new();
+    for q in 0..8 {
+        for m in ferromq_testkit::pull_messages(
+            &client,
+            &new_master,
+            CPP_TOPIC,
+            q,
+            0,
+            usize::MAX,
+            Duration::from_millis(800),
+        )
+        .await
+        {
+            stored.insert(String::from_utf8_lossy(&m.body).into_owned());
+        }
+    }
+    let lost: Vec<_> = sent.iter().filter(|(b, _)| !stored.contains(b)).map(|(b, _)| b.clone()).collect();
+    assert!(lost.is_empty(), "{} acknowledged messages lost, e.g. {:?}", lost.len(), &lost[..lost.len().min(5)]);
+    client.shutdown().await;
+}
