@@ -172,6 +172,15 @@ impl Broker {
         self.timer.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
+    /// Replaces the running timer wheel (controller mode: on promotion and stepping down);
+    /// returns the previous one.
+    pub(crate) fn replace_timer(
+        &self,
+        next: Option<Arc<ferromq_timer::TimerMessageStore>>,
+    ) -> Option<Arc<ferromq_timer::TimerMessageStore>> {
+        std::mem::replace(&mut *self.timer.write().unwrap_or_else(std::sync::PoisonError::into_inner), next)
+    }
+
     /// Registers with the name servers now rather than at the next period (a role change).
     pub(crate) fn register_soon(&self) {
         self.register_now.notify_one();
@@ -1002,8 +1011,7 @@ pub async fn run_with_local_access(
     }
     broker.flush_transaction_ops().await;
     // Controller mode: the wheel the role driver ran (it was aborted with the tasks).
-    let wheel = broker.timer.write().unwrap_or_else(std::sync::PoisonError::into_inner).take();
-    if let Some(t) = wheel {
+    if let Some(t) = broker.replace_timer(None) {
         let _ = tokio::task::spawn_blocking(move || t.shutdown()).await;
     }
     crate::ha::shut_down(broker.replace_replication(crate::ha::Replication::None)).await;

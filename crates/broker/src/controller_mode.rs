@@ -55,7 +55,7 @@ impl MasterServices {
             let _ = stop.send(());
             let _ = task.await;
         }
-        *broker.timer.write().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        broker.replace_timer(None);
     }
 }
 
@@ -253,7 +253,7 @@ async fn start_master_services(broker: &Arc<Broker>, settings: &BrokerSettings) 
         let (cfg, root, s) = (timer_config, settings.store.store_path_root_dir.clone(), broker.store.clone());
         match tokio::task::spawn_blocking(move || ferromq_timer::TimerMessageStore::open(cfg, &root, s)).await {
             Ok(Ok(t)) => {
-                *broker.timer.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(t.clone());
+                broker.replace_timer(Some(t.clone()));
                 let (stop, stopped) = oneshot::channel::<()>();
                 let task = tokio::spawn(t.run(async {
                     let _ = stopped.await;

@@ -131,6 +131,14 @@ pub(crate) async fn get_controller_metadata(ctx: &Ctx, a: ControllerAddrArgs) ->
     Ok(())
 }
 
+/// The broker sets of `cluster` in the name server's cluster info.
+fn sets_of<'a>(
+    info: &'a ferromq_protocol::body::ClusterInfo,
+    cluster: &str,
+) -> anyhow::Result<&'a std::collections::BTreeSet<String>> {
+    info.cluster_addr_table.get(cluster).with_context(|| format!("no cluster {cluster} in the name server"))
+}
+
 /// `getBrokerEpoch`: each replica's epoch file (GET_BROKER_EPOCH_CACHE), the replicas found in
 /// the name server's cluster info. Java: `GetBrokerEpochSubCommand` (the last epoch is printed
 /// as ending at the broker's max offset).
@@ -139,13 +147,7 @@ pub(crate) async fn get_broker_epoch(ctx: &Ctx, a: BrokerEpochArgs) -> anyhow::R
         let info = ctx.client.cluster_info().await?;
         let names: Vec<String> = match (&a.broker_name, &a.cluster) {
             (Some(name), _) => vec![name.clone()],
-            (None, Some(cluster)) => info
-                .cluster_addr_table
-                .get(cluster)
-                .with_context(|| format!("no cluster {cluster} in the name server"))?
-                .iter()
-                .cloned()
-                .collect(),
+            (None, Some(cluster)) => sets_of(&info, cluster)?.iter().cloned().collect(),
             (None, None) => anyhow::bail!("give a broker name (-b) or a cluster name (-c)"),
         };
         let mut all = Vec::new();
@@ -186,11 +188,7 @@ pub(crate) async fn get_sync_state_set(ctx: &Ctx, a: SyncStateSetArgs) -> anyhow
         let mut names = a.broker_names.clone();
         if let Some(cluster) = &a.cluster {
             let info = ctx.client.cluster_info().await?;
-            let sets = info
-                .cluster_addr_table
-                .get(cluster)
-                .with_context(|| format!("no cluster {cluster} in the name server"))?;
-            names.extend(sets.iter().cloned());
+            names.extend(sets_of(&info, cluster)?.iter().cloned());
         }
         anyhow::ensure!(!names.is_empty(), "name the broker sets with -b, or a cluster with -c");
         let data = ctx.client.sync_state_data(&a.controller, &names).await?;

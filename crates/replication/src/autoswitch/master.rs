@@ -130,6 +130,13 @@ impl Shared {
         Some(confirm)
     }
 
+    /// After the SyncStateSet (or a proposal) changed: whether dispatch waits for the set, then
+    /// the confirm offset.
+    fn sync_state_changed(&self) {
+        self.store.bound_dispatch_by_confirm(self.confirm_bounded(&self.effective()));
+        self.update_confirm();
+    }
+
     /// Recomputes the confirm offset and gives it to the store; it never moves back here.
     fn update_confirm(&self) {
         if let Some(confirm) = self.compute_confirm() {
@@ -246,8 +253,7 @@ impl AutoSwitchMaster {
             closed: AtomicBool::new(false),
         });
         shared.store.set_confirm_offset(shared.store.max_phy_offset());
-        shared.store.bound_dispatch_by_confirm(shared.confirm_bounded(&shared.effective()));
-        shared.update_confirm();
+        shared.sync_state_changed();
         let background = crate::net::Background::spawn(|stop| accept_loop(shared.clone(), listener, stop));
         info!(ha_addr = %local_addr, master_epoch, "AutoSwitchHA master listening for replicas");
         Ok(AutoSwitchMaster { shared, local_addr, background })
@@ -274,8 +280,7 @@ impl AutoSwitchMaster {
     pub fn propose(&self, wanted: &BTreeSet<i64>) {
         let current = lock(&self.shared.sync_state).members.clone();
         lock(&self.shared.pending).extend(wanted.difference(&current).copied());
-        self.shared.store.bound_dispatch_by_confirm(self.shared.confirm_bounded(&self.shared.effective()));
-        self.shared.update_confirm();
+        self.shared.sync_state_changed();
     }
 
     /// Replaces the SyncStateSet with the controller's view (after it accepted a change, or
@@ -294,9 +299,7 @@ impl AutoSwitchMaster {
                 *current = set;
             }
         }
-        let bounded = self.shared.confirm_bounded(&self.shared.effective());
-        self.shared.store.bound_dispatch_by_confirm(bounded);
-        self.shared.update_confirm();
+        self.shared.sync_state_changed();
     }
 
     /// The SyncStateSet this master wants: members whose connection is gone or that have not
