@@ -124,6 +124,8 @@ pub(crate) async fn run(broker: Arc<Broker>, settings: BrokerSettings, ha_bind: 
     loop {
         let role = roles.borrow_and_update().clone();
         let taken = take_role(&broker, &settings, ha_bind, my_id, &role, &mut services).await;
+        // Fixed once: the SyncStateSet checks below must not push the retry back each time.
+        let retry_at = tokio::time::Instant::now() + RETRY;
         loop {
             let master = match broker.replication() {
                 Replication::AutoSwitchMaster(m) => Some(m),
@@ -142,7 +144,7 @@ pub(crate) async fn run(broker: Arc<Broker>, settings: BrokerSettings, ha_bind: 
                     }
                     break;
                 }
-                _ = tokio::time::sleep(RETRY), if !taken => break,
+                _ = tokio::time::sleep_until(retry_at), if !taken => break,
                 _ = check.tick() => maintain_sync_state_set(&manager, master.as_deref()).await,
                 () = expand => maintain_sync_state_set(&manager, master.as_deref()).await,
             }
