@@ -25,7 +25,7 @@ macro_rules! codes {
 }
 
 codes! {
-    /// Request codes (Java: `RequestCode`). Codes 50-53 are the 4.x ACL v1 requests that 5.x removed.
+    /// Request codes (Java: `RequestCode`). Codes 50-54 are the 4.x ACL v1 requests that 5.x removed.
     request_code {
         SEND_MESSAGE = 10,
         PULL_MESSAGE = 11,
@@ -64,6 +64,7 @@ codes! {
         DELETE_ACL_CONFIG = 51,
         GET_BROKER_CLUSTER_ACL_INFO = 52,
         UPDATE_GLOBAL_WHITE_ADDRS_CONFIG = 53,
+        GET_BROKER_CLUSTER_ACL_CONFIG = 54,
         GET_TIMER_CHECK_POINT = 60,
         GET_TIMER_METRICS = 61,
         PUT_KV_CONFIG = 100,

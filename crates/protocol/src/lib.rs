@@ -16,6 +16,7 @@ pub mod json;
 pub mod message;
 pub mod pop;
 pub mod properties_text;
+pub mod signature;
 pub mod topic_validator;
 pub mod version;
 

@@ -7,6 +7,8 @@
 pub const V3_4_9: i32 = 121;
 /// `V4_0_0`.
 pub const V4_0_0: i32 = 213;
+/// `V4_9_3`: the last clients that added QUERY_MESSAGE's `_UNIQUE_KEY_QUERY` after signing.
+pub const V4_9_3: i32 = 400;
 /// `V4_9_4`: from here on the name server answers routes in standard JSON.
 pub const V4_9_4: i32 = 401;
 /// `V5_0_0`: compressed broker registrations carry queue mappings from here on.

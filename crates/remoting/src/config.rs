@@ -1,8 +1,10 @@
 //! Transport settings with RocketMQ's defaults.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use ferromq_protocol::header::{ZONE_MODE, ZONE_NAME};
+use ferromq_protocol::signature::SessionCredentials;
 use ferromq_protocol::{SerializeType, MAX_FRAME_BYTES};
 
 /// Commands a connection may queue for writing before senders wait.
@@ -25,6 +27,9 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// How long shutdown waits for in-flight requests to finish.
     pub shutdown_grace: Duration,
+    /// Credentials every request sent on the connection is signed with (Java:
+    /// `AclClientRPCHook`); `None` sends requests unsigned. Responses are never signed.
+    pub credentials: Option<Arc<SessionCredentials>>,
 }
 
 impl Default for ServerConfig {
@@ -36,6 +41,7 @@ impl Default for ServerConfig {
             max_in_flight_per_connection: 1024,
             max_connections: 10_000,
             shutdown_grace: Duration::from_secs(10),
+            credentials: None,
         }
     }
 }
@@ -77,6 +83,12 @@ impl ClientConfig {
     /// its zone's routes.
     pub fn with_zone_from_env(self) -> Self {
         self.with_zone(std::env::var(ROCKETMQ_ZONE_ENV).ok(), std::env::var(ROCKETMQ_ZONE_MODE_ENV).ok())
+    }
+
+    /// Signs every request with `credentials` (`None`: unsigned).
+    pub fn with_credentials(mut self, credentials: Option<SessionCredentials>) -> Self {
+        self.connection.credentials = credentials.map(Arc::new);
+        self
     }
 
     /// Adds `__ZONE_NAME` and `__ZONE_MODE` fields for the non-blank values given.

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use ferromq_protocol::signature::SessionCredentials;
 use ferromq_protocol::{
     decode_frame, encode_frame, response_code, RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE,
 };
@@ -51,6 +52,8 @@ struct Inner {
     /// Encoded frames waiting for the writer.
     outbound: mpsc::Sender<Bytes>,
     serialize_type: SerializeType,
+    /// Signs the requests this side sends.
+    credentials: Option<Arc<SessionCredentials>>,
     pending: Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>,
     next_opaque: AtomicI32,
     closed: AtomicBool,
@@ -157,6 +160,7 @@ impl Connection {
         let opaque = self.fresh_opaque();
         request.opaque = opaque;
         request.flag &= !(FLAG_RESPONSE | FLAG_ONEWAY);
+        self.sign(&mut request);
         let frame = self.encode(&request)?;
         let (tx, rx) = oneshot::channel();
         self.pending().insert(opaque, tx);
@@ -187,8 +191,16 @@ impl Connection {
     pub async fn invoke_oneway(&self, request: RemotingCommand) -> Result<(), RemotingError> {
         let mut request = request.into_oneway();
         request.opaque = self.fresh_opaque();
+        self.sign(&mut request);
         let frame = self.encode(&request)?;
         self.enqueue(frame).await
+    }
+
+    /// Signs `request` last, after every field is set (the signature covers them all).
+    fn sign(&self, request: &mut RemotingCommand) {
+        if let Some(credentials) = &self.inner.credentials {
+            credentials.sign(request);
+        }
     }
 
     /// Sends a response produced outside the handler's return value (a parked request answered
@@ -290,6 +302,7 @@ where
             local_addr,
             outbound: tx,
             serialize_type: config.serialize_type,
+            credentials: config.credentials.clone(),
             pending: Mutex::new(HashMap::new()),
             next_opaque: AtomicI32::new(1),
             closed: AtomicBool::new(false),
