@@ -132,6 +132,11 @@ def parse_args(argv):
     ap.add_argument("--props", default="color,order_key,seq,CLUSTER",
                     help="consumers: comma separated user properties to report")
     ap.add_argument("--max-num", type=int, default=32, help="pull-consume: messages per pull (default 32)")
+    # ACL
+    ap.add_argument("--access-key", default=None, help="sign requests with this access key (ACL)")
+    ap.add_argument("--secret-key", default=None, help="the secret key of --access-key")
+    ap.add_argument("--ons-channel", default="LOCAL",
+                    help="the OnsChannel field the C++ client signs with its credentials (default LOCAL)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.timeout_s <= 0:
@@ -217,10 +222,17 @@ def message_identity(rec):
     return rec.get("uniq_key") or (rec.get("queue_id"), rec.get("queue_offset"), rec.get("body"))
 
 
+def set_credentials(args, client):
+    """Signs the client's requests (the C++ client's ClientRPCHook) when --access-key is given."""
+    if args.access_key:
+        client.set_session_credentials(args.access_key, args.secret_key or "", args.ons_channel)
+
+
 def produce(args, dll, client):
     from rocketmq.client import Message, Producer, SendStatus
     producer = Producer(args.group)
     producer.set_namesrv_addr(args.namesrv)
+    set_credentials(args, producer)
     set_log_level(dll, "producer", producer._handle, args.client_log_level)
     if args.send_timeout_ms is not None:
         producer.set_timeout(args.send_timeout_ms)
@@ -304,6 +316,7 @@ def produce_messages(args, dll, client):
         return EXIT_FAILED
     producer = Producer(args.group)
     producer.set_namesrv_addr(args.namesrv)
+    set_credentials(args, producer)
     set_log_level(dll, "producer", producer._handle, args.client_log_level)
     if args.send_timeout_ms is not None:
         producer.set_timeout(args.send_timeout_ms)
@@ -355,6 +368,7 @@ def push_consume(args, dll, client, wait_until):
 
     consumer = PushConsumer(args.group, orderly=args.orderly)
     consumer.set_namesrv_addr(args.namesrv)
+    set_credentials(args, consumer)
     set_log_level(dll, "push", consumer._handle, args.client_log_level)
 
     def on_message(msg):
@@ -394,6 +408,7 @@ def pull_consume(args, dll, client, wait_until):
     props = split_list(args.props)
     consumer = PullConsumer(args.group)
     consumer.set_namesrv_addr(args.namesrv)
+    set_credentials(args, consumer)
     set_log_level(dll, "pull", consumer._handle, args.client_log_level)
     try:
         consumer.start()

@@ -11,5 +11,6 @@
 
 mod error;
 pub mod plain;
+pub mod tools;
 
 pub use error::AclError;

@@ -126,17 +126,36 @@ fn validation_order_of_plain_permission_manager() {
 fn explicit_and_default_permissions() {
     let f = fixture(ACL);
     let send = |t: &str| reason(&f, &signed(send_v2(t), "RocketMQ", "12345678"), LOCAL);
-    assert_eq!(send("topicA").as_deref(), Some("No default permission for topic:topicA"));
+    assert_eq!(
+        send("topicA").as_deref(),
+        Some("No default permission for topic:topicA (accessKey=RocketMQ needs PUB)")
+    );
     assert_eq!(send("topicB"), None);
-    assert_eq!(send("topicC").as_deref(), Some("No default permission for topic:topicC"));
-    assert_eq!(send("topicD").as_deref(), Some("No default permission for topic:topicD"), "defaultTopicPerm DENY");
+    assert_eq!(
+        send("topicC").as_deref(),
+        Some("No default permission for topic:topicC (accessKey=RocketMQ needs PUB)")
+    );
+    assert_eq!(
+        send("topicD").as_deref(),
+        Some("No default permission for topic:topicD (accessKey=RocketMQ needs PUB)"),
+        "defaultTopicPerm DENY"
+    );
     let pull = |t: &str, g: &str| reason(&f, &signed(pull(t, g), "RocketMQ", "12345678"), LOCAL);
     assert_eq!(pull("topicC", "groupC"), None);
-    assert_eq!(pull("topicC", "groupA").as_deref(), Some("No default permission for group:groupA"));
+    assert_eq!(
+        pull("topicC", "groupA").as_deref(),
+        Some("No default permission for group:groupA (accessKey=RocketMQ needs SUB)")
+    );
     assert_eq!(pull("topicC", "groupZ"), None, "defaultGroupPerm SUB");
-    assert_eq!(pull("topicA", "groupB").as_deref(), Some("No default permission for topic:topicA"));
+    assert_eq!(
+        pull("topicA", "groupB").as_deref(),
+        Some("No default permission for topic:topicA (accessKey=RocketMQ needs SUB)")
+    );
     // A send to a retry topic is a group matter: groupA is denied, groupC may.
-    assert_eq!(send("%RETRY%groupA").as_deref(), Some("No default permission for group:groupA"));
+    assert_eq!(
+        send("%RETRY%groupA").as_deref(),
+        Some("No default permission for group:groupA (accessKey=RocketMQ needs SUB)")
+    );
     assert_eq!(send("%RETRY%groupC"), None);
     // An admin account with no explicit permissions may do anything.
     assert_eq!(reason(&f, &signed(send_v2("topicA"), "rocketmq2", "12345678"), LOCAL), None);
@@ -163,8 +182,14 @@ fn heartbeat_needs_every_group_and_subscribed_topic() {
         reason(&f, &signed(r, "RocketMQ", "12345678"), LOCAL)
     };
     assert_eq!(heartbeat("groupC", "topicC"), None);
-    assert_eq!(heartbeat("groupA", "topicC").as_deref(), Some("No default permission for group:groupA"));
-    assert_eq!(heartbeat("groupC", "topicA").as_deref(), Some("No default permission for topic:topicA"));
+    assert_eq!(
+        heartbeat("groupA", "topicC").as_deref(),
+        Some("No default permission for group:groupA (accessKey=RocketMQ needs SUB)")
+    );
+    assert_eq!(
+        heartbeat("groupC", "topicA").as_deref(),
+        Some("No default permission for topic:topicA (accessKey=RocketMQ needs SUB)")
+    );
     let garbage = RemotingCommand::request(request_code::HEART_BEAT).with_body(&b"{not json"[..]);
     assert!(reason(&f, &signed(garbage, "RocketMQ", "12345678"), LOCAL)
         .expect("refused")

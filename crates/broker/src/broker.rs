@@ -81,6 +81,8 @@ pub enum BrokerError {
 /// The broker's state, shared by every processor.
 pub struct Broker {
     pub(crate) settings: RwLock<BrokerSettings>,
+    /// ACL 1.0 when `aclEnable=true`.
+    pub(crate) acl: Option<Arc<ferromq_auth::plain::PlainAccessValidator>>,
     /// The broker settings as started (UPDATE_BROKER_CONFIG changes `settings`, effective at the
     /// next start, as for most Java keys).
     pub(crate) config: BrokerConfig,
@@ -363,6 +365,11 @@ impl Broker {
         sync!(request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG, |b, conn, req| b.get_all_subscription_group(req));
         sync!(request_code::GET_ALL_CONSUMER_OFFSET, |b, conn, req| b.get_all_consumer_offset(req));
         sync!(request_code::GET_BROKER_CONFIG, |b, conn, req| b.get_broker_config(req));
+        sync!(request_code::UPDATE_AND_CREATE_ACL_CONFIG, |b, conn, req| b.update_acl_config(req));
+        sync!(request_code::DELETE_ACL_CONFIG, |b, conn, req| b.delete_acl_config(req));
+        sync!(request_code::GET_BROKER_CLUSTER_ACL_INFO, |b, conn, req| b.get_broker_acl_info(req));
+        sync!(request_code::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, |b, conn, req| b.update_global_white_addrs(req));
+        sync!(request_code::GET_BROKER_CLUSTER_ACL_CONFIG, |b, conn, req| b.get_broker_acl_config(req));
         sync!(request_code::GET_BROKER_RUNTIME_INFO, |b, conn, req| b.get_broker_runtime_info(req));
         sync!(request_code::GET_TOPIC_STATS_INFO, |b, conn, req| b.get_topic_stats_info(req));
         sync!(request_code::GET_CONSUMER_CONNECTION_LIST, |b, conn, req| b.get_consumer_connection_list(req));
@@ -650,6 +657,15 @@ pub async fn run_with_local_access(
             settings.broker.revive_queue_num
         )));
     }
+    let acl = if settings.broker.acl_enable {
+        let (file, dir) = settings.plain_acl_paths();
+        let validator = ferromq_auth::plain::PlainAccessValidator::load(file.clone(), dir)
+            .map_err(|e| BrokerError::Config(format!("aclEnable=true: {e}")))?;
+        info!(file = %file.display(), "ACL 1.0 enabled: every request is checked against the ACL accounts");
+        Some(Arc::new(validator))
+    } else {
+        None
+    };
     if settings.broker.use_tls {
         return Err(BrokerError::Config("useTLS=true: TLS is not supported yet; set useTLS=false".into()));
     }
@@ -763,6 +779,7 @@ pub async fn run_with_local_access(
         uniq_ids: UniqIdGenerator::new(store_host.ip()),
         stats: BrokerStats::default(),
         permission: AtomicI32::new(config.broker_permission),
+        acl: acl.clone(),
         namesrv: RemotingClient::new(ClientConfig::default().with_zone_from_env()),
         register_now: tokio::sync::Notify::new(),
         tx_ops: Default::default(),
@@ -808,7 +825,13 @@ pub async fn run_with_local_access(
     // One dispatcher for the listeners and the in-process connections: the same processors
     // answer every client, however it is connected.
     let dispatcher = Arc::new(broker.dispatcher());
-    let server = RemotingServer::new(server_config.clone(), dispatcher.clone());
+    // The listeners' requests pass the ACL first; in-process ones (the proxy in local mode,
+    // which authenticates its own clients) do not.
+    let gated: Arc<dyn ferromq_remoting::RequestHandler> = match &acl {
+        Some(validator) => Arc::new(crate::acl::AclGate::new(dispatcher.clone(), validator.clone())),
+        None => dispatcher.clone(),
+    };
+    let server = RemotingServer::new(server_config.clone(), gated.clone());
     // Java's "fast" (VIP) port, listenPort - 2, where 4.x clients with `vipChannelEnabled`
     // send. Best effort: a broker whose neighbouring port is taken serves the main port only.
     let fast_listener = match listener.local_addr() {
@@ -824,7 +847,7 @@ pub async fn run_with_local_access(
         }
         _ => None,
     };
-    let fast_server = RemotingServer::new(server_config.clone(), dispatcher.clone());
+    let fast_server = RemotingServer::new(server_config.clone(), gated);
     let local_access = LocalAccess::new(LocalAccessParts {
         dispatcher,
         server_config,
@@ -838,6 +861,9 @@ pub async fn run_with_local_access(
         namesrv = %config.namesrv_addr, "broker listening");
 
     let mut tasks = JoinSet::new();
+    if let Some(validator) = &acl {
+        tasks.spawn(crate::acl::watch_files(validator.clone()));
+    }
     // Parked pulls: answer the released ones; expire the rest.
     {
         let b = broker.clone();

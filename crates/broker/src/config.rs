@@ -243,6 +243,13 @@ rocketmq_config! {
         default_message_request_mode: String = "defaultMessageRequestMode", default "PULL".to_owned();
         /// `defaultPopShareQueueNum`.
         default_pop_share_queue_num: i32 = "defaultPopShareQueueNum", default -1;
+        // Access control (`../shared/reference/acl-and-tls.md`).
+        /// `rocketmqHome`: the directory of `conf/plain_acl.yml` and `conf/acl/`; defaults to
+        /// `$ROCKETMQ_HOME`, else the working directory.
+        rocketmq_home: String = "rocketmqHome", default std::env::var("ROCKETMQ_HOME").unwrap_or_default();
+        /// `aclEnable`: ACL 1.0, every request checked against the accounts of
+        /// `<rocketmqHome>/conf/plain_acl.yml` and `<rocketmqHome>/conf/acl/*.yml`.
+        acl_enable: bool = "aclEnable", default false;
         // Controller mode (`../shared/reference/controller-mode.md` section 7.2).
         /// `enableControllerMode`: the controller group decides the role; `brokerId` and
         /// `brokerRole` are ignored.
@@ -371,6 +378,16 @@ impl BrokerSettings {
             "" => self.store.store_path_root_dir.join("brokerIdentity"),
             p => std::path::PathBuf::from(p),
         }
+    }
+
+    /// ACL 1.0's default file and directory of further files (Java:
+    /// `$ROCKETMQ_HOME/conf/plain_acl.yml`, `$ROCKETMQ_HOME/conf/acl`).
+    pub fn plain_acl_paths(&self) -> (std::path::PathBuf, std::path::PathBuf) {
+        let home = match self.broker.rocketmq_home.trim() {
+            "" => std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from(".")),
+            h => std::path::PathBuf::from(h),
+        };
+        (home.join(ferromq_auth::plain::DEFAULT_PLAIN_FILE), home.join(ferromq_auth::plain::DEFAULT_ACL_DIR))
     }
 
     /// `storePathEpochFile`, defaulted under the store root.

@@ -3,6 +3,7 @@
 //! (long polling), and registers itself with the name servers. Components in the broker's
 //! process reach the same processors through a [`LocalAccess`], without a socket.
 
+mod acl;
 mod broker;
 pub mod client;
 mod config;

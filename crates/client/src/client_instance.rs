@@ -15,6 +15,7 @@ use ferromq_protocol::body::{
 use ferromq_protocol::header::{
     GetConsumerListByGroupRequestHeader, GetRouteInfoRequestHeader, UnregisterClientRequestHeader,
 };
+use ferromq_protocol::signature::SessionCredentials;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::RemotingClient;
 use tokio::sync::{mpsc, watch, Notify};
@@ -40,6 +41,9 @@ pub struct ClientConfig {
     pub heartbeat_broker_interval: Duration,
     /// Timeout of name server and admin calls (Java: `mqClientApiTimeout`, 3 s).
     pub mq_client_api_timeout: Duration,
+    /// Access key and secret every request is signed with, for brokers with ACL on (Java:
+    /// `new AclClientRPCHook(new SessionCredentials(ak, sk))`). `None`: unsigned.
+    pub credentials: Option<SessionCredentials>,
 }
 
 impl Default for ClientConfig {
@@ -52,6 +56,7 @@ impl Default for ClientConfig {
             poll_name_server_interval: Duration::from_secs(30),
             heartbeat_broker_interval: Duration::from_secs(30),
             mq_client_api_timeout: Duration::from_secs(3),
+            credentials: None,
         }
     }
 }
@@ -120,7 +125,7 @@ impl ClientInstance {
         let transaction_checks = TransactionChecks::default();
         let dispatcher = broker_requests::dispatcher(&consumer_table, &transaction_checks, &config);
         let remoting = RemotingClient::with_handler(
-            ferromq_remoting::ClientConfig::default().with_zone_from_env(),
+            ferromq_remoting::ClientConfig::default().with_zone_from_env().with_credentials(config.credentials.clone()),
             Arc::new(dispatcher),
         );
         let (stop_tx, _) = watch::channel(false);

@@ -38,6 +38,7 @@ pub use error::ClientError;
 pub use ferromq_protocol::body::ConsumeFromWhere;
 pub use ferromq_protocol::body::MessageModel;
 pub use ferromq_protocol::body::MessageQueue;
+pub use ferromq_protocol::signature::SessionCredentials;
 pub use lite_pull_consumer::{LitePullConsumer, LitePullConsumerConfig, PULL_BATCH_SIZE, PULL_THRESHOLD_FOR_QUEUE};
 pub use message::Message;
 pub use message_ext::MessageExt;

@@ -175,7 +175,11 @@ impl PlainAccessValidator {
             });
             if !permission::grants(perm, owned) {
                 return Err(Denial {
-                    reason: format!("No default permission for {}", describe(&res)),
+                    reason: format!(
+                        "No default permission for {} (accessKey={access_key} needs {})",
+                        describe(&res),
+                        permission::name(perm)
+                    ),
                     access_key: ak.map(str::to_owned),
                     resource: Some(res),
                 });

@@ -2,6 +2,7 @@
 //! `ferromq_client::admin::AdminClient`. Each command prints a table like mqadmin's, or JSON
 //! with `--json`. Commands live in one file per concept; this module parses and dispatches.
 
+mod acl;
 mod broker;
 mod consumer_status;
 mod controller;
@@ -27,6 +28,16 @@ pub(crate) struct AdminArgs {
     /// Print machine-readable JSON instead of tables.
     #[arg(long, global = true)]
     json: bool,
+    /// Sign requests with this access key (brokers with ACL on); give it before the command.
+    #[arg(long = "accessKey", requires = "secret_key")]
+    access_key: Option<String>,
+    /// The secret key that goes with --accessKey.
+    #[arg(long = "secretKey", requires = "access_key")]
+    secret_key: Option<String>,
+    /// Read the access and secret key from this file (mqadmin's conf/tools.yml format).
+    /// Default: $ROCKETMQ_HOME/conf/tools.yml when it exists.
+    #[arg(long = "credentialsFile", conflicts_with = "access_key")]
+    credentials_file: Option<std::path::PathBuf>,
     /// The mqadmin command.
     #[command(subcommand)]
     command: AdminCommand,
@@ -38,6 +49,16 @@ pub(crate) struct AdminArgs {
 enum AdminCommand {
     /// Create or update a topic on one broker (-b) or every master of a cluster (-c).
     UpdateTopic(topic::UpdateTopicArgs),
+    /// Create or update an ACL 1.0 account on one broker (-b) or every broker of a cluster (-c).
+    UpdateAclConfig(acl::UpdateAclConfigArgs),
+    /// Delete an ACL 1.0 account.
+    DeleteAclConfig(acl::DeleteAclConfigArgs),
+    /// Replace the global white remote addresses of a broker's ACL file.
+    UpdateGlobalWhiteAddr(acl::UpdateGlobalWhiteAddrArgs),
+    /// Show the version of each ACL file of a broker (-b) or of a cluster's brokers (-c).
+    ClusterAclConfigVersion(acl::AclTarget),
+    /// Show every ACL 1.0 account of a broker (admin accounts only).
+    GetAclConfig(acl::AclTarget),
     /// Delete a topic from a cluster's brokers and from the name servers.
     DeleteTopic(topic::DeleteTopicArgs),
     /// List the topics the name server knows.
@@ -182,18 +203,53 @@ fn run_command(args: AdminArgs) -> anyhow::Result<()> {
         None if !needs_namesrv => String::new(),
         None => anyhow::bail!("no name server address: give -n host:port or set NAMESRV_ADDR"),
     };
+    let credentials = credentials(args.access_key, args.secret_key, args.credentials_file)?;
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let ctx = Ctx { client: AdminClient::new(&namesrv), json: args.json };
+        let ctx = Ctx { client: AdminClient::with_credentials(&namesrv, credentials), json: args.json };
         let result = dispatch(&ctx, args.command).await;
         ctx.client.shutdown().await;
         result
     })
 }
 
+/// The credentials requests are signed with: the flags, else the file given, else
+/// `$ROCKETMQ_HOME/conf/tools.yml` when it exists (as mqadmin), else none.
+fn credentials(
+    access_key: Option<String>,
+    secret_key: Option<String>,
+    file: Option<std::path::PathBuf>,
+) -> anyhow::Result<Option<ferromq_protocol::signature::SessionCredentials>> {
+    if let (Some(ak), Some(sk)) = (access_key, secret_key) {
+        return Ok(Some(ferromq_protocol::signature::SessionCredentials::new(ak, sk)));
+    }
+    let (path, required) = match file {
+        Some(p) => (p, true),
+        None => match std::env::var("ROCKETMQ_HOME") {
+            Ok(home) if !home.trim().is_empty() => {
+                (std::path::Path::new(&home).join(ferromq_auth::tools::TOOLS_FILE), false)
+            }
+            _ => return Ok(None),
+        },
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read the credentials file {}", path.display())),
+    };
+    ferromq_auth::tools::parse_tools_credentials(&text)
+        .map(Some)
+        .map_err(|e| anyhow::anyhow!("credentials file {}: {e}", path.display()))
+}
+
 async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
     match command {
+        AdminCommand::UpdateAclConfig(a) => acl::update_acl_config(ctx, a).await,
+        AdminCommand::DeleteAclConfig(a) => acl::delete_acl_config(ctx, a).await,
+        AdminCommand::UpdateGlobalWhiteAddr(a) => acl::update_global_white_addr(ctx, a).await,
+        AdminCommand::ClusterAclConfigVersion(a) => acl::cluster_acl_config_version(ctx, a).await,
+        AdminCommand::GetAclConfig(a) => acl::get_acl_config(ctx, a).await,
         AdminCommand::UpdateTopic(a) => topic::update_topic(ctx, a).await,
         AdminCommand::DeleteTopic(a) => topic::delete_topic(ctx, a).await,
         AdminCommand::TopicList(a) => topic::topic_list(ctx, a).await,

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use ferromq_protocol::body::JsonBody;
+use ferromq_protocol::signature::SessionCredentials;
 use ferromq_protocol::{properties_text, request_code, response_code, CommandHeader, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
 
@@ -23,10 +24,16 @@ pub struct AdminClient {
 impl AdminClient {
     /// A client for the `;`-separated name server list `namesrv_addr`.
     pub fn new(namesrv_addr: &str) -> Self {
+        Self::with_credentials(namesrv_addr, None)
+    }
+
+    /// A client that signs every request with `credentials` (brokers with ACL on; Java's
+    /// mqadmin reads them from `conf/tools.yml`).
+    pub fn with_credentials(namesrv_addr: &str, credentials: Option<SessionCredentials>) -> Self {
         let namesrv_addrs =
             namesrv_addr.split(';').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
         AdminClient {
-            remoting: RemotingClient::new(ClientConfig::default().with_zone_from_env()),
+            remoting: RemotingClient::new(ClientConfig::default().with_zone_from_env().with_credentials(credentials)),
             namesrv_addrs,
             timeout: DEFAULT_TIMEOUT,
         }

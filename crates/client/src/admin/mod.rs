@@ -4,6 +4,7 @@
 //! bodies; it keeps no route cache and no producer or consumer state. Formatting results for
 //! people is the CLI's job. Java: `DefaultMQAdminExt`, `MQClientAPIImpl`.
 
+mod acl;
 mod broker;
 mod client;
 mod controller;

@@ -8,6 +8,7 @@
 //! `lenient` module). Output is standard JSON unless a fastjson-style method is asked for.
 //! This module does not act on the bodies; processors in the server crates do.
 
+mod acl_config;
 mod assignment;
 mod broker_member_group;
 mod broker_stats;
@@ -46,6 +47,7 @@ use serde::Serialize;
 
 use crate::json::{parse_lenient, to_fastjson_vec};
 
+pub use acl_config::{AclConfig, PlainAccessConfigBody};
 pub use assignment::{
     MessageQueueAssignment, MessageRequestMode, MessageRequestModeSerializeWrapper, QueryAssignmentRequestBody,
     QueryAssignmentResponseBody, SetMessageRequestModeRequestBody,

@@ -5,6 +5,7 @@
 //! its absence is an error naming the field (Java: `@CFNotNull`); an optional field is an
 //! `Option`. Values use Java's text forms: decimal integers, `true`/`false`.
 
+mod acl;
 mod admin;
 mod client;
 mod controller;
@@ -17,6 +18,7 @@ mod query;
 mod send;
 mod transaction;
 
+pub use acl::*;
 pub use admin::*;
 pub use client::*;
 pub use controller::*;
