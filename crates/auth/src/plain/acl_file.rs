@@ -236,6 +236,16 @@ accounts:
     }
 
     #[test]
+    fn flow_lists_and_null_lists_as_the_readme_writes_them() {
+        let f = PlainAclFile::parse(
+            "globalWhiteRemoteAddresses:\naccounts:\n  - accessKey: orders-app\n    secretKey: orders-secret\n    topicPerms: [orders=PUB|SUB, audit=SUB]\n",
+        )
+        .expect("parses");
+        assert!(f.global_white_remote_addresses.is_empty());
+        assert_eq!(f.accounts[0].topic_perms, ["orders=PUB|SUB", "audit=SUB"]);
+    }
+
+    #[test]
     fn empty_documents_and_bad_shapes() {
         assert_eq!(PlainAclFile::parse("").expect("empty"), PlainAclFile::default());
         assert_eq!(PlainAclFile::parse("# nothing\n").expect("comment only"), PlainAclFile::default());
