@@ -12,5 +12,6 @@
 mod error;
 pub mod plain;
 pub mod tools;
+pub mod v2;
 
 pub use error::AclError;

@@ -268,7 +268,7 @@ fn admin_changes_are_written_back_and_take_effect() {
             .err()
             .map(|d| d.reason)
             .as_deref(),
-        Some("No default permission for group:g")
+        Some("No default permission for group:g (accessKey=newuser1 needs SUB)")
     );
 
     f.validator.delete_account("newuser1").expect("deleted");

@@ -10,6 +10,7 @@
 
 mod acl_config;
 mod assignment;
+mod auth;
 mod broker_member_group;
 mod broker_stats;
 mod cluster_info;
@@ -52,6 +53,7 @@ pub use assignment::{
     MessageQueueAssignment, MessageRequestMode, MessageRequestModeSerializeWrapper, QueryAssignmentRequestBody,
     QueryAssignmentResponseBody, SetMessageRequestModeRequestBody,
 };
+pub use auth::{AclInfo, AclInfoList, PolicyEntryInfo, PolicyInfo, UserInfo, UserInfoList};
 pub use broker_member_group::{BrokerMemberGroup, GetBrokerMemberGroupResponseBody};
 pub use broker_stats::{BrokerStatsData, BrokerStatsItem};
 pub use cluster_info::ClusterInfo;

@@ -7,6 +7,7 @@
 
 mod acl;
 mod admin;
+mod auth;
 mod client;
 mod controller;
 mod field;
@@ -20,6 +21,7 @@ mod transaction;
 
 pub use acl::*;
 pub use admin::*;
+pub use auth::*;
 pub use client::*;
 pub use controller::*;
 pub use field::HeaderField;

@@ -1,0 +1,296 @@
+//! Which (resource, actions) a remoting request needs under ACL 2.0 (acl-and-tls.md 3.5; Java:
+//! `DefaultAuthorizationContextBuilder`): the explicit cases, then the `@RocketMQAction` /
+//! `@RocketMQResource` annotations of 5.3's header classes (the table below), then FerroMQ's
+//! additions for requests Java leaves open (docs/decisions/0019).
+
+use ferromq_protocol::body::{
+    CreateTopicListRequestBody, HeartbeatData, JsonBody, LockBatchRequestBody, SubscriptionGroupConfig,
+    SubscriptionGroupList,
+};
+use ferromq_protocol::{request_code, RemotingCommand};
+
+use super::model::{is_retry_topic, Action, Resource};
+
+/// One thing a request needs: the resource and the actions, any one of which suffices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Needed {
+    /// A literal resource.
+    pub resource: Resource,
+    /// The actions; an entry allowing one of them covers the request.
+    pub actions: Vec<Action>,
+}
+
+/// Resource kinds of the annotation table.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Topic,
+    Group,
+    Cluster,
+}
+
+/// A header class's `@RocketMQAction`: code, class-level resource (Cluster, or none), actions,
+/// and its `@RocketMQResource` fields (ext field name, kind, splitter).
+struct Annotated {
+    code: i32,
+    cluster: bool,
+    actions: &'static [Action],
+    fields: &'static [(&'static str, Kind, Option<char>)],
+}
+
+use Action::{Create, Delete, Get, Pub, Sub, Update};
+
+const fn a(
+    code: i32,
+    cluster: bool,
+    actions: &'static [Action],
+    fields: &'static [(&'static str, Kind, Option<char>)],
+) -> Annotated {
+    Annotated { code, cluster, actions, fields }
+}
+
+const T: Kind = Kind::Topic;
+const G: Kind = Kind::Group;
+const C: Kind = Kind::Cluster;
+
+/// Java 5.3's annotated headers (the request header of each code), read from the header
+/// classes of apache/rocketmq's `remoting` module. Codes with explicit cases above are left out.
+const ANNOTATED: &[Annotated] = &[
+    a(17, false, &[Create], &[("topic", T, None)]),
+    a(29, false, &[Get], &[("topic", T, None)]),
+    a(30, false, &[Get], &[("topic", T, None)]),
+    a(31, false, &[Get], &[("topic", T, None)]),
+    a(32, false, &[Get], &[("topic", T, None)]),
+    a(33, false, &[Get], &[("topic", T, None)]),
+    a(39, false, &[Pub], &[("topic", T, None)]),
+    a(40, false, &[Sub], &[("consumerGroup", G, None)]),
+    a(100, true, &[Update], &[]),
+    a(101, true, &[Get], &[]),
+    a(102, true, &[Update], &[]),
+    a(103, true, &[Update], &[("clusterName", C, None)]),
+    a(104, true, &[Update], &[("clusterName", C, None)]),
+    a(202, false, &[Get], &[("topic", T, None)]),
+    a(203, false, &[Get], &[("consumerGroup", G, None)]),
+    a(204, true, &[Get], &[]),
+    a(205, true, &[Update], &[]),
+    a(207, false, &[Delete], &[("groupName", G, None)]),
+    a(208, false, &[Get], &[("consumerGroup", G, None), ("topic", T, None), ("topicList", T, None)]),
+    a(215, false, &[Delete], &[("topic", T, None)]),
+    a(216, true, &[Update], &[("clusterName", C, None)]),
+    a(217, true, &[Update], &[]),
+    a(219, true, &[Get], &[]),
+    a(222, false, &[Update], &[("group", G, None), ("topic", T, None)]),
+    a(223, false, &[Get], &[("topic", T, None), ("group", G, None)]),
+    a(300, false, &[Get], &[("topic", T, None)]),
+    a(303, false, &[Get], &[("topic", T, None), ("group", G, None)]),
+    a(307, false, &[Get], &[("consumerGroup", G, None)]),
+    a(308, false, &[Get], &[("filterGroups", G, Some(',')), ("compareGroup", G, None), ("topic", T, None)]),
+    a(309, false, &[Sub], &[("consumerGroup", G, None), ("topic", T, None)]),
+    a(314, false, &[Update], &[("destGroup", G, None), ("topic", T, None)]),
+    a(315, true, &[Get], &[]),
+    a(317, true, &[Get], &[]),
+    a(321, false, &[Get], &[("topic", T, None), ("consumerGroup", G, None)]),
+    a(322, true, &[Get], &[("clusterName", C, None)]),
+    a(323, false, &[Update], &[("topic", T, None)]),
+    a(326, false, &[Sub], &[("producerGroup", G, None), ("topic", T, None)]),
+    a(327, true, &[Update], &[]),
+    a(328, true, &[Get], &[]),
+    a(343, false, &[Get], &[("group", G, None)]),
+    a(345, false, &[Get], &[("group", G, None), ("topic", T, None)]),
+    a(351, false, &[Get], &[("topic", T, None)]),
+    a(352, false, &[Get], &[("group", G, None)]),
+    a(353, false, &[Update], &[("group", G, None), ("topic", T, None)]),
+    a(354, false, &[Get], &[("topic", T, None)]),
+    a(355, true, &[Get], &[]),
+    a(901, false, &[Get], &[("clusterName", C, None)]),
+    a(902, true, &[Update], &[]),
+    a(903, true, &[Update], &[("brokerClusterName", C, None)]),
+    a(904, true, &[Update], &[("clusterName", C, None)]),
+    a(905, true, &[Update], &[]),
+    a(906, true, &[Update], &[]),
+    a(908, true, &[Update], &[]),
+    a(1001, true, &[Update], &[]),
+    a(1002, true, &[Update], &[("clusterName", C, None)]),
+    a(1003, true, &[Update], &[("clusterName", C, None)]),
+    a(1004, true, &[Get], &[]),
+    a(1008, true, &[Update], &[]),
+    a(1011, true, &[Update], &[("clusterName", C, None)]),
+    a(1012, true, &[Get], &[("clusterName", C, None)]),
+    a(1013, true, &[Update], &[("clusterName", C, None)]),
+    a(3001, true, &[Update], &[]),
+    a(3002, true, &[Update], &[]),
+    a(3003, true, &[Update], &[]),
+    a(3004, true, &[Get], &[]),
+    a(3005, true, &[Get], &[]),
+    a(3006, true, &[Update], &[]),
+    a(3007, true, &[Update], &[]),
+    a(3008, true, &[Update], &[]),
+    a(3009, true, &[Get], &[]),
+    a(3010, true, &[Get], &[]),
+    a(200050, false, &[Sub], &[("consumerGroup", G, None), ("topic", T, None)]),
+    a(200051, false, &[Sub], &[("consumerGroup", G, None), ("topic", T, None)]),
+    a(200052, false, &[Sub], &[("topic", T, None), ("consumerGroup", G, None)]),
+    a(200053, false, &[Sub], &[("consumerGroup", G, None), ("topic", T, None)]),
+    a(200054, false, &[Sub], &[("consumerGroup", G, None), ("topic", T, None)]),
+    a(200055, false, &[Get], &[("consumerGroup", G, None), ("topic", T, None)]),
+];
+
+/// Operator requests without an annotation in Java 5.3 (so open to any authenticated user
+/// there): FerroMQ asks for `Cluster:<cluster>` with this action.
+const CLUSTER_OPERATIONS: &[(i32, Action)] = &[
+    (request_code::UPDATE_BROKER_CONFIG, Update),
+    (request_code::GET_BROKER_CONFIG, Get),
+    (request_code::CLEAN_EXPIRED_CONSUMEQUEUE, Update),
+    (request_code::CLEAN_UNUSED_TOPIC, Update),
+    (request_code::DELETE_EXPIRED_COMMITLOG, Update),
+    (request_code::UPDATE_AND_CREATE_ACL_CONFIG, Update),
+    (request_code::DELETE_ACL_CONFIG, Update),
+    (request_code::GET_BROKER_CLUSTER_ACL_INFO, Get),
+    (request_code::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, Update),
+    (request_code::GET_BROKER_CLUSTER_ACL_CONFIG, Get),
+    (request_code::UPDATE_COLD_DATA_FLOW_CTR_CONFIG, Update),
+    (request_code::REMOVE_COLD_DATA_FLOW_CTR_CONFIG, Update),
+    (request_code::UPDATE_AND_CREATE_STATIC_TOPIC, Update),
+    (request_code::UPDATE_NAMESRV_CONFIG, Update),
+];
+
+fn ctx(resource: Resource, actions: &[Action]) -> Needed {
+    Needed { resource, actions: actions.to_vec() }
+}
+
+/// What `request` needs; empty when it needs no authorization.
+///
+/// # Errors
+/// A body that the decision needs and that does not parse ("parse authorization context
+/// error." in Java).
+pub fn needed(request: &RemotingCommand, cluster: &str) -> Result<Vec<Needed>, String> {
+    use request_code::*;
+    let ext = |k: &str| request.ext(k).filter(|v| !v.trim().is_empty());
+    let mut out = Vec::new();
+    let body_err =
+        |what: &str, e: &dyn std::fmt::Display| format!("parse authorization context error: {what} body: {e}");
+    match request.code {
+        GET_ROUTEINFO_BY_TOPIC => {
+            if let Some(t) = ext("topic") {
+                if is_retry_topic(t) {
+                    out.push(ctx(Resource::group(t), &[Sub, Get]));
+                } else {
+                    out.push(ctx(Resource::topic(t), &[Pub, Sub, Get]));
+                }
+            }
+        }
+        SEND_MESSAGE | SEND_REPLY_MESSAGE | RECALL_MESSAGE => send_to(&mut out, ext("topic")),
+        SEND_MESSAGE_V2 | SEND_BATCH_MESSAGE | SEND_REPLY_MESSAGE_V2 => send_to(&mut out, ext("b")),
+        END_TRANSACTION => {
+            if let Some(t) = ext("topic") {
+                out.push(ctx(Resource::topic(t), &[Pub]));
+            }
+        }
+        CONSUMER_SEND_MSG_BACK => {
+            if let Some(g) = ext("group") {
+                out.push(ctx(Resource::group(g), &[Sub]));
+            }
+        }
+        PULL_MESSAGE | LITE_PULL_MESSAGE => {
+            if let Some(t) = ext("topic").filter(|t| !is_retry_topic(t)) {
+                out.push(ctx(Resource::topic(t), &[Sub]));
+            }
+            if let Some(g) = ext("consumerGroup") {
+                out.push(ctx(Resource::group(g), &[Sub]));
+            }
+        }
+        QUERY_MESSAGE => {
+            if let Some(t) = ext("topic") {
+                out.push(ctx(Resource::topic(t), &[Sub, Get]));
+            }
+        }
+        HEART_BEAT => {
+            let hb = HeartbeatData::decode(&request.body).map_err(|e| body_err("heartbeat", &e))?;
+            for c in &hb.consumer_data_set {
+                out.push(ctx(Resource::group(&c.group_name), &[Sub]));
+                for s in c.subscription_data_set.iter().filter(|s| !is_retry_topic(&s.topic)) {
+                    out.push(ctx(Resource::topic(&s.topic), &[Sub]));
+                }
+            }
+        }
+        UNREGISTER_CLIENT => {
+            if let Some(g) = ext("consumerGroup") {
+                out.push(ctx(Resource::group(g), &[Sub]));
+            }
+        }
+        GET_CONSUMER_LIST_BY_GROUP => {
+            if let Some(g) = ext("consumerGroup") {
+                out.push(ctx(Resource::group(g), &[Sub, Get]));
+            }
+        }
+        QUERY_CONSUMER_OFFSET | UPDATE_CONSUMER_OFFSET => {
+            let actions: &[Action] = if request.code == QUERY_CONSUMER_OFFSET { &[Sub, Get] } else { &[Sub, Update] };
+            if let Some(t) = ext("topic").filter(|t| !is_retry_topic(t)) {
+                out.push(ctx(Resource::topic(t), actions));
+            }
+            if let Some(g) = ext("consumerGroup") {
+                out.push(ctx(Resource::group(g), actions));
+            }
+        }
+        LOCK_BATCH_MQ | UNLOCK_BATCH_MQ => {
+            let body = LockBatchRequestBody::decode(&request.body).map_err(|e| body_err("lock batch", &e))?;
+            out.push(ctx(Resource::group(&body.consumer_group), &[Sub]));
+            for mq in body.mq_set.iter().filter(|mq| !is_retry_topic(&mq.topic)) {
+                out.push(ctx(Resource::topic(&mq.topic), &[Sub]));
+            }
+        }
+        UPDATE_AND_CREATE_TOPIC_LIST => {
+            let body = CreateTopicListRequestBody::decode(&request.body).map_err(|e| body_err("topic list", &e))?;
+            for t in &body.topic_config_list {
+                out.push(ctx(Resource::topic(&t.topic_name), &[Create]));
+            }
+        }
+        UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
+            let body =
+                SubscriptionGroupConfig::decode(&request.body).map_err(|e| body_err("subscription group", &e))?;
+            out.push(ctx(Resource::group(&body.group_name), &[Create]));
+        }
+        UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST => {
+            let body =
+                SubscriptionGroupList::decode(&request.body).map_err(|e| body_err("subscription group list", &e))?;
+            for g in &body.group_config_list {
+                out.push(ctx(Resource::group(&g.group_name), &[Create]));
+            }
+        }
+        code => {
+            if let Some(ann) = ANNOTATED.iter().find(|a| a.code == code) {
+                for (field, kind, splitter) in ann.fields {
+                    let Some(value) = ext(field) else { continue };
+                    let values: Vec<&str> = match splitter {
+                        Some(c) => value.split(*c).map(str::trim).filter(|v| !v.is_empty()).collect(),
+                        None => vec![value],
+                    };
+                    for v in values {
+                        let resource = match kind {
+                            Kind::Topic => Resource::topic_or_group(v),
+                            Kind::Group => Resource::group(v),
+                            Kind::Cluster => Resource::cluster(v),
+                        };
+                        out.push(ctx(resource, ann.actions));
+                    }
+                }
+                if out.is_empty() && ann.cluster {
+                    out.push(ctx(Resource::cluster(cluster), ann.actions));
+                }
+            } else if let Some((_, action)) = CLUSTER_OPERATIONS.iter().find(|(c, _)| *c == code) {
+                out.push(ctx(Resource::cluster(cluster), &[*action]));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A send to a retry topic is a consumer's matter: SUB on the retry topic's group (Java uses
+/// the producer group when one is given, which for a consumer's fallback send-back is the
+/// client's inner producer group, unrelated to the retry topic).
+fn send_to(out: &mut Vec<Needed>, topic: Option<&str>) {
+    match topic {
+        Some(t) if is_retry_topic(t) => out.push(ctx(Resource::group(t), &[Sub])),
+        Some(t) => out.push(ctx(Resource::topic(t), &[Pub])),
+        None => {}
+    }
+}
