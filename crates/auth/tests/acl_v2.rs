@@ -198,7 +198,7 @@ fn what_requests_need() {
         ["Group:billing=Sub", "Topic:orders=Sub"]
     );
     let mut create = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC);
-    create.ext_fields.insert("topic".into(), "orders".into());
+    create.ext_fields.insert("topic".into(), "orders");
     assert_eq!(keys(&create), ["Topic:orders=Create"]);
     assert_eq!(keys(&RemotingCommand::request(request_code::AUTH_CREATE_USER)), ["Cluster:DefaultCluster=Update"]);
     assert_eq!(keys(&RemotingCommand::request(request_code::UPDATE_BROKER_CONFIG)), ["Cluster:DefaultCluster=Update"]);

@@ -1,92 +1,23 @@
-//! ACL 1.0 in front of the broker's processors (`aclEnable=true`; Java: the
-//! `PlainAccessValidator` RPC hook) and the 4.x ACL admin requests (codes 50-54).
-//!
-//! Every request from a listener passes [`AclGate`] before its processor; a refusal is
-//! answered SYSTEM_ERROR with the reason, as Java 4.x answers an `AclException` thrown by the
-//! hook, and logged once per (account, resource) per minute. In-process connections (the proxy
-//! in local mode, which authenticates its own clients) reach the dispatcher directly.
+//! ACL 1.0's files kept current and its 4.x admin requests (codes 50-54). The check itself runs
+//! in `auth::AuthGate`.
 
-use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use ferromq_auth::plain::{AccountUpdate, Denial, PlainAccessValidator};
+use ferromq_auth::plain::{AccountUpdate, PlainAccessValidator};
 use ferromq_protocol::body::{AclConfig, JsonBody, PlainAccessConfigBody};
 use ferromq_protocol::header::{
     CreateAccessConfigRequestHeader, DeleteAccessConfigRequestHeader, GetBrokerAclConfigResponseHeader,
     UpdateGlobalWhiteAddrsConfigRequestHeader,
 };
 use ferromq_protocol::{response_code, RemotingCommand};
-use ferromq_remoting::{Connection, Dispatcher, HandlerFuture, RequestHandler};
-use tracing::{error, warn};
+use tracing::error;
 
 use crate::broker::Broker;
 use crate::processor::{failure, header_or_fail, success};
 
-/// How often one (account, resource) refusal is logged.
-const DENIAL_LOG_PERIOD: Duration = Duration::from_secs(60);
-/// Distinct (account, resource) pairs remembered for log rate limiting; past it the memory
-/// starts over (a flood of invented keys must not grow it without bound).
-const DENIAL_LOG_KEYS_MAX: usize = 10_000;
 /// How often the ACL files are checked for changes (Java's file watcher: 500 ms).
 pub(crate) const ACL_RELOAD_PERIOD: Duration = Duration::from_millis(500);
-
-/// (access key, resource) of a refusal, for log rate limiting.
-type DenialKey = (Option<String>, Option<String>);
-
-/// The dispatcher behind ACL 1.0.
-pub(crate) struct AclGate {
-    inner: Arc<Dispatcher>,
-    validator: Arc<PlainAccessValidator>,
-    logged: Mutex<HashMap<DenialKey, Instant>>,
-}
-
-impl std::fmt::Debug for AclGate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AclGate").field("inner", &self.inner).finish_non_exhaustive()
-    }
-}
-
-impl AclGate {
-    pub(crate) fn new(inner: Arc<Dispatcher>, validator: Arc<PlainAccessValidator>) -> Self {
-        AclGate { inner, validator, logged: Mutex::new(HashMap::new()) }
-    }
-
-    fn log(&self, denial: &Denial, code: i32, remote: SocketAddr) {
-        let key = (denial.access_key.clone(), denial.resource.clone());
-        let now = Instant::now();
-        let mut logged = self.logged.lock().unwrap_or_else(|e| e.into_inner());
-        if logged.get(&key).is_some_and(|at| now.duration_since(*at) < DENIAL_LOG_PERIOD) {
-            return;
-        }
-        if logged.len() >= DENIAL_LOG_KEYS_MAX {
-            logged.clear();
-        }
-        logged.insert(key, now);
-        warn!(remote_addr = %remote, code, access_key = denial.access_key.as_deref().unwrap_or(""),
-            resource = denial.resource.as_deref().unwrap_or(""), reason = %denial.reason,
-            "request refused by ACL (logged once a minute per account and resource)");
-    }
-}
-
-impl RequestHandler for AclGate {
-    fn handle(&self, conn: Connection, request: RemotingCommand) -> HandlerFuture {
-        match self.validator.validate(&request, conn.remote_addr().ip()) {
-            Ok(()) => self.inner.handle(conn, request),
-            Err(denial) => {
-                self.log(&denial, request.code, conn.remote_addr());
-                let answer = (!request.is_oneway())
-                    .then(|| RemotingCommand::response_to(&request, response_code::SYSTEM_ERROR, Some(denial.reason)));
-                Box::pin(std::future::ready(answer))
-            }
-        }
-    }
-
-    fn on_connection_closed(&self, conn: &Connection) {
-        self.inner.on_connection_closed(conn);
-    }
-}
 
 /// Checks the ACL files every [`ACL_RELOAD_PERIOD`] until the validator is dropped elsewhere.
 pub(crate) async fn watch_files(validator: Arc<PlainAccessValidator>) {

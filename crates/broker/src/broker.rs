@@ -83,6 +83,10 @@ pub struct Broker {
     pub(crate) settings: RwLock<BrokerSettings>,
     /// ACL 1.0 when `aclEnable=true`.
     pub(crate) acl: Option<Arc<ferromq_auth::plain::PlainAccessValidator>>,
+    /// ACL 2.0's users and ACLs (open whatever the switches).
+    pub(crate) auth: Arc<ferromq_auth::v2::AuthMetadata>,
+    /// `innerClientAuthenticationCredentials`: what the broker's own requests are signed with.
+    pub(crate) inner_credentials: Option<ferromq_protocol::signature::SessionCredentials>,
     /// The broker settings as started (UPDATE_BROKER_CONFIG changes `settings`, effective at the
     /// next start, as for most Java keys).
     pub(crate) config: BrokerConfig,
@@ -370,6 +374,16 @@ impl Broker {
         sync!(request_code::GET_BROKER_CLUSTER_ACL_INFO, |b, conn, req| b.get_broker_acl_info(req));
         sync!(request_code::UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, |b, conn, req| b.update_global_white_addrs(req));
         sync!(request_code::GET_BROKER_CLUSTER_ACL_CONFIG, |b, conn, req| b.get_broker_acl_config(req));
+        sync!(request_code::AUTH_CREATE_USER, |b, conn, req| b.auth_create_user(req));
+        sync!(request_code::AUTH_UPDATE_USER, |b, conn, req| b.auth_update_user(req));
+        sync!(request_code::AUTH_DELETE_USER, |b, conn, req| b.auth_delete_user(req));
+        sync!(request_code::AUTH_GET_USER, |b, conn, req| b.auth_get_user(req));
+        sync!(request_code::AUTH_LIST_USER, |b, conn, req| b.auth_list_users(req));
+        sync!(request_code::AUTH_CREATE_ACL, |b, conn, req| b.auth_upsert_acl(req));
+        sync!(request_code::AUTH_UPDATE_ACL, |b, conn, req| b.auth_upsert_acl(req));
+        sync!(request_code::AUTH_DELETE_ACL, |b, conn, req| b.auth_delete_acl(req));
+        sync!(request_code::AUTH_GET_ACL, |b, conn, req| b.auth_get_acl(req));
+        sync!(request_code::AUTH_LIST_ACL, |b, conn, req| b.auth_list_acls(req));
         sync!(request_code::GET_BROKER_RUNTIME_INFO, |b, conn, req| b.get_broker_runtime_info(req));
         sync!(request_code::GET_TOPIC_STATS_INFO, |b, conn, req| b.get_topic_stats_info(req));
         sync!(request_code::GET_CONSUMER_CONNECTION_LIST, |b, conn, req| b.get_consumer_connection_list(req));
@@ -666,6 +680,7 @@ pub async fn run_with_local_access(
     } else {
         None
     };
+    let auth = crate::auth::setup(&settings)?;
     if settings.broker.use_tls {
         return Err(BrokerError::Config("useTLS=true: TLS is not supported yet; set useTLS=false".into()));
     }
@@ -780,7 +795,11 @@ pub async fn run_with_local_access(
         stats: BrokerStats::default(),
         permission: AtomicI32::new(config.broker_permission),
         acl: acl.clone(),
-        namesrv: RemotingClient::new(ClientConfig::default().with_zone_from_env()),
+        auth: auth.metadata.clone(),
+        inner_credentials: auth.inner_credentials.clone(),
+        namesrv: RemotingClient::new(
+            ClientConfig::default().with_zone_from_env().with_credentials(auth.inner_credentials.clone()),
+        ),
         register_now: tokio::sync::Notify::new(),
         tx_ops: Default::default(),
         sql92_warned: Default::default(),
@@ -827,9 +846,10 @@ pub async fn run_with_local_access(
     let dispatcher = Arc::new(broker.dispatcher());
     // The listeners' requests pass the ACL first; in-process ones (the proxy in local mode,
     // which authenticates its own clients) do not.
-    let gated: Arc<dyn ferromq_remoting::RequestHandler> = match &acl {
-        Some(validator) => Arc::new(crate::acl::AclGate::new(dispatcher.clone(), validator.clone())),
-        None => dispatcher.clone(),
+    let gated: Arc<dyn ferromq_remoting::RequestHandler> = if acl.is_some() || auth.service.is_some() {
+        Arc::new(crate::auth::AuthGate::new(dispatcher.clone(), auth.service.clone(), acl.clone()))
+    } else {
+        dispatcher.clone()
     };
     let server = RemotingServer::new(server_config.clone(), gated.clone());
     // Java's "fast" (VIP) port, listenPort - 2, where 4.x clients with `vipChannelEnabled`

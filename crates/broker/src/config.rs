@@ -250,6 +250,40 @@ rocketmq_config! {
         /// `aclEnable`: ACL 1.0, every request checked against the accounts of
         /// `<rocketmqHome>/conf/plain_acl.yml` and `<rocketmqHome>/conf/acl/*.yml`.
         acl_enable: bool = "aclEnable", default false;
+        /// `authenticationEnabled`: ACL 2.0, every request must be signed by a user of the
+        /// broker's user store.
+        authentication_enabled: bool = "authenticationEnabled", default false;
+        /// `authenticationProvider`: blank or Java's default class; FerroMQ has the one.
+        authentication_provider: String = "authenticationProvider", default String::new();
+        /// `authenticationMetadataProvider`: blank or Java's local provider class: the users
+        /// in `<storePathRootDir>/config/users.json`.
+        authentication_metadata_provider: String = "authenticationMetadataProvider", default String::new();
+        /// `authenticationStrategy`: blank, Java's stateless or stateful strategy class (the
+        /// decision is the same; FerroMQ checks every request).
+        authentication_strategy: String = "authenticationStrategy", default String::new();
+        /// `authenticationWhitelist`: comma-separated request codes not authenticated.
+        authentication_whitelist: String = "authenticationWhitelist", default String::new();
+        /// `initAuthenticationUser`: JSON `{"username":..,"password":..}` created as a SUPER
+        /// user at start if absent.
+        init_authentication_user: String = "initAuthenticationUser", default String::new();
+        /// `innerClientAuthenticationCredentials`: JSON `{"accessKey":..,"secretKey":..}`: a
+        /// SUPER user created at start if absent, whose keys sign the broker's own requests
+        /// (to name servers, its master, the controller).
+        inner_client_authentication_credentials: String = "innerClientAuthenticationCredentials", default String::new();
+        /// `authorizationEnabled`: ACL 2.0 policies decide what each user may do.
+        authorization_enabled: bool = "authorizationEnabled", default false;
+        /// `authorizationProvider`: blank or Java's default class.
+        authorization_provider: String = "authorizationProvider", default String::new();
+        /// `authorizationMetadataProvider`: blank or Java's local provider class: the ACLs in
+        /// `<storePathRootDir>/config/acls.json`.
+        authorization_metadata_provider: String = "authorizationMetadataProvider", default String::new();
+        /// `authorizationStrategy`: as `authenticationStrategy`.
+        authorization_strategy: String = "authorizationStrategy", default String::new();
+        /// `authorizationWhitelist`: comma-separated request codes not authorized.
+        authorization_whitelist: String = "authorizationWhitelist", default String::new();
+        /// `migrateAuthFromV1Enabled`: at start, import the ACL 1.0 accounts of
+        /// `plain_acl.yml` as users and ACLs (users already present are left alone).
+        migrate_auth_from_v1_enabled: bool = "migrateAuthFromV1Enabled", default false;
         // Controller mode (`../shared/reference/controller-mode.md` section 7.2).
         /// `enableControllerMode`: the controller group decides the role; `brokerId` and
         /// `brokerRole` are ignored.

@@ -4,6 +4,7 @@
 //! process reach the same processors through a [`LocalAccess`], without a socket.
 
 mod acl;
+mod auth;
 mod broker;
 pub mod client;
 mod config;

@@ -24,10 +24,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use ferromq_auth::v2::{AuthMetadata, Snapshot};
+use ferromq_protocol::body::{AclInfo, UserInfo};
 use ferromq_protocol::body::{
     BodyError, ConsumerOffsetSerializeWrapper, JsonBody, MessageRequestModeSerializeWrapper, SubscriptionGroupWrapper,
     TopicConfigAndMappingSerializeWrapper, TopicConfigSerializeWrapper,
 };
+use ferromq_protocol::signature::SessionCredentials;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient, RemotingError};
 use tokio::time::MissedTickBehavior;
@@ -62,11 +65,29 @@ pub(crate) async fn run_slave_sync(
 /// tests.
 trait MetadataOwner: Send + Sync + 'static {
     fn metadata(&self) -> &MetadataStore;
+
+    /// ACL 2.0's users and ACLs, copied too when present.
+    fn auth(&self) -> Option<&Arc<AuthMetadata>> {
+        None
+    }
+
+    /// What the slave signs its requests with (a master with ACL on checks them).
+    fn credentials(&self) -> Option<SessionCredentials> {
+        None
+    }
 }
 
 impl MetadataOwner for Broker {
     fn metadata(&self) -> &MetadataStore {
         &self.metadata
+    }
+
+    fn auth(&self) -> Option<&Arc<AuthMetadata>> {
+        Some(&self.auth)
+    }
+
+    fn credentials(&self) -> Option<SessionCredentials> {
+        self.inner_credentials.clone()
     }
 }
 
@@ -116,12 +137,14 @@ enum Table {
     DelayOffsets = 2,
     Groups = 3,
     RequestModes = 4,
+    /// ACL 2.0's users and ACLs (AUTH_LIST_USER, then AUTH_LIST_ACL), replaced as a whole.
+    Auth = 5,
 }
 
 impl Table {
     /// Java's order of `syncAll`.
-    const ALL: [Table; 5] =
-        [Table::Topics, Table::ConsumerOffsets, Table::DelayOffsets, Table::Groups, Table::RequestModes];
+    const ALL: [Table; 6] =
+        [Table::Topics, Table::ConsumerOffsets, Table::DelayOffsets, Table::Groups, Table::RequestModes, Table::Auth];
 
     fn request_code(self) -> i32 {
         match self {
@@ -130,6 +153,7 @@ impl Table {
             Table::DelayOffsets => request_code::GET_ALL_DELAY_OFFSET,
             Table::Groups => request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
             Table::RequestModes => request_code::GET_ALL_MESSAGE_REQUEST_MODE,
+            Table::Auth => request_code::AUTH_LIST_USER,
         }
     }
 
@@ -140,6 +164,7 @@ impl Table {
             Table::DelayOffsets => "delay_offsets",
             Table::Groups => "subscription_groups",
             Table::RequestModes => "message_request_modes",
+            Table::Auth => "users_and_acls",
         }
     }
 }
@@ -157,6 +182,8 @@ enum SyncError {
     Persist(#[source] MetadataError),
     #[error("sync task did not finish")]
     Join(#[source] tokio::task::JoinError),
+    #[error("users and ACLs not applied: {0}")]
+    Auth(String),
 }
 
 /// What applying one table changed.
@@ -175,17 +202,21 @@ struct SlaveSync<T> {
     owner: Arc<T>,
     client: RemotingClient,
     /// Per [`Table`]: the last attempt failed (so the next failure is not logged at warn).
-    failing: [bool; 5],
+    failing: [bool; 6],
 }
 
 impl<T: MetadataOwner> SlaveSync<T> {
     fn new(owner: Arc<T>) -> Self {
-        Self { owner, client: RemotingClient::new(ClientConfig::default().with_zone_from_env()), failing: [false; 5] }
+        let config = ClientConfig::default().with_zone_from_env().with_credentials(owner.credentials());
+        Self { owner, client: RemotingClient::new(config), failing: [false; 6] }
     }
 
     /// One round: every table in Java's order, each on its own.
     async fn sync_all(&mut self, master: &str) {
         for table in Table::ALL {
+            if table == Table::Auth && self.owner.auth().is_none() {
+                continue;
+            }
             let result = self.sync_table(table, master).await;
             self.report(table, master, result);
         }
@@ -234,6 +265,27 @@ impl<T: MetadataOwner> SlaveSync<T> {
                 let replaced = self.apply(move |m| m.groups().replace_all(wrapper)).await?;
                 Ok(replaced.map_or(Applied::Unchanged, Applied::Replaced))
             }
+            Table::Auth => {
+                // Java answers an empty list with no body.
+                let users: Vec<UserInfo> =
+                    if body.is_empty() { Vec::new() } else { JsonBody::decode(&body).map_err(SyncError::Body)? };
+                let acl_body = self.fetch_code(request_code::AUTH_LIST_ACL, master).await?;
+                let acls: Vec<AclInfo> = if acl_body.is_empty() {
+                    Vec::new()
+                } else {
+                    JsonBody::decode(&acl_body).map_err(SyncError::Body)?
+                };
+                let snapshot = Snapshot::from_infos(users, acls).map_err(|e| SyncError::Auth(e.to_string()))?;
+                let Some(auth) = self.owner.auth().cloned() else {
+                    return Ok(Applied::Unchanged);
+                };
+                let count = snapshot.users.len();
+                let changed = tokio::task::spawn_blocking(move || auth.replace_all(snapshot))
+                    .await
+                    .map_err(SyncError::Join)?
+                    .map_err(|e| SyncError::Auth(e.to_string()))?;
+                Ok(if changed { Applied::Merged { keys: count } } else { Applied::Unchanged })
+            }
             Table::RequestModes => {
                 let wrapper = MessageRequestModeSerializeWrapper::decode(&body).map_err(SyncError::Body)?;
                 let keys = wrapper.message_request_mode_map.values().map(BTreeMap::len).sum();
@@ -250,7 +302,12 @@ impl<T: MetadataOwner> SlaveSync<T> {
 
     /// The body of the master's answer to `table`'s request.
     async fn fetch(&self, table: Table, master: &str) -> Result<Bytes, SyncError> {
-        let request = RemotingCommand::request(table.request_code());
+        self.fetch_code(table.request_code(), master).await
+    }
+
+    /// The body of the master's answer to a request with `code` and no header.
+    async fn fetch_code(&self, code: i32, master: &str) -> Result<Bytes, SyncError> {
+        let request = RemotingCommand::request(code);
         let response = self.client.invoke(master, request, REQUEST_TIMEOUT).await.map_err(SyncError::Remoting)?;
         if response.code != response_code::SUCCESS {
             return Err(SyncError::Refused { code: response.code, remark: response.remark.unwrap_or_default() });
@@ -457,7 +514,7 @@ mod tests {
         let mut sync = SlaveSync::new(slave.clone());
 
         sync.sync_all(&fake.addr).await;
-        assert_eq!(sync.failing, [false; 5]);
+        assert_eq!(sync.failing, [false; 6]);
         assert_copied(&slave, &master);
         assert!(!slave.topics().contains("OnlyOnSlave"), "topics the master lacks are deleted");
         assert_eq!(slave.offsets().query_offset("reader", "OnlyOnSlave", 0), Some(9), "offsets are merged");
@@ -489,7 +546,7 @@ mod tests {
 
         fake.refuse.store(true, Ordering::SeqCst);
         sync.sync_all(&fake.addr).await;
-        assert_eq!(sync.failing, [true, false, true, false, false], "refused topics, unparsable delay offsets");
+        assert_eq!(sync.failing, [true, false, true, false, false, false], "refused topics, unparsable delay offsets");
         assert_eq!(slave.topics().all(), before);
         assert_eq!(slave.delay_offsets().get(1), None);
         assert!(slave.groups().contains("billing"), "the other tables were synced");
@@ -497,7 +554,7 @@ mod tests {
 
         fake.refuse.store(false, Ordering::SeqCst);
         sync.sync_all(&fake.addr).await;
-        assert_eq!(sync.failing, [false; 5]);
+        assert_eq!(sync.failing, [false; 6]);
         assert_copied(&slave, &master);
 
         // A master that is gone: every table fails within the request timeouts, nothing changes.
@@ -506,7 +563,11 @@ mod tests {
         let synced = slave.topics().all();
         let started = Instant::now();
         sync.sync_all(&addr).await;
-        assert_eq!(sync.failing, [true; 5]);
+        assert_eq!(
+            sync.failing,
+            [true, true, true, true, true, false],
+            "the users and ACLs table is not synced without a store"
+        );
         assert!(started.elapsed() < 5 * REQUEST_TIMEOUT + Duration::from_secs(1));
         assert_eq!(slave.topics().all(), synced);
     }

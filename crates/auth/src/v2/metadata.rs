@@ -32,6 +32,33 @@ pub struct Snapshot {
     pub acls: BTreeMap<String, Acl>,
 }
 
+impl Snapshot {
+    /// Users and ACLs as the admin API lists them (a user needs a name and a password).
+    ///
+    /// # Errors
+    /// The first user or ACL that is not valid.
+    pub fn from_infos(users: Vec<UserInfo>, acls: Vec<AclInfo>) -> Result<Snapshot, AuthError> {
+        let mut snapshot = Snapshot::default();
+        for u in users {
+            let (Some(name), Some(password)) = (u.username.clone(), u.password.clone()) else {
+                return Err(AuthError::System("a user without username or password".to_owned()));
+            };
+            let user = User {
+                username: name.clone(),
+                password,
+                user_type: u.user_type.as_deref().and_then(UserType::parse).unwrap_or(UserType::Normal),
+                user_status: u.user_status.as_deref().and_then(UserStatus::parse).unwrap_or(UserStatus::Enable),
+            };
+            snapshot.users.insert(name, user);
+        }
+        for info in acls {
+            let acl = Acl::from_info(&info, None)?;
+            snapshot.acls.insert(acl.subject.clone(), acl);
+        }
+        Ok(snapshot)
+    }
+}
+
 /// The durable store.
 #[derive(Debug)]
 pub struct AuthMetadata {
@@ -58,34 +85,20 @@ impl AuthMetadata {
                 Err(e) => Err(AuthError::System(format!("cannot read {}: {e}", path.display()))),
             }
         };
-        let mut snapshot = Snapshot::default();
-        if let Some(bytes) = read(USERS_FILE)? {
-            let path = config_dir.join(USERS_FILE);
-            let users: Vec<UserInfo> = JsonBody::decode(&bytes)
-                .map_err(|e| AuthError::System(format!("{} is not a users file: {e}", path.display())))?;
-            for u in users {
-                let (Some(name), Some(password)) = (u.username.clone(), u.password.clone()) else {
-                    return Err(AuthError::System(format!("{}: a user without username or password", path.display())));
-                };
-                let user = User {
-                    username: name.clone(),
-                    password,
-                    user_type: u.user_type.as_deref().and_then(UserType::parse).unwrap_or(UserType::Normal),
-                    user_status: u.user_status.as_deref().and_then(UserStatus::parse).unwrap_or(UserStatus::Enable),
-                };
-                snapshot.users.insert(name, user);
-            }
-        }
-        if let Some(bytes) = read(ACLS_FILE)? {
-            let path = config_dir.join(ACLS_FILE);
-            let acls: Vec<AclInfo> = JsonBody::decode(&bytes)
-                .map_err(|e| AuthError::System(format!("{} is not an ACL file: {e}", path.display())))?;
-            for info in acls {
-                let acl =
-                    Acl::from_info(&info, None).map_err(|e| AuthError::System(format!("{}: {e}", path.display())))?;
-                snapshot.acls.insert(acl.subject.clone(), acl);
-            }
-        }
+        let users: Vec<UserInfo> = match read(USERS_FILE)? {
+            Some(bytes) => JsonBody::decode(&bytes).map_err(|e| {
+                AuthError::System(format!("{} is not a users file: {e}", config_dir.join(USERS_FILE).display()))
+            })?,
+            None => Vec::new(),
+        };
+        let acls: Vec<AclInfo> = match read(ACLS_FILE)? {
+            Some(bytes) => JsonBody::decode(&bytes).map_err(|e| {
+                AuthError::System(format!("{} is not an ACL file: {e}", config_dir.join(ACLS_FILE).display()))
+            })?,
+            None => Vec::new(),
+        };
+        let snapshot = Snapshot::from_infos(users, acls)
+            .map_err(|e| AuthError::System(format!("{}: {e}", config_dir.display())))?;
         Ok(AuthMetadata {
             dir: config_dir.to_path_buf(),
             state: RwLock::new(Arc::new(snapshot)),
@@ -126,6 +139,29 @@ impl AuthMetadata {
             let changed = *s != snapshot;
             *s = snapshot;
             Ok(changed)
+        })
+    }
+
+    /// Adds the users (and their ACLs) of ACL 1.0 accounts whose user does not exist yet
+    /// (`migrateAuthFromV1Enabled`); returns how many were added.
+    ///
+    /// # Errors
+    /// A write failure.
+    pub fn import_plain(&self, accounts: &[crate::plain::PlainAccessConfig]) -> Result<usize, AuthError> {
+        self.change(|s| {
+            let mut added = 0;
+            for account in accounts {
+                if s.users.contains_key(&account.access_key) {
+                    continue;
+                }
+                let (user, acl) = super::migrate::from_plain(account);
+                s.users.insert(user.username.clone(), user);
+                if let Some(acl) = acl {
+                    s.acls.insert(acl.subject.clone(), acl);
+                }
+                added += 1;
+            }
+            Ok(added)
         })
     }
 

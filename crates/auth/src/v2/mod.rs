@@ -4,6 +4,7 @@
 pub mod context;
 pub mod evaluator;
 pub mod metadata;
+pub mod migrate;
 pub mod model;
 
 pub use evaluator::{parse_whitelist, AuthService, AuthSettings};

@@ -3,6 +3,7 @@
 //! with `--json`. Commands live in one file per concept; this module parses and dispatches.
 
 mod acl;
+mod auth;
 mod broker;
 mod consumer_status;
 mod controller;
@@ -59,6 +60,30 @@ enum AdminCommand {
     ClusterAclConfigVersion(acl::AclTarget),
     /// Show every ACL 1.0 account of a broker (admin accounts only).
     GetAclConfig(acl::AclTarget),
+    /// Create an ACL 2.0 user on one broker (-b) or every broker of a cluster (-c).
+    CreateUser(auth::UserArgs),
+    /// Change an ACL 2.0 user's password, type or status.
+    UpdateUser(auth::UserArgs),
+    /// Delete an ACL 2.0 user and its ACL.
+    DeleteUser(auth::UsernameArgs),
+    /// Show an ACL 2.0 user.
+    GetUser(auth::UsernameArgs),
+    /// List ACL 2.0 users.
+    ListUser(auth::ListUserArgs),
+    /// Give a subject policy entries (merged into its ACL).
+    CreateAcl(auth::AclArgs),
+    /// Change a subject's policy entries (merged into its ACL).
+    UpdateAcl(auth::AclArgs),
+    /// Delete a subject's ACL, or some resources' entries.
+    DeleteAcl(auth::DeleteAclArgs),
+    /// Show a subject's ACL.
+    GetAcl(auth::GetAclArgs),
+    /// List ACLs.
+    ListAcl(auth::ListAclArgs),
+    /// Copy users from one broker to another.
+    CopyUser(auth::CopyArgs),
+    /// Copy ACLs from one broker to another.
+    CopyAcl(auth::CopyArgs),
     /// Delete a topic from a cluster's brokers and from the name servers.
     DeleteTopic(topic::DeleteTopicArgs),
     /// List the topics the name server knows.
@@ -250,6 +275,18 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::UpdateGlobalWhiteAddr(a) => acl::update_global_white_addr(ctx, a).await,
         AdminCommand::ClusterAclConfigVersion(a) => acl::cluster_acl_config_version(ctx, a).await,
         AdminCommand::GetAclConfig(a) => acl::get_acl_config(ctx, a).await,
+        AdminCommand::CreateUser(a) => auth::put_user(ctx, a, false).await,
+        AdminCommand::UpdateUser(a) => auth::put_user(ctx, a, true).await,
+        AdminCommand::DeleteUser(a) => auth::delete_user(ctx, a).await,
+        AdminCommand::GetUser(a) => auth::get_user(ctx, a).await,
+        AdminCommand::ListUser(a) => auth::list_user(ctx, a).await,
+        AdminCommand::CreateAcl(a) => auth::put_acl(ctx, a, false).await,
+        AdminCommand::UpdateAcl(a) => auth::put_acl(ctx, a, true).await,
+        AdminCommand::DeleteAcl(a) => auth::delete_acl(ctx, a).await,
+        AdminCommand::GetAcl(a) => auth::get_acl(ctx, a).await,
+        AdminCommand::ListAcl(a) => auth::list_acl(ctx, a).await,
+        AdminCommand::CopyUser(a) => auth::copy_users(ctx, a).await,
+        AdminCommand::CopyAcl(a) => auth::copy_acls(ctx, a).await,
         AdminCommand::UpdateTopic(a) => topic::update_topic(ctx, a).await,
         AdminCommand::DeleteTopic(a) => topic::delete_topic(ctx, a).await,
         AdminCommand::TopicList(a) => topic::topic_list(ctx, a).await,

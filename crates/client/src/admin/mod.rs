@@ -5,6 +5,7 @@
 //! people is the CLI's job. Java: `DefaultMQAdminExt`, `MQClientAPIImpl`.
 
 mod acl;
+mod auth;
 mod broker;
 mod client;
 mod controller;
