@@ -876,6 +876,7 @@ pub async fn run_with_local_access(
         broker_name: config.broker_name.clone(),
         cluster_name: config.broker_cluster_name.clone(),
         service: crate::service::Service::new(broker.clone()),
+        auth: auth.service.clone(),
     });
     info!(addr = ?listener.local_addr().ok(), broker_name = %config.broker_name, cluster = %config.broker_cluster_name,
         namesrv = %config.namesrv_addr, "broker listening");

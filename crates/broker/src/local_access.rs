@@ -47,6 +47,8 @@ struct Shared {
     server_addr: SocketAddr,
     /// The settings of the broker's accepted connections (idle timeout, frame limit, grace).
     server_config: ServerConfig,
+    /// ACL 2.0 as the broker enforces it, for the proxy to check its own clients with.
+    auth: Option<Arc<ferromq_auth::v2::AuthService>>,
     /// Turns true when the broker shuts down; each connection's server end follows it.
     stop_tx: watch::Sender<bool>,
     /// Service calls hold a permit while they run, so shutdown can wait for them before the
@@ -74,6 +76,7 @@ pub(crate) struct LocalAccessParts {
     pub(crate) broker_name: String,
     pub(crate) cluster_name: String,
     pub(crate) service: Service,
+    pub(crate) auth: Option<Arc<ferromq_auth::v2::AuthService>>,
 }
 
 impl std::fmt::Debug for LocalAccess {
@@ -98,6 +101,7 @@ impl LocalAccess {
                 cluster_name: parts.cluster_name,
                 server_addr: parts.server_addr,
                 server_config: parts.server_config,
+                auth: parts.auth,
                 stop_tx,
                 calls: Arc::new(Semaphore::new(LOCAL_CALLS_MAX as usize)),
                 state: Mutex::new(State {
@@ -159,6 +163,12 @@ impl LocalAccess {
         let permit = self.shared.calls.clone().try_acquire_owned().ok()?;
         let service = self.state().service.clone()?;
         Some(LocalCall { service, _permit: permit })
+    }
+
+    /// ACL 2.0 as the broker enforces it (`None` when both switches are off): the proxy in
+    /// local mode checks its gRPC clients against the broker's users and ACLs.
+    pub fn auth(&self) -> Option<Arc<ferromq_auth::v2::AuthService>> {
+        self.shared.auth.clone()
     }
 
     /// The broker's address, `brokerIP1:listenPort`, as it registers with the name servers

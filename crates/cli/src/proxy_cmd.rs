@@ -127,7 +127,8 @@ pub fn local_proxy(
     config.namesrv_addr = namesrv_addr.to_owned();
     config.rocketmq_cluster_name = access.cluster_name().to_owned();
     let client_addr = SocketAddr::from(([127, 0, 0, 1], config.grpc_server_port));
-    Proxy::new(config, advertise, move |handler| {
+    let auth = access.auth();
+    let proxy = Proxy::new(config, advertise, move |handler| {
         Arc::new(LocalConnector {
             access,
             remote: RemotingClient::with_handler(ClientConfig::default(), handler.clone()),
@@ -135,5 +136,10 @@ pub fn local_proxy(
             client_addr,
             local: tokio::sync::Mutex::new(None),
         }) as Arc<dyn Connector>
-    })
+    });
+    if let Some(auth) = auth {
+        // The broker's users and ACLs decide for the gRPC clients too.
+        let _ = proxy.auth.set(auth);
+    }
+    proxy
 }

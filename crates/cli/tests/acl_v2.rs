@@ -14,6 +14,8 @@ use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::RemotingClient;
 use ferromq_testkit::{pull_request, start_standalone_with_conf, LocalCluster, Standalone};
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
 const T: Duration = Duration::from_secs(20);
 const ROOT: (&str, &str) = ("rocketmq", "12345678");
@@ -268,4 +270,60 @@ async fn a_slave_follows_its_masters_users_and_acls() {
     admin.shutdown().await;
     slave.stop().await;
     c.stop().await;
+}
+
+/// A 5.x client's request with `authorization` and `x-mq-date-time` as the Java client signs.
+fn signed_grpc<T>(client_id: &str, body: T, creds: Option<(&str, &str)>) -> tonic::Request<T> {
+    let mut r = common::grpc::req(client_id, body);
+    if let Some((ak, sk)) = creds {
+        let date = "20261206T094500Z";
+        let sig = ferromq_protocol::signature::sign_hex(sk.as_bytes(), date.as_bytes());
+        let value = format!("MQv2-HMAC-SHA1 Credential={ak}, SignedHeaders=x-mq-date-time, Signature={sig}");
+        r.metadata_mut().insert("x-mq-date-time", date.parse().expect("ascii"));
+        r.metadata_mut().insert("authorization", value.parse().expect("ascii"));
+    }
+    r
+}
+
+/// The gRPC port (the proxy in local mode) checks 5.x clients against the broker's users.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_clients_are_checked_against_the_same_users() {
+    use common::grpc::{code, res};
+    use ferromq_proxy::pb::{self, Code};
+    let s = Secured::start();
+    let b = s.broker();
+    for t in ["orders", "payments"] {
+        s.ok(&["updateTopic", "-b", &b, "-t", t, "-a", "+message.type=NORMAL"], ROOT);
+    }
+    s.ok(&["createUser", "-b", &b, "-u", "alice", "-p", "alice-secret"], ROOT);
+    s.ok(&["createAcl", "-b", &b, "-s", "User:alice", "-r", "Topic:orders", "-a", "Pub", "-d", "Allow"], ROOT);
+    let mut c = common::grpc::connect(&s.server.grpc).await;
+    let route = |creds| signed_grpc("g1", pb::QueryRouteRequest { topic: res("orders"), endpoints: None }, creds);
+
+    let r = c.query_route(route(None)).await.expect("answered").into_inner();
+    assert_eq!(code(&r.status), Code::Unauthorized);
+    assert_eq!(r.status.as_ref().map(|s| s.message.as_str()), Some("username cannot be null."));
+    let r = c.query_route(route(Some(("alice", "wrong")))).await.expect("answered").into_inner();
+    assert_eq!(r.status.as_ref().map(|s| s.message.as_str()), Some("check signature failed."));
+    let r = c.query_route(route(Some(("alice", "alice-secret")))).await.expect("answered").into_inner();
+    assert_eq!(code(&r.status), Code::Ok, "{:?}", r.status);
+
+    let message = |topic: &str| pb::Message {
+        topic: res(topic),
+        system_properties: Some(pb::SystemProperties {
+            message_id: "ACL2GRPC0001".into(),
+            body_encoding: pb::Encoding::Identity as i32,
+            message_type: pb::MessageType::Normal as i32,
+            ..Default::default()
+        }),
+        body: b"grpc".to_vec(),
+        ..Default::default()
+    };
+    let send = |topic: &str, creds| signed_grpc("g1", pb::SendMessageRequest { messages: vec![message(topic)] }, creds);
+    let r = c.send_message(send("orders", Some(("alice", "alice-secret")))).await.expect("answered").into_inner();
+    assert_eq!(code(&r.status), Code::Ok, "{:?}", r.status);
+    let r = c.send_message(send("payments", Some(("alice", "alice-secret")))).await.expect("answered").into_inner();
+    assert_eq!(code(&r.status), Code::Unauthorized);
+    let text = r.status.map(|s| s.message).unwrap_or_default();
+    assert!(text.starts_with("User:alice has no permission to access Topic:payments from 127.0.0.1"), "{text}");
 }

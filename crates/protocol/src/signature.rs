@@ -68,6 +68,13 @@ pub fn sign_bytes(secret: &[u8], data: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(hmac::sign(&key, data).as_ref())
 }
 
+/// Upper-case hex of HMAC-SHA1(`secret`, `data`): the `Signature` of a 5.x gRPC client's
+/// `authorization` header, over its `x-mq-date-time` value (grpc-proxy.md section 3).
+pub fn sign_hex(secret: &[u8], data: &[u8]) -> String {
+    let key = hmac::Key::new(hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, secret);
+    hmac::sign(&key, data).as_ref().iter().map(|b| format!("{b:02X}")).collect()
+}
+
 /// The signature of `fields` (all but `Signature`, and `_UNIQUE_KEY_QUERY` when
 /// `skip_unique_key_query`) and `body` under `secret`. The content is fed to the MAC piece by
 /// piece, never assembled.
@@ -141,6 +148,12 @@ mod tests {
     fn java_signer_golden_value() {
         // AclSignerTest in apache/rocketmq: calSignature("RocketMQ", "12345678").
         assert_eq!(sign_bytes(b"12345678", b"RocketMQ"), "IUc8rrO/0gDch8CjObLQsW2rsiA=");
+    }
+
+    #[test]
+    fn hex_form_is_the_same_mac() {
+        // IUc8rrO/0gDch8CjObLQsW2rsiA= in hex.
+        assert_eq!(sign_hex(b"12345678", b"RocketMQ"), "21473CAEB3BFD200DC87C0A339B2D0B16DABB220");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! implementation of the messaging semantics, whichever protocol the client speaks.
 
 pub mod admin_relay;
+pub mod auth;
 pub mod brokers;
 pub mod clients;
 pub mod codec;

@@ -154,6 +154,8 @@ pub struct Proxy {
     pub receive_permits: Arc<tokio::sync::Semaphore>,
     /// Brokers that could not be reached, by name, until when sends and receives avoid them.
     isolated: Mutex<HashMap<String, Instant>>,
+    /// ACL 2.0 for the gRPC clients: the local broker's users and ACLs in local mode.
+    pub auth: std::sync::OnceLock<Arc<ferromq_auth::v2::AuthService>>,
 }
 
 /// How long a broker that could not be reached is avoided (Java: latency fault tolerance).
@@ -230,6 +232,7 @@ impl Proxy {
                 round_robin: AtomicUsize::new(0),
                 receive_permits: Arc::new(tokio::sync::Semaphore::new(RECEIVES_IN_FLIGHT_MAX)),
                 isolated: Mutex::new(HashMap::new()),
+                auth: std::sync::OnceLock::new(),
             }
         })
     }

@@ -35,6 +35,27 @@ impl MessagingServiceImpl {
     }
 }
 
+impl MessagingServiceImpl {
+    /// The call's context, after ACL 2.0 let the call through (when the proxy has it).
+    fn checked<T: crate::auth::Needs>(&self, req: &Request<T>) -> ProxyResult<CallContext> {
+        let ctx = context(req)?;
+        if let Some(auth) = self.proxy.auth.get() {
+            crate::auth::check(auth, req.metadata(), req.get_ref(), ctx.peer.map(|p| p.ip()))?;
+        }
+        Ok(ctx)
+    }
+
+    /// [`Self::checked`] for the telemetry stream: its opening is authenticated; what its
+    /// settings name is checked when the client sends or receives.
+    fn checked_stream<T>(&self, req: &Request<T>) -> ProxyResult<CallContext> {
+        let ctx = context(req)?;
+        if let Some(auth) = self.proxy.auth.get() {
+            crate::auth::check(auth, req.metadata(), &pb::TelemetryCommand::default(), ctx.peer.map(|p| p.ip()))?;
+        }
+        Ok(ctx)
+    }
+}
+
 fn context<T>(req: &Request<T>) -> ProxyResult<CallContext> {
     let peer = req.extensions().get::<GrpcConnectInfo>().map(|i| i.remote_addr).or_else(|| req.remote_addr());
     CallContext::from_metadata(req.metadata(), peer)
@@ -54,7 +75,7 @@ impl MessagingService for MessagingServiceImpl {
     ) -> Result<Response<pb::QueryRouteResponse>, Status> {
         let p = &self.proxy;
         let out = async {
-            context(&request)?;
+            self.checked(&request)?;
             let req = request.get_ref();
             let topic = validate::topic(req.topic.as_ref())?;
             let route = p.brokers.route(&topic).await?;
@@ -75,7 +96,7 @@ impl MessagingService for MessagingServiceImpl {
     ) -> Result<Response<pb::HeartbeatResponse>, Status> {
         let p = &self.proxy;
         let out = async {
-            let ctx = context(&request)?;
+            let ctx = self.checked(&request)?;
             let req = request.get_ref();
             let known = p.clients.touch(&ctx.client_id, |r| r.client_type);
             let Some(client_type) = known else {
@@ -99,7 +120,7 @@ impl MessagingService for MessagingServiceImpl {
         &self,
         request: Request<pb::SendMessageRequest>,
     ) -> Result<Response<pb::SendMessageResponse>, Status> {
-        let ctx = match context(&request) {
+        let ctx = match self.checked(&request) {
             Ok(c) => c,
             Err(e) => {
                 return Ok(Response::new(pb::SendMessageResponse { status: Some(e.to_status()), entries: Vec::new() }))
@@ -114,7 +135,7 @@ impl MessagingService for MessagingServiceImpl {
     ) -> Result<Response<pb::QueryAssignmentResponse>, Status> {
         let p = &self.proxy;
         let out = async {
-            context(&request)?;
+            self.checked(&request)?;
             let req = request.get_ref();
             let topic = validate::topic(req.topic.as_ref())?;
             let group = validate::group(req.group.as_ref())?;
@@ -141,7 +162,7 @@ impl MessagingService for MessagingServiceImpl {
                 content: Some(pb::receive_message_response::Content::Status(e.to_status())),
             })
         };
-        let ctx = match context(&request) {
+        let ctx = match self.checked(&request) {
             Ok(c) => c,
             Err(e) => return Ok(Response::new(status_only(e))),
         };
@@ -162,7 +183,7 @@ impl MessagingService for MessagingServiceImpl {
         &self,
         request: Request<pb::AckMessageRequest>,
     ) -> Result<Response<pb::AckMessageResponse>, Status> {
-        if let Err(e) = context(&request) {
+        if let Err(e) = self.checked(&request) {
             return Ok(Response::new(pb::AckMessageResponse { status: Some(e.to_status()), entries: Vec::new() }));
         }
         Ok(Response::new(consumer::ack(&self.proxy, request.into_inner()).await))
@@ -172,7 +193,7 @@ impl MessagingService for MessagingServiceImpl {
         &self,
         request: Request<pb::ForwardMessageToDeadLetterQueueRequest>,
     ) -> Result<Response<pb::ForwardMessageToDeadLetterQueueResponse>, Status> {
-        let out = match context(&request) {
+        let out = match self.checked(&request) {
             Ok(_) => consumer::forward_message_to_dlq(&self.proxy, request.into_inner()).await,
             Err(e) => Err(e),
         };
@@ -188,7 +209,7 @@ impl MessagingService for MessagingServiceImpl {
         request: Request<pb::PullMessageRequest>,
     ) -> Result<Response<Self::PullMessageStream>, Status> {
         use pb::pull_message_response::Content;
-        let out = match context(&request) {
+        let out = match self.checked(&request) {
             Ok(_) => offsets::pull(&self.proxy, request.into_inner()).await,
             Err(e) => Err(e),
         };
@@ -210,7 +231,7 @@ impl MessagingService for MessagingServiceImpl {
         &self,
         request: Request<pb::UpdateOffsetRequest>,
     ) -> Result<Response<pb::UpdateOffsetResponse>, Status> {
-        let out = match context(&request) {
+        let out = match self.checked(&request) {
             Ok(_) => offsets::update_offset(&self.proxy, request.into_inner()).await,
             Err(e) => Err(e),
         };
@@ -223,7 +244,7 @@ impl MessagingService for MessagingServiceImpl {
         &self,
         request: Request<pb::GetOffsetRequest>,
     ) -> Result<Response<pb::GetOffsetResponse>, Status> {
-        let out = match context(&request) {
+        let out = match self.checked(&request) {
             Ok(_) => offsets::get_offset(&self.proxy, request.into_inner()).await,
             Err(e) => Err(e),
         };
@@ -237,7 +258,7 @@ impl MessagingService for MessagingServiceImpl {
         &self,
         request: Request<pb::QueryOffsetRequest>,
     ) -> Result<Response<pb::QueryOffsetResponse>, Status> {
-        let out = match context(&request) {
+        let out = match self.checked(&request) {
             Ok(_) => offsets::query_offset(&self.proxy, request.into_inner()).await,
             Err(e) => Err(e),
         };
@@ -251,7 +272,7 @@ impl MessagingService for MessagingServiceImpl {
         &self,
         request: Request<pb::EndTransactionRequest>,
     ) -> Result<Response<pb::EndTransactionResponse>, Status> {
-        let out = match context(&request) {
+        let out = match self.checked(&request) {
             Ok(ctx) => producer::end_transaction(&self.proxy, &ctx, request.into_inner()).await,
             Err(e) => Err(e),
         };
@@ -266,7 +287,7 @@ impl MessagingService for MessagingServiceImpl {
         &self,
         request: Request<tonic::Streaming<pb::TelemetryCommand>>,
     ) -> Result<Response<Self::TelemetryStream>, Status> {
-        let ctx = context(&request).map_err(|e| Status::invalid_argument(e.message))?;
+        let ctx = self.checked_stream(&request).map_err(|e| Status::invalid_argument(e.message))?;
         let rx = telemetry::serve(self.proxy.clone(), ctx, request.into_inner());
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
@@ -277,7 +298,7 @@ impl MessagingService for MessagingServiceImpl {
     ) -> Result<Response<pb::NotifyClientTerminationResponse>, Status> {
         let p = &self.proxy;
         let out = async {
-            let ctx = context(&request)?;
+            let ctx = self.checked(&request)?;
             let is_consumer = p
                 .clients
                 .with(&ctx.client_id, |r| r.is_consumer())
@@ -300,7 +321,7 @@ impl MessagingService for MessagingServiceImpl {
         &self,
         request: Request<pb::ChangeInvisibleDurationRequest>,
     ) -> Result<Response<pb::ChangeInvisibleDurationResponse>, Status> {
-        let out = match context(&request) {
+        let out = match self.checked(&request) {
             Ok(_) => consumer::change_invisible_duration(&self.proxy, request.into_inner()).await,
             Err(e) => Err(e),
         };
@@ -316,7 +337,7 @@ impl MessagingService for MessagingServiceImpl {
         &self,
         request: Request<pb::RecallMessageRequest>,
     ) -> Result<Response<pb::RecallMessageResponse>, Status> {
-        let out = match context(&request) {
+        let out = match self.checked(&request) {
             Ok(_) => producer::recall_message(&self.proxy, request.into_inner()).await,
             Err(e) => Err(e),
         };

@@ -7,7 +7,7 @@ pub mod metadata;
 pub mod migrate;
 pub mod model;
 
-pub use evaluator::{parse_whitelist, AuthService, AuthSettings};
+pub use evaluator::{parse_whitelist, AuthService, AuthSettings, GrpcCredentials};
 pub use metadata::{AuthMetadata, Snapshot};
 
 /// A refused admin change or a failed store operation.
