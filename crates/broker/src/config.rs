@@ -85,6 +85,9 @@ rocketmq_config! {
         namesrv_addr: String = "namesrvAddr", default std::env::var("NAMESRV_ADDR").unwrap_or_default();
         /// `listenPort`.
         listen_port: u16 = "listenPort", default 10911;
+        /// `bindAddress` (Java 5's `NettyServerConfig`): the address the main, VIP and HA ports
+        /// listen on.
+        bind_address: String = "bindAddress", default "0.0.0.0".to_owned();
         /// `brokerConfigPath`: where UPDATE_BROKER_CONFIG writes the settings back. Empty
         /// means the `-c` file the broker started from, else `<storePathRootDir>/config/broker.properties`.
         broker_config_path: String = "brokerConfigPath", default String::new();

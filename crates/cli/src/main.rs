@@ -285,7 +285,7 @@ fn broker(args: BrokerArgs) -> anyhow::Result<()> {
         print!("{}", settings.to_text());
         return Ok(());
     }
-    let addr = format!("0.0.0.0:{}", settings.broker.listen_port);
+    let addr = format!("{}:{}", settings.broker.bind_address, settings.broker.listen_port);
     let proxy_config = if args.enable_proxy { Some(proxy_cmd::load_config(args.proxy_config.as_ref())?) } else { None };
     runtime()?.block_on(async move {
         let listener =
@@ -300,7 +300,7 @@ fn broker(args: BrokerArgs) -> anyhow::Result<()> {
             ferromq_broker::run(settings, listener, shutdown_signal()).await?;
             return Ok(());
         };
-        let grpc_addr = format!("0.0.0.0:{}", proxy_config.grpc_server_port);
+        let grpc_addr = format!("{}:{}", settings.broker.bind_address, proxy_config.grpc_server_port);
         let grpc_listener = tokio::net::TcpListener::bind(&grpc_addr)
             .await
             .with_context(|| format!("cannot listen on {grpc_addr} (grpcServerPort of the proxy config)"))?;

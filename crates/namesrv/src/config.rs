@@ -40,7 +40,7 @@ rocketmq_config! {
         /// `deleteTopicWithBrokerRegistration`: drop a broker's topics missing from its registration.
         delete_topic_with_broker_registration: bool = "deleteTopicWithBrokerRegistration", default false;
         /// `configBlackList`: keys UPDATE_NAMESRV_CONFIG may not change, `;`-separated.
-        config_black_list: String = "configBlackList", default "configBlackList;configStorePath;kvConfigPath".to_owned();
+        config_black_list: String = "configBlackList", default "configBlackList;configStorePath;kvConfigPath;brokerRegisterWhiteList;adminRequestWhiteList".to_owned();
         /// `listenPort`.
         listen_port: u16 = "listenPort", default 9876;
         /// `bindAddress`.
@@ -50,6 +50,12 @@ rocketmq_config! {
         enable_controller_in_namesrv: bool = "enableControllerInNamesrv", default false;
         /// `serverChannelMaxIdleTimeSeconds`: idle connections close after this.
         server_channel_max_idle_time_seconds: u64 = "serverChannelMaxIdleTimeSeconds", default 120;
+        /// `brokerRegisterWhiteList` (FerroMQ): addresses and CIDR blocks brokers may register,
+        /// unregister and heartbeat from; empty: any.
+        broker_register_white_list: String = "brokerRegisterWhiteList", default String::new();
+        /// `adminRequestWhiteList` (FerroMQ): addresses and CIDR blocks operators may change
+        /// write permissions, topics, KV config and settings from; empty: any.
+        admin_request_white_list: String = "adminRequestWhiteList", default String::new();
     }
 }
 

@@ -5,6 +5,7 @@
 //! in memory except the KV config table and updated settings, which persist as RocketMQ's
 //! files do. [`run`] serves one listener until shutdown.
 
+pub mod address_gate;
 mod config;
 mod kv_config;
 mod processor;
@@ -31,6 +32,9 @@ pub enum NamesrvError {
     /// The KV config table could not be loaded.
     #[error("cannot load the kv config")]
     KvConfig(#[from] KvConfigError),
+    /// A setting is invalid.
+    #[error("{0}")]
+    Config(String),
     /// The transport failed.
     #[error("remoting server failed")]
     Remoting(#[from] ferromq_remoting::RemotingError),
@@ -46,6 +50,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), NamesrvError> {
     let kv = KvConfig::load(&config.kv_config_path)?;
+    let state_config = config.clone();
     let server_config = ServerConfig { idle_timeout: config.idle_timeout(), ..ServerConfig::default() };
     let state = Arc::new(processor::NamesrvState {
         config: RwLock::new(config),
@@ -53,7 +58,18 @@ pub async fn run(
         kv: Mutex::new(kv),
         broker_connections: Mutex::new(HashMap::new()),
     });
-    let server = RemotingServer::new(server_config, Arc::new(processor::dispatcher(state.clone())));
+    let brokers = address_gate::parse_list("brokerRegisterWhiteList", &state_config.broker_register_white_list)
+        .map_err(NamesrvError::Config)?;
+    let admins = address_gate::parse_list("adminRequestWhiteList", &state_config.admin_request_white_list)
+        .map_err(NamesrvError::Config)?;
+    let dispatcher = Arc::new(processor::dispatcher(state.clone()));
+    let handler: Arc<dyn ferromq_remoting::RequestHandler> = if brokers.is_empty() && admins.is_empty() {
+        dispatcher
+    } else {
+        info!(brokers = brokers.len(), admins = admins.len(), "name server white lists in force");
+        Arc::new(address_gate::AddressGate::new(dispatcher, brokers, admins))
+    };
+    let server = RemotingServer::new(server_config, handler);
     info!(addr = ?listener.local_addr().ok(), "name server listening");
     let scan_state = state.clone();
     let scan = async move {

@@ -630,3 +630,45 @@ async fn binary_header_requests_are_understood() {
     broker.shutdown().await;
     ns.stop().await;
 }
+
+/// `brokerRegisterWhiteList` and `adminRequestWhiteList`: a broker outside the list cannot
+/// register or unregister, an operator outside the other cannot change the tables; reads stay
+/// open, and an address in the list passes.
+#[tokio::test]
+async fn white_lists_guard_registration_and_admin_changes() {
+    let client = RemotingClient::new(ClientConfig::default());
+    let ns = Namesrv::start(|c| {
+        c.broker_register_white_list = "10.0.0.0/8, 192.168.1.7".into();
+        c.admin_request_white_list = "10.9.9.9".into();
+    })
+    .await;
+    let fake = registration("DefaultCluster", "broker-a", 0, "127.0.0.1:10911", &[topic("Hijacked", 4)], false);
+    let r = client.invoke(&ns.addr, fake, TIMEOUT).await.unwrap();
+    assert_eq!(r.code, response_code::NO_PERMISSION);
+    assert_eq!(r.remark.as_deref(), Some("127.0.0.1 is not in brokerRegisterWhiteList of this name server"));
+    let unreg = RemotingCommand::request(request_code::UNREGISTER_BROKER).with_header(&UnRegisterBrokerRequestHeader {
+        broker_name: "broker-a".into(),
+        broker_addr: "127.0.0.1:10911".into(),
+        cluster_name: "DefaultCluster".into(),
+        broker_id: 0,
+    });
+    assert_eq!(client.invoke(&ns.addr, unreg, TIMEOUT).await.unwrap().code, response_code::NO_PERMISSION);
+    let wipe = RemotingCommand::request(request_code::WIPE_WRITE_PERM_OF_BROKER)
+        .with_header(&WipeWritePermOfBrokerRequestHeader { broker_name: "broker-a".into() });
+    let r = client.invoke(&ns.addr, wipe, TIMEOUT).await.unwrap();
+    assert_eq!(
+        (r.code, r.remark.as_deref()),
+        (response_code::NO_PERMISSION, Some("127.0.0.1 is not in adminRequestWhiteList of this name server"))
+    );
+    // Reads are not guarded.
+    let route = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC)
+        .with_header(&GetRouteInfoRequestHeader { topic: "Hijacked".into(), accept_standard_json_only: None });
+    assert_eq!(client.invoke(&ns.addr, route, TIMEOUT).await.unwrap().code, response_code::TOPIC_NOT_EXIST);
+    ns.stop().await;
+
+    let ns = Namesrv::start(|c| c.broker_register_white_list = "127.0.0.0/8".into()).await;
+    let real = registration("DefaultCluster", "broker-a", 0, "127.0.0.1:10911", &[topic("Real", 4)], false);
+    assert_eq!(client.invoke(&ns.addr, real, TIMEOUT).await.unwrap().code, response_code::SUCCESS);
+    ns.stop().await;
+    client.shutdown().await;
+}
