@@ -207,6 +207,12 @@ fn what_requests_need() {
     reset.ext_fields.insert("topic".into(), "orders");
     assert_eq!(keys(&reset), ["Group:billing=Update", "Topic:orders=Update"]);
     assert!(keys(&RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO)).is_empty());
+    // A 4.x VIEW_MESSAGE_BY_ID names only an offset: the cluster stands in for the topic.
+    let mut view = RemotingCommand::request(request_code::VIEW_MESSAGE_BY_ID);
+    view.ext_fields.insert("offset".into(), "0");
+    assert_eq!(keys(&view), ["Cluster:DefaultCluster=Get"]);
+    view.ext_fields.insert("topic".into(), "orders");
+    assert_eq!(keys(&view), ["Topic:orders=Get"]);
     let garbage = RemotingCommand::request(request_code::HEART_BEAT).with_body(&b"{nope"[..]);
     assert!(needed(&garbage, "c").is_err());
 }

@@ -4,6 +4,9 @@
 //!
 //! `cargo run --release -p ferromq-broker --example send_load -- <broker addr> <senders> <seconds> [topic] [connections]`
 //!
+//! With `FERROMQ_LOAD_CREDENTIALS=<accessKey>:<secretKey>` every request is signed (brokers
+//! with ACL on); each sender's frame is signed once, the broker verifies every copy.
+//!
 //! The senders are closed-loop slots spread over a few connections: each slot has one request
 //! outstanding and sends its next one as soon as the response arrives, exactly as N producer
 //! threads calling a synchronous `send` would. One task per connection does the whole exchange
@@ -93,6 +96,9 @@ fn request_frame(topic: &str, sender: usize, slot: usize, body: Bytes) -> Bytes 
     .into();
     let mut cmd = RemotingCommand::request(request_code::SEND_MESSAGE_V2).with_header(&h).with_body(body);
     cmd.opaque = slot as i32;
+    if let Some((ak, sk)) = std::env::var("FERROMQ_LOAD_CREDENTIALS").ok().as_deref().and_then(|c| c.split_once(':')) {
+        ferromq_protocol::signature::SessionCredentials::new(ak, sk).sign(&mut cmd);
+    }
     let mut out = BytesMut::new();
     encode_frame(&cmd, SerializeType::Json, &mut out).expect("request frame");
     out.freeze()

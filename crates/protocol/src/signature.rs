@@ -8,7 +8,8 @@
 //! content from the fields exactly as received, so nothing is normalised here.
 
 use base64::Engine as _;
-use ring::hmac;
+use hmac::{Hmac, Mac};
+use sha1::Sha1;
 
 use crate::command::RemotingCommand;
 use crate::ext_fields::ExtFields;
@@ -62,25 +63,35 @@ impl SessionCredentials {
     }
 }
 
+/// HMAC-SHA1 keyed with `secret` (any key length is accepted).
+fn mac(secret: &[u8]) -> Hmac<Sha1> {
+    // new_from_slice fails only for MACs with a fixed key length, which HMAC is not.
+    Hmac::<Sha1>::new_from_slice(secret).expect("HMAC takes keys of any length")
+}
+
+/// HMAC-SHA1(`secret`, `data`), raw.
+pub fn hmac_sha1(secret: &[u8], data: &[u8]) -> [u8; 20] {
+    let mut m = mac(secret);
+    m.update(data);
+    m.finalize().into_bytes().into()
+}
+
 /// Base64(HMAC-SHA1(`secret`, `data`)): Java's `AclSigner.calSignature`.
 pub fn sign_bytes(secret: &[u8], data: &[u8]) -> String {
-    let key = hmac::Key::new(hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, secret);
-    base64::engine::general_purpose::STANDARD.encode(hmac::sign(&key, data).as_ref())
+    base64::engine::general_purpose::STANDARD.encode(hmac_sha1(secret, data))
 }
 
 /// Upper-case hex of HMAC-SHA1(`secret`, `data`): the `Signature` of a 5.x gRPC client's
 /// `authorization` header, over its `x-mq-date-time` value (grpc-proxy.md section 3).
 pub fn sign_hex(secret: &[u8], data: &[u8]) -> String {
-    let key = hmac::Key::new(hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, secret);
-    hmac::sign(&key, data).as_ref().iter().map(|b| format!("{b:02X}")).collect()
+    hmac_sha1(secret, data).iter().map(|b| format!("{b:02X}")).collect()
 }
 
 /// The signature of `fields` (all but `Signature`, and `_UNIQUE_KEY_QUERY` when
 /// `skip_unique_key_query`) and `body` under `secret`. The content is fed to the MAC piece by
 /// piece, never assembled.
 pub fn signature(secret: &[u8], fields: &ExtFields, body: &[u8], skip_unique_key_query: bool) -> String {
-    let key = hmac::Key::new(hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, secret);
-    let mut mac = hmac::Context::with_key(&key);
+    let mut mac = mac(secret);
     let signed = |k: &str| k != SIGNATURE && !(skip_unique_key_query && k == UNIQUE_KEY_QUERY);
     if fields.keys().all(|k| k.is_ascii()) {
         // ExtFields are in byte order, which is Java's order for ASCII keys.
@@ -97,7 +108,7 @@ pub fn signature(secret: &[u8], fields: &ExtFields, body: &[u8], skip_unique_key
         }
     }
     mac.update(body);
-    base64::engine::general_purpose::STANDARD.encode(mac.sign().as_ref())
+    base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
 }
 
 /// Why a signed request was not verified.

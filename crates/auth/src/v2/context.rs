@@ -28,11 +28,12 @@ enum Kind {
     Cluster,
 }
 
-/// A header class's `@RocketMQAction`: code, class-level resource (Cluster, or none), actions,
-/// and its `@RocketMQResource` fields (ext field name, kind, splitter).
+/// A header class's `@RocketMQAction`: code, actions, and its `@RocketMQResource` fields (ext
+/// field name, kind, splitter). The class-level resource (Cluster or none) is kept in the
+/// table for reference: a request naming none of its fields is checked against the cluster
+/// either way (see `needed`).
 struct Annotated {
     code: i32,
-    cluster: bool,
     actions: &'static [Action],
     fields: &'static [(&'static str, Kind, Option<char>)],
 }
@@ -41,11 +42,11 @@ use Action::{Create, Delete, Get, Pub, Sub, Update};
 
 const fn a(
     code: i32,
-    cluster: bool,
+    _cluster: bool,
     actions: &'static [Action],
     fields: &'static [(&'static str, Kind, Option<char>)],
 ) -> Annotated {
-    Annotated { code, cluster, actions, fields }
+    Annotated { code, actions, fields }
 }
 
 const T: Kind = Kind::Topic;
@@ -273,7 +274,10 @@ pub fn needed(request: &RemotingCommand, cluster: &str) -> Result<Vec<Needed>, S
                         out.push(ctx(resource, ann.actions));
                     }
                 }
-                if out.is_empty() && ann.cluster {
+                // Java checks nothing when a request names none of its resources (a 4.x
+                // VIEW_MESSAGE_BY_ID has only an offset, so any message could be read): the
+                // cluster stands in for what the request does not name.
+                if out.is_empty() {
                     out.push(ctx(Resource::cluster(cluster), ann.actions));
                 }
             } else if let Some((_, action)) = CLUSTER_OPERATIONS.iter().find(|(c, _)| *c == code) {

@@ -1,0 +1,244 @@
+//! The attacks of issue 19 against a secured cluster started from config files (a name server
+//! with white lists, a broker with ACL 2.0), each from another address (127.0.0.2, speaking
+//! raw remoting frames) than the cluster's own (127.0.0.1): every one refused, and the cluster
+//! still serves its legitimate users afterwards.
+
+#![cfg(unix)]
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use ferromq_protocol::body::{
+    DataVersion, JsonBody, RegisterBrokerBody, ResetOffsetBody, TopicConfigAndMappingSerializeWrapper,
+};
+use ferromq_protocol::header::{
+    DeleteTopicRequestHeader, PullMessageRequestHeader, RegisterBrokerRequestHeader, ResetOffsetRequestHeader,
+    UnRegisterBrokerRequestHeader,
+};
+use ferromq_protocol::signature::SessionCredentials;
+use ferromq_protocol::{decode_frame, encode_frame, request_code, response_code, RemotingCommand, SerializeType};
+use ferromq_testkit::{free_broker_port, free_port, spawn_with_config, ChildProcess};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
+const T: Duration = Duration::from_secs(20);
+const ROOT: (&str, &str) = ("rocketmq", "12345678");
+
+struct Cluster {
+    _ns: ChildProcess,
+    _broker: ChildProcess,
+    namesrv: String,
+    broker: String,
+    ha_port: u16,
+    _dir: tempfile::TempDir,
+}
+
+async fn wait_listening(addr: &str) {
+    let deadline = Instant::now() + T;
+    while TcpStream::connect(addr).await.is_err() {
+        assert!(Instant::now() < deadline, "{addr} never listened");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn start() -> Cluster {
+    let dir = tempfile::tempdir().expect("dir");
+    let (ns_port, broker_port) = (free_port(), free_broker_port());
+    let ha_port = free_port();
+    let ns_conf = format!(
+        "listenPort={ns_port}\nbindAddress=127.0.0.1\nkvConfigPath={d}/kv.json\nconfigStorePath={d}/ns.properties\n\
+         brokerRegisterWhiteList=127.0.0.1\nadminRequestWhiteList=127.0.0.1\n",
+        d = dir.path().display()
+    );
+    let ns = spawn_with_config(BIN, &["namesrv"], &dir.path().join("namesrv.conf"), &ns_conf);
+    let namesrv = format!("127.0.0.1:{ns_port}");
+    wait_listening(&namesrv).await;
+    let broker_conf = format!(
+        "brokerClusterName=SecureCluster\nbrokerName=broker-a\nbrokerIP1=127.0.0.1\nlistenPort={broker_port}\n\
+         haListenPort={ha_port}\nbindAddress=127.0.0.1\nnamesrvAddr={namesrv}\nstorePathRootDir={d}/store\n\
+         authenticationEnabled=true\nauthorizationEnabled=true\n\
+         initAuthenticationUser={{\"username\":\"rocketmq\",\"password\":\"12345678\"}}\n\
+         innerClientAuthenticationCredentials={{\"accessKey\":\"rocketmq\",\"secretKey\":\"12345678\"}}\n",
+        d = dir.path().display()
+    );
+    let broker = spawn_with_config(BIN, &["broker"], &dir.path().join("broker.conf"), &broker_conf);
+    let broker_addr = format!("127.0.0.1:{broker_port}");
+    wait_listening(&broker_addr).await;
+    Cluster { _ns: ns, _broker: broker, namesrv, broker: broker_addr, ha_port, _dir: dir }
+}
+
+/// A connection from 127.0.0.2: another host, as far as the cluster can tell.
+async fn from_elsewhere(addr: &str) -> TcpStream {
+    let socket = TcpSocket::new_v4().expect("socket");
+    socket.bind("127.0.0.2:0".parse().expect("addr")).expect("bind 127.0.0.2");
+    socket.connect(addr.parse::<SocketAddr>().expect("addr")).await.expect("connect")
+}
+
+/// Sends `request` on a fresh connection from 127.0.0.2 and reads the answer.
+async fn attack(addr: &str, mut request: RemotingCommand, creds: Option<(&str, &str)>) -> RemotingCommand {
+    request.opaque = 7;
+    if let Some((ak, sk)) = creds {
+        SessionCredentials::new(ak, sk).sign(&mut request);
+    }
+    let mut stream = from_elsewhere(addr).await;
+    let mut out = BytesMut::new();
+    encode_frame(&request, SerializeType::Json, &mut out).expect("encode");
+    stream.write_all(&out).await.expect("write");
+    let mut buf = BytesMut::new();
+    let deadline = Instant::now() + T;
+    loop {
+        if let Some(answer) = decode_frame(&mut buf, usize::MAX).expect("a frame") {
+            return answer;
+        }
+        assert!(Instant::now() < deadline, "no answer from {addr}");
+        let mut chunk = [0u8; 4096];
+        let n = tokio::time::timeout(T, stream.read(&mut chunk)).await.expect("read in time").expect("read");
+        assert!(n > 0, "{addr} closed the connection without an answer");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+fn refused(answer: &RemotingCommand, what: &str) {
+    assert_eq!(
+        answer.code,
+        response_code::NO_PERMISSION,
+        "{what} was not refused: {:?} {:?}",
+        answer.code,
+        answer.remark
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_attack_is_refused() {
+    let c = start().await;
+    // A legitimate admin prepares a topic and a group with a committed offset.
+    let admin =
+        ferromq_client::admin::AdminClient::with_credentials(&c.namesrv, Some(SessionCredentials::new(ROOT.0, ROOT.1)));
+    let create = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC).with_header(
+        &ferromq_protocol::header::CreateTopicRequestHeader {
+            topic: "orders".into(),
+            default_topic: "TBW102".into(),
+            read_queue_nums: 4,
+            write_queue_nums: 4,
+            perm: 6,
+            topic_filter_type: "SINGLE_TAG".into(),
+            topic_sys_flag: None,
+            order: false,
+            attributes: None,
+            force: None,
+        },
+    );
+    let mut signed = create;
+    SessionCredentials::new(ROOT.0, ROOT.1).sign(&mut signed);
+    let client = ferromq_remoting::RemotingClient::new(ferromq_remoting::ClientConfig::default());
+    let r = client.invoke(&c.broker, signed, T).await.expect("create");
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+
+    // ... and a message, so the HA port has something a stranger could read.
+    let producer = ferromq_client::Producer::new(
+        ferromq_client::ProducerConfig { group: "pg_secure".into(), ..Default::default() },
+        ferromq_client::ClientConfig {
+            credentials: Some(SessionCredentials::new(ROOT.0, ROOT.1)),
+            ..ferromq_client::ClientConfig::with_namesrv(&c.namesrv)
+        },
+    );
+    producer.start().await.expect("producer");
+    producer.send(ferromq_client::Message::new("orders", b"secret body".to_vec())).await.expect("legitimate send");
+    producer.shutdown().await;
+
+    for creds in [None, Some(("eve", "eve-secret"))] {
+        // Delete a topic.
+        let delete = RemotingCommand::request(request_code::DELETE_TOPIC_IN_BROKER)
+            .with_header(&DeleteTopicRequestHeader { topic: "orders".into() });
+        refused(&attack(&c.broker, delete, creds).await, "DELETE_TOPIC_IN_BROKER");
+        // Move the store elsewhere.
+        let config = RemotingCommand::request(request_code::UPDATE_BROKER_CONFIG)
+            .with_body(&b"storePathRootDir=/tmp/stolen\n"[..]);
+        refused(&attack(&c.broker, config, creds).await, "UPDATE_BROKER_CONFIG");
+        // Rewind a group's offsets.
+        let reset = RemotingCommand::request(request_code::INVOKE_BROKER_TO_RESET_OFFSET)
+            .with_header(&ResetOffsetRequestHeader {
+                topic: "orders".into(),
+                group: "billing".into(),
+                timestamp: 0,
+                is_force: true,
+                ..Default::default()
+            })
+            .with_body(ResetOffsetBody::default().encode());
+        refused(&attack(&c.broker, reset, creds).await, "INVOKE_BROKER_TO_RESET_OFFSET");
+        // Read a topic.
+        let pull = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
+            consumer_group: "thief".into(),
+            topic: "orders".into(),
+            queue_id: 0,
+            queue_offset: 0,
+            max_msg_nums: 32,
+            sys_flag: 0,
+            commit_offset: 0,
+            suspend_timeout_millis: 0,
+            subscription: Some("*".into()),
+            sub_version: 0,
+            expression_type: Some("TAG".into()),
+            ..Default::default()
+        });
+        refused(&attack(&c.broker, pull, creds).await, "PULL_MESSAGE");
+        let mut view = RemotingCommand::request(request_code::VIEW_MESSAGE_BY_ID);
+        view.ext_fields.insert("offset".into(), "0");
+        refused(&attack(&c.broker, view, creds).await, "VIEW_MESSAGE_BY_ID");
+        // Make users.
+        let user = RemotingCommand::request(request_code::AUTH_CREATE_USER)
+            .with_header(&ferromq_protocol::header::UserRequestHeader { username: Some("mallory".into()) })
+            .with_body(&br#"{"password":"mallory-secret","userType":"Super"}"#[..]);
+        refused(&attack(&c.broker, user, creds).await, "AUTH_CREATE_USER");
+    }
+
+    // The name server: a fake master for broker-a, the real one unregistered, write
+    // permission taken away.
+    let body = RegisterBrokerBody {
+        filter_server_list: vec![],
+        topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
+            data_version: DataVersion::now(),
+            ..Default::default()
+        },
+    };
+    let fake = RemotingCommand::request(request_code::REGISTER_BROKER)
+        .with_header(&RegisterBrokerRequestHeader {
+            broker_name: "broker-a".into(),
+            broker_addr: "127.0.0.2:10911".into(),
+            cluster_name: "SecureCluster".into(),
+            ha_server_addr: "127.0.0.2:10912".into(),
+            broker_id: 0,
+            heartbeat_timeout_millis: None,
+            enable_acting_master: None,
+            compressed: Some(false),
+            body_crc32: Some(0),
+        })
+        .with_body(body.encode(false, ferromq_protocol::version::CURRENT));
+    refused(&attack(&c.namesrv, fake, None).await, "REGISTER_BROKER");
+    let unreg = RemotingCommand::request(request_code::UNREGISTER_BROKER).with_header(&UnRegisterBrokerRequestHeader {
+        broker_name: "broker-a".into(),
+        broker_addr: c.broker.clone(),
+        cluster_name: "SecureCluster".into(),
+        broker_id: 0,
+    });
+    refused(&attack(&c.namesrv, unreg, None).await, "UNREGISTER_BROKER");
+    let wipe = RemotingCommand::request(request_code::WIPE_WRITE_PERM_OF_BROKER)
+        .with_header(&ferromq_protocol::header::WipeWritePermOfBrokerRequestHeader { broker_name: "broker-a".into() });
+    refused(&attack(&c.namesrv, wipe, None).await, "WIPE_WRITE_PERM_OF_BROKER");
+
+    // The HA port: eight bytes (an offset report) from elsewhere get no message data.
+    let mut ha = from_elsewhere(&format!("127.0.0.1:{}", c.ha_port)).await;
+    ha.write_all(&0i64.to_be_bytes()).await.expect("offset report");
+    let mut buf = [0u8; 64];
+    let got = tokio::time::timeout(Duration::from_secs(3), ha.read(&mut buf)).await;
+    assert!(matches!(got, Ok(Ok(0)) | Ok(Err(_))), "the HA port answered a stranger: {got:?}");
+
+    // The cluster still serves its own: the topic is there, with the admin's keys.
+    let route = admin.topic_route("orders").await.expect("route");
+    assert_eq!(route.broker_datas.len(), 1);
+    assert!(route.broker_datas[0].broker_addrs.values().all(|a| a == &c.broker), "{:?}", route.broker_datas);
+    client.shutdown().await;
+    admin.shutdown().await;
+}
