@@ -681,6 +681,16 @@ pub async fn run_with_local_access(
         None
     };
     let auth = crate::auth::setup(&settings)?;
+    ferromq_replication::parse_white_list(&settings.ha.ha_slave_white_list).map_err(BrokerError::Config)?;
+    if (acl.is_some() || auth.service.is_some()) && settings.ha.ha_slave_white_list.trim().is_empty() {
+        // Anyone who reaches the HA port reads every message: with ACL on, it is not open to
+        // the world by default.
+        settings.ha.ha_slave_white_list = "127.0.0.1,::1".to_owned();
+        warn!(
+            "ACL is on and haSlaveWhiteList is empty: the HA port admits replicas from this host only; list the \
+             slaves' addresses in haSlaveWhiteList"
+        );
+    }
     if settings.broker.use_tls {
         return Err(BrokerError::Config("useTLS=true: TLS is not supported yet; set useTLS=false".into()));
     }

@@ -136,6 +136,11 @@ async fn every_attack_is_refused() {
     let r = client.invoke(&c.broker, signed, T).await.expect("create");
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
 
+    let deadline = Instant::now() + T;
+    while admin.topic_route("orders").await.is_err() {
+        assert!(Instant::now() < deadline, "the broker never registered orders");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     // ... and a message, so the HA port has something a stranger could read.
     let producer = ferromq_client::Producer::new(
         ferromq_client::ProducerConfig { group: "pg_secure".into(), ..Default::default() },

@@ -14,6 +14,9 @@ rocketmq_config! {
         /// file sets it. The broker binds the listener it hands to
         /// [`HaService`](crate::HaService) and advertises it as `haServerAddr`.
         ha_listen_port: u16 = "haListenPort", default 10912;
+        /// `haSlaveWhiteList` (FerroMQ): addresses and CIDR blocks the HA port accepts replicas
+        /// from, comma-separated; empty: any (the broker narrows it to loopback when ACL is on).
+        ha_slave_white_list: String = "haSlaveWhiteList", default String::new();
         /// `haSendHeartbeatInterval` (ms): the master sends an empty frame, and the slave
         /// reports its offset, when this long has passed since its last write.
         ha_send_heartbeat_interval_ms: u64 = "haSendHeartbeatInterval", default 5_000;

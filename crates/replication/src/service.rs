@@ -301,7 +301,8 @@ impl Drop for HaService {
 
 /// Accepts slaves until shutdown; owns the connection tasks. Java: `AcceptSocketService`.
 async fn accept_loop(shared: Arc<MasterShared>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
-    crate::net::accept_loop(listener, shutdown, |stream, addr, stop| {
+    let white_list = shared.config.ha_slave_white_list.clone();
+    crate::net::accept_loop(listener, &white_list, shutdown, |stream, addr, stop| {
         info!(remote_addr = %addr, "slave connected");
         serve(shared.clone(), stream, addr, stop)
     })

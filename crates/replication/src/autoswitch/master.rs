@@ -454,7 +454,11 @@ impl Drop for AutoSwitchMaster {
 }
 
 async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
-    crate::net::accept_loop(listener, shutdown, |stream, addr, stop| serve(shared.clone(), stream, addr, stop)).await;
+    let white_list = shared.config.ha_slave_white_list.clone();
+    crate::net::accept_loop(listener, &white_list, shutdown, |stream, addr, stop| {
+        serve(shared.clone(), stream, addr, stop)
+    })
+    .await;
     info!("AutoSwitchHA master stopped");
 }
 
