@@ -136,8 +136,9 @@ rocketmq_config! {
         /// `filterServerNums` (4.x): filter-server processes to start. FerroMQ runs none (it
         /// evaluates filters in the broker); only 0 is accepted, as 4.x's default.
         filter_server_nums: u32 = "filterServerNums", default 0;
-        /// `useTLS`: whether the broker's own client connections (to name servers and its
-        /// master) use TLS. TLS is not served yet; only false is accepted.
+        /// `useTLS`: whether the broker's own client connections (to name servers, its master
+        /// and controllers) use TLS. They also do with `tls.enable=true` or
+        /// `tls.server.mode=enforcing` (Java's `BrokerStartup` default).
         use_tls: bool = "useTLS", default false;
         /// `storeReplyMessageEnable`: a request-reply reply is stored as well as pushed to the
         /// requester.
@@ -357,6 +358,15 @@ impl BrokerSettings {
             ConfigError::Invalid { reason, .. } => ConfigError::Invalid { path: Some(path.to_owned()), reason },
             other => other,
         })
+    }
+
+    /// The `tls.*` settings: the keys of `broker.conf` (kept among the unknown keys, so they are
+    /// echoed and written back unchanged) and of the file named by `tls.config.file`.
+    ///
+    /// # Errors
+    /// A bad value (naming the key), an unreadable `tls.config.file`.
+    pub fn tls_config(&self) -> Result<ferromq_remoting::tls::TlsConfig, ferromq_remoting::tls::TlsError> {
+        ferromq_remoting::tls::TlsConfig::load(self.broker.unknown.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
 
     /// Where UPDATE_BROKER_CONFIG persists the settings: `brokerConfigPath` if set, else

@@ -18,6 +18,7 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use ferromq_remoting::tls::ClientTls;
 use ferromq_remoting::{
     in_process_pair, Connection, Dispatcher, InProcessClient, InProcessServer, RequestHandler, ServerConfig,
 };
@@ -47,6 +48,9 @@ struct Shared {
     server_addr: SocketAddr,
     /// The settings of the broker's accepted connections (idle timeout, frame limit, grace).
     server_config: ServerConfig,
+    /// How the broker's own clients connect (TLS or not), for components in its process that
+    /// reach other servers (the local proxy's name-server and broker connections).
+    client_tls: Option<ClientTls>,
     /// Turns true when the broker shuts down; each connection's server end follows it.
     stop_tx: watch::Sender<bool>,
     /// Service calls hold a permit while they run, so shutdown can wait for them before the
@@ -69,6 +73,7 @@ struct State {
 pub(crate) struct LocalAccessParts {
     pub(crate) dispatcher: Arc<Dispatcher>,
     pub(crate) server_config: ServerConfig,
+    pub(crate) client_tls: Option<ClientTls>,
     pub(crate) broker_addr: String,
     pub(crate) server_addr: SocketAddr,
     pub(crate) broker_name: String,
@@ -98,6 +103,7 @@ impl LocalAccess {
                 cluster_name: parts.cluster_name,
                 server_addr: parts.server_addr,
                 server_config: parts.server_config,
+                client_tls: parts.client_tls,
                 stop_tx,
                 calls: Arc::new(Semaphore::new(LOCAL_CALLS_MAX as usize)),
                 state: Mutex::new(State {
@@ -107,6 +113,12 @@ impl LocalAccess {
                 }),
             }),
         }
+    }
+
+    /// How the broker's own clients connect to other servers: TLS when its `useTLS`,
+    /// `tls.enable` or `tls.server.mode=enforcing` say so, else `None` (plaintext).
+    pub fn client_tls(&self) -> Option<ClientTls> {
+        self.shared.client_tls.clone()
     }
 
     /// Opens an in-process connection to the broker and returns its client end: requests

@@ -62,11 +62,20 @@ pub(crate) async fn run_slave_sync(
 /// tests.
 trait MetadataOwner: Send + Sync + 'static {
     fn metadata(&self) -> &MetadataStore;
+
+    /// How the connection to the master is made.
+    fn client_config(&self) -> ClientConfig {
+        ClientConfig::default().with_zone_from_env()
+    }
 }
 
 impl MetadataOwner for Broker {
     fn metadata(&self) -> &MetadataStore {
         &self.metadata
+    }
+
+    fn client_config(&self) -> ClientConfig {
+        ClientConfig::default().with_zone_from_env().with_tls(self.client_tls.clone())
     }
 }
 
@@ -180,7 +189,8 @@ struct SlaveSync<T> {
 
 impl<T: MetadataOwner> SlaveSync<T> {
     fn new(owner: Arc<T>) -> Self {
-        Self { owner, client: RemotingClient::new(ClientConfig::default().with_zone_from_env()), failing: [false; 5] }
+        let client = RemotingClient::new(owner.client_config());
+        Self { owner, client, failing: [false; 5] }
     }
 
     /// One round: every table in Java's order, each on its own.
