@@ -418,16 +418,47 @@ impl BrokerSettings {
 
     /// Every setting as properties text (broker, store, then replication keys).
     pub fn to_text(&self) -> String {
+        ferromq_config::properties_text::to_text(self.all_properties())
+    }
+
+    /// [`BrokerSettings::to_text`] for an admin client (GET_BROKER_CONFIG): TLS key passwords,
+    /// which live among the file's keys here where Java keeps them in system properties, are
+    /// masked.
+    pub fn to_text_redacted(&self) -> String {
+        let mut all = self.all_properties();
+        for (key, value) in &mut all {
+            if ferromq_remoting::tls::TlsConfig::is_tls_key(key) && key.ends_with("Password") && !value.is_empty() {
+                *value = "******".to_owned();
+            }
+        }
+        ferromq_config::properties_text::to_text(all)
+    }
+
+    fn all_properties(&self) -> Vec<(String, String)> {
         let mut all = self.broker.to_properties();
         all.extend(self.store.to_properties());
         all.extend(self.ha.to_properties());
-        ferromq_config::properties_text::to_text(all)
+        all
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tls_keys_are_kept_and_key_passwords_masked_for_admin_clients() {
+        let mut s = BrokerSettings::default();
+        let unknown = s
+            .apply_text("tls.server.mode=enforcing\ntls.server.keyPassword=s3cret\ntls.client.keyPassword=\n")
+            .unwrap();
+        assert_eq!(unknown.len(), 3);
+        assert_eq!(s.tls_config().unwrap().server_mode, ferromq_remoting::tls::TlsMode::Enforcing);
+        assert!(s.to_text().contains("tls.server.keyPassword=s3cret"));
+        let shown = s.to_text_redacted();
+        assert!(shown.contains("tls.server.keyPassword=******") && !shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("tls.server.mode=enforcing") && shown.contains("tls.client.keyPassword=\n"), "{shown}");
+    }
 
     #[test]
     fn one_file_feeds_broker_and_store_settings() {

@@ -105,9 +105,6 @@ async fn serve_connection(
         },
         Some(Accepted::Tls(stream)) => {
             let local_addr = stream.get_ref().0.local_addr().ok();
-            if let Err(e) = stream.get_ref().0.set_nodelay(true) {
-                tracing::debug!(remote_addr = %peer, error = %e, "cannot set TCP_NODELAY");
-            }
             let (reader, writer) = tokio::io::split(*stream);
             let (_conn, task) = connection::start_io(reader, writer, (peer, local_addr), config, handler, shutdown);
             task.await;

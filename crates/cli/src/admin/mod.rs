@@ -40,7 +40,7 @@ pub(crate) struct AdminArgs {
     credentials_file: Option<std::path::PathBuf>,
     /// Connect with TLS (mqadmin's `-Dtls.enable=true`): any server certificate is trusted
     /// unless the tls.client.* keys of /etc/rocketmq/tls.properties say otherwise.
-    #[arg(long = "useTLS")]
+    #[arg(long = "useTLS", global = true)]
     use_tls: bool,
     /// The mqadmin command.
     #[command(subcommand)]

@@ -152,6 +152,10 @@ impl ServerTls {
             );
             return None;
         };
+        // Remoting frames are small and latency-bound; the handshake's flights too.
+        if let Err(e) = socket.set_nodelay(true) {
+            debug!(remote_addr = %peer, error = %e, "cannot set TCP_NODELAY");
+        }
         let deadline = Instant::now() + self.handshake_timeout;
         match tokio::time::timeout_at(deadline, acceptor.accept(socket)).await {
             Ok(Ok(tls)) => {
