@@ -1,8 +1,9 @@
 //! TLS on the remoting ports of a real `ferromq standalone` process (acl-and-tls.md section 4):
 //! with `tls.server.mode=enforcing` our Rust producer and consumer with `use_tls`, the admin
 //! CLI with `--useTLS` and the load tool with `--tls` work, and plaintext clients are refused on
-//! the name server, the broker port and its VIP port; the default (permissive) serves both; bad
-//! TLS settings stop the process with an error naming the file or key.
+//! the name server, the broker port and its VIP port, and on an enforcing cluster proxy's
+//! remoting port (whose own connections use TLS); the default (permissive) serves both; bad TLS
+//! settings stop the process with an error naming the file or key.
 
 #![cfg(unix)]
 
@@ -16,6 +17,9 @@ use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::tls::ClientTls;
 use ferromq_remoting::{RemotingClient, RemotingError};
 use ferromq_testkit::{free_broker_port, free_port, start_standalone, start_standalone_with_conf, Standalone};
+
+mod common;
+use common::cluster::{spawn_listening, start_on_free_port};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
 const T: Duration = Duration::from_secs(20);
@@ -152,6 +156,53 @@ async fn enforcing_standalone_serves_tls_clients_and_refuses_plaintext_ones() {
     let produced = report.produce.expect("a produce report");
     assert_eq!((produced.acked, produced.failed), (200, 0));
     assert!(report.config.tls);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enforcing_cluster_proxy_serves_its_remoting_port_over_tls_only() {
+    let server = start_standalone_with_conf(BIN, "tls.server.mode=enforcing\n");
+    admin_ok(&server, &["updateTopic", "-b", &server.broker, "-t", "tls_proxied", "-r", "2", "-w", "2"], "");
+    let dir = tempfile::tempdir().unwrap();
+    let remoting_port = free_port();
+    let (_proxy, _grpc_port) = start_on_free_port(free_port, |port| {
+        let json = format!(
+            "{{\"grpcServerPort\": {port}, \"remotingListenPort\": {remoting_port}, \"tls.server.mode\": \"enforcing\"}}\n"
+        );
+        spawn_listening(
+            &["proxy", "-n", &server.namesrv],
+            &dir.path().join("rmq-proxy.json"),
+            &json,
+            &dir.path().join("proxy.log"),
+            port,
+        )
+    });
+    let addr = format!("127.0.0.1:{remoting_port}");
+    let route = |tls: bool| {
+        let addr = addr.clone();
+        async move {
+            let config = ferromq_remoting::ClientConfig::default().with_tls(tls.then(ClientTls::default));
+            let client = RemotingClient::new(config);
+            let header = ferromq_protocol::header::GetRouteInfoRequestHeader {
+                topic: "tls_proxied".into(),
+                accept_standard_json_only: Some(true),
+            };
+            let request = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC).with_header(&header);
+            let result = client.invoke(&addr, request, T).await;
+            client.shutdown().await;
+            result.map(|r| r.code)
+        }
+    };
+    // The route comes from the enforcing name server, so the proxy's own connection is TLS.
+    let deadline = Instant::now() + T;
+    loop {
+        match route(true).await {
+            Ok(code) if code == response_code::SUCCESS => break,
+            other => assert!(Instant::now() < deadline, "route through the proxy over TLS: {other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let err = route(false).await.expect_err("plaintext must be refused");
+    assert!(matches!(err, RemotingError::ConnectionClosed { .. }), "{err:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -297,6 +297,8 @@ async fn required_client_certificates_are_checked_against_the_ca() {
     // Without a certificate, or with one the CA did not issue: refused.
     assert_refused(&client_with(None, None), server.addr).await;
     assert_refused(&client_with(Some((&pki.rogue_cert, &pki.rogue_key)), None), server.addr).await;
+    // Failed handshakes closed only their own connections.
+    assert_echoes(&client_with(Some((&pki.client_cert, &pki.client_key)), None), server.addr).await;
     server.stop().await;
 }
 
