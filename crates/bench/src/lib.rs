@@ -133,6 +133,8 @@ pub struct Options {
     /// Pop mode: acknowledge each pop's messages with one BATCH_ACK_MESSAGE instead of one
     /// ACK_MESSAGE per message.
     pub pop_batch_ack: bool,
+    /// Connect with TLS (to name server and broker) as this says; `None`: plaintext.
+    pub tls: Option<ferromq_remoting::tls::ClientTls>,
 }
 
 impl Default for Options {
@@ -156,11 +158,17 @@ impl Default for Options {
             timeout: Duration::from_secs(3),
             progress: true,
             pop_batch_ack: false,
+            tls: None,
         }
     }
 }
 
 impl Options {
+    /// The transport settings of the run's connections.
+    pub fn client_config(&self) -> ClientConfig {
+        ClientConfig::default().with_tls(self.tls.clone())
+    }
+
     /// Checks every bound.
     ///
     /// # Errors
@@ -754,7 +762,7 @@ pub async fn run(opts: Options, command_line: Vec<String>) -> Result<Report, Ben
     opts.validate()?;
     let environment = Environment::collect(command_line);
     let clients: Vec<Arc<RemotingClient>> =
-        (0..opts.connections).map(|_| Arc::new(RemotingClient::new(ClientConfig::default()))).collect();
+        (0..opts.connections).map(|_| Arc::new(RemotingClient::new(opts.client_config()))).collect();
     let result = run_with(&clients, opts, environment).await;
     for c in clients {
         c.shutdown().await;
@@ -786,6 +794,7 @@ async fn run_with(
         count_limit: opts.count,
         duration_s: opts.duration.as_secs(),
         from_start: opts.from_start,
+        tls: opts.tls.is_some(),
     };
     let opts = Arc::new(opts);
     let counters = Arc::new(Counters::default());

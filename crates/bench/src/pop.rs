@@ -235,7 +235,7 @@ pub async fn revive_lateness(
     limit: Duration,
 ) -> Result<ReviveReport, crate::BenchError> {
     opts.validate()?;
-    let client = Arc::new(RemotingClient::new(ferromq_remoting::ClientConfig::default()));
+    let client = Arc::new(RemotingClient::new(opts.client_config()));
     let target = crate::resolve(&client, &opts).await?;
     let broker_name = target.broker_name.clone().unwrap_or_default();
     let invisible_ms = invisible.as_millis() as i64;

@@ -174,6 +174,9 @@ pub struct RunConfig {
     pub duration_s: u64,
     /// Whether consuming started at offset 0 instead of the queues' max.
     pub from_start: bool,
+    /// Whether the connections used TLS (absent in reports from before it existed).
+    #[serde(default)]
+    pub tls: bool,
 }
 
 /// The whole report, as written with `--json`.

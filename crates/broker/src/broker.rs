@@ -76,6 +76,9 @@ pub enum BrokerError {
     /// The transport failed.
     #[error("remoting server")]
     Remoting(#[from] ferromq_remoting::RemotingError),
+    /// The `tls.*` settings are unusable (a bad value, an unreadable certificate).
+    #[error("broker TLS: {0}")]
+    Tls(#[from] ferromq_remoting::tls::TlsError),
 }
 
 /// The broker's state, shared by every processor.
@@ -108,6 +111,9 @@ pub struct Broker {
     /// broker key that takes effect without a restart, as in Java).
     permission: AtomicI32,
     pub(crate) namesrv: RemotingClient,
+    /// How the broker's own clients (name servers, master, controllers) connect: TLS when
+    /// `useTLS`, `tls.enable` or `tls.server.mode=enforcing`, else plaintext.
+    pub(crate) client_tls: Option<ferromq_remoting::tls::ClientTls>,
     /// Wakes the registration loop when a topic is created.
     register_now: tokio::sync::Notify,
     /// Replication as it runs now (classic master or slave; AutoSwitchHA in controller mode).
@@ -691,9 +697,12 @@ pub async fn run_with_local_access(
              slaves' addresses in haSlaveWhiteList"
         );
     }
-    if settings.broker.use_tls {
-        return Err(BrokerError::Config("useTLS=true: TLS is not supported yet; set useTLS=false".into()));
-    }
+    let tls = settings.tls_config()?;
+    let server_tls = tls.server_tls("FerroMQ broker (self-signed)")?;
+    // Java's BrokerStartup: the broker's client uses TLS with `tls.enable`, by default when its
+    // own ports take TLS only; `useTLS=true` in broker.conf turns it on too.
+    let client_tls =
+        if settings.broker.use_tls || tls.server_process_clients_use_tls() { Some(tls.client_tls()?) } else { None };
     let config = settings.broker.clone();
     let store_host: SocketAddr = config.broker_addr().parse().unwrap_or_else(|_| {
         warn!(broker_ip1 = %config.broker_ip1, "brokerIP1 is not an IP address; STOREHOST falls back to 127.0.0.1");
@@ -808,8 +817,12 @@ pub async fn run_with_local_access(
         auth: auth.metadata.clone(),
         inner_credentials: auth.inner_credentials.clone(),
         namesrv: RemotingClient::new(
-            ClientConfig::default().with_zone_from_env().with_credentials(auth.inner_credentials.clone()),
+            ClientConfig::default()
+                .with_zone_from_env()
+                .with_tls(client_tls.clone())
+                .with_credentials(auth.inner_credentials.clone()),
         ),
+        client_tls: client_tls.clone(),
         register_now: tokio::sync::Notify::new(),
         tx_ops: Default::default(),
         sql92_warned: Default::default(),
@@ -849,6 +862,7 @@ pub async fn run_with_local_access(
     }
     let server_config = ServerConfig {
         idle_timeout: Duration::from_secs(config.server_channel_max_idle_time_seconds),
+        tls: server_tls,
         ..ServerConfig::default()
     };
     // One dispatcher for the listeners and the in-process connections: the same processors
@@ -878,9 +892,11 @@ pub async fn run_with_local_access(
         _ => None,
     };
     let fast_server = RemotingServer::new(server_config.clone(), gated);
+    let tls_text = server_config.tls.to_string();
     let local_access = LocalAccess::new(LocalAccessParts {
         dispatcher,
         server_config,
+        client_tls: client_tls.clone(),
         broker_addr: config.broker_addr(),
         server_addr: store_host,
         broker_name: config.broker_name.clone(),
@@ -889,7 +905,7 @@ pub async fn run_with_local_access(
         auth: auth.service.clone(),
     });
     info!(addr = ?listener.local_addr().ok(), broker_name = %config.broker_name, cluster = %config.broker_cluster_name,
-        namesrv = %config.namesrv_addr, "broker listening");
+        namesrv = %config.namesrv_addr, tls = %tls_text, client_tls = client_tls.is_some(), "broker listening");
 
     let mut tasks = JoinSet::new();
     if let Some(validator) = &acl {

@@ -139,8 +139,9 @@ rocketmq_config! {
         /// `filterServerNums` (4.x): filter-server processes to start. FerroMQ runs none (it
         /// evaluates filters in the broker); only 0 is accepted, as 4.x's default.
         filter_server_nums: u32 = "filterServerNums", default 0;
-        /// `useTLS`: whether the broker's own client connections (to name servers and its
-        /// master) use TLS. TLS is not served yet; only false is accepted.
+        /// `useTLS`: whether the broker's own client connections (to name servers, its master
+        /// and controllers) use TLS. They also do with `tls.enable=true` or
+        /// `tls.server.mode=enforcing` (Java's `BrokerStartup` default).
         use_tls: bool = "useTLS", default false;
         /// `storeReplyMessageEnable`: a request-reply reply is stored as well as pushed to the
         /// requester.
@@ -396,6 +397,15 @@ impl BrokerSettings {
         })
     }
 
+    /// The `tls.*` settings: the keys of `broker.conf` (kept among the unknown keys, so they are
+    /// echoed and written back unchanged) and of the file named by `tls.config.file`.
+    ///
+    /// # Errors
+    /// A bad value (naming the key), an unreadable `tls.config.file`.
+    pub fn tls_config(&self) -> Result<ferromq_remoting::tls::TlsConfig, ferromq_remoting::tls::TlsError> {
+        ferromq_remoting::tls::TlsConfig::load(self.broker.unknown.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    }
+
     /// Where UPDATE_BROKER_CONFIG persists the settings: `brokerConfigPath` if set, else
     /// `<storePathRootDir>/config/broker.properties` (Java's default is the same file under
     /// `~/store`, which is the default store root).
@@ -445,16 +455,47 @@ impl BrokerSettings {
 
     /// Every setting as properties text (broker, store, then replication keys).
     pub fn to_text(&self) -> String {
+        ferromq_config::properties_text::to_text(self.all_properties())
+    }
+
+    /// [`BrokerSettings::to_text`] for an admin client (GET_BROKER_CONFIG): TLS key passwords,
+    /// which live among the file's keys here where Java keeps them in system properties, are
+    /// masked.
+    pub fn to_text_redacted(&self) -> String {
+        let mut all = self.all_properties();
+        for (key, value) in &mut all {
+            if ferromq_remoting::tls::TlsConfig::is_tls_key(key) && key.ends_with("Password") && !value.is_empty() {
+                *value = "******".to_owned();
+            }
+        }
+        ferromq_config::properties_text::to_text(all)
+    }
+
+    fn all_properties(&self) -> Vec<(String, String)> {
         let mut all = self.broker.to_properties();
         all.extend(self.store.to_properties());
         all.extend(self.ha.to_properties());
-        ferromq_config::properties_text::to_text(all)
+        all
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tls_keys_are_kept_and_key_passwords_masked_for_admin_clients() {
+        let mut s = BrokerSettings::default();
+        let unknown = s
+            .apply_text("tls.server.mode=enforcing\ntls.server.keyPassword=s3cret\ntls.client.keyPassword=\n")
+            .unwrap();
+        assert_eq!(unknown.len(), 3);
+        assert_eq!(s.tls_config().unwrap().server_mode, ferromq_remoting::tls::TlsMode::Enforcing);
+        assert!(s.to_text().contains("tls.server.keyPassword=s3cret"));
+        let shown = s.to_text_redacted();
+        assert!(shown.contains("tls.server.keyPassword=******") && !shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("tls.server.mode=enforcing") && shown.contains("tls.client.keyPassword=\n"), "{shown}");
+    }
 
     #[test]
     fn one_file_feeds_broker_and_store_settings() {

@@ -78,6 +78,7 @@ fn manager_config(broker: &Broker, settings: &BrokerSettings) -> ControllerModeC
         request_timeout: Duration::from_millis(c.send_heartbeat_timeout_millis.max(100)),
         sync_period: Duration::from_millis(c.sync_broker_metadata_period.max(100)),
         election_priority: c.broker_election_priority,
+        client_tls: broker.client_tls.clone(),
     }
 }
 

@@ -18,6 +18,7 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use ferromq_remoting::tls::ClientTls;
 use ferromq_remoting::{
     in_process_pair, Connection, Dispatcher, InProcessClient, InProcessServer, RequestHandler, ServerConfig,
 };
@@ -49,6 +50,9 @@ struct Shared {
     server_config: ServerConfig,
     /// ACL 2.0 as the broker enforces it, for the proxy to check its own clients with.
     auth: Option<Arc<ferromq_auth::v2::AuthService>>,
+    /// How the broker's own clients connect (TLS or not), for components in its process that
+    /// reach other servers (the local proxy's name-server and broker connections).
+    client_tls: Option<ClientTls>,
     /// Turns true when the broker shuts down; each connection's server end follows it.
     stop_tx: watch::Sender<bool>,
     /// Service calls hold a permit while they run, so shutdown can wait for them before the
@@ -71,6 +75,7 @@ struct State {
 pub(crate) struct LocalAccessParts {
     pub(crate) dispatcher: Arc<Dispatcher>,
     pub(crate) server_config: ServerConfig,
+    pub(crate) client_tls: Option<ClientTls>,
     pub(crate) broker_addr: String,
     pub(crate) server_addr: SocketAddr,
     pub(crate) broker_name: String,
@@ -102,6 +107,7 @@ impl LocalAccess {
                 server_addr: parts.server_addr,
                 server_config: parts.server_config,
                 auth: parts.auth,
+                client_tls: parts.client_tls,
                 stop_tx,
                 calls: Arc::new(Semaphore::new(LOCAL_CALLS_MAX as usize)),
                 state: Mutex::new(State {
@@ -111,6 +117,12 @@ impl LocalAccess {
                 }),
             }),
         }
+    }
+
+    /// How the broker's own clients connect to other servers: TLS when its `useTLS`,
+    /// `tls.enable` or `tls.server.mode=enforcing` say so, else `None` (plaintext).
+    pub fn client_tls(&self) -> Option<ClientTls> {
+        self.shared.client_tls.clone()
     }
 
     /// Opens an in-process connection to the broker and returns its client end: requests

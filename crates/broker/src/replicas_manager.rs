@@ -52,6 +52,8 @@ pub struct ControllerModeConfig {
     pub sync_period: Duration,
     /// `brokerElectionPriority`: lower wins ties.
     pub election_priority: i32,
+    /// TLS for the connections to the controllers (the broker's `useTLS`); `None`: plaintext.
+    pub client_tls: Option<ferromq_remoting::tls::ClientTls>,
 }
 
 /// What the broker does now.
@@ -160,7 +162,7 @@ impl ReplicasManager {
     /// # Errors
     /// No controller leader, a refusal, the identity files.
     pub async fn start(cfg: ControllerModeConfig) -> Result<Arc<ReplicasManager>, ControllerModeError> {
-        let client = RemotingClient::new(ClientConfig::default());
+        let client = RemotingClient::new(ClientConfig::default().with_tls(cfg.client_tls.clone()));
         let mut m = ReplicasManager {
             identity: BrokerIdentity {
                 cluster_name: cfg.cluster_name.clone(),

@@ -30,7 +30,6 @@ use ferromq_protocol::body::{
     BodyError, ConsumerOffsetSerializeWrapper, JsonBody, MessageRequestModeSerializeWrapper, SubscriptionGroupWrapper,
     TopicConfigAndMappingSerializeWrapper, TopicConfigSerializeWrapper,
 };
-use ferromq_protocol::signature::SessionCredentials;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient, RemotingError};
 use tokio::time::MissedTickBehavior;
@@ -71,9 +70,9 @@ trait MetadataOwner: Send + Sync + 'static {
         None
     }
 
-    /// What the slave signs its requests with (a master with ACL on checks them).
-    fn credentials(&self) -> Option<SessionCredentials> {
-        None
+    /// How the connection to the master is made.
+    fn client_config(&self) -> ClientConfig {
+        ClientConfig::default().with_zone_from_env()
     }
 }
 
@@ -86,8 +85,13 @@ impl MetadataOwner for Broker {
         Some(&self.auth)
     }
 
-    fn credentials(&self) -> Option<SessionCredentials> {
-        self.inner_credentials.clone()
+    /// TLS as the broker's own clients use it, and signed with
+    /// `innerClientAuthenticationCredentials` (a master with ACL on checks them).
+    fn client_config(&self) -> ClientConfig {
+        ClientConfig::default()
+            .with_zone_from_env()
+            .with_tls(self.client_tls.clone())
+            .with_credentials(self.inner_credentials.clone())
     }
 }
 
@@ -207,8 +211,8 @@ struct SlaveSync<T> {
 
 impl<T: MetadataOwner> SlaveSync<T> {
     fn new(owner: Arc<T>) -> Self {
-        let config = ClientConfig::default().with_zone_from_env().with_credentials(owner.credentials());
-        Self { owner, client: RemotingClient::new(config), failing: [false; 6] }
+        let client = RemotingClient::new(owner.client_config());
+        Self { owner, client, failing: [false; 6] }
     }
 
     /// One round: every table in Java's order, each on its own.

@@ -22,6 +22,7 @@ fn config(controller: &str, dir: &Path, broker: &str, addr: &str) -> ControllerM
         request_timeout: Duration::from_secs(3),
         sync_period: Duration::from_millis(200),
         election_priority: i32::MAX,
+        client_tls: None,
     }
 }
 

@@ -165,6 +165,10 @@ struct CommonArgs {
     /// No progress line on stderr.
     #[arg(long)]
     quiet: bool,
+    /// Connect with TLS (trusting any server certificate, unless /etc/rocketmq/tls.properties
+    /// says otherwise), as a Java client with `useTLS=true`.
+    #[arg(long)]
+    tls: bool,
 }
 
 /// What the sending side takes.
@@ -295,6 +299,7 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
         timeout: Duration::from_millis(common.timeout_ms),
         progress: !common.quiet,
         pop_batch_ack: batch_ack,
+        tls: crate::client_tls(common.tls)?,
     };
     let report = runtime.block_on(ferromq_bench::run(opts, std::env::args().collect()))?;
     print!("{}", report.table());
@@ -320,6 +325,7 @@ async fn revive(a: ReviveArgs) -> anyhow::Result<()> {
         queues: a.common.queues,
         timeout: Duration::from_millis(a.common.timeout_ms),
         progress: false,
+        tls: crate::client_tls(a.common.tls)?,
         ..Options::default()
     };
     let invisible = Duration::from_millis(a.invisible_ms);

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use ferromq_config::RocketMqConfig as _;
 use ferromq_controller::ControllerConfig;
+use ferromq_remoting::tls::TlsConfig;
 use tracing::warn;
 
 #[derive(Debug, clap::Args)]
@@ -21,7 +22,8 @@ pub(crate) struct ControllerArgs {
 pub(crate) fn controller(args: ControllerArgs) -> anyhow::Result<()> {
     let mut config = ControllerConfig::default();
     if let Some(path) = &args.config_file {
-        for key in config.load_file(path)? {
+        // `tls.*` keys are the TLS settings' (read when the node starts).
+        for key in config.load_file(path)?.into_iter().filter(|k| !TlsConfig::is_tls_key(k)) {
             warn!(key = %key, "unknown controller config key ignored");
         }
     }

@@ -13,6 +13,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use ferromq_broker::BrokerSettings;
 use ferromq_namesrv::{NamesrvConfig, RocketMqConfig};
+use ferromq_remoting::tls::TlsConfig;
 use tracing::warn;
 
 /// FerroMQ: Apache RocketMQ, rebuilt in Rust.
@@ -175,7 +176,8 @@ fn namesrv(args: NamesrvArgs) -> anyhow::Result<()> {
             }
             controller = Some(c);
         }
-        for key in unknown {
+        // `tls.*` keys are the TLS settings' (read when the server starts).
+        for key in unknown.into_iter().filter(|k| !TlsConfig::is_tls_key(k)) {
             warn!(key = %key, "unknown name server config key ignored");
         }
     } else if config.enable_controller_in_namesrv {
@@ -259,7 +261,8 @@ async fn shutdown_signal() {
 /// Reads a broker.conf over `settings`; UPDATE_BROKER_CONFIG then writes back to that file
 /// unless it names another `brokerConfigPath` (as Java's `-c`).
 fn load_broker_conf(settings: &mut BrokerSettings, path: &Path) -> anyhow::Result<()> {
-    for key in settings.load_file(path)? {
+    // `tls.*` keys are the TLS settings' (read when the broker starts).
+    for key in settings.load_file(path)?.into_iter().filter(|k| !TlsConfig::is_tls_key(k)) {
         warn!(key = %key, "unknown broker config key ignored");
     }
     if settings.broker.broker_config_path.is_empty() {
@@ -382,6 +385,27 @@ async fn run_with_proxy(
     outcome
 }
 
+/// The TLS of a tool's connections when `use_tls` (Java: `-Dtls.enable=true`): Java's client
+/// settings (any server certificate trusted, none presented) unless the `tls.client.*` keys of
+/// `/etc/rocketmq/tls.properties` (Java's default `tls.config.file`) say otherwise.
+fn client_tls(use_tls: bool) -> anyhow::Result<Option<ferromq_remoting::tls::ClientTls>> {
+    if !use_tls {
+        return Ok(None);
+    }
+    let settings = TlsConfig::load(std::iter::empty()).context("TLS client settings")?;
+    Ok(Some(settings.client_tls().context("TLS client settings")?))
+}
+
+/// What a `tls.server.mode` means for clients, for the start-up banner.
+fn tls_mode_summary(mode: ferromq_remoting::tls::TlsMode) -> &'static str {
+    use ferromq_remoting::tls::TlsMode;
+    match mode {
+        TlsMode::Permissive => "TLS and plaintext clients on the same ports",
+        TlsMode::Enforcing => "TLS clients only: useTLS=true, or `ferromq admin --useTLS`",
+        TlsMode::Disabled => "plaintext clients only",
+    }
+}
+
 fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
     let data = args.data_dir;
     std::fs::create_dir_all(&data).with_context(|| format!("cannot create {}", data.display()))?;
@@ -401,6 +425,21 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.config_file {
         load_broker_conf(&mut settings, path)?;
     }
+    // One process, one set of TLS settings (Java's system properties are per process): the
+    // name server takes the `tls.*` keys of the broker config too.
+    let mut namesrv_config = namesrv_config;
+    for (key, value) in settings.broker.unknown.iter().filter(|(k, _)| TlsConfig::is_tls_key(k)) {
+        namesrv_config.unknown.insert(key.clone(), value.clone());
+    }
+    let tls = settings.tls_config().context("TLS settings (tls.* keys, tls.config.file)")?;
+    // Certificate files are checked before anything listens (the servers load them again).
+    if tls.server_mode.accepts_tls() && !tls.test_mode_enable {
+        tls.server_tls("check").context("TLS server settings")?;
+    }
+    if settings.broker.use_tls || tls.server_process_clients_use_tls() {
+        tls.client_tls().context("TLS client settings")?;
+    }
+    let tls_mode = tls.server_mode;
     let namesrv_addr = format!("{}:{}", args.bind, args.namesrv_port);
     let broker_addr = format!("{}:{}", args.bind, args.broker_port);
     let grpc_addr = format!("{}:{}", args.bind, args.grpc_port);
@@ -437,6 +476,7 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
             "Send a first message with any RocketMQ client: namesrvAddr=127.0.0.1:{} topic=TopicTest (auto-created)",
             args.namesrv_port
         ));
+        banner(format_args!("Remoting TLS: tls.server.mode={tls_mode} ({})", tls_mode_summary(tls_mode)));
         let mut namesrv = tokio::spawn(ferromq_namesrv::run(namesrv_config, ns_listener, stopped(stop_ns_rx)));
         if proxy_config.is_some() {
             banner(format_args!(

@@ -11,6 +11,7 @@ use ferromq_broker::LocalAccess;
 use ferromq_config::RocketMqConfig;
 use ferromq_proxy::brokers::Connector;
 use ferromq_proxy::{Advertise, Proxy, ProxyConfig};
+use ferromq_remoting::tls::TlsConfig;
 use ferromq_remoting::{ClientConfig, Connection, RemotingClient, RemotingError, RequestHandler};
 use tracing::warn;
 
@@ -31,7 +32,7 @@ pub struct ProxyArgs {
 pub fn load_config(path: Option<&PathBuf>) -> anyhow::Result<ProxyConfig> {
     let mut config = ProxyConfig::default();
     if let Some(path) = path {
-        for key in config.load_json_file(path)? {
+        for key in config.load_json_file(path)?.into_iter().filter(|k| !TlsConfig::is_tls_key(k)) {
             warn!(key = %key, file = %path.display(), "unknown proxy config key ignored");
         }
     }
@@ -128,10 +129,13 @@ pub fn local_proxy(
     config.rocketmq_cluster_name = access.cluster_name().to_owned();
     let client_addr = SocketAddr::from(([127, 0, 0, 1], config.grpc_server_port));
     let auth = access.auth();
-    let proxy = Proxy::new(config, advertise, move |handler| {
+    // Name servers and other brokers are reached as the broker reaches them (TLS or not).
+    let client_tls = access.client_tls();
+    let remote = ClientConfig::default().with_tls(client_tls.clone());
+    let proxy = Proxy::new(config, advertise, client_tls, move |handler| {
         Arc::new(LocalConnector {
             access,
-            remote: RemotingClient::with_handler(ClientConfig::default(), handler.clone()),
+            remote: RemotingClient::with_handler(remote, handler.clone()),
             handler,
             client_addr,
             local: tokio::sync::Mutex::new(None),

@@ -17,6 +17,7 @@ use ferromq_protocol::header::{
 };
 use ferromq_protocol::signature::SessionCredentials;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use ferromq_remoting::tls::ClientTls;
 use ferromq_remoting::RemotingClient;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinSet;
@@ -44,6 +45,12 @@ pub struct ClientConfig {
     /// Access key and secret every request is signed with, for brokers with ACL on (Java:
     /// `new AclClientRPCHook(new SessionCredentials(ak, sk))`). `None`: unsigned.
     pub credentials: Option<SessionCredentials>,
+    /// Connect to name servers and brokers with TLS (Java: `useTLS`, default false).
+    pub use_tls: bool,
+    /// How TLS connections are made when `use_tls`: by default any server certificate is
+    /// trusted and none is presented, as Java's clients do; build another from the `tls.client.*`
+    /// keys with `ferromq_remoting::tls::TlsConfig::client_tls`.
+    pub tls: ClientTls,
 }
 
 impl Default for ClientConfig {
@@ -57,6 +64,8 @@ impl Default for ClientConfig {
             heartbeat_broker_interval: Duration::from_secs(30),
             mq_client_api_timeout: Duration::from_secs(3),
             credentials: None,
+            use_tls: false,
+            tls: ClientTls::default(),
         }
     }
 }
@@ -125,7 +134,10 @@ impl ClientInstance {
         let transaction_checks = TransactionChecks::default();
         let dispatcher = broker_requests::dispatcher(&consumer_table, &transaction_checks, &config);
         let remoting = RemotingClient::with_handler(
-            ferromq_remoting::ClientConfig::default().with_zone_from_env().with_credentials(config.credentials.clone()),
+            ferromq_remoting::ClientConfig::default()
+                .with_zone_from_env()
+                .with_credentials(config.credentials.clone())
+                .with_tls(config.use_tls.then(|| config.tls.clone())),
             Arc::new(dispatcher),
         );
         let (stop_tx, _) = watch::channel(false);

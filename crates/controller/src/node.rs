@@ -22,6 +22,7 @@ use ferromq_protocol::header::{
     RegisterBrokerToControllerResponseHeader,
 };
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use ferromq_remoting::tls::TlsConfig;
 use ferromq_remoting::{ClientConfig, Dispatcher, RemotingClient};
 use openraft::{BasicNode, Raft, SnapshotPolicy};
 use serde::de::DeserializeOwned;
@@ -55,6 +56,9 @@ pub enum StartError {
     /// openraft refused to start.
     #[error("raft: {0}")]
     Raft(String),
+    /// The `tls.*` settings are unusable (a bad value, an unreadable certificate).
+    #[error("controller TLS: {0}")]
+    Tls(#[from] ferromq_remoting::tls::TlsError),
 }
 
 /// A running controller node.
@@ -68,6 +72,8 @@ pub struct ControllerNode {
     live: Mutex<LiveTable>,
     decide: tokio::sync::Mutex<()>,
     client: Arc<RemotingClient>,
+    /// Which connections the node's port takes (`tls.server.mode`), read at start.
+    server_tls: ferromq_remoting::tls::ServerTls,
     leader_since: Mutex<Option<Instant>>,
 }
 
@@ -113,7 +119,12 @@ impl ControllerNode {
         }
         .validate()
         .map_err(|e| StartError::Raft(e.to_string()))?;
-        let client = Arc::new(RemotingClient::new(ClientConfig::default()));
+        // The `tls.*` keys of the config file (kept among its unknown keys); the nodes talk to
+        // each other with TLS when their own ports take TLS only (or tls.enable).
+        let tls = TlsConfig::load(config.unknown.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+        let server_tls = tls.server_tls("FerroMQ controller (self-signed)")?;
+        let client_tls = if tls.server_process_clients_use_tls() { Some(tls.client_tls()?) } else { None };
+        let client = Arc::new(RemotingClient::new(ClientConfig::default().with_tls(client_tls)));
         let raft = Raft::new(me.id, Arc::new(raft_config), Network::new(client.clone()), log.clone(), sm.clone())
             .await
             .map_err(|e| StartError::Raft(e.to_string()))?;
@@ -133,6 +144,7 @@ impl ControllerNode {
             live: Mutex::new(LiveTable::default()),
             decide: tokio::sync::Mutex::new(()),
             client,
+            server_tls,
             leader_since: Mutex::new(None),
         }))
     }
@@ -718,9 +730,9 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), RunError> {
     let node = ControllerNode::start(config).await?;
-    let server =
-        ferromq_remoting::RemotingServer::new(ferromq_remoting::ServerConfig::default(), Arc::new(node.dispatcher()));
-    info!(node = %node.me.name, addr = %node.me.addr, peers = node.peers.len(), "controller listening");
+    let server_config = ferromq_remoting::ServerConfig { tls: node.server_tls.clone(), ..Default::default() };
+    let server = ferromq_remoting::RemotingServer::new(server_config, Arc::new(node.dispatcher()));
+    info!(node = %node.me.name, addr = %node.me.addr, peers = node.peers.len(), tls = %node.server_tls, "controller listening");
     let (stop_scans, scans_stopped) = tokio::sync::oneshot::channel::<()>();
     let scans = tokio::spawn(node.clone().run_scans(async move {
         let _ = scans_stopped.await;

@@ -16,6 +16,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use ferromq_remoting::tls::TlsConfig;
 use ferromq_remoting::{RemotingServer, ServerConfig};
 use tokio::net::TcpListener;
 use tracing::info;
@@ -38,12 +39,18 @@ pub enum NamesrvError {
     /// The transport failed.
     #[error("remoting server failed")]
     Remoting(#[from] ferromq_remoting::RemotingError),
+    /// The `tls.*` settings are unusable (a bad value, an unreadable certificate).
+    #[error("name server TLS: {0}")]
+    Tls(#[from] ferromq_remoting::tls::TlsError),
 }
 
-/// Serves the name server on `listener` until `shutdown` completes.
+/// Serves the name server on `listener` until `shutdown` completes. The `tls.*` keys of the
+/// config (kept among its unknown keys) and of `tls.config.file` say which connections it takes
+/// (`tls.server.mode`, Java's default `permissive`).
 ///
 /// # Errors
-/// [`NamesrvError`] when the KV table cannot be loaded or the listener fails.
+/// [`NamesrvError`] when the KV table cannot be loaded, the TLS settings are unusable or the
+/// listener fails.
 pub async fn run(
     config: NamesrvConfig,
     listener: TcpListener,
@@ -51,7 +58,9 @@ pub async fn run(
 ) -> Result<(), NamesrvError> {
     let kv = KvConfig::load(&config.kv_config_path)?;
     let state_config = config.clone();
-    let server_config = ServerConfig { idle_timeout: config.idle_timeout(), ..ServerConfig::default() };
+    let tls = TlsConfig::load(config.unknown.iter().map(|(k, v)| (k.as_str(), v.as_str())))?
+        .server_tls("FerroMQ name server (self-signed)")?;
+    let server_config = ServerConfig { idle_timeout: config.idle_timeout(), tls, ..ServerConfig::default() };
     let state = Arc::new(processor::NamesrvState {
         config: RwLock::new(config),
         routes: RwLock::new(RouteTable::new()),
@@ -69,8 +78,9 @@ pub async fn run(
         info!(brokers = brokers.len(), admins = admins.len(), "name server white lists in force");
         Arc::new(address_gate::AddressGate::new(dispatcher, brokers, admins))
     };
+    let tls = server_config.tls.to_string();
     let server = RemotingServer::new(server_config, handler);
-    info!(addr = ?listener.local_addr().ok(), "name server listening");
+    info!(addr = ?listener.local_addr().ok(), tls = %tls, "name server listening");
     let scan_state = state.clone();
     let scan = async move {
         loop {

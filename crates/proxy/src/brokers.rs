@@ -13,6 +13,7 @@ use ferromq_protocol::header::{
     GetRouteInfoRequestHeader, GetSubscriptionGroupConfigRequestHeader, GetTopicConfigRequestHeader,
 };
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use ferromq_remoting::tls::ClientTls;
 use ferromq_remoting::{Connection, RemotingClient, RemotingError};
 use tracing::debug;
 
@@ -150,11 +151,17 @@ fn insert_bounded<T>(map: &mut HashMap<String, Cached<T>>, key: &str, value: T) 
 }
 
 impl Brokers {
-    /// Reaches the name servers `namesrv_addrs` (`;`-separated) and brokers through
-    /// `connector`; metadata older than `refresh_after` is fetched again.
-    pub fn new(namesrv_addrs: &str, connector: Arc<dyn Connector>, refresh_after: Duration, timeout: Duration) -> Self {
+    /// Reaches the name servers `namesrv_addrs` (`;`-separated; over TLS when `client_tls`)
+    /// and brokers through `connector`; metadata older than `refresh_after` is fetched again.
+    pub fn new(
+        namesrv_addrs: &str,
+        connector: Arc<dyn Connector>,
+        client_tls: Option<ClientTls>,
+        refresh_after: Duration,
+        timeout: Duration,
+    ) -> Self {
         Brokers {
-            namesrv: RemotingClient::new(ferromq_remoting::ClientConfig::default()),
+            namesrv: RemotingClient::new(ferromq_remoting::ClientConfig::default().with_tls(client_tls)),
             namesrv_addrs: namesrv_addrs
                 .split(';')
                 .map(str::trim)

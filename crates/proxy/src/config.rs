@@ -5,7 +5,9 @@ use std::path::Path;
 
 use ferromq_config::{rocketmq_config, ConfigError, RocketMqConfig};
 
-use crate::tls::TlsMode;
+use ferromq_remoting::tls::TlsConfig;
+
+use crate::tls::{TlsError, TlsMode};
 
 /// Java's `MessageConst`-free default delay table, also the customized backoff handed to
 /// consumers whose group has no retry policy of its own.
@@ -184,6 +186,26 @@ impl ProxyConfig {
         }
         *self = updated;
         Ok(unknown)
+    }
+
+    /// The `tls.*` settings of the remoting port and of the proxy's own connections: the TLS
+    /// keys this config shares with the gRPC port (`tls.server.mode`, `tlsTestModeEnable` as
+    /// `tls.test.mode.enable`, the certificate paths), the other `tls.*` keys of the file (kept
+    /// among the unknown keys), then the file named by `tls.config.file`.
+    ///
+    /// # Errors
+    /// A bad value (naming the key), an unreadable `tls.config.file`.
+    pub fn tls_config(&self) -> Result<TlsConfig, TlsError> {
+        let mode = self.tls_server_mode.as_str().to_owned();
+        let test_mode = self.tls_test_mode_enable.to_string();
+        let shared = [
+            ("tls.server.mode", mode.as_str()),
+            ("tls.test.mode.enable", test_mode.as_str()),
+            ("tls.server.certPath", self.tls_cert_path.as_str()),
+            ("tls.server.keyPath", self.tls_key_path.as_str()),
+        ];
+        let others = self.unknown.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        TlsConfig::load(others.chain(shared))
     }
 
     /// The long polling bounds for receives, ms.

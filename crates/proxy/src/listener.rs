@@ -64,10 +64,9 @@ use tokio_rustls::TlsAcceptor;
 use tokio_stream::Stream;
 use tonic::transport::server::Connected;
 
-use crate::tls::{TlsError, TlsMode};
+use ferromq_remoting::tls::TLS_HANDSHAKE_RECORD;
 
-/// The TLS record type of a handshake record: the first byte of every ClientHello.
-const TLS_HANDSHAKE_RECORD: u8 = 0x16;
+use crate::tls::{TlsError, TlsMode};
 
 /// The start of the HTTP/2 connection preface a plaintext gRPC client sends first.
 const HTTP2_PREFACE_START: &[u8] = b"PRI ";

@@ -195,10 +195,12 @@ pub fn parse_delay_levels(text: &str) -> Vec<i64> {
 impl Proxy {
     /// Builds the proxy. `connector` is made with the handler for what brokers send to the
     /// proxy's connections (transaction checks), so it can be a remoting client or an
-    /// in-process connection to the local broker.
+    /// in-process connection to the local broker. Name servers are reached over TLS when
+    /// `client_tls` says so.
     pub fn new(
         config: ProxyConfig,
         advertise: Advertise,
+        client_tls: Option<ferromq_remoting::tls::ClientTls>,
         connector: impl FnOnce(Arc<dyn RequestHandler>) -> Arc<dyn Connector>,
     ) -> Arc<Proxy> {
         Arc::new_cyclic(|weak: &Weak<Proxy>| {
@@ -206,6 +208,7 @@ impl Proxy {
             let brokers = Brokers::new(
                 &config.namesrv_addr,
                 connector,
+                client_tls,
                 Duration::from_secs(config.topic_route_service_cache_refresh_seconds.max(1)),
                 Duration::from_millis(config.remoting_timeout_millis.max(100)),
             );

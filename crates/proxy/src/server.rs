@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferromq_remoting::tls::ClientTls;
 use ferromq_remoting::{ClientConfig, RemotingClient};
 use tokio::net::TcpListener;
 use tracing::info;
@@ -140,11 +141,13 @@ pub async fn serve(
     result
 }
 
-/// Cluster mode: a proxy that reaches the brokers of the name servers over the network.
-pub fn cluster_proxy(config: ProxyConfig) -> Arc<Proxy> {
+/// Cluster mode: a proxy that reaches the brokers of the name servers over the network (with
+/// TLS when `client_tls` says so).
+pub fn cluster_proxy(config: ProxyConfig, client_tls: Option<ClientTls>) -> Arc<Proxy> {
     let port = (!config.use_endpoint_port_from_request).then_some(config.grpc_server_port);
-    Proxy::new(config, Advertise::RequestEndpoints { port }, |handler| {
-        Arc::new(RemotingClient::with_handler(ClientConfig::default(), handler)) as Arc<dyn Connector>
+    let brokers = ClientConfig::default().with_tls(client_tls.clone());
+    Proxy::new(config, Advertise::RequestEndpoints { port }, client_tls, |handler| {
+        Arc::new(RemotingClient::with_handler(brokers, handler)) as Arc<dyn Connector>
     })
 }
 
@@ -165,7 +168,12 @@ pub async fn run_cluster(
     if let Some(a) = remoting.as_ref().and_then(|l| l.local_addr().ok()) {
         config.remoting_listen_port = a.port();
     }
-    let proxy = cluster_proxy(config);
+    // The remoting port and the connections to name servers and brokers follow the `tls.*`
+    // settings (the gRPC port has its own, `serve`).
+    let tls = config.tls_config()?;
+    let remoting_tls = tls.server_tls("FerroMQ proxy (self-signed)")?;
+    let client_tls = if tls.server_process_clients_use_tls() { Some(tls.client_tls()?) } else { None };
+    let proxy = cluster_proxy(config, client_tls);
     // Two signals: on shutdown the remoting port drains first (its relayed requests use the
     // broker connections), then gRPC, whose end closes the broker connections.
     let (stop_remoting, remoting_rx) = tokio::sync::watch::channel(false);
@@ -176,7 +184,8 @@ pub async fn run_cluster(
             let _ = rx.wait_for(|s| *s).await;
         }
     };
-    let mut remoting = remoting.map(|l| tokio::spawn(crate::remoting::serve(proxy.clone(), l, until(&remoting_rx))));
+    let mut remoting =
+        remoting.map(|l| tokio::spawn(crate::remoting::serve(proxy.clone(), l, remoting_tls, until(&remoting_rx))));
     let grpc = serve(proxy, listener, until(&grpc_rx));
     tokio::pin!(grpc);
     tokio::pin!(shutdown);

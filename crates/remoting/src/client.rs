@@ -15,6 +15,9 @@ use crate::connection::{self, Connection};
 use crate::error::RemotingError;
 use crate::handler::{Dispatcher, RequestHandler};
 
+/// A connection's task, whichever transport it runs on.
+type ConnectionTask = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
 /// Sends requests to remoting servers. Server-initiated requests (a broker calling a client)
 /// go to the handler given at construction.
 pub struct RemotingClient {
@@ -62,20 +65,41 @@ impl RemotingClient {
             }
             map.remove(addr);
         }
-        let stream = tokio::time::timeout(self.config.connect_timeout, TcpStream::connect(addr))
+        let timeout = self.config.connect_timeout;
+        let timed_out = || RemotingError::ConnectTimeout { addr: addr.to_owned(), timeout };
+        let deadline = tokio::time::Instant::now() + timeout;
+        let stream = tokio::time::timeout_at(deadline, TcpStream::connect(addr))
             .await
-            .map_err(|_| RemotingError::ConnectTimeout { addr: addr.to_owned(), timeout: self.config.connect_timeout })?
+            .map_err(|_| timed_out())?
             .map_err(|source| RemotingError::Connect { addr: addr.to_owned(), source })?;
-        let (conn, task) =
-            connection::start(stream, self.config.connection.clone(), self.handler.clone(), self.stop_tx.subscribe())
-                .map_err(|source| RemotingError::Connect { addr: addr.to_owned(), source })?;
+        let (config, handler, stop) = (self.config.connection.clone(), self.handler.clone(), self.stop_tx.subscribe());
+        let (conn, task) = match &self.config.tls {
+            None => {
+                let (conn, task) = connection::start(stream, config, handler, stop)
+                    .map_err(|source| RemotingError::Connect { addr: addr.to_owned(), source })?;
+                (conn, Box::pin(task) as ConnectionTask)
+            }
+            Some(tls) => {
+                let _ = stream.set_nodelay(true);
+                let peer =
+                    stream.peer_addr().map_err(|source| RemotingError::Connect { addr: addr.to_owned(), source })?;
+                let local = stream.local_addr().ok();
+                let stream = tokio::time::timeout_at(deadline, tls.connect(addr, stream))
+                    .await
+                    .map_err(|_| timed_out())?
+                    .map_err(|source| RemotingError::Tls { addr: addr.to_owned(), source })?;
+                let (reader, writer) = tokio::io::split(stream);
+                let (conn, task) = connection::start_io(reader, writer, (peer, local), config, handler, stop);
+                (conn, Box::pin(task) as ConnectionTask)
+            }
+        };
         {
             let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
             // Reap finished connection tasks so the set does not grow with reconnects.
             while tasks.try_join_next().is_some() {}
             tasks.spawn(task);
         }
-        debug!(remote_addr = addr, connection_id = conn.id(), "connected");
+        debug!(remote_addr = addr, connection_id = conn.id(), tls = self.config.tls.is_some(), "connected");
         map.insert(addr.to_owned(), conn.clone());
         Ok(conn)
     }

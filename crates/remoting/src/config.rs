@@ -7,6 +7,8 @@ use ferromq_protocol::header::{ZONE_MODE, ZONE_NAME};
 use ferromq_protocol::signature::SessionCredentials;
 use ferromq_protocol::{SerializeType, MAX_FRAME_BYTES};
 
+use crate::tls::{ClientTls, ServerTls};
+
 /// Commands a connection may queue for writing before senders wait.
 pub const WRITE_QUEUE_CAPACITY: usize = 4096;
 
@@ -30,6 +32,11 @@ pub struct ServerConfig {
     /// Credentials every request sent on the connection is signed with (Java:
     /// `AclClientRPCHook`); `None` sends requests unsigned. Responses are never signed.
     pub credentials: Option<Arc<SessionCredentials>>,
+    /// Which connections a server accepts (`tls.server.mode`) and its TLS configuration. A
+    /// connection that sends nothing is closed after `idle_timeout`. The default is plaintext
+    /// only; servers started from a config file build it with
+    /// [`crate::tls::TlsConfig::server_tls`]. Unused by clients.
+    pub tls: ServerTls,
 }
 
 impl Default for ServerConfig {
@@ -42,6 +49,7 @@ impl Default for ServerConfig {
             max_connections: 10_000,
             shutdown_grace: Duration::from_secs(10),
             credentials: None,
+            tls: ServerTls::disabled(),
         }
     }
 }
@@ -63,6 +71,9 @@ pub struct ClientConfig {
     /// Header fields added to every request this client sends, replacing any of the same
     /// name (Java: an `RPCHook`'s `doBeforeRequest`).
     pub request_ext_fields: Vec<(&'static str, String)>,
+    /// Connect with TLS (Java: `useTLS`); `None`: plaintext. The handshake counts against
+    /// `connect_timeout`.
+    pub tls: Option<ClientTls>,
 }
 
 impl Default for ClientConfig {
@@ -72,6 +83,7 @@ impl Default for ClientConfig {
             // Clients keep idle connections open; Java clients close them after 120 s too.
             connection: ServerConfig::default(),
             request_ext_fields: Vec::new(),
+            tls: None,
         }
     }
 }
@@ -88,6 +100,12 @@ impl ClientConfig {
     /// Signs every request with `credentials` (`None`: unsigned).
     pub fn with_credentials(mut self, credentials: Option<SessionCredentials>) -> Self {
         self.connection.credentials = credentials.map(Arc::new);
+        self
+    }
+
+    /// Connects with TLS as `tls` says (`None`: plaintext).
+    pub fn with_tls(mut self, tls: Option<ClientTls>) -> Self {
+        self.tls = tls;
         self
     }
 

@@ -48,6 +48,16 @@ pub enum RemotingError {
         #[source]
         source: ferromq_protocol::FrameError,
     },
+    /// The TLS handshake with the server failed (refused certificate, a plaintext-only server,
+    /// a server asking for a client certificate this side does not have).
+    #[error("TLS handshake with {addr} failed")]
+    Tls {
+        /// Peer address.
+        addr: String,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
     /// The address is not `host:port`.
     #[error("invalid address {0:?}")]
     InvalidAddress(String),

@@ -7,7 +7,9 @@
 //! requests, which is how brokers call clients (NOTIFY_CONSUMER_IDS_CHANGED,
 //! CHECK_TRANSACTION_STATE). [`in_process_pair`] joins a client and a server handler in one
 //! process through memory, with the same connection machinery, for components that run inside
-//! a server (the proxy's local mode).
+//! a server (the proxy's local mode). [`tls`] adds TLS to both sides: servers tell TLS from
+//! plaintext by each connection's first byte (`tls.server.mode`), clients connect with TLS when
+//! their [`ClientConfig::tls`] says so.
 //!
 //! This crate knows frames and codes, not what any request means.
 
@@ -18,6 +20,7 @@ mod error;
 mod handler;
 mod in_process;
 mod server;
+pub mod tls;
 
 pub use client::RemotingClient;
 pub use config::{ClientConfig, ServerConfig, ROCKETMQ_ZONE_ENV, ROCKETMQ_ZONE_MODE_ENV};

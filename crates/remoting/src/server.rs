@@ -1,9 +1,11 @@
-//! The accept loop.
+//! The accept loop, and each connection's set-up: plaintext or TLS by its first byte
+//! ([`ServerTls::accept`]), then the connection machinery of `connection.rs`.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::{info, warn};
@@ -12,6 +14,7 @@ use crate::config::ServerConfig;
 use crate::connection;
 use crate::error::RemotingError;
 use crate::handler::RequestHandler;
+use crate::tls::{Accepted, ServerTls};
 
 /// Serves remoting connections on a listener until shutdown.
 #[derive(Clone)]
@@ -60,12 +63,9 @@ impl RemotingServer {
                         drop(stream);
                         continue;
                     }
-                    match connection::start(stream, self.config.clone(), self.handler.clone(), stop_rx.clone()) {
-                        Ok((_conn, task)) => {
-                            connections.spawn(task);
-                        }
-                        Err(e) => warn!(remote_addr = %peer, error = %e, "connection setup failed"),
-                    }
+                    // Set-up waits for the peer (first byte, TLS handshake), so it runs on the
+                    // connection's own task, counted against the limit from now on.
+                    connections.spawn(serve_connection(stream, peer, self.config.clone(), self.handler.clone(), stop_rx.clone()));
                 }
                 Some(_) = connections.join_next(), if !connections.is_empty() => {}
                 () = &mut shutdown => break Ok(()),
@@ -76,6 +76,39 @@ impl RemotingServer {
         stop_tx.send_replace(true);
         while connections.join_next().await.is_some() {}
         result
+    }
+}
+
+/// Classifies one accepted connection and runs it until it closes. A connection that is
+/// refused, fails its handshake, or is still silent at shutdown is dropped (logged by
+/// [`ServerTls::accept`]).
+async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    config: ServerConfig,
+    handler: Arc<dyn RequestHandler>,
+    shutdown: watch::Receiver<bool>,
+) {
+    let tls: ServerTls = config.tls.clone();
+    let mut stopping = shutdown.clone();
+    // A silent client is bounded like an idle one: Java's IdleStateHandler sits behind the
+    // handshake handler, so it closes such a connection after the idle time too.
+    let accepted = tokio::select! {
+        accepted = tls.accept(stream, peer, config.idle_timeout) => accepted,
+        _ = stopping.wait_for(|stop| *stop) => return,
+    };
+    match accepted {
+        None => {}
+        Some(Accepted::Plain(stream)) => match connection::start(stream, config, handler, shutdown) {
+            Ok((_conn, task)) => task.await,
+            Err(e) => warn!(remote_addr = %peer, error = %e, "connection setup failed"),
+        },
+        Some(Accepted::Tls(stream)) => {
+            let local_addr = stream.get_ref().0.local_addr().ok();
+            let (reader, writer) = tokio::io::split(*stream);
+            let (_conn, task) = connection::start_io(reader, writer, (peer, local_addr), config, handler, shutdown);
+            task.await;
+        }
     }
 }
 

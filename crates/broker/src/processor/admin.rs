@@ -319,7 +319,7 @@ impl Broker {
     }
 
     pub(crate) fn get_broker_config(&self, req: &RemotingCommand) -> RemotingCommand {
-        let text = self.settings.read().unwrap_or_else(|e| e.into_inner()).to_text();
+        let text = self.settings.read().unwrap_or_else(|e| e.into_inner()).to_text_redacted();
         success(req).with_body(text.into_bytes())
     }
 

@@ -39,6 +39,10 @@ pub(crate) struct AdminArgs {
     /// Default: $ROCKETMQ_HOME/conf/tools.yml when it exists.
     #[arg(long = "credentialsFile", conflicts_with = "access_key")]
     credentials_file: Option<std::path::PathBuf>,
+    /// Connect with TLS (mqadmin's `-Dtls.enable=true`): any server certificate is trusted
+    /// unless the tls.client.* keys of /etc/rocketmq/tls.properties say otherwise.
+    #[arg(long = "useTLS", global = true)]
+    use_tls: bool,
     /// The mqadmin command.
     #[command(subcommand)]
     command: AdminCommand,
@@ -229,10 +233,13 @@ fn run_command(args: AdminArgs) -> anyhow::Result<()> {
         None => anyhow::bail!("no name server address: give -n host:port or set NAMESRV_ADDR"),
     };
     let credentials = credentials(args.access_key, args.secret_key, args.credentials_file)?;
+    let tls = crate::client_tls(args.use_tls)?;
     let runtime =
         tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let ctx = Ctx { client: AdminClient::with_credentials(&namesrv, credentials), json: args.json };
+        let remoting =
+            ferromq_remoting::ClientConfig::default().with_zone_from_env().with_credentials(credentials).with_tls(tls);
+        let ctx = Ctx { client: AdminClient::with_config(&namesrv, remoting), json: args.json };
         let result = dispatch(&ctx, args.command).await;
         ctx.client.shutdown().await;
         result

@@ -30,13 +30,14 @@ impl AdminClient {
     /// A client that signs every request with `credentials` (brokers with ACL on; Java's
     /// mqadmin reads them from `conf/tools.yml`).
     pub fn with_credentials(namesrv_addr: &str, credentials: Option<SessionCredentials>) -> Self {
+        Self::with_config(namesrv_addr, ClientConfig::default().with_zone_from_env().with_credentials(credentials))
+    }
+
+    /// A client whose connections follow `config` (credentials, TLS, zone fields).
+    pub fn with_config(namesrv_addr: &str, config: ClientConfig) -> Self {
         let namesrv_addrs =
             namesrv_addr.split(';').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
-        AdminClient {
-            remoting: RemotingClient::new(ClientConfig::default().with_zone_from_env().with_credentials(credentials)),
-            namesrv_addrs,
-            timeout: DEFAULT_TIMEOUT,
-        }
+        AdminClient { remoting: RemotingClient::new(config), namesrv_addrs, timeout: DEFAULT_TIMEOUT }
     }
 
     /// Sets the per-request timeout.

@@ -16,6 +16,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use ferromq_protocol::request_code;
+use ferromq_remoting::tls::ServerTls;
 use ferromq_remoting::{Connection, Dispatcher, RemotingError, RemotingServer, ServerConfig};
 use tokio::net::TcpListener;
 use tracing::info;
@@ -88,17 +89,19 @@ pub fn handler(proxy: &Arc<Proxy>) -> Dispatcher {
     d
 }
 
-/// Serves the remoting port on `listener` until `shutdown` completes.
+/// Serves the remoting port on `listener` until `shutdown` completes; `tls` says which
+/// connections it takes (`tls.server.mode`).
 ///
 /// # Errors
 /// [`RemotingError::Accept`] when the listener fails for good.
 pub async fn serve(
     proxy: Arc<Proxy>,
     listener: TcpListener,
+    tls: ServerTls,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), RemotingError> {
     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
-    info!(addr, "proxy remoting port listening (RocketMQ remoting clients)");
-    let server = RemotingServer::new(ServerConfig::default(), Arc::new(handler(&proxy)));
+    info!(addr, tls = %tls, "proxy remoting port listening (RocketMQ remoting clients)");
+    let server = RemotingServer::new(ServerConfig { tls, ..ServerConfig::default() }, Arc::new(handler(&proxy)));
     server.serve(listener, shutdown).await
 }
