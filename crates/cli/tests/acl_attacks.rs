@@ -1,7 +1,9 @@
-//! The attacks of issue 19 against a secured cluster started from config files (a name server
-//! with white lists, a broker with ACL 2.0), each from another address (127.0.0.2, speaking
-//! raw remoting frames) than the cluster's own (127.0.0.1): every one refused, and the cluster
-//! still serves its legitimate users afterwards.
+//! The attacks of issue 19 against a secured cluster started from config files (README,
+//! "A secured cluster": a name server with white lists, a broker with ACL 2.0, both with
+//! `tls.server.mode=enforcing`), each from another address (127.0.0.2, raw remoting frames over
+//! TLS, trusting any certificate as Java's clients do) than the cluster's own (127.0.0.1):
+//! every one refused, plaintext refused outright, and the cluster still serves its legitimate
+//! users afterwards.
 
 #![cfg(unix)]
 
@@ -18,6 +20,7 @@ use ferromq_protocol::header::{
 };
 use ferromq_protocol::signature::SessionCredentials;
 use ferromq_protocol::{decode_frame, encode_frame, request_code, response_code, RemotingCommand, SerializeType};
+use ferromq_remoting::tls::ClientTls;
 use ferromq_testkit::{free_broker_port, free_port, spawn_with_config, ChildProcess};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
@@ -49,7 +52,7 @@ async fn start() -> Cluster {
     let ha_port = free_port();
     let ns_conf = format!(
         "listenPort={ns_port}\nbindAddress=127.0.0.1\nkvConfigPath={d}/kv.json\nconfigStorePath={d}/ns.properties\n\
-         brokerRegisterWhiteList=127.0.0.1\nadminRequestWhiteList=127.0.0.1\n",
+         brokerRegisterWhiteList=127.0.0.1\nadminRequestWhiteList=127.0.0.1\ntls.server.mode=enforcing\n",
         d = dir.path().display()
     );
     let ns = spawn_with_config(BIN, &["namesrv"], &dir.path().join("namesrv.conf"), &ns_conf);
@@ -58,7 +61,7 @@ async fn start() -> Cluster {
     let broker_conf = format!(
         "brokerClusterName=SecureCluster\nbrokerName=broker-a\nbrokerIP1=127.0.0.1\nlistenPort={broker_port}\n\
          haListenPort={ha_port}\nbindAddress=127.0.0.1\nnamesrvAddr={namesrv}\nstorePathRootDir={d}/store\n\
-         authenticationEnabled=true\nauthorizationEnabled=true\n\
+         authenticationEnabled=true\nauthorizationEnabled=true\ntls.server.mode=enforcing\n\
          initAuthenticationUser={{\"username\":\"rocketmq\",\"password\":\"12345678\"}}\n\
          innerClientAuthenticationCredentials={{\"accessKey\":\"rocketmq\",\"secretKey\":\"12345678\"}}\n",
         d = dir.path().display()
@@ -76,13 +79,14 @@ async fn from_elsewhere(addr: &str) -> TcpStream {
     socket.connect(addr.parse::<SocketAddr>().expect("addr")).await.expect("connect")
 }
 
-/// Sends `request` on a fresh connection from 127.0.0.2 and reads the answer.
+/// Sends `request` on a fresh TLS connection from 127.0.0.2 and reads the answer.
 async fn attack(addr: &str, mut request: RemotingCommand, creds: Option<(&str, &str)>) -> RemotingCommand {
     request.opaque = 7;
     if let Some((ak, sk)) = creds {
         SessionCredentials::new(ak, sk).sign(&mut request);
     }
-    let mut stream = from_elsewhere(addr).await;
+    let tcp = from_elsewhere(addr).await;
+    let mut stream = ClientTls::default().connect(addr, tcp).await.expect("TLS handshake");
     let mut out = BytesMut::new();
     encode_frame(&request, SerializeType::Json, &mut out).expect("encode");
     stream.write_all(&out).await.expect("write");
@@ -100,6 +104,18 @@ async fn attack(addr: &str, mut request: RemotingCommand, creds: Option<(&str, &
     }
 }
 
+/// Sends `request` in plaintext from 127.0.0.2: an enforcing server closes the connection
+/// without reading it.
+async fn plaintext_is_refused(addr: &str, request: RemotingCommand) {
+    let mut stream = from_elsewhere(addr).await;
+    let mut out = BytesMut::new();
+    encode_frame(&request, SerializeType::Json, &mut out).expect("encode");
+    let _ = stream.write_all(&out).await;
+    let mut chunk = [0u8; 64];
+    let got = tokio::time::timeout(T, stream.read(&mut chunk)).await.expect("closed in time");
+    assert!(matches!(got, Ok(0) | Err(_)), "{addr} answered a plaintext request: {got:?}");
+}
+
 fn refused(answer: &RemotingCommand, what: &str) {
     assert_eq!(
         answer.code,
@@ -114,8 +130,12 @@ fn refused(answer: &RemotingCommand, what: &str) {
 async fn every_attack_is_refused() {
     let c = start().await;
     // A legitimate admin prepares a topic and a group with a committed offset.
-    let admin =
-        ferromq_client::admin::AdminClient::with_credentials(&c.namesrv, Some(SessionCredentials::new(ROOT.0, ROOT.1)));
+    let tls_config = || {
+        ferromq_remoting::ClientConfig::default()
+            .with_tls(Some(ClientTls::default()))
+            .with_credentials(Some(SessionCredentials::new(ROOT.0, ROOT.1)))
+    };
+    let admin = ferromq_client::admin::AdminClient::with_config(&c.namesrv, tls_config());
     let create = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC).with_header(
         &ferromq_protocol::header::CreateTopicRequestHeader {
             topic: "orders".into(),
@@ -130,10 +150,8 @@ async fn every_attack_is_refused() {
             force: None,
         },
     );
-    let mut signed = create;
-    SessionCredentials::new(ROOT.0, ROOT.1).sign(&mut signed);
-    let client = ferromq_remoting::RemotingClient::new(ferromq_remoting::ClientConfig::default());
-    let r = client.invoke(&c.broker, signed, T).await.expect("create");
+    let client = ferromq_remoting::RemotingClient::new(tls_config());
+    let r = client.invoke(&c.broker, create, T).await.expect("create");
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
 
     let deadline = Instant::now() + T;
@@ -146,12 +164,17 @@ async fn every_attack_is_refused() {
         ferromq_client::ProducerConfig { group: "pg_secure".into(), ..Default::default() },
         ferromq_client::ClientConfig {
             credentials: Some(SessionCredentials::new(ROOT.0, ROOT.1)),
+            use_tls: true,
             ..ferromq_client::ClientConfig::with_namesrv(&c.namesrv)
         },
     );
     producer.start().await.expect("producer");
     producer.send(ferromq_client::Message::new("orders", b"secret body".to_vec())).await.expect("legitimate send");
     producer.shutdown().await;
+
+    // Plaintext does not even reach the ACL.
+    plaintext_is_refused(&c.broker, RemotingCommand::request(request_code::GET_BROKER_CONFIG)).await;
+    plaintext_is_refused(&c.namesrv, RemotingCommand::request(request_code::GET_BROKER_CLUSTER_INFO)).await;
 
     for creds in [None, Some(("eve", "eve-secret"))] {
         // Delete a topic.

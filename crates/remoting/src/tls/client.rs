@@ -45,7 +45,7 @@ impl ClientTls {
     }
 
     /// Runs the TLS handshake on `stream`, connected to `addr` (`host:port`).
-    pub(crate) async fn connect(&self, addr: &str, stream: TcpStream) -> std::io::Result<TlsStream<TcpStream>> {
+    pub async fn connect(&self, addr: &str, stream: TcpStream) -> std::io::Result<TlsStream<TcpStream>> {
         self.connector.connect(server_name(addr), stream).await
     }
 }
