@@ -27,6 +27,9 @@ pub struct ServerConfig {
     pub max_in_flight_per_connection: usize,
     /// Connections served at once; further ones are accepted and closed at once.
     pub max_connections: usize,
+    /// Connections one client address may hold at once (so one host cannot take every slot
+    /// of `max_connections`); further ones from it are accepted and closed at once.
+    pub max_connections_per_ip: usize,
     /// How long shutdown waits for in-flight requests to finish.
     pub shutdown_grace: Duration,
     /// Credentials every request sent on the connection is signed with (Java:
@@ -47,6 +50,7 @@ impl Default for ServerConfig {
             serialize_type: SerializeType::Json,
             max_in_flight_per_connection: 1024,
             max_connections: 10_000,
+            max_connections_per_ip: 1_000,
             shutdown_grace: Duration::from_secs(10),
             credentials: None,
             tls: ServerTls::disabled(),

@@ -1,8 +1,9 @@
 //! The accept loop, and each connection's set-up: plaintext or TLS by its first byte
 //! ([`ServerTls::accept`]), then the connection machinery of `connection.rs`.
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use tokio::net::{TcpListener, TcpStream};
@@ -44,6 +45,10 @@ impl RemotingServer {
     pub async fn serve(&self, listener: TcpListener, shutdown: impl Future<Output = ()>) -> Result<(), RemotingError> {
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut connections = JoinSet::new();
+        // Connections per client address, released when their task ends (even by a panic:
+        // tasks are known by id).
+        let mut per_ip: HashMap<IpAddr, usize> = HashMap::new();
+        let mut task_ips: HashMap<tokio::task::Id, IpAddr> = HashMap::new();
         tokio::pin!(shutdown);
         let result = loop {
             tokio::select! {
@@ -63,11 +68,34 @@ impl RemotingServer {
                         drop(stream);
                         continue;
                     }
+                    let held = per_ip.entry(peer.ip()).or_insert(0);
+                    if *held >= self.config.max_connections_per_ip {
+                        warn!(remote_addr = %peer, max = self.config.max_connections_per_ip,
+                            "connection limit of this client address reached; refusing");
+                        drop(stream);
+                        continue;
+                    }
+                    *held += 1;
                     // Set-up waits for the peer (first byte, TLS handshake), so it runs on the
                     // connection's own task, counted against the limit from now on.
-                    connections.spawn(serve_connection(stream, peer, self.config.clone(), self.handler.clone(), stop_rx.clone()));
+                    let serve = serve_connection(stream, peer, self.config.clone(), self.handler.clone(), stop_rx.clone());
+                    let task = connections.spawn(serve);
+                    task_ips.insert(task.id(), peer.ip());
                 }
-                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                Some(ended) = connections.join_next_with_id(), if !connections.is_empty() => {
+                    let id = match ended {
+                        Ok((id, ())) => id,
+                        Err(e) => e.id(),
+                    };
+                    if let Some(ip) = task_ips.remove(&id) {
+                        if let Some(held) = per_ip.get_mut(&ip) {
+                            *held -= 1;
+                            if *held == 0 {
+                                per_ip.remove(&ip);
+                            }
+                        }
+                    }
+                }
                 () = &mut shutdown => break Ok(()),
             }
         };

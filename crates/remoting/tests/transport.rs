@@ -302,3 +302,51 @@ async fn requests_past_the_in_flight_bound_wait_and_are_all_answered() {
     client.shutdown().await;
     server.stop().await;
 }
+
+/// One client address cannot hold more than `max_connections_per_ip` connections; another
+/// address still gets in, and a closed connection frees its slot.
+#[tokio::test]
+async fn one_address_cannot_take_every_connection() {
+    let config = ServerConfig { max_connections_per_ip: 2, ..ServerConfig::default() };
+    let server = Server::start(config, echo_dispatcher()).await;
+    let open_from = |ip: &'static str| {
+        let addr = server.addr.clone();
+        async move {
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.bind(format!("{ip}:0").parse().unwrap()).unwrap();
+            socket.connect(addr.parse().unwrap()).await.unwrap()
+        }
+    };
+    // Is the server still talking to this stream (an echo comes back), or did it close it?
+    async fn served(stream: &mut tokio::net::TcpStream) -> bool {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut out = bytes::BytesMut::new();
+        let mut req = echo("hi");
+        req.opaque = 1;
+        ferromq_protocol::encode_frame(&req, ferromq_protocol::SerializeType::Json, &mut out).unwrap();
+        if stream.write_all(&out).await.is_err() {
+            return false;
+        }
+        let mut buf = [0u8; 512];
+        matches!(tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await, Ok(Ok(n)) if n > 0)
+    }
+    let mut a1 = open_from("127.0.0.1").await;
+    let mut a2 = open_from("127.0.0.1").await;
+    assert!(served(&mut a1).await && served(&mut a2).await);
+    let mut a3 = open_from("127.0.0.1").await;
+    assert!(!served(&mut a3).await, "a third connection from 127.0.0.1 is refused");
+    let mut b1 = open_from("127.0.0.2").await;
+    assert!(served(&mut b1).await, "another address is not affected");
+    drop(a1);
+    // The slot comes back once the server has seen the close.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut again = open_from("127.0.0.1").await;
+        if served(&mut again).await {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the closed connection's slot never came back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    server.stop().await;
+}
