@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 pub use ferromq_protocol::properties_text;
 
 pub mod file;
+pub mod ip_block;
 pub use file::{replace_file, FileError};
+pub use ip_block::{canonical_ip, IpBlock};
 
 /// A setting that could not be applied.
 #[derive(Debug, thiserror::Error)]

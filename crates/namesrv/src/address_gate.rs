@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use ferromq_auth::v2::model::SourceIp;
+use ferromq_config::IpBlock;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{Connection, Dispatcher, HandlerFuture, RequestHandler};
 use tracing::warn;
@@ -36,19 +36,15 @@ const ADMIN_CODES: &[i32] = &[
 ///
 /// # Errors
 /// The entry that is neither an address nor a CIDR block, naming `key`.
-pub fn parse_list(key: &str, text: &str) -> Result<Vec<SourceIp>, String> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| SourceIp::parse(s).ok_or_else(|| format!("{key}: {s:?} is not an IP address or CIDR block")))
-        .collect()
+pub fn parse_list(key: &str, text: &str) -> Result<Vec<IpBlock>, String> {
+    IpBlock::parse_list(key, text)
 }
 
 /// The name server's dispatcher behind the two lists.
 pub struct AddressGate {
     inner: Arc<Dispatcher>,
-    brokers: Vec<SourceIp>,
-    admins: Vec<SourceIp>,
+    brokers: Vec<IpBlock>,
+    admins: Vec<IpBlock>,
 }
 
 impl std::fmt::Debug for AddressGate {
@@ -59,7 +55,7 @@ impl std::fmt::Debug for AddressGate {
 
 impl AddressGate {
     /// A gate; empty lists let everyone through.
-    pub fn new(inner: Arc<Dispatcher>, brokers: Vec<SourceIp>, admins: Vec<SourceIp>) -> Self {
+    pub fn new(inner: Arc<Dispatcher>, brokers: Vec<IpBlock>, admins: Vec<IpBlock>) -> Self {
         AddressGate { inner, brokers, admins }
     }
 }

@@ -35,7 +35,7 @@ mod service;
 pub use client::{HaClient, HaClientOptions};
 pub use config::HaConfig;
 pub use error::ReplicaWaitError;
-pub use net::{parse_white_list, AllowedNet};
+pub use net::parse_white_list;
 pub use runtime_info::{HaClientRuntimeInfo, HaConnectionRuntimeInfo, HaRuntimeInfo};
 pub use service::{HaService, MAX_SLAVE_CONNECTIONS};
 

@@ -3,10 +3,11 @@
 
 use std::future::Future;
 use std::io::IoSlice;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use ferromq_config::IpBlock;
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
@@ -19,59 +20,12 @@ use crate::service::MAX_SLAVE_CONNECTIONS;
 /// Pause after a failed accept (for example out of file descriptors) before the next one.
 const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(100);
 
-/// An address or CIDR block of `haSlaveWhiteList`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AllowedNet {
-    net: IpAddr,
-    prefix: u8,
-}
-
-impl AllowedNet {
-    /// Parses `10.1.2.3`, `10.0.0.0/8`, `::1`, `fd00::/8`.
-    pub fn parse(text: &str) -> Option<AllowedNet> {
-        let t = text.trim();
-        let (addr, prefix) = match t.split_once('/') {
-            Some((a, p)) => (a, Some(p.parse::<u8>().ok()?)),
-            None => (t, None),
-        };
-        let net: IpAddr = addr.parse().ok()?;
-        let max = if net.is_ipv4() { 32 } else { 128 };
-        let prefix = prefix.unwrap_or(max);
-        (prefix <= max).then_some(AllowedNet { net, prefix })
-    }
-
-    /// Whether `ip` is inside (an IPv4-mapped IPv6 peer counts as its IPv4 address).
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        let ip = match ip {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-            v4 => v4,
-        };
-        match (self.net, ip) {
-            (IpAddr::V4(n), IpAddr::V4(a)) => {
-                let mask = if self.prefix == 0 { 0 } else { u32::MAX << (32 - u32::from(self.prefix)) };
-                u32::from(n) & mask == u32::from(a) & mask
-            }
-            (IpAddr::V6(n), IpAddr::V6(a)) => {
-                let mask = if self.prefix == 0 { 0 } else { u128::MAX << (128 - u32::from(self.prefix)) };
-                u128::from(n) & mask == u128::from(a) & mask
-            }
-            _ => false,
-        }
-    }
-}
-
 /// Parses `haSlaveWhiteList`.
 ///
 /// # Errors
 /// The entry that is neither an address nor a CIDR block.
-pub fn parse_white_list(text: &str) -> Result<Vec<AllowedNet>, String> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            AllowedNet::parse(s).ok_or_else(|| format!("haSlaveWhiteList: {s:?} is not an IP address or CIDR block"))
-        })
-        .collect()
+pub fn parse_white_list(text: &str) -> Result<Vec<IpBlock>, String> {
+    IpBlock::parse_list("haSlaveWhiteList", text)
 }
 
 /// Accepts replicas on `listener` until `shutdown`, serving each with `serve` on its own task
@@ -90,7 +44,7 @@ pub(crate) async fn accept_loop<F, Fut>(
     // The broker checked the list at start; an entry that does not parse admits nobody.
     let allowed = parse_white_list(white_list).unwrap_or_else(|e| {
         warn!(error = %e, "the HA port admits no replica");
-        vec![AllowedNet { net: IpAddr::from([255, 255, 255, 255]), prefix: 32 }]
+        IpBlock::parse("255.255.255.255").into_iter().collect()
     });
     let mut connections = JoinSet::new();
     let mut stop = shutdown.clone();
@@ -278,25 +232,5 @@ impl Background {
 impl Drop for Background {
     fn drop(&mut self) {
         self.signal();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn white_list_entries() {
-        let list = parse_white_list("10.0.0.0/8, 192.168.1.7,::1").expect("valid");
-        let ip = |s: &str| s.parse::<IpAddr>().expect("ip");
-        let admitted = |s: &str| list.iter().any(|a| a.contains(ip(s)));
-        assert!(admitted("10.200.3.4"));
-        assert!(admitted("192.168.1.7"));
-        assert!(!admitted("192.168.1.8"));
-        assert!(admitted("::1"));
-        assert!(admitted("::ffff:10.0.0.1"));
-        assert!(parse_white_list("10.0.0.0/33").is_err());
-        assert!(parse_white_list("slave-host").is_err());
-        assert!(parse_white_list(" ").expect("empty").is_empty());
     }
 }

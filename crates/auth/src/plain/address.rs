@@ -97,12 +97,7 @@ impl AddressPattern {
 
 /// `ip` with an IPv4-mapped IPv6 address turned into IPv4 (a dual-stack listener reports
 /// IPv4 peers that way).
-pub fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    }
-}
+pub use ferromq_config::canonical_ip as canonical;
 
 fn literal(text: &str) -> Option<IpAddr> {
     if let Ok(v4) = text.parse::<Ipv4Addr>() {

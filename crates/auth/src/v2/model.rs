@@ -196,42 +196,23 @@ pub fn is_retry_topic(topic: &str) -> bool {
     topic.starts_with(RETRY_PREFIX)
 }
 
-/// An address or CIDR block of a policy entry.
+/// An address or CIDR block of a policy entry, kept as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceIp {
     text: String,
-    net: IpAddr,
-    prefix: u8,
+    block: ferromq_config::IpBlock,
 }
 
 impl SourceIp {
     /// Parses `10.1.2.3`, `10.0.0.0/8`, `::1`, `fe80::/10`.
     pub fn parse(text: &str) -> Option<SourceIp> {
-        let t = text.trim();
-        let (addr, prefix) = match t.split_once('/') {
-            Some((a, p)) => (a, Some(p.parse::<u8>().ok()?)),
-            None => (t, None),
-        };
-        let net: IpAddr = addr.parse().ok()?;
-        let max = if net.is_ipv4() { 32 } else { 128 };
-        let prefix = prefix.unwrap_or(max);
-        (prefix <= max).then(|| SourceIp { text: t.to_owned(), net, prefix })
+        let block = ferromq_config::IpBlock::parse(text)?;
+        Some(SourceIp { text: text.trim().to_owned(), block })
     }
 
     /// Whether `ip` is in the block.
     pub fn contains(&self, ip: IpAddr) -> bool {
-        let ip = crate::plain::address::canonical(ip);
-        match (self.net, ip) {
-            (IpAddr::V4(n), IpAddr::V4(a)) => {
-                let mask = if self.prefix == 0 { 0 } else { u32::MAX << (32 - u32::from(self.prefix)) };
-                u32::from(n) & mask == u32::from(a) & mask
-            }
-            (IpAddr::V6(n), IpAddr::V6(a)) => {
-                let mask = if self.prefix == 0 { 0 } else { u128::MAX << (128 - u32::from(self.prefix)) };
-                u128::from(n) & mask == u128::from(a) & mask
-            }
-            _ => false,
-        }
+        self.block.contains(ip)
     }
 
     /// As written.
