@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Broker cost of ACL 2.0: standalone FerroMQ (release build) with ACL off, and with
-# authentication and authorization on (a NORMAL user whose ACL allows Pub on the load topic,
-# every request signed and checked), interleaved round by round; ASYNC_FLUSH, 1 KiB
-# SEND_MESSAGE_V2, 4 connections x 64 in flight. Prints msgs/s and the broker's CPU per
-# acknowledged message of each run, then the medians and the on/off ratios.
+# authentication and authorization on (a NORMAL user whose ACL allows the load topic and
+# group, every request signed and checked), interleaved round by round. Produce: ASYNC_FLUSH,
+# 1 KiB SEND_MESSAGE_V2, 4 connections x 64 in flight (examples/send_load). Pull: the backlog
+# just produced, read from the start by `ferromq bench consume` (4 connections). Prints
+# msgs/s and the broker's CPU per message of each run, then the medians and on/off ratios.
 # Usage: scripts/bench-acl.sh [seconds per run] [rounds]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -28,7 +29,8 @@ for _ in $(seq "$rounds"); do
         if [ "$acl" = on ]; then
             A="./target/release/ferromq admin --accessKey rocketmq --secretKey 12345678"
             $A createUser -n 127.0.0.1:29876 -b 127.0.0.1:30911 -u loader -p loader-secret >/dev/null
-            $A createAcl -n 127.0.0.1:29876 -b 127.0.0.1:30911 -s User:loader -r Topic:LoadTopic -a Pub -d Allow >/dev/null
+            $A createAcl -n 127.0.0.1:29876 -b 127.0.0.1:30911 -s User:loader -r Topic:LoadTopic -a Pub,Sub,Get -d Allow >/dev/null
+            $A createAcl -n 127.0.0.1:29876 -b 127.0.0.1:30911 -s User:loader -r Group:g_load -a Sub,Get,Update -d Allow >/dev/null
         fi
         # Warm-up: creates the topic and the first CommitLog segment.
         FERROMQ_LOAD_CREDENTIALS="$creds" ./target/release/examples/send_load 127.0.0.1:30911 8 1 >/dev/null
@@ -39,7 +41,16 @@ for _ in $(seq "$rounds"); do
         failed=$(sed -E 's/.*"failures":([0-9]+).*/\1/' <<<"$line")
         rate=$(sed -E 's/.*"msgs_per_s":([0-9.]+).*/\1/' <<<"$line")
         us=$(awk -v t=$((cpu1 - cpu0)) -v hz="$tck" -v n="$acked" 'BEGIN {printf "%.2f", t / hz * 1e6 / n}')
-        echo "{\"acl\":\"$acl\",\"msgs_per_s\":$rate,\"acked\":$acked,\"failed\":$failed,\"broker_cpu_us_per_msg\":$us}" | tee -a "$out"
+        echo "{\"side\":\"produce\",\"acl\":\"$acl\",\"msgs_per_s\":$rate,\"acked\":$acked,\"failed\":$failed,\"broker_cpu_us_per_msg\":$us}" | tee -a "$out"
+        keys=""
+        [ "$acl" = on ] && keys="--accessKey loader --secretKey loader-secret"
+        cpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+        # shellcheck disable=SC2086
+        ./target/release/ferromq bench consume -n 127.0.0.1:29876 -t LoadTopic -g g_load --from-start --duration "$secs" --quiet --json "$data/c.json" $keys >/dev/null
+        cpu1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+        read -r crate consumed errors < <(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["consume"]; print(c["msgs_per_s"], c["consumed"], c["pull_errors"])' "$data/c.json")
+        us=$(awk -v t=$((cpu1 - cpu0)) -v hz="$tck" -v n="$consumed" 'BEGIN {printf "%.2f", t / hz * 1e6 / n}')
+        echo "{\"side\":\"pull\",\"acl\":\"$acl\",\"msgs_per_s\":$crate,\"consumed\":$consumed,\"failed\":$errors,\"broker_cpu_us_per_msg\":$us}" | tee -a "$out"
         kill -TERM "$pid"
         wait "$pid" || true
         rm -rf "$data"
@@ -48,11 +59,12 @@ done
 python3 - "$out" <<'PY'
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
-med = {}
-for acl in ["off", "on"]:
-    rs = [r for r in runs if r["acl"] == acl]
-    med[acl] = (statistics.median(r["msgs_per_s"] for r in rs), statistics.median(r["broker_cpu_us_per_msg"] for r in rs))
-    print("ACL %-3s msgs/s %s  median %.1fk  broker CPU us/msg median %.2f" % (acl, ", ".join("%.1fk" % (r["msgs_per_s"] / 1000) for r in rs), med[acl][0] / 1000, med[acl][1]))
-print("on/off throughput %.0f%%, CPU per message %.0f%%" % (100 * med["on"][0] / med["off"][0], 100 * med["on"][1] / med["off"][1]))
+for side in ["produce", "pull"]:
+    med = {}
+    for acl in ["off", "on"]:
+        rs = [r for r in runs if r["acl"] == acl and r["side"] == side]
+        med[acl] = (statistics.median(r["msgs_per_s"] for r in rs), statistics.median(r["broker_cpu_us_per_msg"] for r in rs))
+        print("%-7s ACL %-3s msgs/s %s  median %.1fk  broker CPU us/msg median %.2f" % (side, acl, ", ".join("%.1fk" % (r["msgs_per_s"] / 1000) for r in rs), med[acl][0] / 1000, med[acl][1]))
+    print("%-7s on/off throughput %.0f%%, CPU per message %.0f%%" % (side, 100 * med["on"][0] / med["off"][0], 100 * med["on"][1] / med["off"][1]))
 PY
 rm -f "$out"

@@ -135,6 +135,8 @@ pub struct Options {
     pub pop_batch_ack: bool,
     /// Connect with TLS (to name server and broker) as this says; `None`: plaintext.
     pub tls: Option<ferromq_remoting::tls::ClientTls>,
+    /// Sign every request with these (brokers with ACL on); `None`: unsigned.
+    pub credentials: Option<ferromq_protocol::signature::SessionCredentials>,
 }
 
 impl Default for Options {
@@ -159,6 +161,7 @@ impl Default for Options {
             progress: true,
             pop_batch_ack: false,
             tls: None,
+            credentials: None,
         }
     }
 }
@@ -166,7 +169,7 @@ impl Default for Options {
 impl Options {
     /// The transport settings of the run's connections.
     pub fn client_config(&self) -> ClientConfig {
-        ClientConfig::default().with_tls(self.tls.clone())
+        ClientConfig::default().with_tls(self.tls.clone()).with_credentials(self.credentials.clone())
     }
 
     /// Checks every bound.

@@ -169,6 +169,21 @@ struct CommonArgs {
     /// says otherwise), as a Java client with `useTLS=true`.
     #[arg(long)]
     tls: bool,
+    /// Sign every request with this access key (brokers with ACL on).
+    #[arg(long = "accessKey", requires = "secret_key")]
+    access_key: Option<String>,
+    /// The secret key that goes with --accessKey.
+    #[arg(long = "secretKey", requires = "access_key")]
+    secret_key: Option<String>,
+}
+
+impl CommonArgs {
+    fn credentials(&self) -> Option<ferromq_protocol::signature::SessionCredentials> {
+        match (&self.access_key, &self.secret_key) {
+            (Some(ak), Some(sk)) => Some(ferromq_protocol::signature::SessionCredentials::new(ak.clone(), sk.clone())),
+            _ => None,
+        }
+    }
 }
 
 /// What the sending side takes.
@@ -280,6 +295,7 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
         batch: 1,
         oneway: false,
     });
+    let credentials = common.credentials();
     let opts = Options {
         mode,
         namesrv: Some(common.namesrv),
@@ -300,6 +316,7 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
         progress: !common.quiet,
         pop_batch_ack: batch_ack,
         tls: crate::client_tls(common.tls)?,
+        credentials,
     };
     let report = runtime.block_on(ferromq_bench::run(opts, std::env::args().collect()))?;
     print!("{}", report.table());
@@ -317,6 +334,7 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
 }
 
 async fn revive(a: ReviveArgs) -> anyhow::Result<()> {
+    let credentials = a.common.credentials();
     let opts = Options {
         namesrv: Some(a.common.namesrv),
         broker: a.common.broker,
@@ -326,6 +344,7 @@ async fn revive(a: ReviveArgs) -> anyhow::Result<()> {
         timeout: Duration::from_millis(a.common.timeout_ms),
         progress: false,
         tls: crate::client_tls(a.common.tls)?,
+        credentials,
         ..Options::default()
     };
     let invisible = Duration::from_millis(a.invisible_ms);
