@@ -327,3 +327,90 @@ async fn grpc_clients_are_checked_against_the_same_users() {
     let text = r.status.map(|s| s.message).unwrap_or_default();
     assert!(text.starts_with("User:alice has no permission to access Topic:payments from 127.0.0.1"), "{text}");
 }
+
+/// The official C++ client (PyPI `rocketmq`) signs with a user's name and password as its
+/// session credentials: it produces and pull-consumes with its ACL, and is refused otherwise.
+#[test]
+fn cpp_client_signs_as_an_acl_2_user() {
+    let s = Secured::start();
+    let b = s.broker();
+    s.ok(&["updateTopic", "-b", &b, "-t", "orders", "-r", "4", "-w", "4"], ROOT);
+    s.ok(&["createUser", "-b", &b, "-u", "cppuser", "-p", "cpp-secret"], ROOT);
+    s.ok(
+        &[
+            "createAcl",
+            "-b",
+            &b,
+            "-s",
+            "User:cppuser",
+            "-r",
+            "Topic:orders,Group:cpp_group",
+            "-a",
+            "Pub,Sub,Get,Update",
+            "-d",
+            "Allow",
+        ],
+        ROOT,
+    );
+    let dir = tempfile::tempdir().expect("client homes");
+    let run = |label: &str, args: &[&str]| {
+        let (run, problem) = common::e2e::run_e2e(label, &dir.path().join(label), args, &s.server.namesrv, 30);
+        assert!(problem.is_none(), "{problem:?}");
+        run
+    };
+    let ok = run(
+        "produce",
+        &[
+            "produce",
+            "--topic",
+            "orders",
+            "--group",
+            "PG_CPP2",
+            "--count",
+            "5",
+            "--access-key",
+            "cppuser",
+            "--secret-key",
+            "cpp-secret",
+        ],
+    );
+    assert!(ok.status.success(), "the C++ client could not send as cppuser:\n{}\n{}", ok.stdout, ok.stderr);
+    assert_eq!(ok.events("sent").count(), 5, "{}", ok.stdout);
+    let wrong = run(
+        "wrong",
+        &[
+            "produce",
+            "--topic",
+            "orders",
+            "--group",
+            "PG_CPP2",
+            "--count",
+            "1",
+            "--access-key",
+            "cppuser",
+            "--secret-key",
+            "nope",
+        ],
+    );
+    assert!(!wrong.status.success(), "a wrong password must be refused:\n{}", wrong.stdout);
+    let log = common::e2e::dir_tail(&dir.path().join("wrong/logs/rocketmq-cpp"), 400);
+    assert!(log.contains("check signature failed."), "{log}");
+    let pull = run(
+        "pull",
+        &[
+            "pull-consume",
+            "--topic",
+            "orders",
+            "--group",
+            "cpp_group",
+            "--expect",
+            "5",
+            "--access-key",
+            "cppuser",
+            "--secret-key",
+            "cpp-secret",
+        ],
+    );
+    assert!(pull.status.success(), "cppuser could not pull orders:\n{}\n{}", pull.stdout, pull.stderr);
+    assert_eq!(pull.events("message").count(), 5, "{}", pull.stdout);
+}
