@@ -10,14 +10,14 @@ use std::time::Duration;
 
 use ferromq_proxy::listener::{GrpcConnectInfo, GrpcIncoming, ListenerOptions, MaybeTlsStream};
 use ferromq_proxy::tls::{server_config, TlsError, TlsMode};
+use ferromq_remoting::tls::TrustAnyServer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::client::TlsStream as ClientTlsStream;
-use tokio_rustls::rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use tokio_rustls::rustls::crypto::{self, CryptoProvider};
-use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use tokio_rustls::rustls::{self, ClientConfig, DigitallySignedStruct, SignatureScheme};
+use tokio_rustls::rustls::crypto;
+use tokio_rustls::rustls::pki_types::ServerName;
+use tokio_rustls::rustls::{self, ClientConfig};
 use tokio_rustls::TlsConnector;
 use tokio_stream::StreamExt;
 use tonic::codegen::{http, BoxFuture, Service};
@@ -25,53 +25,13 @@ use tonic::codegen::{http, BoxFuture, Service};
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 const WAIT: Duration = Duration::from_secs(5);
 
-/// Trusts any server certificate while still checking the handshake signatures, as the
-/// RocketMQ clients' trust-all managers do.
-#[derive(Debug)]
-struct TrustAnyCertificate(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for TrustAnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
 fn tls_connector(alpn_h2: bool) -> TlsConnector {
     let provider = Arc::new(crypto::ring::default_provider());
     let mut config = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
         .unwrap()
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(TrustAnyCertificate(provider)))
+        .with_custom_certificate_verifier(Arc::new(TrustAnyServer::new(provider)))
         .with_no_client_auth();
     if alpn_h2 {
         config.alpn_protocols = vec![b"h2".to_vec()];
