@@ -32,14 +32,6 @@ const ADMIN_CODES: &[i32] = &[
     request_code::UPDATE_NAMESRV_CONFIG,
 ];
 
-/// Parses a white list.
-///
-/// # Errors
-/// The entry that is neither an address nor a CIDR block, naming `key`.
-pub fn parse_list(key: &str, text: &str) -> Result<Vec<IpBlock>, String> {
-    IpBlock::parse_list(key, text)
-}
-
 /// The name server's dispatcher behind the two lists.
 pub struct AddressGate {
     inner: Arc<Dispatcher>,

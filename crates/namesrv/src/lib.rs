@@ -67,9 +67,10 @@ pub async fn run(
         kv: Mutex::new(kv),
         broker_connections: Mutex::new(HashMap::new()),
     });
-    let brokers = address_gate::parse_list("brokerRegisterWhiteList", &state_config.broker_register_white_list)
-        .map_err(NamesrvError::Config)?;
-    let admins = address_gate::parse_list("adminRequestWhiteList", &state_config.admin_request_white_list)
+    let brokers =
+        ferromq_config::IpBlock::parse_list("brokerRegisterWhiteList", &state_config.broker_register_white_list)
+            .map_err(NamesrvError::Config)?;
+    let admins = ferromq_config::IpBlock::parse_list("adminRequestWhiteList", &state_config.admin_request_white_list)
         .map_err(NamesrvError::Config)?;
     let dispatcher = Arc::new(processor::dispatcher(state.clone()));
     let handler: Arc<dyn ferromq_remoting::RequestHandler> = if brokers.is_empty() && admins.is_empty() {
