@@ -225,6 +225,10 @@ async fn bloom_bitmaps_in_the_consume_queue_ext_mark_matching_messages() {
     // The topic exists before the consumer registers; its expression is then known at dispatch.
     let r = client.invoke(&c.broker_addr, send_request("SqlBloom", 0, b"first", &[("a", "0")]), T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS);
+    // The first message is dispatched, and a millisecond has passed, before the expression is
+    // registered: under load its dispatch could otherwise land after the registration.
+    wait_dispatched(&client, &c.broker_addr, "SqlBloom", 1).await;
+    tokio::time::sleep(Duration::from_millis(5)).await;
     heartbeat(&client, &c.broker_addr, "SqlBloom", "a >= 5", 1).await;
     // Dispatch compares store times with the registration time (ms): step past it.
     tokio::time::sleep(Duration::from_millis(5)).await;
