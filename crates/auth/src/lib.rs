@@ -9,9 +9,11 @@
 //! The crate decides; it does not transport. A server asks [`plain::PlainAccessValidator`]
 //! about each request with the caller's address and answers a refusal itself.
 
+mod denial_log;
 mod error;
 pub mod plain;
 pub mod tools;
 pub mod v2;
 
+pub use denial_log::DenialLog;
 pub use error::AclError;

@@ -8,14 +8,12 @@
 //! users can be prepared before authentication is turned on (Java: when a metadata provider
 //! is configured).
 
-use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use ferromq_auth::plain::{Denial, PlainAccessValidator};
 use ferromq_auth::v2::model::{canonical_subject, Acl, PolicyType, Resource, UserChange, UserType};
-use ferromq_auth::v2::{parse_whitelist, AuthError, AuthMetadata, AuthService, AuthSettings};
+use ferromq_auth::v2::{config_json, parse_whitelist, AuthError, AuthMetadata, AuthService, AuthSettings};
+use ferromq_auth::DenialLog;
 use ferromq_protocol::body::{AclInfo, JsonBody, UserInfo};
 use ferromq_protocol::header::{
     AclRequestHeader, DeleteAclRequestHeader, ListAclsRequestHeader, ListUsersRequestHeader, UserRequestHeader,
@@ -28,12 +26,6 @@ use tracing::{info, warn};
 use crate::broker::{Broker, BrokerError};
 use crate::config::BrokerSettings;
 use crate::processor::{failure, header_or_fail, success};
-
-/// How often one (account, resource) refusal is logged.
-const DENIAL_LOG_PERIOD: Duration = Duration::from_secs(60);
-/// Distinct (account, resource) pairs remembered for log rate limiting; past it the memory
-/// starts over (a flood of invented keys must not grow it without bound).
-const DENIAL_LOG_KEYS_MAX: usize = 10_000;
 
 /// Java's class names FerroMQ's built-in providers stand for (blank means the same).
 const KNOWN_PROVIDERS: &[&str] = &[
@@ -56,10 +48,6 @@ pub(crate) struct AuthSetup {
     pub(crate) service: Option<Arc<AuthService>>,
     /// `innerClientAuthenticationCredentials`: what the broker signs its own requests with.
     pub(crate) inner_credentials: Option<SessionCredentials>,
-}
-
-fn json_field(json: &serde_json::Value, key: &str) -> Option<String> {
-    json.get(key).and_then(|v| v.as_str()).map(str::to_owned).filter(|s| !s.is_empty())
 }
 
 /// Opens the store, creates the configured SUPER users, imports ACL 1.0 accounts when asked.
@@ -85,28 +73,13 @@ pub(crate) fn setup(settings: &BrokerSettings) -> Result<AuthSetup, BrokerError>
     }
     let dir = settings.store.store_path_root_dir.join("config");
     let metadata = Arc::new(AuthMetadata::open(&dir).map_err(|e| BrokerError::Config(format!("ACL 2.0 store: {e}")))?);
-    if !c.init_authentication_user.trim().is_empty() {
-        let json: serde_json::Value = serde_json::from_str(&c.init_authentication_user).map_err(|e| {
-            BrokerError::Config(format!("initAuthenticationUser is not JSON {{\"username\":..,\"password\":..}}: {e}"))
-        })?;
-        let (Some(user), Some(password)) = (json_field(&json, "username"), json_field(&json, "password")) else {
-            return Err(BrokerError::Config("initAuthenticationUser needs a username and a password".into()));
-        };
+    if let Some((user, password)) = config_json::init_user(&c.init_authentication_user).map_err(BrokerError::Config)? {
         metadata.ensure_super_user(&user, &password).map_err(|e| BrokerError::Config(e.to_string()))?;
     }
     let mut inner_credentials = None;
-    if !c.inner_client_authentication_credentials.trim().is_empty() {
-        let json: serde_json::Value =
-            serde_json::from_str(&c.inner_client_authentication_credentials).map_err(|e| {
-                BrokerError::Config(format!(
-                    "innerClientAuthenticationCredentials is not JSON {{\"accessKey\":..,\"secretKey\":..}}: {e}"
-                ))
-            })?;
-        let (Some(ak), Some(sk)) = (json_field(&json, "accessKey"), json_field(&json, "secretKey")) else {
-            return Err(BrokerError::Config(
-                "innerClientAuthenticationCredentials needs an accessKey and a secretKey".into(),
-            ));
-        };
+    if let Some((ak, sk)) =
+        config_json::inner_credentials(&c.inner_client_authentication_credentials).map_err(BrokerError::Config)?
+    {
         metadata.ensure_super_user(&ak, &sk).map_err(|e| BrokerError::Config(e.to_string()))?;
         inner_credentials = Some(SessionCredentials::new(ak, sk));
     }
@@ -140,15 +113,12 @@ pub(crate) fn setup(settings: &BrokerSettings) -> Result<AuthSetup, BrokerError>
     Ok(AuthSetup { metadata, service, inner_credentials })
 }
 
-/// (access key, resource) of a refusal, for log rate limiting.
-type DenialKey = (Option<String>, Option<String>);
-
 /// The dispatcher behind ACL 2.0 and ACL 1.0.
 pub(crate) struct AuthGate {
     inner: Arc<Dispatcher>,
     v2: Option<Arc<AuthService>>,
     plain: Option<Arc<PlainAccessValidator>>,
-    logged: Mutex<HashMap<DenialKey, Instant>>,
+    logged: DenialLog,
 }
 
 impl std::fmt::Debug for AuthGate {
@@ -163,23 +133,7 @@ impl AuthGate {
         v2: Option<Arc<AuthService>>,
         plain: Option<Arc<PlainAccessValidator>>,
     ) -> Self {
-        AuthGate { inner, v2, plain, logged: Mutex::new(HashMap::new()) }
-    }
-
-    fn log(&self, denial: &Denial, code: i32, remote: SocketAddr, acl: &'static str) {
-        let key = (denial.access_key.clone(), denial.resource.clone());
-        let now = Instant::now();
-        let mut logged = self.logged.lock().unwrap_or_else(|e| e.into_inner());
-        if logged.get(&key).is_some_and(|at| now.duration_since(*at) < DENIAL_LOG_PERIOD) {
-            return;
-        }
-        if logged.len() >= DENIAL_LOG_KEYS_MAX {
-            logged.clear();
-        }
-        logged.insert(key, now);
-        warn!(remote_addr = %remote, code, acl, access_key = denial.access_key.as_deref().unwrap_or(""),
-            resource = denial.resource.as_deref().unwrap_or(""), reason = %denial.reason,
-            "request refused (logged once a minute per account and resource)");
+        AuthGate { inner, v2, plain, logged: DenialLog::new() }
     }
 
     fn refuse(&self, request: &RemotingCommand, code: i32, denial: Denial) -> HandlerFuture {
@@ -193,13 +147,13 @@ impl RequestHandler for AuthGate {
         let ip = conn.remote_addr().ip();
         if let Some(v2) = &self.v2 {
             if let Err(denial) = v2.check(&request, ip) {
-                self.log(&denial, request.code, conn.remote_addr(), "2.0");
+                self.logged.log(&denial, request.code, conn.remote_addr(), "2.0");
                 return self.refuse(&request, response_code::NO_PERMISSION, denial);
             }
         }
         if let Some(plain) = &self.plain {
             if let Err(denial) = plain.validate(&request, ip) {
-                self.log(&denial, request.code, conn.remote_addr(), "1.0");
+                self.logged.log(&denial, request.code, conn.remote_addr(), "1.0");
                 return self.refuse(&request, response_code::SYSTEM_ERROR, denial);
             }
         }

@@ -114,6 +114,8 @@ pub struct Broker {
     /// How the broker's own clients (name servers, master, controllers) connect: TLS when
     /// `useTLS`, `tls.enable` or `tls.server.mode=enforcing`, else plaintext.
     pub(crate) client_tls: Option<ferromq_remoting::tls::ClientTls>,
+    /// TLS and authentication of the HA port and of this broker as a replica.
+    pub(crate) ha_security: crate::ha::HaSecurity,
     /// Wakes the registration loop when a topic is created.
     register_now: tokio::sync::Notify,
     /// Replication as it runs now (classic master or slave; AutoSwitchHA in controller mode).
@@ -688,13 +690,15 @@ pub async fn run_with_local_access(
     };
     let auth = crate::auth::setup(&settings)?;
     ferromq_replication::parse_white_list(&settings.ha.ha_slave_white_list).map_err(BrokerError::Config)?;
-    if (acl.is_some() || auth.service.is_some()) && settings.ha.ha_slave_white_list.trim().is_empty() {
-        // Anyone who reaches the HA port reads every message: with ACL on, it is not open to
-        // the world by default.
+    let acl_on = acl.is_some() || settings.broker.authentication_enabled;
+    let ha_authentication = acl_on && settings.ha.ha_authentication_enabled;
+    if acl_on && !ha_authentication && settings.ha.ha_slave_white_list.trim().is_empty() {
+        // Anyone who reaches the HA port reads every message: with ACL on and no HA
+        // authentication, it is not open to the world by default.
         settings.ha.ha_slave_white_list = "127.0.0.1,::1".to_owned();
         warn!(
-            "ACL is on and haSlaveWhiteList is empty: the HA port admits replicas from this host only; list the \
-             slaves' addresses in haSlaveWhiteList"
+            "ACL is on, haAuthenticationEnabled=false and haSlaveWhiteList is empty: the HA port admits replicas \
+             from this host only; list the slaves' addresses in haSlaveWhiteList"
         );
     }
     let tls = settings.tls_config()?;
@@ -703,6 +707,23 @@ pub async fn run_with_local_access(
     // own ports take TLS only; `useTLS=true` in broker.conf turns it on too.
     let client_tls =
         if settings.broker.use_tls || tls.server_process_clients_use_tls() { Some(tls.client_tls()?) } else { None };
+    let ha_security = crate::ha::HaSecurity {
+        server_tls: server_tls.clone(),
+        authenticator: ha_authentication.then(|| {
+            Arc::new(crate::ha::ReplicaAccounts {
+                v2: settings.broker.authentication_enabled.then(|| auth.metadata.clone()),
+                plain: acl.clone(),
+            }) as Arc<dyn ferromq_replication::ReplicaAuthenticator>
+        }),
+        client: ferromq_replication::HaClientOptions {
+            tls: client_tls.clone(),
+            credentials: if settings.ha.ha_authentication_enabled { auth.inner_credentials.clone() } else { None },
+            ..Default::default()
+        },
+    };
+    if ha_authentication {
+        info!("HA port: replicas must authenticate (SUPER user or ACL 1.0 admin account)");
+    }
     let config = settings.broker.clone();
     let store_host: SocketAddr = config.broker_addr().parse().unwrap_or_else(|_| {
         warn!(broker_ip1 = %config.broker_ip1, "brokerIP1 is not an IP address; STOREHOST falls back to 127.0.0.1");
@@ -779,7 +800,11 @@ pub async fn run_with_local_access(
         let role =
             crate::ha::RuntimeRole { broker_role: config.broker_role, broker_id: config.broker_id, fenced: false };
         if config.broker_role == BrokerRole::Slave {
-            let client = ferromq_replication::HaClient::start(store.clone(), settings.ha.clone());
+            let client = ferromq_replication::HaClient::start_with(
+                store.clone(),
+                settings.ha.clone(),
+                ha_security.client.clone(),
+            );
             if !settings.ha.ha_master_address.is_empty() {
                 client.update_master_address(&settings.ha.ha_master_address);
             }
@@ -791,8 +816,12 @@ pub async fn run_with_local_access(
                 .map_err(|source| BrokerError::HaListen { port: ha_port, source })?;
             let port =
                 ha_listener.local_addr().map_err(|source| BrokerError::HaListen { port: ha_port, source })?.port();
-            let service = ferromq_replication::HaService::start(store.clone(), settings.ha.clone(), ha_listener)
-                .map_err(|source| BrokerError::HaListen { port, source })?;
+            let service = ferromq_replication::HaService::start(
+                store.clone(),
+                settings.ha.clone(),
+                ha_security.listener(ha_listener),
+            )
+            .map_err(|source| BrokerError::HaListen { port, source })?;
             let addr = format!("{}:{port}", config.broker_ip2);
             (crate::ha::Replication::Master(Arc::new(service)), addr, role, None)
         }
@@ -823,6 +852,7 @@ pub async fn run_with_local_access(
                 .with_credentials(auth.inner_credentials.clone()),
         ),
         client_tls: client_tls.clone(),
+        ha_security: ha_security.clone(),
         register_now: tokio::sync::Notify::new(),
         tx_ops: Default::default(),
         sql92_warned: Default::default(),

@@ -23,7 +23,6 @@ use std::time::Duration;
 use ferromq_protocol::header::NotifyBrokerRoleChangedRequestHeader;
 use ferromq_protocol::{response_code, RemotingCommand};
 use ferromq_replication::autoswitch::{AutoSwitchMaster, AutoSwitchSlave, SyncStateSet};
-use ferromq_replication::HaClientOptions;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::{JoinHandle, JoinSet};
@@ -222,11 +221,16 @@ async fn become_master(
         }
     };
     let epochs = broker.epochs.clone().ok_or("controller mode without an epoch file")?;
-    let master =
-        AutoSwitchMaster::start(broker.store.clone(), settings.ha.clone(), my_id, epoch, set, epochs, listener)
-            .map_err(|e| {
-                format!("{e}: {}", std::error::Error::source(&e).map(|s| s.to_string()).unwrap_or_default())
-            })?;
+    let master = AutoSwitchMaster::start(
+        broker.store.clone(),
+        settings.ha.clone(),
+        my_id,
+        epoch,
+        set,
+        epochs,
+        broker.ha_security.listener(listener),
+    )
+    .map_err(|e| format!("{e}: {}", std::error::Error::source(&e).map(|s| s.to_string()).unwrap_or_default()))?;
     // Every record this log holds gets its queue offset before new puts take the next ones.
     let store = broker.store.clone();
     let caught_up = tokio::task::spawn_blocking(move || {
@@ -302,7 +306,7 @@ async fn become_slave(
     let client = AutoSwitchSlave::start(
         broker.store.clone(),
         settings.ha.clone(),
-        HaClientOptions::default(),
+        broker.ha_security.client.clone(),
         my_id,
         epochs,
         None,

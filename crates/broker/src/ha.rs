@@ -6,12 +6,16 @@
 
 use std::sync::Arc;
 
+use ferromq_auth::plain::PlainAccessValidator;
+use ferromq_auth::v2::model::{UserStatus, UserType};
+use ferromq_auth::v2::AuthMetadata;
 use ferromq_protocol::body::JsonBody;
 use ferromq_protocol::{response_code, RemotingCommand};
+use ferromq_remoting::tls::ServerTls;
 use ferromq_replication::autoswitch::{AutoSwitchMaster, AutoSwitchSlave};
-use ferromq_replication::ReplicaWaitError;
-use ferromq_replication::{HaClient, HaService};
+use ferromq_replication::{HaClient, HaClientOptions, HaListener, HaService, ReplicaAuthenticator, ReplicaWaitError};
 use ferromq_store::{PutMessageResult, PutMessageStatus};
+use tokio::net::TcpListener;
 use tracing::debug;
 
 use crate::broker::Broker;
@@ -32,6 +36,52 @@ pub(crate) enum Replication {
     AutoSwitchMaster(Arc<AutoSwitchMaster>),
     /// Controller-mode replica (AutoSwitchHA).
     AutoSwitchSlave(Arc<AutoSwitchSlave>),
+}
+
+/// How the HA port and the replica's link are secured (TLS and FerroMQ's HA authentication,
+/// `ferromq_replication`'s `link` module): fixed at start, for classic and controller mode.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HaSecurity {
+    /// The broker's `tls.server.mode` and certificate, for the HA port too.
+    pub(crate) server_tls: ServerTls,
+    /// Who may replicate, when ACL and `haAuthenticationEnabled` are on.
+    pub(crate) authenticator: Option<Arc<dyn ReplicaAuthenticator>>,
+    /// A replica's TLS and credentials.
+    pub(crate) client: HaClientOptions,
+}
+
+impl HaSecurity {
+    /// `listener` as the master's HA port.
+    pub(crate) fn listener(&self, listener: TcpListener) -> HaListener {
+        let l = HaListener::from(listener).with_tls(self.server_tls.clone());
+        match &self.authenticator {
+            Some(a) => l.with_authenticator(a.clone()),
+            None => l,
+        }
+    }
+}
+
+/// The accounts that may replicate a master: SUPER users of ACL 2.0 (when authentication is
+/// on), admin accounts of ACL 1.0 (when `aclEnable`). The brokers of a group share them.
+#[derive(Debug)]
+pub(crate) struct ReplicaAccounts {
+    pub(crate) v2: Option<Arc<AuthMetadata>>,
+    pub(crate) plain: Option<Arc<PlainAccessValidator>>,
+}
+
+impl ReplicaAuthenticator for ReplicaAccounts {
+    fn secret(&self, access_key: &str) -> Option<String> {
+        let v2 = self
+            .v2
+            .as_ref()
+            .and_then(|m| m.user(access_key))
+            .filter(|u| u.user_type == UserType::Super && u.user_status == UserStatus::Enable);
+        if let Some(user) = v2 {
+            return Some(user.password);
+        }
+        let (_, accounts) = self.plain.as_ref()?.config();
+        accounts.into_iter().find(|a| a.admin && a.access_key == access_key).map(|a| a.secret_key)
+    }
 }
 
 /// The role the broker acts in now: fixed by `brokerRole`/`brokerId` in classic mode, changed

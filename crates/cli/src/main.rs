@@ -406,6 +406,42 @@ fn tls_mode_summary(mode: ferromq_remoting::tls::TlsMode) -> &'static str {
     }
 }
 
+/// Standalone's name server checks registrations and admin changes as the broker checks
+/// requests: ACL 2.0 with the broker's users (its `<storePathRootDir>/config`, reread when
+/// they change), ACL 1.0 with the same `plain_acl.yml`. The broker signs its registrations with
+/// `innerClientAuthenticationCredentials`, defaulting to `initAuthenticationUser`; without
+/// either the name server stays open, as Java's always is, and says so.
+fn share_access_control(settings: &mut BrokerSettings, namesrv: &mut NamesrvConfig) -> anyhow::Result<()> {
+    let b = &mut settings.broker;
+    let acl_2 = b.authentication_enabled || b.authorization_enabled;
+    if !acl_2 && !b.acl_enable {
+        return Ok(());
+    }
+    if b.inner_client_authentication_credentials.trim().is_empty() {
+        if let Some((user, password)) =
+            ferromq_auth::v2::config_json::init_user(&b.init_authentication_user).map_err(anyhow::Error::msg)?
+        {
+            b.inner_client_authentication_credentials =
+                serde_json::json!({ "accessKey": user, "secretKey": password }).to_string();
+        }
+    }
+    if b.inner_client_authentication_credentials.trim().is_empty() {
+        tracing::warn!(
+            "the name server does not check registrations: set innerClientAuthenticationCredentials (or initAuthenticationUser) so the broker can sign them"
+        );
+        return Ok(());
+    }
+    if acl_2 {
+        namesrv.authentication_enabled = true;
+        namesrv.auth_config_path = settings.store.store_path_root_dir.join("config");
+    }
+    if b.acl_enable {
+        namesrv.acl_enable = true;
+        namesrv.rocketmq_home = b.rocketmq_home.clone();
+    }
+    Ok(())
+}
+
 fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
     let data = args.data_dir;
     std::fs::create_dir_all(&data).with_context(|| format!("cannot create {}", data.display()))?;
@@ -431,6 +467,7 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
     for (key, value) in settings.broker.unknown.iter().filter(|(k, _)| TlsConfig::is_tls_key(k)) {
         namesrv_config.unknown.insert(key.clone(), value.clone());
     }
+    share_access_control(&mut settings, &mut namesrv_config)?;
     let tls = settings.tls_config().context("TLS settings (tls.* keys, tls.config.file)")?;
     // Certificate files are checked before anything listens (the servers load them again).
     if tls.server_mode.accepts_tls() && !tls.test_mode_enable {

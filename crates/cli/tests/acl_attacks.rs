@@ -1,9 +1,10 @@
 //! The attacks of issue 19 against a secured cluster started from config files (README,
-//! "A secured cluster": a name server with white lists, a broker with ACL 2.0, both with
-//! `tls.server.mode=enforcing`), each from another address (127.0.0.2, raw remoting frames over
-//! TLS, trusting any certificate as Java's clients do) than the cluster's own (127.0.0.1):
-//! every one refused, plaintext refused outright, and the cluster still serves its legitimate
-//! users afterwards.
+//! "A secured cluster": a name server with white lists and ACL 2.0, a broker with ACL 2.0, both
+//! with `tls.server.mode=enforcing`), each from another address (127.0.0.2, raw remoting frames
+//! over TLS, trusting any certificate as Java's clients do) than the cluster's own (127.0.0.1),
+//! and the name server's and HA port's again from inside the white lists (an attacker on a
+//! cluster host): every one refused, plaintext refused outright, and the cluster still serves
+//! its legitimate users afterwards.
 
 #![cfg(unix)]
 
@@ -52,7 +53,9 @@ async fn start() -> Cluster {
     let ha_port = free_port();
     let ns_conf = format!(
         "listenPort={ns_port}\nbindAddress=127.0.0.1\nkvConfigPath={d}/kv.json\nconfigStorePath={d}/ns.properties\n\
-         brokerRegisterWhiteList=127.0.0.1\nadminRequestWhiteList=127.0.0.1\ntls.server.mode=enforcing\n",
+         brokerRegisterWhiteList=127.0.0.1\nadminRequestWhiteList=127.0.0.1\ntls.server.mode=enforcing\n\
+         authenticationEnabled=true\nauthConfigPath={d}/ns-auth\n\
+         initAuthenticationUser={{\"username\":\"rocketmq\",\"password\":\"12345678\"}}\n",
         d = dir.path().display()
     );
     let ns = spawn_with_config(BIN, &["namesrv"], &dir.path().join("namesrv.conf"), &ns_conf);
@@ -72,20 +75,40 @@ async fn start() -> Cluster {
     Cluster { _ns: ns, _broker: broker, namesrv, broker: broker_addr, ha_port, _dir: dir }
 }
 
-/// A connection from 127.0.0.2: another host, as far as the cluster can tell.
-async fn from_elsewhere(addr: &str) -> TcpStream {
+/// Another host, as far as the cluster can tell.
+const ELSEWHERE: &str = "127.0.0.2";
+/// A cluster host (inside the white lists).
+const INSIDE: &str = "127.0.0.1";
+
+/// A connection from `source`.
+async fn connect_from(source: &str, addr: &str) -> TcpStream {
     let socket = TcpSocket::new_v4().expect("socket");
-    socket.bind("127.0.0.2:0".parse().expect("addr")).expect("bind 127.0.0.2");
+    socket.bind(format!("{source}:0").parse().expect("addr")).expect("bind the source address");
     socket.connect(addr.parse::<SocketAddr>().expect("addr")).await.expect("connect")
 }
 
+/// A connection from 127.0.0.2.
+async fn from_elsewhere(addr: &str) -> TcpStream {
+    connect_from(ELSEWHERE, addr).await
+}
+
 /// Sends `request` on a fresh TLS connection from 127.0.0.2 and reads the answer.
-async fn attack(addr: &str, mut request: RemotingCommand, creds: Option<(&str, &str)>) -> RemotingCommand {
+async fn attack(addr: &str, request: RemotingCommand, creds: Option<(&str, &str)>) -> RemotingCommand {
+    attack_from(ELSEWHERE, addr, request, creds).await
+}
+
+/// Sends `request` on a fresh TLS connection from `source` and reads the answer.
+async fn attack_from(
+    source: &str,
+    addr: &str,
+    mut request: RemotingCommand,
+    creds: Option<(&str, &str)>,
+) -> RemotingCommand {
     request.opaque = 7;
     if let Some((ak, sk)) = creds {
         SessionCredentials::new(ak, sk).sign(&mut request);
     }
-    let tcp = from_elsewhere(addr).await;
+    let tcp = connect_from(source, addr).await;
     let mut stream = ClientTls::default().connect(addr, tcp).await.expect("TLS handshake");
     let mut out = BytesMut::new();
     encode_frame(&request, SerializeType::Json, &mut out).expect("encode");
@@ -223,7 +246,8 @@ async fn every_attack_is_refused() {
     }
 
     // The name server: a fake master for broker-a, the real one unregistered, write
-    // permission taken away.
+    // permission taken away; from elsewhere (the white lists) and from a cluster host (ACL
+    // 2.0: a SUPER user's signature is needed).
     let body = RegisterBrokerBody {
         filter_server_list: vec![],
         topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
@@ -244,24 +268,67 @@ async fn every_attack_is_refused() {
             body_crc32: Some(0),
         })
         .with_body(body.encode(false, ferromq_protocol::version::CURRENT));
-    refused(&attack(&c.namesrv, fake, None).await, "REGISTER_BROKER");
+    refused(&attack(&c.namesrv, fake.clone(), None).await, "REGISTER_BROKER");
+    for creds in [None, Some(("eve", "eve-secret")), Some((ROOT.0, "not-the-password"))] {
+        let answer = attack_from(INSIDE, &c.namesrv, fake.clone(), creds).await;
+        refused(&answer, "REGISTER_BROKER from a cluster host");
+        let remark = answer.remark.unwrap_or_default();
+        assert!(
+            ["username cannot be null.", "User:eve is not found.", "check signature failed."]
+                .contains(&remark.as_str()),
+            "{creds:?}: {remark}"
+        );
+    }
     let unreg = RemotingCommand::request(request_code::UNREGISTER_BROKER).with_header(&UnRegisterBrokerRequestHeader {
         broker_name: "broker-a".into(),
         broker_addr: c.broker.clone(),
         cluster_name: "SecureCluster".into(),
         broker_id: 0,
     });
-    refused(&attack(&c.namesrv, unreg, None).await, "UNREGISTER_BROKER");
+    refused(&attack(&c.namesrv, unreg.clone(), None).await, "UNREGISTER_BROKER");
+    refused(&attack_from(INSIDE, &c.namesrv, unreg, Some(("eve", "eve-secret"))).await, "UNREGISTER_BROKER inside");
     let wipe = RemotingCommand::request(request_code::WIPE_WRITE_PERM_OF_BROKER)
         .with_header(&ferromq_protocol::header::WipeWritePermOfBrokerRequestHeader { broker_name: "broker-a".into() });
-    refused(&attack(&c.namesrv, wipe, None).await, "WIPE_WRITE_PERM_OF_BROKER");
+    refused(&attack(&c.namesrv, wipe.clone(), None).await, "WIPE_WRITE_PERM_OF_BROKER");
+    refused(&attack_from(INSIDE, &c.namesrv, wipe, None).await, "WIPE_WRITE_PERM_OF_BROKER inside");
+    let config =
+        RemotingCommand::request(request_code::UPDATE_NAMESRV_CONFIG).with_body(&b"brokerRegisterWhiteList=\n"[..]);
+    refused(&attack_from(INSIDE, &c.namesrv, config, None).await, "UPDATE_NAMESRV_CONFIG inside");
 
-    // The HA port: eight bytes (an offset report) from elsewhere get no message data.
-    let mut ha = from_elsewhere(&format!("127.0.0.1:{}", c.ha_port)).await;
+    // The HA port: eight bytes (an offset report) from elsewhere get no message data, in
+    // plaintext (enforcing TLS) or over TLS (no authentication); nor does the HA
+    // authentication with a wrong password.
+    let ha_addr = format!("127.0.0.1:{}", c.ha_port);
+    let mut ha = from_elsewhere(&ha_addr).await;
     ha.write_all(&0i64.to_be_bytes()).await.expect("offset report");
     let mut buf = [0u8; 64];
     let got = tokio::time::timeout(Duration::from_secs(3), ha.read(&mut buf)).await;
     assert!(matches!(got, Ok(Ok(0)) | Ok(Err(_))), "the HA port answered a stranger: {got:?}");
+    for source in [ELSEWHERE, INSIDE] {
+        let tcp = connect_from(source, &ha_addr).await;
+        let mut ha = ClientTls::default().connect(&ha_addr, tcp).await.expect("TLS to the HA port");
+        ha.write_all(&0i64.to_be_bytes()).await.expect("offset report");
+        let got = tokio::time::timeout(T, ha.read(&mut buf)).await.expect("closed in time");
+        assert!(matches!(got, Ok(0) | Err(_)), "the HA port served an unauthenticated replica: {got:?}");
+
+        let tcp = connect_from(source, &ha_addr).await;
+        let mut ha = ClientTls::default().connect(&ha_addr, tcp).await.expect("TLS to the HA port");
+        ha.write_all(b"FMQHAUTH").await.expect("magic");
+        let mut hello = [0u8; 28];
+        ha.read_exact(&mut hello).await.expect("the challenge");
+        let mut signed = hello[8..].to_vec();
+        signed.extend_from_slice(ROOT.0.as_bytes());
+        let mut answer = (ROOT.0.len() as u16).to_be_bytes().to_vec();
+        answer.extend_from_slice(ROOT.0.as_bytes());
+        answer.extend_from_slice(&ferromq_protocol::signature::hmac_sha1(b"a guess", &signed));
+        ha.write_all(&answer).await.expect("answer");
+        let mut status = [0u8; 1];
+        ha.read_exact(&mut status).await.expect("status");
+        assert_eq!(status[0], 1, "a wrong password was accepted on the HA port");
+        let _ = ha.write_all(&0i64.to_be_bytes()).await;
+        let got = tokio::time::timeout(T, ha.read(&mut buf)).await.expect("closed in time");
+        assert!(matches!(got, Ok(0) | Err(_)), "a refused replica got data: {got:?}");
+    }
 
     // The cluster still serves its own: the topic is there, with the admin's keys.
     let route = admin.topic_route("orders").await.expect("route");

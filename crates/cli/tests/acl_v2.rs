@@ -245,6 +245,40 @@ async fn a_slave_follows_its_masters_users_and_acls() {
         assert!(Instant::now() < deadline, "the slave never copied carol and her ACL");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // The slave replicates what the master stores through the HA port, where it authenticates
+    // with its inner credentials (ACL is on: an unauthenticated replica would get nothing).
+    let producer = Producer::new(
+        ProducerConfig { group: "pg_ha_acl".into(), ..ProducerConfig::default() },
+        ClientConfig {
+            credentials: Some(SessionCredentials::new("inner-broker", "inner-secret")),
+            ..ClientConfig::with_namesrv(&c.ns_addr)
+        },
+    );
+    producer.start().await.expect("producer");
+    let sent = producer.send(Message::new("ha_acl_topic", b"replicated".to_vec())).await.expect("send to the master");
+    producer.shutdown().await;
+    let replicated = RemotingClient::new(
+        ferromq_remoting::ClientConfig::default()
+            .with_credentials(Some(SessionCredentials::new("carol", "carol-secret"))),
+    );
+    let deadline = Instant::now() + T;
+    loop {
+        let mut r = RemotingCommand::request(request_code::GET_MAX_OFFSET);
+        r.ext_fields.insert("topic".into(), "ha_acl_topic");
+        r.ext_fields.insert("queueId".into(), sent.message_queue.queue_id.to_string().as_str());
+        let answer = replicated.invoke(&slave.addr, r, T).await.expect("answered");
+        if answer.code == response_code::SUCCESS && answer.ext("offset").is_some_and(|o| o != "0") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the slave never replicated the message: {:?} {:?}",
+            answer.code,
+            answer.remark
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    replicated.shutdown().await;
     // The slave checks carol with the copied data: a signed query is let through, an unsigned
     // one and another user's are refused.
     let query = || {

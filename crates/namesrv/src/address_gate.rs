@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use ferromq_config::IpBlock;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
-use ferromq_remoting::{Connection, Dispatcher, HandlerFuture, RequestHandler};
+use ferromq_remoting::{Connection, HandlerFuture, RequestHandler};
 use tracing::warn;
 
 /// Requests brokers send.
-const BROKER_CODES: &[i32] = &[
+pub(crate) const BROKER_CODES: &[i32] = &[
     request_code::REGISTER_BROKER,
     request_code::UNREGISTER_BROKER,
     request_code::BROKER_HEARTBEAT,
@@ -23,7 +23,7 @@ const BROKER_CODES: &[i32] = &[
 ];
 
 /// Requests operators send that change the name server.
-const ADMIN_CODES: &[i32] = &[
+pub(crate) const ADMIN_CODES: &[i32] = &[
     request_code::WIPE_WRITE_PERM_OF_BROKER,
     request_code::ADD_WRITE_PERM_OF_BROKER,
     request_code::DELETE_TOPIC_IN_NAMESRV,
@@ -34,7 +34,7 @@ const ADMIN_CODES: &[i32] = &[
 
 /// The name server's dispatcher behind the two lists.
 pub struct AddressGate {
-    inner: Arc<Dispatcher>,
+    inner: Arc<dyn RequestHandler>,
     brokers: Vec<IpBlock>,
     admins: Vec<IpBlock>,
 }
@@ -47,7 +47,7 @@ impl std::fmt::Debug for AddressGate {
 
 impl AddressGate {
     /// A gate; empty lists let everyone through.
-    pub fn new(inner: Arc<Dispatcher>, brokers: Vec<IpBlock>, admins: Vec<IpBlock>) -> Self {
+    pub fn new(inner: Arc<dyn RequestHandler>, brokers: Vec<IpBlock>, admins: Vec<IpBlock>) -> Self {
         AddressGate { inner, brokers, admins }
     }
 }

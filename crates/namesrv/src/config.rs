@@ -15,7 +15,8 @@ fn home_dir() -> PathBuf {
 rocketmq_config! {
     /// The name server's settings. Field docs name the RocketMQ key.
     pub struct NamesrvConfig {
-        /// `rocketmqHome`: informational; FerroMQ needs no installation directory.
+        /// `rocketmqHome`: where `conf/plain_acl.yml` and `conf/acl/` are (ACL 1.0); blank: the
+        /// working directory.
         rocketmq_home: String = "rocketmqHome", default std::env::var("ROCKETMQ_HOME").unwrap_or_default();
         /// `kvConfigPath`: where the KV config table persists.
         kv_config_path: PathBuf = "kvConfigPath", default home_dir().join("namesrv").join("kvConfig.json");
@@ -40,7 +41,7 @@ rocketmq_config! {
         /// `deleteTopicWithBrokerRegistration`: drop a broker's topics missing from its registration.
         delete_topic_with_broker_registration: bool = "deleteTopicWithBrokerRegistration", default false;
         /// `configBlackList`: keys UPDATE_NAMESRV_CONFIG may not change, `;`-separated.
-        config_black_list: String = "configBlackList", default "configBlackList;configStorePath;kvConfigPath;brokerRegisterWhiteList;adminRequestWhiteList".to_owned();
+        config_black_list: String = "configBlackList", default "configBlackList;configStorePath;kvConfigPath;brokerRegisterWhiteList;adminRequestWhiteList;rocketmqHome;aclEnable;authenticationEnabled;authorizationEnabled;authConfigPath;initAuthenticationUser".to_owned();
         /// `listenPort`.
         listen_port: u16 = "listenPort", default 9876;
         /// `bindAddress`.
@@ -56,6 +57,22 @@ rocketmq_config! {
         /// `adminRequestWhiteList` (FerroMQ): addresses and CIDR blocks operators may change
         /// write permissions, topics, KV config and settings from; empty: any.
         admin_request_white_list: String = "adminRequestWhiteList", default String::new();
+        /// `aclEnable` (FerroMQ on the name server): registrations and admin changes must be
+        /// signed by an admin account of `plain_acl.yml` (or come from a global white address).
+        acl_enable: bool = "aclEnable", default false;
+        /// `authenticationEnabled` (FerroMQ on the name server): registrations and admin
+        /// changes must be signed by an ACL 2.0 user allowed to (SUPER, or a policy on the
+        /// cluster); route queries stay open as in Java.
+        authentication_enabled: bool = "authenticationEnabled", default false;
+        /// `authorizationEnabled`: the same switch as `authenticationEnabled` here (the checks
+        /// run together on the name server).
+        authorization_enabled: bool = "authorizationEnabled", default false;
+        /// `authConfigPath`: the directory of `users.json` and `acls.json` (a broker keeps
+        /// them in `<storePathRootDir>/config`); reread when they change.
+        auth_config_path: PathBuf = "authConfigPath", default home_dir().join("namesrv").join("config");
+        /// `initAuthenticationUser`: `{"username":..,"password":..}`, a SUPER user written to
+        /// `authConfigPath` at start if absent (the brokers' `innerClientAuthenticationCredentials`).
+        init_authentication_user: String = "initAuthenticationUser", default String::new();
     }
 }
 
@@ -63,6 +80,15 @@ impl NamesrvConfig {
     /// Keys that UPDATE_NAMESRV_CONFIG refuses.
     pub fn black_list(&self) -> Vec<&str> {
         self.config_black_list.split(';').map(str::trim).filter(|k| !k.is_empty()).collect()
+    }
+
+    /// `plain_acl.yml` and the `conf/acl` directory under `rocketmqHome`.
+    pub fn plain_acl_paths(&self) -> (PathBuf, PathBuf) {
+        let home = match self.rocketmq_home.trim() {
+            "" => std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            h => PathBuf::from(h),
+        };
+        (home.join(ferromq_auth::plain::DEFAULT_PLAIN_FILE), home.join(ferromq_auth::plain::DEFAULT_ACL_DIR))
     }
 
     /// Idle timeout as a duration.

@@ -6,6 +6,7 @@
 //! files do. [`run`] serves one listener until shutdown.
 
 pub mod address_gate;
+mod auth_gate;
 mod config;
 mod kv_config;
 mod processor;
@@ -16,10 +17,12 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use ferromq_auth::plain::PlainAccessValidator;
+use ferromq_auth::v2::{config_json, AuthMetadata, AuthService};
 use ferromq_remoting::tls::TlsConfig;
-use ferromq_remoting::{RemotingServer, ServerConfig};
+use ferromq_remoting::{RemotingServer, RequestHandler, ServerConfig};
 use tokio::net::TcpListener;
-use tracing::info;
+use tracing::{error, info, warn};
 
 pub use config::NamesrvConfig;
 pub use ferromq_config::{ConfigError, RocketMqConfig};
@@ -72,13 +75,15 @@ pub async fn run(
             .map_err(NamesrvError::Config)?;
     let admins = ferromq_config::IpBlock::parse_list("adminRequestWhiteList", &state_config.admin_request_white_list)
         .map_err(NamesrvError::Config)?;
-    let dispatcher = Arc::new(processor::dispatcher(state.clone()));
-    let handler: Arc<dyn ferromq_remoting::RequestHandler> = if brokers.is_empty() && admins.is_empty() {
-        dispatcher
-    } else {
+    let (v2, plain) = access_control(&state_config)?;
+    let mut handler: Arc<dyn RequestHandler> = Arc::new(processor::dispatcher(state.clone()));
+    if v2.is_some() || plain.is_some() {
+        handler = Arc::new(auth_gate::AuthGate::new(handler, v2.clone(), plain.clone()));
+    }
+    if !brokers.is_empty() || !admins.is_empty() {
         info!(brokers = brokers.len(), admins = admins.len(), "name server white lists in force");
-        Arc::new(address_gate::AddressGate::new(dispatcher, brokers, admins))
-    };
+        handler = Arc::new(address_gate::AddressGate::new(handler, brokers, admins));
+    }
     let tls = server_config.tls.to_string();
     let server = RemotingServer::new(server_config, handler);
     info!(addr = ?listener.local_addr().ok(), tls = %tls, "name server listening");
@@ -90,11 +95,78 @@ pub async fn run(
             processor::scan_not_active_brokers(&scan_state);
         }
     };
-    // The scan loop never ends by itself; it stops when the server has drained.
+    // The loops never end by themselves; they stop when the server has drained.
     tokio::select! {
         result = server.serve(listener, shutdown) => result?,
         () = scan => {}
+        () = reload_access_control(v2, plain) => {}
     }
     info!("name server stopped");
     Ok(())
+}
+
+/// How often the ACL files are looked at for changes.
+const ACL_RELOAD_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The ACL 2.0 and ACL 1.0 checks a name server runs, each when configured.
+type AccessControl = (Option<Arc<AuthService>>, Option<Arc<PlainAccessValidator>>);
+
+/// The ACL 2.0 and ACL 1.0 checks `config` asks for.
+fn access_control(config: &NamesrvConfig) -> Result<AccessControl, NamesrvError> {
+    let mut v2 = None;
+    if config.authentication_enabled || config.authorization_enabled {
+        let dir = &config.auth_config_path;
+        let store =
+            |e: ferromq_auth::v2::AuthError| NamesrvError::Config(format!("authConfigPath={}: {e}", dir.display()));
+        std::fs::create_dir_all(dir)
+            .map_err(|e| NamesrvError::Config(format!("authConfigPath={}: cannot create it: {e}", dir.display())))?;
+        let metadata = AuthMetadata::open(dir).map_err(store)?;
+        if let Some((user, password)) =
+            config_json::init_user(&config.init_authentication_user).map_err(NamesrvError::Config)?
+        {
+            metadata.ensure_super_user(&user, &password).map_err(store)?;
+        }
+        if metadata.snapshot().users.is_empty() {
+            warn!(auth_config_path = %dir.display(),
+                "authenticationEnabled=true but there is no user: every registration will be refused; set initAuthenticationUser");
+        }
+        info!(auth_config_path = %dir.display(), "ACL 2.0: registrations and admin changes need a signing user");
+        v2 = Some(Arc::new(AuthService::new(auth_gate::v2_settings(), Arc::new(metadata))));
+    }
+    let mut plain = None;
+    if config.acl_enable {
+        let (file, dir) = config.plain_acl_paths();
+        let validator =
+            PlainAccessValidator::load(file, dir).map_err(|e| NamesrvError::Config(format!("aclEnable=true: {e}")))?;
+        info!("ACL 1.0: registrations and admin changes need an admin account or a global white address");
+        plain = Some(Arc::new(validator));
+    }
+    Ok((v2, plain))
+}
+
+/// Rereads the users, ACLs and ACL 1.0 files when they change; a broken file leaves the
+/// previous rules in force. Never returns.
+async fn reload_access_control(v2: Option<Arc<AuthService>>, plain: Option<Arc<PlainAccessValidator>>) {
+    if v2.is_none() && plain.is_none() {
+        return std::future::pending().await;
+    }
+    let mut tick = tokio::time::interval(ACL_RELOAD_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let (v2, plain) = (v2.clone(), plain.clone());
+        // File reads off the runtime's worker threads.
+        let reloaded = tokio::task::spawn_blocking(move || {
+            if let Some(Err(e)) = v2.map(|s| s.metadata().reload_if_changed()) {
+                error!(error = %e, "ACL 2.0 users or ACLs changed but cannot be read; the previous ones stay in force");
+            }
+            if let Some(Err(e)) = plain.map(|p| p.reload_if_changed()) {
+                error!(error = %e, "ACL files changed but cannot be loaded; the previous rules stay in force");
+            }
+        })
+        .await;
+        if let Err(e) = reloaded {
+            error!(error = %e, "ACL reload task failed");
+        }
+    }
 }

@@ -672,3 +672,123 @@ async fn white_lists_guard_registration_and_admin_changes() {
     ns.stop().await;
     client.shutdown().await;
 }
+
+fn signed_client(ak: &str, sk: &str) -> RemotingClient {
+    RemotingClient::new(
+        ClientConfig::default().with_credentials(Some(ferromq_protocol::signature::SessionCredentials::new(ak, sk))),
+    )
+}
+
+fn put_kv() -> RemotingCommand {
+    RemotingCommand::request(request_code::PUT_KV_CONFIG).with_header(&PutKvConfigRequestHeader {
+        namespace: "ORDER_TOPIC_CONFIG".into(),
+        key: "Orders".into(),
+        value: "broker-a:4".into(),
+    })
+}
+
+/// ACL 2.0 on the name server (`authenticationEnabled`): registrations and admin changes need
+/// a user of `authConfigPath` whose signature verifies and who is SUPER or allowed on the
+/// cluster; reads stay open; users added to the files later count without a restart.
+#[tokio::test]
+async fn acl_2_users_sign_registrations_and_admin_changes() {
+    let users = tempfile::tempdir().unwrap();
+    std::fs::write(
+        users.path().join("users.json"),
+        r#"[{"username":"ops","password":"ops-secret","userType":"Normal","userStatus":"enable"},
+            {"username":"off","password":"off-secret","userType":"Super","userStatus":"disable"}]"#,
+    )
+    .unwrap();
+    std::fs::write(
+        users.path().join("acls.json"),
+        r#"[{"subject":"User:ops","policies":[{"policyType":"Custom","entries":[
+            {"resource":"Cluster:C1","actions":["Update"],"decision":"Allow"}]}]}]"#,
+    )
+    .unwrap();
+    let dir = users.path().to_path_buf();
+    let ns = Namesrv::start(move |c| {
+        c.authentication_enabled = true;
+        c.auth_config_path = dir;
+        c.init_authentication_user = r#"{"username":"root","password":"root-secret"}"#.into();
+    })
+    .await;
+    let anonymous = RemotingClient::new(ClientConfig::default());
+    let root = signed_client("root", "root-secret");
+    let ops = signed_client("ops", "ops-secret");
+    let reg = |cluster: &str, name: &str| registration(cluster, name, 0, "127.0.0.1:10911", &[topic("T", 4)], false);
+
+    let r = call(&anonymous, &ns.addr, reg("C1", "broker-a")).await;
+    assert_eq!((r.code, r.remark.as_deref()), (response_code::NO_PERMISSION, Some("username cannot be null.")));
+    let r = call(&signed_client("root", "guess"), &ns.addr, reg("C1", "broker-a")).await;
+    assert_eq!((r.code, r.remark.as_deref()), (response_code::NO_PERMISSION, Some("check signature failed.")));
+    let r = call(&signed_client("off", "off-secret"), &ns.addr, reg("C1", "broker-a")).await;
+    assert_eq!((r.code, r.remark.as_deref()), (response_code::NO_PERMISSION, Some("User:off is disabled.")));
+    // A SUPER user may do anything; a normal user what its policies allow.
+    assert_eq!(call(&root, &ns.addr, reg("C2", "broker-b")).await.code, response_code::SUCCESS);
+    assert_eq!(call(&ops, &ns.addr, reg("C1", "broker-a")).await.code, response_code::SUCCESS);
+    let r = call(&ops, &ns.addr, reg("C2", "broker-c")).await;
+    assert_eq!(r.code, response_code::NO_PERMISSION, "{:?}", r.remark);
+    assert!(r.remark.as_deref().unwrap_or("").contains("Cluster:C2"), "{:?}", r.remark);
+    // What names no cluster needs rights on every cluster.
+    assert_eq!(call(&ops, &ns.addr, put_kv()).await.code, response_code::NO_PERMISSION);
+    assert_eq!(call(&root, &ns.addr, put_kv()).await.code, response_code::SUCCESS);
+    // Reads are open, as on Java's name server.
+    assert_eq!(call(&anonymous, &ns.addr, route_request("T", version::CURRENT)).await.code, response_code::SUCCESS);
+
+    // A user a broker of this host adds (the same files) counts without a restart.
+    let late = ferromq_auth::v2::AuthMetadata::open(users.path()).unwrap();
+    late.ensure_super_user("late", "late-secret").unwrap();
+    let late_client = signed_client("late", "late-secret");
+    eventually("the name server rereads users.json", || async {
+        call(&late_client, &ns.addr, reg("C3", "broker-d")).await.code == response_code::SUCCESS
+    })
+    .await;
+    for c in [anonymous, root, ops, late_client] {
+        c.shutdown().await;
+    }
+    ns.stop().await;
+}
+
+/// ACL 1.0 on the name server (`aclEnable`): registrations and admin changes need an admin
+/// account of plain_acl.yml or a global white address; the file is reread when it changes.
+#[tokio::test]
+async fn acl_1_admin_accounts_or_global_white_addresses_sign_registrations() {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join("conf")).unwrap();
+    let plain = home.path().join("conf/plain_acl.yml");
+    let yaml = |white: &str| {
+        format!(
+            "globalWhiteRemoteAddresses:\n  - {white}\naccounts:\n  - accessKey: adminKey1\n    secretKey: adminSecret1\n    admin: true\n  - accessKey: appKey123\n    secretKey: appSecret1\n    admin: false\n    defaultTopicPerm: PUB|SUB\n"
+        )
+    };
+    std::fs::write(&plain, yaml("10.10.10.*")).unwrap();
+    let home_text = home.path().display().to_string();
+    let ns = Namesrv::start(move |c| {
+        c.acl_enable = true;
+        c.rocketmq_home = home_text;
+    })
+    .await;
+    let anonymous = RemotingClient::new(ClientConfig::default());
+    let admin = signed_client("adminKey1", "adminSecret1");
+    let app = signed_client("appKey123", "appSecret1");
+    let reg = || registration("DefaultCluster", "broker-a", 0, "127.0.0.1:10911", &[topic("T", 4)], false);
+    let r = call(&anonymous, &ns.addr, reg()).await;
+    assert_eq!((r.code, r.remark.as_deref()), (response_code::SYSTEM_ERROR, Some("No accessKey is configured")));
+    let r = call(&app, &ns.addr, reg()).await;
+    assert_eq!(r.code, response_code::SYSTEM_ERROR);
+    assert!(r.remark.as_deref().unwrap_or("").starts_with("Need admin permission"), "{:?}", r.remark);
+    assert_eq!(call(&app, &ns.addr, put_kv()).await.code, response_code::SYSTEM_ERROR);
+    assert_eq!(call(&admin, &ns.addr, reg()).await.code, response_code::SUCCESS);
+    assert_eq!(call(&admin, &ns.addr, put_kv()).await.code, response_code::SUCCESS);
+    assert_eq!(call(&anonymous, &ns.addr, route_request("T", version::CURRENT)).await.code, response_code::SUCCESS);
+    // 4.x brokers do not sign: a global white address lets them register.
+    std::fs::write(&plain, yaml("127.0.0.1")).unwrap();
+    eventually("the name server rereads plain_acl.yml", || async {
+        call(&anonymous, &ns.addr, reg()).await.code == response_code::SUCCESS
+    })
+    .await;
+    for c in [anonymous, admin, app] {
+        c.shutdown().await;
+    }
+    ns.stop().await;
+}

@@ -144,7 +144,8 @@ pub fn verify(request: &RemotingCommand, secret: &[u8]) -> Result<(), VerifyErro
     Err(VerifyError::Mismatch)
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+/// Whether `a` and `b` are equal, in time that depends on their length only (comparing MACs).
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

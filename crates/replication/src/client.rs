@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use crate::net::{error_chain, now_ms};
 use bytes::BytesMut;
+use ferromq_protocol::signature::SessionCredentials;
+use ferromq_remoting::tls::ClientTls;
 use ferromq_store::{FlushDiskType, MessageStore, ReplicaAppendError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{error, info, trace, warn};
@@ -22,6 +22,7 @@ use tracing::{error, info, trace, warn};
 use crate::config::HaConfig;
 use crate::flow::FlowMonitor;
 use crate::frame::{decode_transfer, encode_report, FrameError};
+use crate::link::{Link, LinkWriter};
 use crate::runtime_info::{HaClientRuntimeInfo, HaRuntimeInfo};
 
 /// How much the slave reads from the socket at once (frames are at most 32 KiB by default).
@@ -34,11 +35,20 @@ pub struct HaClientOptions {
     pub reconnect_interval: Duration,
     /// How long a connection attempt may take.
     pub connect_timeout: Duration,
+    /// Connect with TLS (the broker's own client TLS).
+    pub tls: Option<ClientTls>,
+    /// Authenticate to the master with these (`innerClientAuthenticationCredentials`).
+    pub credentials: Option<SessionCredentials>,
 }
 
 impl Default for HaClientOptions {
     fn default() -> Self {
-        HaClientOptions { reconnect_interval: Duration::from_secs(5), connect_timeout: Duration::from_secs(3) }
+        HaClientOptions {
+            reconnect_interval: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(3),
+            tls: None,
+            credentials: None,
+        }
     }
 }
 
@@ -194,15 +204,12 @@ impl crate::net::LinkEnd for Closed {
 }
 
 /// One connection: report, then apply frames and report as the CommitLog grows.
-async fn replicate(shared: &ClientShared, stream: TcpStream) -> Closed {
-    if let Err(e) = stream.set_nodelay(true) {
-        warn!(error = %e, "cannot set TCP_NODELAY");
-    }
+async fn replicate(shared: &ClientShared, link: Link) -> Closed {
     let store = &shared.store;
     let heartbeat = shared.config.heartbeat_interval();
     let housekeeping = shared.config.housekeeping_interval();
     let sync_flush = store.config().flush_disk_type == FlushDiskType::SyncFlush;
-    let (mut reader, mut writer) = stream.into_split();
+    let Link { mut reader, mut writer } = link;
     // Whole records are the replica's end; a record head held back from an earlier
     // connection is dropped when the master restarts from here.
     let mut reported = store.max_phy_offset();
@@ -263,12 +270,7 @@ async fn replicate(shared: &ClientShared, stream: TcpStream) -> Closed {
     }
 }
 
-async fn report(
-    shared: &ClientShared,
-    writer: &mut OwnedWriteHalf,
-    offset: i64,
-    limit: Duration,
-) -> Result<(), Closed> {
+async fn report(shared: &ClientShared, writer: &mut LinkWriter, offset: i64, limit: Duration) -> Result<(), Closed> {
     match tokio::time::timeout(limit, writer.write_all(&encode_report(offset))).await {
         Ok(Ok(())) => {
             shared.last_write_ms.store(now_ms(), Ordering::Release);

@@ -17,6 +17,12 @@ rocketmq_config! {
         /// `haSlaveWhiteList` (FerroMQ): addresses and CIDR blocks the HA port accepts replicas
         /// from, comma-separated; empty: any (the broker narrows it to loopback when ACL is on).
         ha_slave_white_list: String = "haSlaveWhiteList", default String::new();
+        /// `haAuthenticationEnabled` (FerroMQ): with ACL on (`aclEnable`, or
+        /// `authenticationEnabled`), a master admits only replicas that authenticate (a SUPER
+        /// user, or an ACL 1.0 admin account) and a slave authenticates with
+        /// `innerClientAuthenticationCredentials`. `false` for Java peers, which cannot: the
+        /// HA port then relies on `haSlaveWhiteList` alone.
+        ha_authentication_enabled: bool = "haAuthenticationEnabled", default true;
         /// `haSendHeartbeatInterval` (ms): the master sends an empty frame, and the slave
         /// reports its offset, when this long has passed since its last write.
         ha_send_heartbeat_interval_ms: u64 = "haSendHeartbeatInterval", default 5_000;

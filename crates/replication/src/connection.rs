@@ -10,14 +10,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::io::AsyncReadExt;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{debug, error, info, trace, warn};
 
 use crate::flow::FlowMonitor;
 use crate::frame::{encode_transfer_header, ReportReader};
+use crate::link::{Link, LinkReader, LinkWriter};
 use crate::service::MasterShared;
 
 /// Bytes read from a slave at once; reports are 8 bytes, so this only bounds a burst.
@@ -96,16 +95,13 @@ impl SlaveConnection {
 /// Serves one slave until the connection ends or the service shuts down.
 pub(crate) async fn serve(
     shared: Arc<MasterShared>,
-    stream: TcpStream,
+    link: Link,
     addr: SocketAddr,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    if let Err(e) = stream.set_nodelay(true) {
-        debug!(remote_addr = %addr, error = %e, "cannot set TCP_NODELAY");
-    }
     let conn = Arc::new(SlaveConnection::new(addr, shared.flow_cap()));
     shared.add_connection(conn.clone());
-    let (reader, writer) = stream.into_split();
+    let Link { reader, writer } = link;
     let closed = tokio::select! {
         r = read_reports(&shared, &conn, reader) => r,
         r = ship(&shared, &conn, writer) => r,
@@ -123,7 +119,7 @@ pub(crate) async fn serve(
 }
 
 /// Takes offset reports until the slave goes away or stays silent too long.
-async fn read_reports(shared: &MasterShared, conn: &SlaveConnection, mut reader: OwnedReadHalf) -> ConnectionClosed {
+async fn read_reports(shared: &MasterShared, conn: &SlaveConnection, mut reader: LinkReader) -> ConnectionClosed {
     let housekeeping = shared.config.housekeeping_interval();
     let mut reports = ReportReader::default();
     let mut buf = vec![0u8; REPORT_READ_BUFFER_BYTES];
@@ -150,7 +146,7 @@ async fn read_reports(shared: &MasterShared, conn: &SlaveConnection, mut reader:
 }
 
 /// Ships CommitLog frames from the slave's first report on, heartbeats when idle.
-async fn ship(shared: &MasterShared, conn: &SlaveConnection, mut writer: OwnedWriteHalf) -> ConnectionClosed {
+async fn ship(shared: &MasterShared, conn: &SlaveConnection, mut writer: LinkWriter) -> ConnectionClosed {
     let mut request = conn.request.subscribe();
     let requested = match request.wait_for(|r| *r >= 0).await {
         Ok(r) => *r,
@@ -247,7 +243,7 @@ fn warn_if_unreadable(shared: &MasterShared, conn: &SlaveConnection, next: i64) 
 }
 
 /// Writes frames' headers and bodies with as few (vectored) writes as the socket allows.
-async fn send(writer: &mut OwnedWriteHalf, parts: &[Bytes], limit: Duration) -> Result<(), ConnectionClosed> {
+async fn send(writer: &mut LinkWriter, parts: &[Bytes], limit: Duration) -> Result<(), ConnectionClosed> {
     crate::net::write_parts(writer, parts, limit).await.map_err(|e| match e {
         crate::net::WriteFailed::Io(e) => ConnectionClosed::Io(e),
         crate::net::WriteFailed::Stalled => ConnectionClosed::WriteStalled(limit),

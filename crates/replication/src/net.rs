@@ -9,12 +9,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use ferromq_config::IpBlock;
 use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::warn;
 
+use crate::link::{HaListener, Link, LinkWriter};
 use crate::service::MAX_SLAVE_CONNECTIONS;
 
 /// Pause after a failed accept (for example out of file descriptors) before the next one.
@@ -30,17 +30,21 @@ pub fn parse_white_list(text: &str) -> Result<Vec<IpBlock>, String> {
 
 /// Accepts replicas on `listener` until `shutdown`, serving each with `serve` on its own task
 /// (at most [`MAX_SLAVE_CONNECTIONS`] at once; more are refused). A peer outside a non-empty
-/// `haSlaveWhiteList` is closed at once, before a byte is read or written. Returns once every
-/// connection task has ended (each sees the same shutdown signal).
+/// `haSlaveWhiteList` is closed at once, before a byte is read or written; the others pass the
+/// listener's TLS and authentication ([`crate::link`]) within `first_byte_timeout` each step.
+/// Returns once every connection task has ended (each sees the same shutdown signal).
 pub(crate) async fn accept_loop<F, Fut>(
-    listener: TcpListener,
+    listener: HaListener,
     white_list: &str,
+    first_byte_timeout: Duration,
     shutdown: watch::Receiver<bool>,
     serve: F,
 ) where
-    F: Fn(TcpStream, SocketAddr, watch::Receiver<bool>) -> Fut,
+    F: Fn(Link, SocketAddr, watch::Receiver<bool>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    let (listener, admission) = listener.into_parts();
+    let serve = std::sync::Arc::new(serve);
     // The broker checked the list at start; an entry that does not parse admits nobody.
     let allowed = parse_white_list(white_list).unwrap_or_else(|e| {
         warn!(error = %e, "the HA port admits no replica");
@@ -61,7 +65,12 @@ pub(crate) async fn accept_loop<F, Fut>(
                         warn!(remote_addr = %addr, limit = MAX_SLAVE_CONNECTIONS, "too many replica connections; refusing");
                         continue;
                     }
-                    connections.spawn(serve(stream, addr, shutdown.clone()));
+                    let (admission, serve, stop) = (admission.clone(), serve.clone(), shutdown.clone());
+                    connections.spawn(async move {
+                        if let Some(link) = admission.admit(stream, addr, first_byte_timeout).await {
+                            serve(link, addr, stop).await;
+                        }
+                    });
                 }
                 Err(e) => {
                     warn!(error = %e, "accepting a replica connection failed");
@@ -87,11 +96,7 @@ pub(crate) enum WriteFailed {
 
 /// Writes `parts` (frame headers and bodies) with as few vectored writes as the socket allows,
 /// within `limit`.
-pub(crate) async fn write_parts(
-    writer: &mut OwnedWriteHalf,
-    parts: &[Bytes],
-    limit: Duration,
-) -> Result<(), WriteFailed> {
+pub(crate) async fn write_parts(writer: &mut LinkWriter, parts: &[Bytes], limit: Duration) -> Result<(), WriteFailed> {
     let write_all = async {
         let mut slices: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
         let mut slices = &mut slices[..];
@@ -149,7 +154,7 @@ pub(crate) async fn follow_master<E, F, Fut>(
     mut replicate: F,
 ) where
     E: LinkEnd,
-    F: FnMut(TcpStream) -> Fut,
+    F: FnMut(Link) -> Fut,
     Fut: Future<Output = E>,
 {
     use std::sync::atomic::Ordering;
@@ -168,7 +173,23 @@ pub(crate) async fn follow_master<E, F, Fut>(
         };
         match attempt {
             Ok(Ok(stream)) => {
-                tracing::info!(master = %addr, "connected to master");
+                let linked = tokio::select! {
+                    l = crate::link::connect(stream, &addr, options.tls.as_ref(), options.credentials.as_ref()) => l,
+                    _ = crate::stopped(&mut shutdown) => return,
+                };
+                let stream = match linked {
+                    Ok(link) => link,
+                    Err(e) => {
+                        warn!(master = %addr, error = %error_chain(&e), "cannot set up the link to master");
+                        tokio::select! {
+                            _ = tokio::time::sleep(options.reconnect_interval) => {}
+                            _ = master.changed() => {}
+                            _ = crate::stopped(&mut shutdown) => return,
+                        }
+                        continue;
+                    }
+                };
+                tracing::info!(master = %addr, tls = options.tls.is_some(), authenticated = options.credentials.is_some(), "connected to master");
                 let end = tokio::select! {
                     end = replicate(stream) => end,
                     _ = master.changed() => E::master_changed(),

@@ -11,13 +11,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ferromq_store::MessageStore;
-use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify};
 use tracing::{info, warn};
 
 use crate::config::HaConfig;
 use crate::connection::{serve, SlaveConnection};
 use crate::error::ReplicaWaitError;
+use crate::link::HaListener;
 use crate::runtime_info::{HaConnectionRuntimeInfo, HaRuntimeInfo};
 
 /// Slave connections served at once; more are refused (a broker group has a few slaves).
@@ -85,13 +85,19 @@ pub struct HaService {
 
 impl HaService {
     /// Starts serving slaves on `listener` (bound by the broker to `haListenPort`, Java's
-    /// broker port + 1). Registers a CommitLog listener on `store` so connections ship new
+    /// broker port + 1; a plain `TcpListener`, or an [`HaListener`] with TLS and
+    /// authentication). Registers a CommitLog listener on `store` so connections ship new
     /// data as soon as the store's dispatch thread sees it. Must be called inside a tokio
     /// runtime.
     ///
     /// # Errors
     /// The listener's local address cannot be read.
-    pub fn start(store: Arc<MessageStore>, config: HaConfig, listener: TcpListener) -> std::io::Result<HaService> {
+    pub fn start(
+        store: Arc<MessageStore>,
+        config: HaConfig,
+        listener: impl Into<HaListener>,
+    ) -> std::io::Result<HaService> {
+        let listener = listener.into();
         let local_addr = listener.local_addr()?;
         let data_arrived = Arc::new(Notify::new());
         let weak = Arc::downgrade(&data_arrived);
@@ -300,11 +306,13 @@ impl Drop for HaService {
 }
 
 /// Accepts slaves until shutdown; owns the connection tasks. Java: `AcceptSocketService`.
-async fn accept_loop(shared: Arc<MasterShared>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
+async fn accept_loop(shared: Arc<MasterShared>, listener: HaListener, shutdown: watch::Receiver<bool>) {
     let white_list = shared.config.ha_slave_white_list.clone();
-    crate::net::accept_loop(listener, &white_list, shutdown, |stream, addr, stop| {
+    let first_byte_timeout = shared.config.housekeeping_interval();
+    let serving = shared.clone();
+    crate::net::accept_loop(listener, &white_list, first_byte_timeout, shutdown, move |link, addr, stop| {
         info!(remote_addr = %addr, "slave connected");
-        serve(shared.clone(), stream, addr, stop)
+        serve(serving.clone(), link, addr, stop)
     })
     .await;
     info!("HA service stopped");
@@ -321,7 +329,7 @@ mod tests {
     async fn service(dir: &std::path::Path) -> HaService {
         let host: SocketAddr = "127.0.0.1:10911".parse().unwrap();
         let store = Arc::new(MessageStore::open(StoreConfig::with_root(dir), host).unwrap());
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         HaService::start(store, HaConfig::default(), listener).unwrap()
     }
 

@@ -89,6 +89,17 @@ pub fn needs_admin(code: i32) -> bool {
             | AUTH_DELETE_ACL
             | AUTH_GET_ACL
             | AUTH_LIST_ACL
+            // The name server's tables: who serves which topic, and its settings.
+            | REGISTER_BROKER
+            | UNREGISTER_BROKER
+            | BROKER_HEARTBEAT
+            | REGISTER_TOPIC_IN_NAMESRV
+            | WIPE_WRITE_PERM_OF_BROKER
+            | ADD_WRITE_PERM_OF_BROKER
+            | DELETE_TOPIC_IN_NAMESRV
+            | PUT_KV_CONFIG
+            | DELETE_KV_CONFIG
+            | UPDATE_NAMESRV_CONFIG
     )
 }
 

@@ -64,7 +64,44 @@ impl Snapshot {
 pub struct AuthMetadata {
     dir: PathBuf,
     state: RwLock<Arc<Snapshot>>,
-    writes: Mutex<()>,
+    /// Serialises writes; holds the files' stamps as last written or read.
+    writes: Mutex<FileStamps>,
+}
+
+/// (modified, length) of the users and ACLs files; `None` when absent.
+type FileStamps = [Option<(std::time::SystemTime, u64)>; 2];
+
+fn file_stamps(dir: &Path) -> FileStamps {
+    let stamp = |name: &str| {
+        std::fs::metadata(dir.join(name))
+            .ok()
+            .map(|m| (m.modified().unwrap_or(std::time::SystemTime::UNIX_EPOCH), m.len()))
+    };
+    [stamp(USERS_FILE), stamp(ACLS_FILE)]
+}
+
+fn read_snapshot(config_dir: &Path) -> Result<Snapshot, AuthError> {
+    let read = |name: &str| -> Result<Option<Vec<u8>>, AuthError> {
+        let path = config_dir.join(name);
+        match std::fs::read(&path) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(AuthError::System(format!("cannot read {}: {e}", path.display()))),
+        }
+    };
+    let users: Vec<UserInfo> = match read(USERS_FILE)? {
+        Some(bytes) => JsonBody::decode(&bytes).map_err(|e| {
+            AuthError::System(format!("{} is not a users file: {e}", config_dir.join(USERS_FILE).display()))
+        })?,
+        None => Vec::new(),
+    };
+    let acls: Vec<AclInfo> = match read(ACLS_FILE)? {
+        Some(bytes) => JsonBody::decode(&bytes).map_err(|e| {
+            AuthError::System(format!("{} is not an ACL file: {e}", config_dir.join(ACLS_FILE).display()))
+        })?,
+        None => Vec::new(),
+    };
+    Snapshot::from_infos(users, acls).map_err(|e| AuthError::System(format!("{}: {e}", config_dir.display())))
 }
 
 fn system(e: impl std::fmt::Display) -> AuthError {
@@ -77,33 +114,33 @@ impl AuthMetadata {
     /// # Errors
     /// A file that cannot be read or is not the JSON this store writes, naming it.
     pub fn open(config_dir: &Path) -> Result<Self, AuthError> {
-        let read = |name: &str| -> Result<Option<Vec<u8>>, AuthError> {
-            let path = config_dir.join(name);
-            match std::fs::read(&path) {
-                Ok(b) => Ok(Some(b)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(AuthError::System(format!("cannot read {}: {e}", path.display()))),
-            }
-        };
-        let users: Vec<UserInfo> = match read(USERS_FILE)? {
-            Some(bytes) => JsonBody::decode(&bytes).map_err(|e| {
-                AuthError::System(format!("{} is not a users file: {e}", config_dir.join(USERS_FILE).display()))
-            })?,
-            None => Vec::new(),
-        };
-        let acls: Vec<AclInfo> = match read(ACLS_FILE)? {
-            Some(bytes) => JsonBody::decode(&bytes).map_err(|e| {
-                AuthError::System(format!("{} is not an ACL file: {e}", config_dir.join(ACLS_FILE).display()))
-            })?,
-            None => Vec::new(),
-        };
-        let snapshot = Snapshot::from_infos(users, acls)
-            .map_err(|e| AuthError::System(format!("{}: {e}", config_dir.display())))?;
+        let stamps = file_stamps(config_dir);
+        let snapshot = read_snapshot(config_dir)?;
         Ok(AuthMetadata {
             dir: config_dir.to_path_buf(),
             state: RwLock::new(Arc::new(snapshot)),
-            writes: Mutex::new(()),
+            writes: Mutex::new(stamps),
         })
+    }
+
+    /// Reads the files again if another writer changed them (a name server following the
+    /// users a broker of the same host keeps); an unreadable file leaves the previous users
+    /// and ACLs in force. Returns whether anything was read.
+    ///
+    /// # Errors
+    /// The file that cannot be read or parsed, naming it.
+    pub fn reload_if_changed(&self) -> Result<bool, AuthError> {
+        let mut known = self.writes.lock().unwrap_or_else(|e| e.into_inner());
+        let now = file_stamps(&self.dir);
+        if *known == now {
+            return Ok(false);
+        }
+        // Remembered before parsing: a broken file is reported once, not every poll.
+        *known = now;
+        let snapshot = read_snapshot(&self.dir)?;
+        *self.state.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
+        info!(dir = %self.dir.display(), "ACL 2.0 users and ACLs reloaded from disk");
+        Ok(true)
     }
 
     /// The current users and ACLs.
@@ -114,7 +151,7 @@ impl AuthMetadata {
     /// Applies `edit` to a copy under the write lock, writes the files it changed and swaps
     /// the copy in.
     fn change<T>(&self, edit: impl FnOnce(&mut Snapshot) -> Result<T, AuthError>) -> Result<T, AuthError> {
-        let _writing = self.writes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stamps = self.writes.lock().unwrap_or_else(|e| e.into_inner());
         let current = self.snapshot();
         let mut next = (*current).clone();
         let out = edit(&mut next)?;
@@ -127,6 +164,7 @@ impl AuthMetadata {
             ferromq_config::replace_file(&self.dir.join(ACLS_FILE), &body.encode()).map_err(system)?;
         }
         *self.state.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
+        *stamps = file_stamps(&self.dir);
         Ok(out)
     }
 

@@ -1,6 +1,7 @@
 //! ACL 2.0 (5.3's users and ACLs, acl-and-tls.md section 3): the model, the durable store,
 //! which request needs what, and the decision.
 
+pub mod config_json;
 pub mod context;
 pub mod evaluator;
 pub mod metadata;

@@ -17,8 +17,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use ferromq_store::MessageStore;
 use tokio::io::AsyncReadExt;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 use tracing::{debug, info, trace, warn};
@@ -27,6 +25,7 @@ use super::{epochs, SharedEpochs};
 use crate::autoswitch_frame::{MasterHandshake, MasterTransfer, SlaveFrame, SlaveFrameReader};
 use crate::config::HaConfig;
 use crate::error::ReplicaWaitError;
+use crate::link::{HaListener, Link, LinkReader, LinkWriter};
 use crate::runtime_info::{HaConnectionRuntimeInfo, HaRuntimeInfo};
 
 /// The SyncStateSet as the controller last agreed to it.
@@ -217,7 +216,7 @@ impl AutoSwitchMaster {
         master_epoch: i32,
         sync_state: SyncStateSet,
         epoch_file: SharedEpochs,
-        listener: TcpListener,
+        listener: impl Into<HaListener>,
     ) -> Result<AutoSwitchMaster, super::RoleChangeError> {
         {
             let mut file = epochs(&epoch_file);
@@ -230,6 +229,7 @@ impl AutoSwitchMaster {
                 }
             }
         }
+        let listener = listener.into();
         let local_addr = listener.local_addr().map_err(super::RoleChangeError::Listener)?;
         let data_arrived = Arc::new(Notify::new());
         let weak = Arc::downgrade(&data_arrived);
@@ -453,10 +453,12 @@ impl Drop for AutoSwitchMaster {
     }
 }
 
-async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
+async fn accept_loop(shared: Arc<Shared>, listener: HaListener, shutdown: watch::Receiver<bool>) {
     let white_list = shared.config.ha_slave_white_list.clone();
-    crate::net::accept_loop(listener, &white_list, shutdown, |stream, addr, stop| {
-        serve(shared.clone(), stream, addr, stop)
+    let first_byte_timeout = shared.config.housekeeping_interval();
+    let serving = shared.clone();
+    crate::net::accept_loop(listener, &white_list, first_byte_timeout, shutdown, move |link, addr, stop| {
+        serve(serving.clone(), link, addr, stop)
     })
     .await;
     info!("AutoSwitchHA master stopped");
@@ -483,8 +485,7 @@ enum Closed {
     ShutDown,
 }
 
-async fn serve(shared: Arc<Shared>, stream: TcpStream, addr: SocketAddr, mut shutdown: watch::Receiver<bool>) {
-    let _ = stream.set_nodelay(true);
+async fn serve(shared: Arc<Shared>, link: Link, addr: SocketAddr, mut shutdown: watch::Receiver<bool>) {
     let now = Instant::now();
     let replica = Arc::new(Replica {
         addr,
@@ -500,7 +501,7 @@ async fn serve(shared: Arc<Shared>, stream: TcpStream, addr: SocketAddr, mut shu
         caught_up: Mutex::new(now.checked_sub(Duration::from_secs(3600)).unwrap_or(now)),
     });
     shared.replicas().push(replica.clone());
-    let (reader, writer) = stream.into_split();
+    let Link { reader, writer } = link;
     let (handshaken_tx, handshaken_rx) = tokio::sync::oneshot::channel();
     let closed = tokio::select! {
         c = read_side(&shared, &replica, reader, handshaken_tx) => c,
@@ -521,7 +522,7 @@ async fn serve(shared: Arc<Shared>, stream: TcpStream, addr: SocketAddr, mut shu
 async fn read_side(
     shared: &Shared,
     replica: &Replica,
-    mut reader: OwnedReadHalf,
+    mut reader: LinkReader,
     handshaken: tokio::sync::oneshot::Sender<()>,
 ) -> Closed {
     let housekeeping = shared.config.housekeeping_interval();
@@ -567,7 +568,7 @@ async fn read_side(
 async fn write_side(
     shared: &Shared,
     replica: &Replica,
-    mut writer: OwnedWriteHalf,
+    mut writer: LinkWriter,
     handshaken: tokio::sync::oneshot::Receiver<()>,
 ) -> Closed {
     let write_timeout = shared.config.housekeeping_interval();
@@ -661,7 +662,7 @@ fn epoch_of(shared: &Shared, offset: i64, max: i64) -> Option<(i32, i64, i64)> {
     Some((entries[i].epoch, entries[i].start_offset, end))
 }
 
-async fn send(writer: &mut OwnedWriteHalf, parts: &[Bytes], limit: Duration) -> Result<(), Closed> {
+async fn send(writer: &mut LinkWriter, parts: &[Bytes], limit: Duration) -> Result<(), Closed> {
     crate::net::write_parts(writer, parts, limit).await.map_err(|e| match e {
         crate::net::WriteFailed::Io(e) => Closed::Io(e),
         crate::net::WriteFailed::Stalled => Closed::WriteStalled(limit),

@@ -15,8 +15,6 @@ use std::time::Duration;
 use bytes::BytesMut;
 use ferromq_store::{FlushDiskType, MessageStore, ReplicaAppendError, TruncateError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::{error, info, trace, warn};
@@ -26,6 +24,7 @@ use crate::autoswitch_frame::{encode_report, FrameError, MasterFrame, MasterFram
 use crate::client::HaClientOptions;
 use crate::config::HaConfig;
 use crate::epoch_file::EpochFileError;
+use crate::link::{Link, LinkWriter};
 use crate::net::{error_chain, now_ms};
 use crate::runtime_info::{HaClientRuntimeInfo, HaRuntimeInfo};
 
@@ -179,13 +178,12 @@ impl crate::net::LinkEnd for Closed {
     }
 }
 
-async fn replicate(shared: &Shared, stream: TcpStream) -> Closed {
-    let _ = stream.set_nodelay(true);
+async fn replicate(shared: &Shared, link: Link) -> Closed {
     let store = &shared.store;
     let heartbeat = shared.config.heartbeat_interval();
     let housekeeping = shared.config.housekeeping_interval();
     let sync_flush = store.config().flush_disk_type == FlushDiskType::SyncFlush;
-    let (mut reader, mut writer) = stream.into_split();
+    let Link { mut reader, mut writer } = link;
     let handshake = SlaveHandshake {
         sync_from_last_file: shared.config.sync_from_last_file,
         async_learner: shared.config.async_learner,
@@ -316,7 +314,7 @@ fn truncate_to_consistent_point(shared: &Shared, h: &crate::autoswitch_frame::Ma
     Ok(point.min(store.max_phy_offset()))
 }
 
-async fn write(shared: &Shared, writer: &mut OwnedWriteHalf, bytes: &[u8], limit: Duration) -> Result<(), Closed> {
+async fn write(shared: &Shared, writer: &mut LinkWriter, bytes: &[u8], limit: Duration) -> Result<(), Closed> {
     match tokio::time::timeout(limit, writer.write_all(bytes)).await {
         Ok(Ok(())) => {
             shared.last_write_ms.store(now_ms(), Ordering::Release);

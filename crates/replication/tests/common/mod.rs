@@ -49,7 +49,11 @@ pub fn ha_config() -> HaConfig {
 }
 
 pub fn client_options() -> HaClientOptions {
-    HaClientOptions { reconnect_interval: Duration::from_millis(100), connect_timeout: Duration::from_secs(2) }
+    HaClientOptions {
+        reconnect_interval: Duration::from_millis(100),
+        connect_timeout: Duration::from_secs(2),
+        ..HaClientOptions::default()
+    }
 }
 
 pub async fn start_master(root: &Path, config: HaConfig) -> (Arc<MessageStore>, HaService) {
