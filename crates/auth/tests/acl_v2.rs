@@ -215,6 +215,13 @@ fn what_requests_need() {
     assert_eq!(keys(&view), ["Topic:orders=Get"]);
     let garbage = RemotingCommand::request(request_code::HEART_BEAT).with_body(&b"{nope"[..]);
     assert!(needed(&garbage, "c").is_err());
+    // BATCH_ACK_MESSAGE names its groups and topics in the body (Java checks nothing).
+    let batch = br#"{"acks":[{"c":"billing","t":"orders","b":"AQ==","q":0,"so":0,"it":60000,"pt":1,"r":"0","rq":0},
+        {"c":"audit","t":"payments","b":"AQ==","q":1,"so":4,"it":60000,"pt":1,"r":"1","rq":0}]}"#;
+    let ack = RemotingCommand::request(request_code::BATCH_ACK_MESSAGE).with_body(&batch[..]);
+    assert_eq!(keys(&ack), ["Group:billing=Sub", "Topic:orders=Sub", "Group:audit=Sub", "Topic:payments=Sub"]);
+    let bad = RemotingCommand::request(request_code::BATCH_ACK_MESSAGE).with_body(&b"[1,2"[..]);
+    assert!(needed(&bad, "c").is_err());
 }
 
 #[test]

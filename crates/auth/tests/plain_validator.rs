@@ -316,3 +316,29 @@ fn a_missing_file_is_a_start_error_naming_the_path() {
         .expect_err("no file");
     assert!(e.to_string().contains("conf/plain_acl.yml"), "{e}");
 }
+
+#[test]
+fn batch_ack_needs_every_group_and_topic_it_names() {
+    let f = fixture(ACL);
+    let batch = |group: &str, topic: &str| {
+        let body = format!(
+            r#"{{"acks":[{{"c":"groupC","t":"topicC","b":"AQ==","q":0,"so":0,"it":60000,"pt":1,"r":"0","rq":0}},
+                {{"c":"{group}","t":"{topic}","b":"AQ==","q":1,"so":3,"it":60000,"pt":1,"r":"0","rq":0}}]}}"#
+        );
+        let r = RemotingCommand::request(request_code::BATCH_ACK_MESSAGE).with_body(body.into_bytes());
+        reason(&f, &signed(r, "RocketMQ", "12345678"), LOCAL)
+    };
+    assert_eq!(batch("groupC", "topicB"), None);
+    assert_eq!(
+        batch("groupA", "topicC").as_deref(),
+        Some("No default permission for group:groupA (accessKey=RocketMQ needs SUB)")
+    );
+    assert_eq!(
+        batch("groupC", "topicA").as_deref(),
+        Some("No default permission for topic:topicA (accessKey=RocketMQ needs SUB)")
+    );
+    let garbage = RemotingCommand::request(request_code::BATCH_ACK_MESSAGE).with_body(&b"{\"acks\":7"[..]);
+    assert!(reason(&f, &signed(garbage, "RocketMQ", "12345678"), LOCAL)
+        .expect("refused")
+        .starts_with("batch ack body"));
+}

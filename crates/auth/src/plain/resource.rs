@@ -3,7 +3,7 @@
 //! group is named by its retry topic `%RETRY%<group>`, which is how ACL 1.0 stores group
 //! permissions.
 
-use ferromq_protocol::body::{HeartbeatData, JsonBody};
+use ferromq_protocol::body::{BatchAckMessageRequestBody, HeartbeatData, JsonBody};
 use ferromq_protocol::{request_code, RemotingCommand};
 
 use super::permission::{PUB, SUB};
@@ -73,6 +73,13 @@ pub fn needed(request: &RemotingCommand) -> Result<Vec<(String, u8)>, String> {
         | UPDATE_CONSUMER_OFFSET => {
             add(ext("topic").map(str::to_owned), SUB);
             add(ext("consumerGroup").map(group_resource), SUB);
+        }
+        BATCH_ACK_MESSAGE => {
+            let body = BatchAckMessageRequestBody::decode(&request.body).map_err(|e| format!("batch ack body: {e}"))?;
+            for ack in &body.acks {
+                add(Some(group_resource(&ack.consumer_group)), SUB);
+                add(Some(ack.topic.clone()).filter(|t| !t.is_empty()), SUB);
+            }
         }
         QUERY_MESSAGE => add(ext("topic").map(str::to_owned), SUB),
         UNREGISTER_CLIENT | GET_CONSUMER_LIST_BY_GROUP => add(ext("consumerGroup").map(group_resource), SUB),

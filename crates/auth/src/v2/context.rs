@@ -4,8 +4,8 @@
 //! additions for requests Java leaves open (docs/decisions/0019).
 
 use ferromq_protocol::body::{
-    CreateTopicListRequestBody, HeartbeatData, JsonBody, LockBatchRequestBody, SubscriptionGroupConfig,
-    SubscriptionGroupList,
+    BatchAckMessageRequestBody, CreateTopicListRequestBody, HeartbeatData, JsonBody, LockBatchRequestBody,
+    SubscriptionGroupConfig, SubscriptionGroupList,
 };
 use ferromq_protocol::{request_code, RemotingCommand};
 
@@ -237,6 +237,17 @@ pub fn needed(request: &RemotingCommand, cluster: &str) -> Result<Vec<Needed>, S
             let body = CreateTopicListRequestBody::decode(&request.body).map_err(|e| body_err("topic list", &e))?;
             for t in &body.topic_config_list {
                 out.push(ctx(Resource::topic(&t.topic_name), &[Create]));
+            }
+        }
+        BATCH_ACK_MESSAGE => {
+            // Java checks nothing here (no header to annotate): each acknowledgement is a
+            // consumer's, on its group and the original topic it names.
+            let body = BatchAckMessageRequestBody::decode(&request.body).map_err(|e| body_err("batch ack", &e))?;
+            for ack in &body.acks {
+                out.push(ctx(Resource::group(&ack.consumer_group), &[Sub]));
+                if !ack.topic.is_empty() {
+                    out.push(ctx(Resource::topic_or_group(&ack.topic), &[Sub]));
+                }
             }
         }
         UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
