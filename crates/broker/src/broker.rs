@@ -893,6 +893,12 @@ pub async fn run_with_local_access(
     let server_config = ServerConfig {
         idle_timeout: Duration::from_secs(config.server_channel_max_idle_time_seconds),
         tls: server_tls,
+        proxy_protocol_trusted: ferromq_config::IpBlock::parse_list(
+            "proxyProtocolTrustedAddresses",
+            &config.proxy_protocol_trusted_addresses,
+        )
+        .map_err(BrokerError::Config)?
+        .into(),
         ..ServerConfig::default()
     };
     // One dispatcher for the listeners and the in-process connections: the same processors

@@ -88,6 +88,10 @@ rocketmq_config! {
         /// `bindAddress` (Java 5's `NettyServerConfig`): the address the main, VIP and HA ports
         /// listen on.
         bind_address: String = "bindAddress", default "0.0.0.0".to_owned();
+        /// `proxyProtocolTrustedAddresses` (FerroMQ): the load balancers (addresses and CIDR
+        /// blocks, comma-separated) whose PROXY protocol headers are believed; empty: a
+        /// connection opening with one is closed (Java believes anyone's).
+        proxy_protocol_trusted_addresses: String = "proxyProtocolTrustedAddresses", default String::new();
         /// `brokerConfigPath`: where UPDATE_BROKER_CONFIG writes the settings back. Empty
         /// means the `-c` file the broker started from, else `<storePathRootDir>/config/broker.properties`.
         broker_config_path: String = "brokerConfigPath", default String::new();

@@ -41,11 +41,15 @@ rocketmq_config! {
         /// `deleteTopicWithBrokerRegistration`: drop a broker's topics missing from its registration.
         delete_topic_with_broker_registration: bool = "deleteTopicWithBrokerRegistration", default false;
         /// `configBlackList`: keys UPDATE_NAMESRV_CONFIG may not change, `;`-separated.
-        config_black_list: String = "configBlackList", default "configBlackList;configStorePath;kvConfigPath;brokerRegisterWhiteList;adminRequestWhiteList;rocketmqHome;aclEnable;authenticationEnabled;authorizationEnabled;authConfigPath;initAuthenticationUser".to_owned();
+        config_black_list: String = "configBlackList", default "configBlackList;configStorePath;kvConfigPath;brokerRegisterWhiteList;adminRequestWhiteList;proxyProtocolTrustedAddresses;rocketmqHome;aclEnable;authenticationEnabled;authorizationEnabled;authConfigPath;initAuthenticationUser".to_owned();
         /// `listenPort`.
         listen_port: u16 = "listenPort", default 9876;
         /// `bindAddress`.
         bind_address: String = "bindAddress", default "0.0.0.0".to_owned();
+        /// `proxyProtocolTrustedAddresses` (FerroMQ): the load balancers (addresses and CIDR
+        /// blocks, comma-separated) whose PROXY protocol headers are believed; empty: a
+        /// connection opening with one is closed (Java believes anyone's).
+        proxy_protocol_trusted_addresses: String = "proxyProtocolTrustedAddresses", default String::new();
         /// `enableControllerInNamesrv`: also run a controller node in this process (its
         /// `controllerDLeger*` keys in the same file; its own port, from `controllerDLegerPeers`).
         enable_controller_in_namesrv: bool = "enableControllerInNamesrv", default false;

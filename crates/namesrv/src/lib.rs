@@ -63,7 +63,12 @@ pub async fn run(
     let state_config = config.clone();
     let tls = TlsConfig::load(config.unknown.iter().map(|(k, v)| (k.as_str(), v.as_str())))?
         .server_tls("FerroMQ name server (self-signed)")?;
-    let server_config = ServerConfig { idle_timeout: config.idle_timeout(), tls, ..ServerConfig::default() };
+    let proxy_protocol_trusted =
+        ferromq_config::IpBlock::parse_list("proxyProtocolTrustedAddresses", &config.proxy_protocol_trusted_addresses)
+            .map_err(NamesrvError::Config)?
+            .into();
+    let server_config =
+        ServerConfig { idle_timeout: config.idle_timeout(), tls, proxy_protocol_trusted, ..ServerConfig::default() };
     let state = Arc::new(processor::NamesrvState {
         config: RwLock::new(config),
         routes: RwLock::new(RouteTable::new()),

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferromq_config::IpBlock;
 use ferromq_protocol::header::{ZONE_MODE, ZONE_NAME};
 use ferromq_protocol::signature::SessionCredentials;
 use ferromq_protocol::{SerializeType, MAX_FRAME_BYTES};
@@ -40,6 +41,9 @@ pub struct ServerConfig {
     /// only; servers started from a config file build it with
     /// [`crate::tls::TlsConfig::server_tls`]. Unused by clients.
     pub tls: ServerTls,
+    /// `proxyProtocolTrustedAddresses` (FerroMQ): the load balancers whose PROXY protocol
+    /// headers are believed ([`crate::proxy_protocol`]); empty refuses every header.
+    pub proxy_protocol_trusted: Arc<[IpBlock]>,
 }
 
 impl Default for ServerConfig {
@@ -54,6 +58,7 @@ impl Default for ServerConfig {
             shutdown_grace: Duration::from_secs(10),
             credentials: None,
             tls: ServerTls::disabled(),
+            proxy_protocol_trusted: Arc::from(Vec::new()),
         }
     }
 }

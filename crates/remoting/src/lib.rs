@@ -19,6 +19,7 @@ mod connection;
 mod error;
 mod handler;
 mod in_process;
+pub mod proxy_protocol;
 mod server;
 pub mod tls;
 

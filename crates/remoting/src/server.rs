@@ -111,7 +111,7 @@ impl RemotingServer {
 /// refused, fails its handshake, or is still silent at shutdown is dropped (logged by
 /// [`ServerTls::accept`]).
 async fn serve_connection(
-    stream: TcpStream,
+    mut stream: TcpStream,
     peer: SocketAddr,
     config: ServerConfig,
     handler: Arc<dyn RequestHandler>,
@@ -121,16 +121,28 @@ async fn serve_connection(
     let mut stopping = shutdown.clone();
     // A silent client is bounded like an idle one: Java's IdleStateHandler sits behind the
     // handshake handler, so it closes such a connection after the idle time too.
+    // A load balancer's PROXY header first (it precedes TLS): the client's own address.
+    let peer = tokio::select! {
+        p = crate::proxy_protocol::accept(&mut stream, peer, &config.proxy_protocol_trusted, config.idle_timeout) => match p {
+            Ok(p) => p,
+            Err(()) => return,
+        },
+        _ = stopping.wait_for(|stop| *stop) => return,
+    };
     let accepted = tokio::select! {
         accepted = tls.accept(stream, peer, config.idle_timeout) => accepted,
         _ = stopping.wait_for(|stop| *stop) => return,
     };
     match accepted {
         None => {}
-        Some(Accepted::Plain(stream)) => match connection::start(stream, config, handler, shutdown) {
-            Ok((_conn, task)) => task.await,
-            Err(e) => warn!(remote_addr = %peer, error = %e, "connection setup failed"),
-        },
+        Some(Accepted::Plain(stream)) => {
+            let local_addr = stream.local_addr().ok();
+            let _ = stream.set_nodelay(true);
+            // `into_split` halves need no lock between the reader and the writer.
+            let (reader, writer) = stream.into_split();
+            let (_conn, task) = connection::start_io(reader, writer, (peer, local_addr), config, handler, shutdown);
+            task.await;
+        }
         Some(Accepted::Tls(stream)) => {
             let local_addr = stream.get_ref().0.local_addr().ok();
             let (reader, writer) = tokio::io::split(*stream);
