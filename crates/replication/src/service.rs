@@ -101,10 +101,12 @@ impl HaService {
         let local_addr = listener.local_addr()?;
         let data_arrived = Arc::new(Notify::new());
         let weak = Arc::downgrade(&data_arrived);
-        store.on_commit_log_advance(Arc::new(move |_end| {
-            if let Some(notify) = weak.upgrade() {
+        store.on_commit_log_advance(Arc::new(move |_end| match weak.upgrade() {
+            Some(notify) => {
                 notify.notify_waiters();
+                true
             }
+            None => false,
         }));
         let shared = Arc::new(MasterShared {
             store,

@@ -200,3 +200,26 @@ async fn a_replica_being_added_counts_for_acknowledgements_until_the_controller_
     assert_eq!(ha.replicate(end).await, Ok(()));
     ha.shutdown().await;
 }
+
+/// A broker in controller mode starts a replication service at every role change: the CommitLog
+/// listener of a stopped one is dropped at the next advance instead of piling up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopped_masters_leave_no_commit_log_listener_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(dir.path(), FlushDiskType::AsyncFlush);
+    let epochs = epochs_at(dir.path());
+    let before = store.commit_log_listener_count();
+    for epoch in 1..=3 {
+        let ha = master(&store, ha_config(), 1, epoch, set(&[1], epoch), &epochs).await;
+        ha.shutdown().await;
+        drop(ha);
+        put_range(&store, (epoch as u64) * 10, (epoch as u64) * 10 + 5).await;
+    }
+    let ha = master(&store, ha_config(), 1, 4, set(&[1], 4), &epochs).await;
+    put_range(&store, 100, 105).await;
+    wait_until("stopped masters' listeners are dropped", Duration::from_secs(10), || {
+        store.commit_log_listener_count() == before + 1
+    })
+    .await;
+    ha.shutdown().await;
+}

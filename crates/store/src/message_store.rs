@@ -71,8 +71,10 @@ pub type ArrivalListener = Arc<dyn Fn(&DispatchRequest) + Send + Sync>;
 
 /// Called with the CommitLog's new end offset when the dispatch thread sees it grow (before
 /// it dispatches the new records). Replication wakes its senders from here. It runs on the
-/// dispatch thread: it must be quick and must not block.
-pub type CommitLogListener = Arc<dyn Fn(i64) + Send + Sync>;
+/// dispatch thread: it must be quick and must not block. It returns whether it wants further
+/// calls: a listener whose service has stopped returns `false` and is dropped (a broker in
+/// controller mode starts a replication service at each role change).
+pub type CommitLogListener = Arc<dyn Fn(i64) -> bool + Send + Sync>;
 
 /// State shared by the store's threads.
 struct Shared {
@@ -194,8 +196,13 @@ impl Shared {
     }
 
     fn announce_commit_log_end(&self, end: i64) {
+        let mut gone = false;
         for listener in self.commit_log_listeners.read().unwrap_or_else(|e| e.into_inner()).iter() {
-            listener(end);
+            gone |= !listener(end);
+        }
+        if gone {
+            // Rare (a service stopped): asked again, a live listener only wakes its senders twice.
+            self.commit_log_listeners.write().unwrap_or_else(|e| e.into_inner()).retain(|l| l(end));
         }
     }
 
@@ -428,6 +435,12 @@ impl MessageStore {
     /// Registers a listener for CommitLog growth (see [`CommitLogListener`]).
     pub fn on_commit_log_advance(&self, listener: CommitLogListener) {
         self.shared.commit_log_listeners.write().unwrap_or_else(|e| e.into_inner()).push(listener);
+    }
+
+    /// How many CommitLog listeners are registered (the ones whose service stopped are
+    /// dropped at the next advance).
+    pub fn commit_log_listener_count(&self) -> usize {
+        self.shared.commit_log_listeners.read().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// Raw CommitLog bytes from `offset` for replication: at most `max_bytes`, never past the
