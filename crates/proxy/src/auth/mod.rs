@@ -1,7 +1,17 @@
-//! ACL 2.0 for gRPC clients (acl-and-tls.md 3.5; Java: the proxy's authentication and
-//! authorization pipelines): what each RPC needs, checked with the `authorization` and
-//! `x-mq-date-time` metadata against the users and ACLs. A refusal is UNAUTHORIZED (40100)
-//! with Java's remark.
+//! ACL 2.0 of the proxy (acl-and-tls.md 3; Java: the proxy's authentication and authorization
+//! pipelines). This file: what each gRPC call needs, checked with the `authorization` and
+//! `x-mq-date-time` metadata against the users and ACLs; a refusal is UNAUTHORIZED (40100)
+//! with Java's remark. A Telemetry stream is checked command by command: a Settings command
+//! needs PUB on every publishing topic, or SUB on the subscription group and every subscribed
+//! topic.
+//!
+//! [`config`] reads the ACL 2.0 keys of `rmq-proxy.json`, [`sync`] keeps the cluster proxy's
+//! copy of the brokers' users and ACLs, [`denials`] rate-limits the log of refusals. The
+//! remoting port's requests are checked by `crate::remoting::gate`.
+
+pub mod config;
+pub mod denials;
+pub mod sync;
 
 use std::net::IpAddr;
 
@@ -12,6 +22,9 @@ use tonic::metadata::MetadataMap;
 
 use crate::pb;
 use crate::status::{bad, ProxyResult};
+
+pub use config::{AuthConfigError, ProxyAuthConfig};
+pub use denials::DenialLog;
 
 /// The resources and actions a gRPC request needs, and its full name for the whitelists.
 pub trait Needs {
@@ -101,14 +114,42 @@ needs!(NotifyClientTerminationRequest, |r| {
     need(&mut out, name(&r.group).map(Resource::group), &[Action::Sub]);
     out
 });
-needs!(TelemetryCommand, |_r| Vec::new());
+// Only Settings name resources (Java: `DefaultAuthorizationContextBuilder#newContext` for a
+// TelemetryCommand); the client's answers to the proxy's commands are authenticated only.
+needs!(TelemetryCommand, |r| {
+    use pb::settings::PubSub;
+    let mut out = Vec::new();
+    if let Some(pb::telemetry_command::Command::Settings(settings)) = &r.command {
+        match &settings.pub_sub {
+            Some(PubSub::Publishing(p)) => {
+                for t in &p.topics {
+                    need(
+                        &mut out,
+                        Some(t.name.as_str()).filter(|n| !n.is_empty()).map(Resource::topic),
+                        &[Action::Pub],
+                    );
+                }
+            }
+            Some(PubSub::Subscription(s)) => {
+                need(&mut out, name(&s.group).map(Resource::group), &[Action::Sub]);
+                for e in &s.subscriptions {
+                    need(&mut out, name(&e.topic).map(Resource::topic), &[Action::Sub]);
+                }
+            }
+            None => {}
+        }
+    }
+    out
+});
 
-/// Checks one call.
+/// Checks one call (or one command of a stream) of a client at `peer`; a refusal is logged to
+/// `denials`.
 ///
 /// # Errors
 /// UNAUTHORIZED with the refusal's text.
 pub fn check<T: Needs>(
     auth: &AuthService,
+    denials: &DenialLog,
     metadata: &MetadataMap,
     request: &T,
     peer: Option<IpAddr>,
@@ -116,5 +157,53 @@ pub fn check<T: Needs>(
     let header = |k: &str| metadata.get(k).and_then(|v| v.to_str().ok());
     let credentials = GrpcCredentials::parse(header("authorization"), header("x-mq-date-time"));
     let ip = peer.unwrap_or(IpAddr::from([0, 0, 0, 0]));
-    auth.check_grpc(T::NAME, &credentials, &request.needed(), ip).map_err(|d| bad!(Unauthorized, "{}", d.reason))
+    auth.check_grpc(T::NAME, &credentials, &request.needed(), ip).map_err(|d| {
+        denials.refused(&d, ip, T::NAME);
+        bad!(Unauthorized, "{}", d.reason)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn res(n: &str) -> Option<pb::Resource> {
+        Some(pb::Resource { resource_namespace: String::new(), name: n.to_owned() })
+    }
+
+    fn settings(pub_sub: pb::settings::PubSub) -> pb::TelemetryCommand {
+        pb::TelemetryCommand {
+            status: None,
+            command: Some(pb::telemetry_command::Command::Settings(pb::Settings {
+                pub_sub: Some(pub_sub),
+                ..Default::default()
+            })),
+        }
+    }
+
+    #[test]
+    fn telemetry_settings_need_what_the_client_will_do() {
+        let producer = settings(pb::settings::PubSub::Publishing(pb::Publishing {
+            topics: vec![res("a").unwrap(), res("b").unwrap()],
+            ..Default::default()
+        }));
+        let keys: Vec<(String, Vec<Action>)> =
+            producer.needed().into_iter().map(|n| (n.resource.key(), n.actions)).collect();
+        assert_eq!(keys, vec![("Topic:a".into(), vec![Action::Pub]), ("Topic:b".into(), vec![Action::Pub])]);
+
+        let consumer = settings(pb::settings::PubSub::Subscription(pb::Subscription {
+            group: res("g"),
+            subscriptions: vec![pb::SubscriptionEntry { topic: res("t"), expression: None }],
+            ..Default::default()
+        }));
+        let keys: Vec<(String, Vec<Action>)> =
+            consumer.needed().into_iter().map(|n| (n.resource.key(), n.actions)).collect();
+        assert_eq!(keys, vec![("Group:g".into(), vec![Action::Sub]), ("Topic:t".into(), vec![Action::Sub])]);
+
+        let answer = pb::TelemetryCommand {
+            status: None,
+            command: Some(pb::telemetry_command::Command::ThreadStackTrace(pb::ThreadStackTrace::default())),
+        };
+        assert!(answer.needed().is_empty(), "answers to the proxy's commands name nothing");
+    }
 }
