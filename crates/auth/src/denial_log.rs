@@ -2,7 +2,7 @@
 //! a forbidden send thousands of times a second must not flood the log.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::fmt::Display;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -31,9 +31,10 @@ impl DenialLog {
         Self::default()
     }
 
-    /// Logs `denial` of request `code` from `remote` under `acl` ("1.0", "2.0") unless the
-    /// same account and resource were logged within the minute. Returns whether it logged.
-    pub fn log(&self, denial: &Denial, code: i32, remote: SocketAddr, acl: &'static str) -> bool {
+    /// Logs `denial` of `request` (a remoting code, a gRPC request name) from `remote` under
+    /// `acl` ("1.0", "2.0") unless the same account and resource were logged within the
+    /// minute. Returns whether it logged.
+    pub fn log(&self, denial: &Denial, request: impl Display, remote: impl Display, acl: &'static str) -> bool {
         let key = (denial.access_key.clone(), denial.resource.clone());
         let now = Instant::now();
         let mut logged = self.logged.lock().unwrap_or_else(|e| e.into_inner());
@@ -44,7 +45,7 @@ impl DenialLog {
             logged.clear();
         }
         logged.insert(key, now);
-        warn!(remote_addr = %remote, code, acl, access_key = denial.access_key.as_deref().unwrap_or(""),
+        warn!(remote_addr = %remote, request = %request, acl, access_key = denial.access_key.as_deref().unwrap_or(""),
             resource = denial.resource.as_deref().unwrap_or(""), reason = %denial.reason,
             "request refused (logged once a minute per account and resource)");
         true
@@ -62,7 +63,7 @@ mod tests {
     #[test]
     fn one_line_per_account_and_resource_a_minute() {
         let log = DenialLog::new();
-        let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let addr = "127.0.0.1:1";
         assert!(log.log(&denial("a", "t1"), 10, addr, "2.0"));
         assert!(!log.log(&denial("a", "t1"), 10, addr, "2.0"));
         assert!(log.log(&denial("a", "t2"), 10, addr, "2.0"));
@@ -72,7 +73,7 @@ mod tests {
     #[test]
     fn memory_is_bounded() {
         let log = DenialLog::new();
-        let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let addr = "127.0.0.1:1";
         for i in 0..KEYS_MAX + 5 {
             log.log(&denial(&i.to_string(), "t"), 10, addr, "1.0");
         }

@@ -53,6 +53,8 @@ pub fn proxy(args: ProxyArgs) -> anyhow::Result<()> {
         anyhow::bail!("no name server: pass -n host:9876 or set namesrvAddr in the proxy config (or NAMESRV_ADDR)");
     }
     config.proxy_mode = "cluster".to_owned();
+    // Bad ACL 2.0 keys stop the start before any port is taken.
+    ferromq_proxy::auth::ProxyAuthConfig::from_config(&config)?;
     let addr = format!("0.0.0.0:{}", config.grpc_server_port);
     let remoting_addr = (config.remoting_listen_port != 0).then(|| format!("0.0.0.0:{}", config.remoting_listen_port));
     crate::runtime()?.block_on(async move {
@@ -131,8 +133,8 @@ pub fn local_proxy(
     let auth = access.auth();
     // Name servers and other brokers are reached as the broker reaches them (TLS or not).
     let client_tls = access.client_tls();
-    let remote = ClientConfig::default().with_tls(client_tls.clone());
-    let proxy = Proxy::new(config, advertise, client_tls, move |handler| {
+    let remote = ClientConfig::default().with_tls(client_tls);
+    let proxy = Proxy::new(config, advertise, remote.clone(), move |handler| {
         Arc::new(LocalConnector {
             access,
             remote: RemotingClient::with_handler(remote, handler.clone()),

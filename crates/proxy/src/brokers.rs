@@ -1,6 +1,6 @@
-//! How the proxy reaches brokers: routes from the name servers, topic and group configs from
-//! the brokers (cached as Java's `TopicRouteService` and `MetadataService` cache them), and
-//! requests to a broker by name over a [`Connector`].
+//! How the proxy reaches brokers: routes and the cluster's masters from the name servers, topic
+//! and group configs from the brokers (cached as Java's `TopicRouteService` and
+//! `MetadataService` cache them), and requests to a broker by name over a [`Connector`].
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -8,13 +8,12 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ferromq_protocol::body::{JsonBody, SubscriptionGroupConfig, TopicConfig, TopicRouteData};
+use ferromq_protocol::body::{ClusterInfo, JsonBody, SubscriptionGroupConfig, TopicConfig, TopicRouteData};
 use ferromq_protocol::header::{
     GetRouteInfoRequestHeader, GetSubscriptionGroupConfigRequestHeader, GetTopicConfigRequestHeader,
 };
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
-use ferromq_remoting::tls::ClientTls;
-use ferromq_remoting::{Connection, RemotingClient, RemotingError};
+use ferromq_remoting::{ClientConfig, Connection, RemotingClient, RemotingError};
 use tracing::debug;
 
 use crate::route::{writable_queues, WritableQueue};
@@ -151,17 +150,18 @@ fn insert_bounded<T>(map: &mut HashMap<String, Cached<T>>, key: &str, value: T) 
 }
 
 impl Brokers {
-    /// Reaches the name servers `namesrv_addrs` (`;`-separated; over TLS when `client_tls`)
-    /// and brokers through `connector`; metadata older than `refresh_after` is fetched again.
+    /// Reaches the name servers `namesrv_addrs` (`;`-separated) as `namesrv_client` says (TLS,
+    /// the credentials requests are signed with) and brokers through `connector`; metadata
+    /// older than `refresh_after` is fetched again.
     pub fn new(
         namesrv_addrs: &str,
         connector: Arc<dyn Connector>,
-        client_tls: Option<ClientTls>,
+        namesrv_client: ClientConfig,
         refresh_after: Duration,
         timeout: Duration,
     ) -> Self {
         Brokers {
-            namesrv: RemotingClient::new(ferromq_remoting::ClientConfig::default().with_tls(client_tls)),
+            namesrv: RemotingClient::new(namesrv_client),
             namesrv_addrs: namesrv_addrs
                 .split(';')
                 .map(str::trim)
@@ -231,6 +231,42 @@ impl Brokers {
                 }
                 Ok(resp) if resp.code == response_code::TOPIC_NOT_EXIST => {
                     return Err(bad!(TopicNotFound, "topic {topic} does not exist"));
+                }
+                Ok(resp) => last = Some(ProxyError::from_remoting(resp.code, resp.remark.as_deref())),
+                Err(e) => {
+                    debug!(namesrv = %addr, error = %e, "name server unreachable");
+                    last = Some(ProxyError::from_transport(&e));
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| bad!(InternalServerError, "no name server answered")))
+    }
+
+    /// The masters of `cluster` as (broker name, address), sorted by name, from the first name
+    /// server that answers GET_BROKER_CLUSTER_INFO; empty when no broker of the cluster is
+    /// registered or none has a master.
+    ///
+    /// # Errors
+    /// The failure of the last name server tried.
+    pub async fn cluster_masters(&self, cluster: &str) -> ProxyResult<Vec<(String, String)>> {
+        if self.namesrv_addrs.is_empty() {
+            return Err(bad!(InternalServerError, "no name server configured (namesrvAddr)"));
+        }
+        let mut last = None;
+        for addr in &self.namesrv_addrs {
+            let req = RemotingCommand::request(request_code::GET_BROKER_CLUSTER_INFO);
+            match self.namesrv.invoke(addr, req, self.timeout).await {
+                Ok(resp) if resp.code == response_code::SUCCESS => {
+                    let info = ClusterInfo::decode(&resp.body).map_err(|e| {
+                        bad!(InternalServerError, "name server {addr} sent unreadable cluster info: {e}")
+                    })?;
+                    let names = info.cluster_addr_table.get(cluster).into_iter().flatten();
+                    return Ok(names
+                        .filter_map(|name| {
+                            let master = info.broker_addr_table.get(name)?.master_addr()?;
+                            Some((name.clone(), master.to_owned()))
+                        })
+                        .collect());
                 }
                 Ok(resp) => last = Some(ProxyError::from_remoting(resp.code, resp.remark.as_deref())),
                 Err(e) => {

@@ -129,8 +129,68 @@ rocketmq_config! {
         /// `remotingTimeoutMillis` (FerroMQ): a broker request's timeout when the client's
         /// deadline does not say.
         remoting_timeout_millis: u64 = "remotingTimeoutMillis", default 3000;
+        /// `authenticationEnabled`: ACL 2.0, every gRPC call and every request of the remoting
+        /// port must be signed by a user of the brokers (cluster mode; in local mode the
+        /// broker's settings decide).
+        authentication_enabled: bool = "authenticationEnabled", default false;
+        /// `authenticationProvider`: blank or Java's default class.
+        authentication_provider: String = "authenticationProvider", default String::new();
+        /// `authenticationMetadataProvider`: blank or Java's
+        /// `org.apache.rocketmq.proxy.auth.ProxyAuthenticationMetadataProvider`: the users are
+        /// the brokers'.
+        authentication_metadata_provider: String = "authenticationMetadataProvider", default String::new();
+        /// `authenticationStrategy`: blank, Java's stateless or stateful strategy class (the
+        /// same decision either way).
+        authentication_strategy: String = "authenticationStrategy", default String::new();
+        /// `authenticationWhitelist`: comma-separated remoting request codes and gRPC request
+        /// names (`apache.rocketmq.v2.QueryRouteRequest`) not authenticated.
+        authentication_whitelist: String = "authenticationWhitelist", default String::new();
+        /// `authorizationEnabled`: ACL 2.0 policies decide what each user may do.
+        authorization_enabled: bool = "authorizationEnabled", default false;
+        /// `authorizationProvider`: blank or Java's default class.
+        authorization_provider: String = "authorizationProvider", default String::new();
+        /// `authorizationMetadataProvider`: blank or Java's
+        /// `org.apache.rocketmq.proxy.auth.ProxyAuthorizationMetadataProvider`: the ACLs are the
+        /// brokers'.
+        authorization_metadata_provider: String = "authorizationMetadataProvider", default String::new();
+        /// `authorizationStrategy`: as `authenticationStrategy`.
+        authorization_strategy: String = "authorizationStrategy", default String::new();
+        /// `authorizationWhitelist`: as `authenticationWhitelist`, not authorized.
+        authorization_whitelist: String = "authorizationWhitelist", default String::new();
+        /// `innerClientAuthenticationCredentials`: JSON `{"accessKey":..,"secretKey":..}`: the
+        /// user (SUPER on the brokers) the proxy signs its own requests to name servers and
+        /// brokers with, the requests it relays for remoting clients included.
+        inner_client_authentication_credentials: String = "innerClientAuthenticationCredentials", default String::new();
+        /// `userCacheRefreshSecond`: how often the users are read from the brokers again
+        /// (fetched with the ACLs, at the shorter of the two periods).
+        user_cache_refresh_second: u64 = "userCacheRefreshSecond", default 60;
+        /// `userCacheExpiredSecond`: past this age without a successful refresh the proxy warns
+        /// that it decides with an old copy (it keeps using it: no broker answering is no
+        /// reason to let everyone in, or to lock everyone out).
+        user_cache_expired_second: u64 = "userCacheExpiredSecond", default 600;
+        /// `userCacheMaxNum`: Java's per-user cache size; the proxy holds every user, so it is
+        /// accepted and has no effect.
+        user_cache_max_num: usize = "userCacheMaxNum", default 1000;
+        /// `aclCacheRefreshSecond`: as `userCacheRefreshSecond`, for the ACLs.
+        acl_cache_refresh_second: u64 = "aclCacheRefreshSecond", default 60;
+        /// `aclCacheExpiredSecond`: as `userCacheExpiredSecond`, for the ACLs.
+        acl_cache_expired_second: u64 = "aclCacheExpiredSecond", default 600;
+        /// `aclCacheMaxNum`: as `userCacheMaxNum` (no effect).
+        acl_cache_max_num: usize = "aclCacheMaxNum", default 1000;
+        /// `statefulAuthenticationCacheMaxNum`: accepted, no effect (every call is checked).
+        stateful_authentication_cache_max_num: usize = "statefulAuthenticationCacheMaxNum", default 10_000;
+        /// `statefulAuthenticationCacheExpiredSecond`: accepted, no effect.
+        stateful_authentication_cache_expired_second: u64 = "statefulAuthenticationCacheExpiredSecond", default 60;
+        /// `statefulAuthorizationCacheMaxNum`: accepted, no effect.
+        stateful_authorization_cache_max_num: usize = "statefulAuthorizationCacheMaxNum", default 10_000;
+        /// `statefulAuthorizationCacheExpiredSecond`: accepted, no effect.
+        stateful_authorization_cache_expired_second: u64 = "statefulAuthorizationCacheExpiredSecond", default 60;
     }
 }
+
+/// Keys whose value is JSON text: a JSON object written in place of the text is taken as
+/// that text (Java's JSON config binding accepts both).
+const JSON_TEXT_KEYS: &[&str] = &["innerClientAuthenticationCredentials"];
 
 fn default_proxy_name() -> String {
     std::env::var("PROXY_NAME")
@@ -170,6 +230,7 @@ impl ProxyConfig {
                 serde_json::Value::Bool(b) => b.to_string(),
                 serde_json::Value::Number(n) => n.to_string(),
                 serde_json::Value::Null => continue,
+                serde_json::Value::Object(_) if JSON_TEXT_KEYS.contains(&key.as_str()) => value.to_string(),
                 _ => {
                     problems.push(format!("{key}: nested values are not settings"));
                     continue;
@@ -243,5 +304,28 @@ mod tests {
         assert_eq!(c, before);
         assert!(c.apply_json("[1]").is_err());
         assert!(c.apply_json(r#"{"a":{"b":1}}"#).unwrap_err().contains("a:"));
+    }
+
+    #[test]
+    fn auth_keys_read_as_java_writes_them() {
+        let mut c = ProxyConfig::default();
+        assert!(!c.authentication_enabled && !c.authorization_enabled);
+        assert_eq!((c.user_cache_refresh_second, c.acl_cache_expired_second), (60, 600));
+        let unknown = c
+            .apply_json(
+                r#"{"authenticationEnabled": true, "authorizationEnabled": "true",
+                    "authenticationMetadataProvider": "org.apache.rocketmq.proxy.auth.ProxyAuthenticationMetadataProvider",
+                    "innerClientAuthenticationCredentials": {"accessKey": "proxy", "secretKey": "s"},
+                    "userCacheRefreshSecond": 5}"#,
+            )
+            .unwrap();
+        assert!(unknown.is_empty(), "{unknown:?}");
+        assert!(c.authentication_enabled && c.authorization_enabled);
+        assert_eq!(c.user_cache_refresh_second, 5);
+        let credentials: serde_json::Value = serde_json::from_str(&c.inner_client_authentication_credentials).unwrap();
+        assert_eq!(credentials["accessKey"], "proxy");
+        c.apply_json(r#"{"innerClientAuthenticationCredentials": "{\"accessKey\":\"p2\",\"secretKey\":\"s\"}"}"#)
+            .unwrap();
+        assert!(c.inner_client_authentication_credentials.contains("p2"));
     }
 }

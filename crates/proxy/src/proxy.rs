@@ -154,8 +154,11 @@ pub struct Proxy {
     pub receive_permits: Arc<tokio::sync::Semaphore>,
     /// Brokers that could not be reached, by name, until when sends and receives avoid them.
     isolated: Mutex<HashMap<String, Instant>>,
-    /// ACL 2.0 for the gRPC clients: the local broker's users and ACLs in local mode.
+    /// ACL 2.0 for the proxy's clients: the local broker's users and ACLs in local mode, a
+    /// copy of the brokers' in cluster mode (`crate::auth::sync`).
     pub auth: std::sync::OnceLock<Arc<ferromq_auth::v2::AuthService>>,
+    /// Refusals of ACL 2.0, logged at most once a minute per user and resource.
+    pub denials: crate::auth::DenialLog,
 }
 
 /// How long a broker that could not be reached is avoided (Java: latency fault tolerance).
@@ -195,12 +198,12 @@ pub fn parse_delay_levels(text: &str) -> Vec<i64> {
 impl Proxy {
     /// Builds the proxy. `connector` is made with the handler for what brokers send to the
     /// proxy's connections (transaction checks), so it can be a remoting client or an
-    /// in-process connection to the local broker. Name servers are reached over TLS when
-    /// `client_tls` says so.
+    /// in-process connection to the local broker. Name servers are reached as `namesrv_client`
+    /// says (TLS, signing).
     pub fn new(
         config: ProxyConfig,
         advertise: Advertise,
-        client_tls: Option<ferromq_remoting::tls::ClientTls>,
+        namesrv_client: ferromq_remoting::ClientConfig,
         connector: impl FnOnce(Arc<dyn RequestHandler>) -> Arc<dyn Connector>,
     ) -> Arc<Proxy> {
         Arc::new_cyclic(|weak: &Weak<Proxy>| {
@@ -208,7 +211,7 @@ impl Proxy {
             let brokers = Brokers::new(
                 &config.namesrv_addr,
                 connector,
-                client_tls,
+                namesrv_client,
                 Duration::from_secs(config.topic_route_service_cache_refresh_seconds.max(1)),
                 Duration::from_millis(config.remoting_timeout_millis.max(100)),
             );
@@ -236,6 +239,7 @@ impl Proxy {
                 receive_permits: Arc::new(tokio::sync::Semaphore::new(RECEIVES_IN_FLIGHT_MAX)),
                 isolated: Mutex::new(HashMap::new()),
                 auth: std::sync::OnceLock::new(),
+                denials: crate::auth::DenialLog::default(),
             }
         })
     }

@@ -5,11 +5,14 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferromq_remoting::tls::ClientTls;
+use ferromq_protocol::signature::SessionCredentials;
+use ferromq_remoting::tls::{ClientTls, ServerTls};
 use ferromq_remoting::{ClientConfig, RemotingClient};
 use tokio::net::TcpListener;
-use tracing::info;
+use tokio::task::JoinHandle;
+use tracing::{info, warn};
 
+use crate::auth::{AuthConfigError, ProxyAuthConfig};
 use crate::brokers::Connector;
 use crate::config::ProxyConfig;
 use crate::listener::{GrpcIncoming, ListenerOptions};
@@ -25,6 +28,9 @@ pub enum ServeError {
     /// The TLS settings are unusable.
     #[error(transparent)]
     Tls(#[from] TlsError),
+    /// The ACL 2.0 settings are unusable.
+    #[error(transparent)]
+    Auth(#[from] AuthConfigError),
     /// The remoting port failed.
     #[error("proxy remoting port: {source}")]
     Remoting {
@@ -141,14 +147,73 @@ pub async fn serve(
     result
 }
 
-/// Cluster mode: a proxy that reaches the brokers of the name servers over the network (with
-/// TLS when `client_tls` says so).
-pub fn cluster_proxy(config: ProxyConfig, client_tls: Option<ClientTls>) -> Arc<Proxy> {
+/// Cluster mode: a proxy that reaches the name servers and brokers over the network, with TLS
+/// when `client_tls` says so, signing every request with `credentials` when given
+/// (`innerClientAuthenticationCredentials`; the requests it relays for remoting clients too).
+pub fn cluster_proxy(
+    config: ProxyConfig,
+    client_tls: Option<ClientTls>,
+    credentials: Option<SessionCredentials>,
+) -> Arc<Proxy> {
     let port = (!config.use_endpoint_port_from_request).then_some(config.grpc_server_port);
-    let brokers = ClientConfig::default().with_tls(client_tls.clone());
-    Proxy::new(config, Advertise::RequestEndpoints { port }, client_tls, |handler| {
+    let client = ClientConfig::default().with_tls(client_tls).with_credentials(credentials);
+    let brokers = client.clone();
+    Proxy::new(config, Advertise::RequestEndpoints { port }, client, |handler| {
         Arc::new(RemotingClient::with_handler(brokers, handler)) as Arc<dyn Connector>
     })
+}
+
+/// Warns about ACL 2.0 settings that work but leave a hole or cannot work with brokers that
+/// check.
+fn warn_about(auth: &ProxyAuthConfig) {
+    let s = &auth.settings;
+    match &auth.inner_credentials {
+        None if auth.enabled() => warn!(
+            "proxy ACL 2.0 on without innerClientAuthenticationCredentials: brokers that check refuse the proxy's \
+             unsigned requests, the reading of users and ACLs included"
+        ),
+        Some(c) if !s.authentication_enabled => warn!(
+            inner_user = %c.access_key,
+            "innerClientAuthenticationCredentials without authenticationEnabled: the proxy's clients reach the \
+             brokers as this user, unchecked"
+        ),
+        _ => {}
+    }
+    if s.authorization_enabled && !s.authentication_enabled {
+        warn!(
+            "proxy authorizationEnabled without authenticationEnabled: the user a request names is trusted unchecked"
+        );
+    }
+    if auth.enabled() && !s.authorization_enabled {
+        warn!(
+            "proxy authenticationEnabled without authorizationEnabled: any user of the brokers may do anything \
+             through the proxy"
+        );
+    }
+}
+
+/// A cluster proxy ready to serve.
+struct ClusterSetup {
+    proxy: Arc<Proxy>,
+    /// The remoting port's TLS.
+    remoting_tls: ServerTls,
+    /// The task copying the brokers' users and ACLs, when ACL 2.0 is on.
+    auth_sync: Option<JoinHandle<()>>,
+}
+
+/// The cluster proxy of `config`, with its ACL 2.0 running: set before either port serves, so
+/// no call meets the proxy without its checks.
+fn cluster_setup(config: ProxyConfig) -> Result<ClusterSetup, ServeError> {
+    // The remoting port and the connections to name servers and brokers follow the `tls.*`
+    // settings (the gRPC port has its own, `serve`).
+    let tls = config.tls_config()?;
+    let remoting_tls = tls.server_tls("FerroMQ proxy (self-signed)")?;
+    let client_tls = if tls.server_process_clients_use_tls() { Some(tls.client_tls()?) } else { None };
+    let auth = ProxyAuthConfig::from_config(&config)?;
+    warn_about(&auth);
+    let proxy = cluster_proxy(config, client_tls, auth.inner_credentials.clone());
+    let auth_sync = crate::auth::sync::start(&proxy, &auth);
+    Ok(ClusterSetup { proxy, remoting_tls, auth_sync })
 }
 
 /// Cluster mode (`ferromq proxy`): gRPC served on `listener` and, when given, the remoting port
@@ -168,12 +233,7 @@ pub async fn run_cluster(
     if let Some(a) = remoting.as_ref().and_then(|l| l.local_addr().ok()) {
         config.remoting_listen_port = a.port();
     }
-    // The remoting port and the connections to name servers and brokers follow the `tls.*`
-    // settings (the gRPC port has its own, `serve`).
-    let tls = config.tls_config()?;
-    let remoting_tls = tls.server_tls("FerroMQ proxy (self-signed)")?;
-    let client_tls = if tls.server_process_clients_use_tls() { Some(tls.client_tls()?) } else { None };
-    let proxy = cluster_proxy(config, client_tls);
+    let ClusterSetup { proxy, remoting_tls, auth_sync } = cluster_setup(config)?;
     // Two signals: on shutdown the remoting port drains first (its relayed requests use the
     // broker connections), then gRPC, whose end closes the broker connections.
     let (stop_remoting, remoting_rx) = tokio::sync::watch::channel(false);
@@ -213,6 +273,10 @@ pub async fn run_cluster(
         if let Some(task) = remoting {
             remoting_result = Some(task.await);
         }
+    }
+    if let Some(task) = auth_sync {
+        task.abort();
+        let _ = task.await;
     }
     match remoting_result {
         Some(Ok(Err(source))) => return Err(ServeError::Remoting { source }),

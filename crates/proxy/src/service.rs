@@ -40,17 +40,8 @@ impl MessagingServiceImpl {
     fn checked<T: crate::auth::Needs>(&self, req: &Request<T>) -> ProxyResult<CallContext> {
         let ctx = context(req)?;
         if let Some(auth) = self.proxy.auth.get() {
-            crate::auth::check(auth, req.metadata(), req.get_ref(), ctx.peer.map(|p| p.ip()))?;
-        }
-        Ok(ctx)
-    }
-
-    /// [`Self::checked`] for the telemetry stream: its opening is authenticated; what its
-    /// settings name is checked when the client sends or receives.
-    fn checked_stream<T>(&self, req: &Request<T>) -> ProxyResult<CallContext> {
-        let ctx = context(req)?;
-        if let Some(auth) = self.proxy.auth.get() {
-            crate::auth::check(auth, req.metadata(), &pb::TelemetryCommand::default(), ctx.peer.map(|p| p.ip()))?;
+            let peer = ctx.peer.map(|p| p.ip());
+            crate::auth::check(auth, &self.proxy.denials, req.metadata(), req.get_ref(), peer)?;
         }
         Ok(ctx)
     }
@@ -287,8 +278,11 @@ impl MessagingService for MessagingServiceImpl {
         &self,
         request: Request<tonic::Streaming<pb::TelemetryCommand>>,
     ) -> Result<Response<Self::TelemetryStream>, Status> {
-        let ctx = self.checked_stream(&request).map_err(|e| Status::invalid_argument(e.message))?;
-        let rx = telemetry::serve(self.proxy.clone(), ctx, request.into_inner());
+        let ctx = context(&request).map_err(|e| Status::invalid_argument(e.message))?;
+        // Each command is checked as it comes (Java runs its pipeline per command), with the
+        // stream's metadata: a Settings command naming what the user may not do is refused.
+        let metadata = request.metadata().clone();
+        let rx = telemetry::serve(self.proxy.clone(), ctx, metadata, request.into_inner());
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use ferromq_protocol::body::SubscriptionGroupConfig;
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
+use tonic::metadata::MetadataMap;
 use tracing::{debug, info};
 
 use crate::clients::{ClientRecord, TELEMETRY_QUEUE};
@@ -121,11 +122,23 @@ fn stream_error(e: &ProxyError) -> tonic::Status {
     }
 }
 
+/// The proxy's ACL 2.0 on one command of the stream opened with `metadata`.
+fn check(p: &Proxy, ctx: &CallContext, metadata: &MetadataMap, cmd: &pb::TelemetryCommand) -> ProxyResult<()> {
+    match p.auth.get() {
+        Some(auth) => crate::auth::check(auth, &p.denials, metadata, cmd, ctx.peer.map(|a| a.ip())),
+        None => Ok(()),
+    }
+}
+
 /// Serves one Telemetry stream: Settings in, Settings out; the client's answers to commands
-/// go to whoever waits for them. Returns the outgoing half.
+/// go to whoever waits for them. Every command is checked by the proxy's ACL 2.0 first (with
+/// the stream's `metadata`): a refused one is answered with a command carrying only the
+/// UNAUTHORIZED status, and the stream ends (Java writes the status and completes). Returns
+/// the outgoing half.
 pub fn serve(
     p: Arc<Proxy>,
     ctx: CallContext,
+    metadata: MetadataMap,
     mut inbound: tonic::Streaming<pb::TelemetryCommand>,
 ) -> mpsc::Receiver<Result<pb::TelemetryCommand, tonic::Status>> {
     let (tx, rx) = mpsc::channel(TELEMETRY_QUEUE);
@@ -139,6 +152,11 @@ pub fn serve(
                     break;
                 }
             };
+            if let Err(e) = check(&p, &ctx, &metadata, &cmd) {
+                debug!(client_id = %ctx.client_id, error = %e.message, "telemetry command refused");
+                let _ = tx.send(Ok(pb::TelemetryCommand { status: Some(e.to_status()), command: None })).await;
+                break;
+            }
             match cmd.command {
                 Some(Command::Settings(settings)) => match apply_settings(&p, &ctx, settings).await {
                     Ok(merged) => {

@@ -4,7 +4,8 @@
 //! Java keeps them in two RocksDB databases under `<storePathRootDir>/config`; FerroMQ keeps
 //! `config/users.json` and `config/acls.json` there (the same `UserInfo` / `AclInfo` JSON the
 //! admin API speaks), each replaced crash-safely on every change. Reads take a snapshot
-//! (`Arc`) so a request never waits for a write.
+//! (`Arc`) so a request never waits for a write. The cluster proxy keeps a copy of the
+//! brokers' users and ACLs in memory only ([`AuthMetadata::in_memory`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -59,10 +60,12 @@ impl Snapshot {
     }
 }
 
-/// The durable store.
+/// The store: durable ([`AuthMetadata::open`]) or held in memory only
+/// ([`AuthMetadata::in_memory`]).
 #[derive(Debug)]
 pub struct AuthMetadata {
-    dir: PathBuf,
+    /// Where the files are; `None` for a store in memory only.
+    dir: Option<PathBuf>,
     state: RwLock<Arc<Snapshot>>,
     /// Serialises writes; holds the files' stamps as last written or read.
     writes: Mutex<FileStamps>,
@@ -117,7 +120,7 @@ impl AuthMetadata {
         let stamps = file_stamps(config_dir);
         let snapshot = read_snapshot(config_dir)?;
         Ok(AuthMetadata {
-            dir: config_dir.to_path_buf(),
+            dir: Some(config_dir.to_path_buf()),
             state: RwLock::new(Arc::new(snapshot)),
             writes: Mutex::new(stamps),
         })
@@ -130,17 +133,28 @@ impl AuthMetadata {
     /// # Errors
     /// The file that cannot be read or parsed, naming it.
     pub fn reload_if_changed(&self) -> Result<bool, AuthError> {
+        let Some(dir) = &self.dir else {
+            return Ok(false);
+        };
         let mut known = self.writes.lock().unwrap_or_else(|e| e.into_inner());
-        let now = file_stamps(&self.dir);
+        let now = file_stamps(dir);
         if *known == now {
             return Ok(false);
         }
         // Remembered before parsing: a broken file is reported once, not every poll.
         *known = now;
-        let snapshot = read_snapshot(&self.dir)?;
+        let snapshot = read_snapshot(dir)?;
         *self.state.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
-        info!(dir = %self.dir.display(), "ACL 2.0 users and ACLs reloaded from disk");
+        info!(dir = %dir.display(), "ACL 2.0 users and ACLs reloaded from disk");
         Ok(true)
+    }
+
+    /// A store without files, holding `snapshot` (Java: the cluster proxy's
+    /// `ProxyAuthenticationMetadataProvider` and `ProxyAuthorizationMetadataProvider`, whose
+    /// users and ACLs live on the brokers): changes, [`replace_all`](Self::replace_all)
+    /// included, only swap the copy in memory.
+    pub fn in_memory(snapshot: Snapshot) -> Self {
+        AuthMetadata { dir: None, state: RwLock::new(Arc::new(snapshot)), writes: Mutex::new([None, None]) }
     }
 
     /// The current users and ACLs.
@@ -155,20 +169,25 @@ impl AuthMetadata {
         let current = self.snapshot();
         let mut next = (*current).clone();
         let out = edit(&mut next)?;
-        if next.users != current.users {
-            let body: Vec<UserInfo> = next.users.values().map(User::to_info).collect();
-            ferromq_config::replace_file(&self.dir.join(USERS_FILE), &body.encode()).map_err(system)?;
-        }
-        if next.acls != current.acls {
-            let body: Vec<AclInfo> = next.acls.values().map(Acl::to_info).collect();
-            ferromq_config::replace_file(&self.dir.join(ACLS_FILE), &body.encode()).map_err(system)?;
+        if let Some(dir) = &self.dir {
+            if next.users != current.users {
+                let body: Vec<UserInfo> = next.users.values().map(User::to_info).collect();
+                ferromq_config::replace_file(&dir.join(USERS_FILE), &body.encode()).map_err(system)?;
+            }
+            if next.acls != current.acls {
+                let body: Vec<AclInfo> = next.acls.values().map(Acl::to_info).collect();
+                ferromq_config::replace_file(&dir.join(ACLS_FILE), &body.encode()).map_err(system)?;
+            }
         }
         *self.state.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
-        *stamps = file_stamps(&self.dir);
+        if let Some(dir) = &self.dir {
+            *stamps = file_stamps(dir);
+        }
         Ok(out)
     }
 
-    /// Replaces everything (a slave following its master's users and ACLs).
+    /// Replaces everything (a slave following its master's users and ACLs, the cluster proxy
+    /// following the brokers'); true when that changed something.
     ///
     /// # Errors
     /// A write failure.
@@ -387,5 +406,28 @@ impl AuthMetadata {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(name: &str) -> UserInfo {
+        UserInfo { username: Some(name.to_owned()), password: Some(format!("{name}-secret")), ..Default::default() }
+    }
+
+    #[test]
+    fn an_in_memory_store_swaps_copies_and_writes_no_file() {
+        let store = AuthMetadata::in_memory(Snapshot::default());
+        assert!(store.snapshot().users.is_empty());
+        let first = Snapshot::from_infos(vec![user("alice")], Vec::new()).unwrap();
+        assert!(store.replace_all(first.clone()).unwrap(), "a new copy changes the store");
+        assert!(!store.replace_all(first).unwrap(), "the same copy changes nothing");
+        assert_eq!(store.user("alice").map(|u| u.password), Some("alice-secret".to_owned()));
+        store.ensure_super_user("root", "pw").unwrap();
+        assert!(store.user("root").is_some());
+        assert!(store.replace_all(Snapshot::default()).unwrap());
+        assert!(store.user("alice").is_none());
     }
 }

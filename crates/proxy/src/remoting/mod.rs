@@ -2,13 +2,15 @@
 //! clients (4.x and 5.x) served through the proxy as if it were the name server and every
 //! broker (Java: `RemotingProtocolServer`). See ADR 0014.
 //!
-//! The proxy answers routes (every broker at the proxy's address), heartbeats, unregistration
-//! and the consumer list of a group itself ([`local`]), and relays the messaging requests to the
-//! broker group they name ([`relay`]). Requests brokers send back on the proxy's connections
+//! Every request first passes the proxy's ACL 2.0 when it has one ([`gate`]). The proxy
+//! answers routes (every broker at the proxy's address), heartbeats, unregistration and the
+//! consumer list of a group itself ([`local`]), and relays the messaging requests to the broker
+//! group they name ([`relay`]), signed as the proxy when it has credentials of its own. Requests brokers send back on the proxy's connections
 //! (transaction checks, consumer running info, consume-directly) reach the remoting client
 //! they are meant for.
 
 pub mod clients;
+pub mod gate;
 pub mod local;
 pub mod relay;
 
@@ -102,6 +104,7 @@ pub async fn serve(
 ) -> Result<(), RemotingError> {
     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
     info!(addr, tls = %tls, "proxy remoting port listening (RocketMQ remoting clients)");
-    let server = RemotingServer::new(ServerConfig { tls, ..ServerConfig::default() }, Arc::new(handler(&proxy)));
+    let gated = gate::AuthGate::new(handler(&proxy), proxy.clone());
+    let server = RemotingServer::new(ServerConfig { tls, ..ServerConfig::default() }, Arc::new(gated));
     server.serve(listener, shutdown).await
 }

@@ -211,7 +211,9 @@ pub fn timeout_of(p: &Proxy, req: &RemotingCommand) -> Duration {
 }
 
 /// Relays `req` from the client on `conn` to its broker and returns the broker's answer
-/// (`None` for a oneway request).
+/// (`None` for a oneway request). The proxy's ACL 2.0 has let it through already
+/// (`super::gate`); the broker connection signs it as the proxy when the proxy has
+/// `innerClientAuthenticationCredentials`, replacing the client's signature.
 pub async fn relay(p: &Arc<Proxy>, conn: &Connection, req: RemotingCommand) -> Option<RemotingCommand> {
     let target = match resolve(p, &req).await {
         Ok(t) => t,
