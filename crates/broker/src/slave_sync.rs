@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use ferromq_auth::v2::{AuthMetadata, Snapshot};
+use ferromq_config::error_chain;
 use ferromq_protocol::body::{AclInfo, UserInfo};
 use ferromq_protocol::body::{
     BodyError, ConsumerOffsetSerializeWrapper, JsonBody, MessageRequestModeSerializeWrapper, SubscriptionGroupWrapper,
@@ -368,18 +369,6 @@ impl<T: MetadataOwner> SlaveSync<T> {
             }
         }
     }
-}
-
-/// An error and its causes, `: `-separated.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -13,8 +13,10 @@ pub use ferromq_protocol::properties_text;
 
 pub mod file;
 pub mod ip_block;
+pub mod report;
 pub use file::{replace_file, FileError};
 pub use ip_block::{canonical_ip, IpBlock};
+pub use report::error_chain;
 
 /// A setting that could not be applied.
 #[derive(Debug, thiserror::Error)]

@@ -115,17 +115,7 @@ pub(crate) async fn write_parts(writer: &mut LinkWriter, parts: &[Bytes], limit:
     }
 }
 
-/// An error and its causes, `: `-separated.
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
-}
+pub(crate) use ferromq_config::error_chain;
 
 /// Wall-clock milliseconds (the runtime info's timestamps).
 pub(crate) fn now_ms() -> i64 {

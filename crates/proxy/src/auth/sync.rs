@@ -22,6 +22,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use ferromq_auth::v2::{AuthMetadata, AuthService, Snapshot};
+use ferromq_config::error_chain;
 use ferromq_protocol::body::{AclInfo, JsonBody, UserInfo};
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use tokio::task::JoinHandle;
@@ -308,18 +309,6 @@ impl Freshness {
             Failure::Changed
         }
     }
-}
-
-/// An error and its causes, `: `-separated.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
 }
 
 #[cfg(test)]
