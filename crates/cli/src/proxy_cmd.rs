@@ -55,8 +55,9 @@ pub fn proxy(args: ProxyArgs) -> anyhow::Result<()> {
     config.proxy_mode = "cluster".to_owned();
     // Bad ACL 2.0 keys stop the start before any port is taken.
     ferromq_proxy::auth::ProxyAuthConfig::from_config(&config)?;
-    let addr = format!("0.0.0.0:{}", config.grpc_server_port);
-    let remoting_addr = (config.remoting_listen_port != 0).then(|| format!("0.0.0.0:{}", config.remoting_listen_port));
+    let bind = config.bind_address.trim().to_owned();
+    let addr = format!("{bind}:{}", config.grpc_server_port);
+    let remoting_addr = (config.remoting_listen_port != 0).then(|| format!("{bind}:{}", config.remoting_listen_port));
     crate::runtime()?.block_on(async move {
         let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| {
             format!("cannot listen on {addr} (grpcServerPort); set another port in the proxy config")

@@ -84,10 +84,11 @@ impl Cluster {
         let (proxy, grpc_port) = start_on_free_port(
             || port_away_from(&taken, free_port),
             |port| {
-                // gRPC only: remotingListenPort 0.
+                // gRPC only: remotingListenPort 0; on loopback only (bindAddress).
                 let json = format!(
                     "{{\n  \"rocketMQClusterName\": \"DefaultCluster\",\n  \"grpcServerPort\": {port},\n  \
-                     \"remotingListenPort\": 0,\n  \"tls.server.mode\": \"disabled\",\n  \"enableBatchAck\": true\n}}\n"
+                     \"remotingListenPort\": 0,\n  \"tls.server.mode\": \"disabled\",\n  \"enableBatchAck\": true,\n  \
+                     \"bindAddress\": \"127.0.0.1\"\n}}\n"
                 );
                 let conf = path.join("rmq-proxy.json");
                 spawn_listening(&["proxy", "-n", &namesrv], &conf, &json, &path.join("proxy.log"), port)
@@ -508,6 +509,11 @@ async fn cluster_proxy_serves_two_brokers_and_loses_no_acknowledged_message_when
     let mut cluster = Cluster::start();
     let mut problems: Vec<String> = Vec::new();
     let started = Instant::now();
+    // bindAddress=127.0.0.1: another loopback address finds no gRPC port.
+    assert!(
+        tokio::net::TcpStream::connect(format!("127.0.0.2:{}", cluster.grpc_port)).await.is_err(),
+        "the proxy listens beyond its bindAddress"
+    );
 
     // Both brokers create the topic and the name server routes it to both.
     cluster.create_topic();

@@ -30,6 +30,9 @@ rocketmq_config! {
         grpc_server_port: u16 = "grpcServerPort", default 8081;
         /// `remotingListenPort`: the proxy's remoting port (cluster mode; 0 turns it off).
         remoting_listen_port: u16 = "remotingListenPort", default 8080;
+        /// `bindAddress` (Java 5's `NettyServerConfig` key; cluster mode): the address the gRPC
+        /// and remoting ports listen on.
+        bind_address: String = "bindAddress", default "0.0.0.0".to_owned();
         /// `remotingAccessAddr`: the host routes of the remoting port point clients at (empty:
         /// the address each client connected to).
         remoting_access_addr: String = "remotingAccessAddr", default String::new();
