@@ -25,7 +25,7 @@ use tokio_rustls::rustls::server::danger::ClientCertVerifier;
 use tokio_rustls::rustls::server::WebPkiClientVerifier;
 use tracing::warn;
 
-use crate::tls::pem::{is_encrypted_pem, load_cert_chain, load_private_key, load_trust_store, self_signed};
+use crate::tls::pem::{is_encrypted_pem, load_cert_chain, load_protected_private_key, load_trust_store, self_signed};
 use crate::tls::verify::{AnyClientCertificate, ChainOnlyServerVerifier, TrustAnyServer};
 use crate::tls::{crypto_provider, CertifiedKey, ClientTls, ServerTls, TlsError, TlsMode};
 
@@ -350,7 +350,7 @@ fn identity(
     password: &str,
 ) -> Result<CertifiedKey, TlsError> {
     let chain = load_cert_chain(cert, cert_key)?;
-    let private_key = load_private_key(key, key_key)?;
+    let private_key = load_protected_private_key(key, key_key, password)?;
     if !password.is_empty() {
         // Reached only for a key that is not encrypted (an encrypted one failed above).
         let encrypted = std::fs::read(key).map(|t| is_encrypted_pem(&t)).unwrap_or(false);

@@ -98,18 +98,32 @@ pub enum TlsError {
         /// The file.
         path: PathBuf,
     },
-    /// The key is password-protected (Java's `tls.*.keyPassword`), which rustls cannot read.
+    /// The key is password-protected and no `tls.*.keyPassword` is set.
     #[error(
-        "TLS private key file {} ({key}) is encrypted, which is not supported (keyPassword); \
-         decrypt it, e.g. `openssl pkey -in {} -out plain.key`, and point {key} at the result",
+        "TLS private key file {} ({key}) is encrypted: set its password in {password_key}, or decrypt it \
+         (`openssl pkey -in {} -out plain.key`) and point {key} at the result",
         path.display(),
         path.display()
     )]
     EncryptedKey {
         /// The setting that names the file.
         key: &'static str,
+        /// The setting of its password.
+        password_key: &'static str,
         /// The file.
         path: PathBuf,
+    },
+    /// The key is password-protected and cannot be decrypted (its scheme, or the password).
+    #[error("TLS private key file {} ({key}) cannot be decrypted with {password_key}: {reason}", path.display())]
+    KeyDecrypt {
+        /// The setting that names the file.
+        key: &'static str,
+        /// The setting of its password.
+        password_key: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
     },
     /// rustls refused the certificate chain and key (e.g. they do not belong together, or the
     /// key type is unsupported).

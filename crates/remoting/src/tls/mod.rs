@@ -11,8 +11,9 @@
 //! `HandshakeHandler` does: `0x16` starts a TLS handshake record, anything else is a remoting
 //! frame ([`ServerTls::accept`]). `permissive` (Java's default) serves both on one port.
 //!
-//! What this module deliberately does not do: encrypted private keys (`tls.*.keyPassword`;
-//! refused with a message saying how to decrypt them), the system's root certificates (a
+//! Encrypted private keys (`tls.*.keyPassword`) are read when RocketMQ's TLS guide made them
+//! (PKCS#8 with PBE-SHA1-RC4, `pbe.rs`); other schemes are refused with a message saying how to
+//! convert them. What this module deliberately does not do: the system's root certificates (a
 //! verifying side needs its `trustCertPath`), host-name checks of server certificates (Java's
 //! clients check the chain only), and `tls.ciphers` / `tls.protocols` (rustls' safe defaults:
 //! TLS 1.2 and 1.3).
@@ -20,6 +21,7 @@
 mod client;
 mod config;
 mod error;
+mod pbe;
 mod pem;
 mod server;
 mod verify;
@@ -30,7 +32,8 @@ use std::str::FromStr;
 pub use client::ClientTls;
 pub use config::{ClientAuth, TlsConfig, DEFAULT_TLS_CONFIG_FILE};
 pub use error::TlsError;
-pub use pem::{load_cert_chain, load_private_key, self_signed, CertifiedKey};
+pub use pbe::{decrypt_der, decrypt_pem, PbeError};
+pub use pem::{load_cert_chain, load_private_key, load_protected_private_key, self_signed, CertifiedKey};
 pub use server::{Accepted, ServerTls, TLS_HANDSHAKE_TIMEOUT};
 pub use verify::{AnyClientCertificate, ChainOnlyServerVerifier, TrustAnyServer};
 

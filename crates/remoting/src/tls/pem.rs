@@ -53,18 +53,53 @@ fn load_certs(path: &Path, key: &'static str, what: &'static str) -> Result<Vec<
 /// # Errors
 /// An unreadable file, bad PEM, no key, or an encrypted key ([`TlsError::EncryptedKey`]).
 pub fn load_private_key(path: &Path, key: &'static str) -> Result<PrivateKeyDer<'static>, TlsError> {
+    load_protected_private_key(path, key, "")
+}
+
+/// The setting that holds the password of the key file setting `key`.
+fn password_key_of(key: &'static str) -> &'static str {
+    match key {
+        "tls.server.keyPath" => "tls.server.keyPassword",
+        "tls.client.keyPath" => "tls.client.keyPassword",
+        _ => "keyPassword",
+    }
+}
+
+/// As [`load_private_key`], decrypting a PKCS#8 `ENCRYPTED PRIVATE KEY` with `password` (Java's
+/// `tls.*.keyPassword`; PBE-SHA1-RC4 as RocketMQ's TLS guide makes them, see `pbe.rs`).
+///
+/// # Errors
+/// As [`load_private_key`]; [`TlsError::KeyDecrypt`] for a scheme that cannot be read or a
+/// wrong password.
+pub fn load_protected_private_key(
+    path: &Path,
+    key: &'static str,
+    password: &str,
+) -> Result<PrivateKeyDer<'static>, TlsError> {
     const WHAT: &str = "private key";
     let text = read_file(key, WHAT, path)?;
+    if is_encrypted_pem(&text) {
+        let password_key = password_key_of(key);
+        if password.is_empty() {
+            return Err(TlsError::EncryptedKey { key, password_key, path: path.to_owned() });
+        }
+        let decrypt_error = |reason: String| TlsError::KeyDecrypt { key, password_key, path: path.to_owned(), reason };
+        let pem = String::from_utf8_lossy(&text);
+        if pem.contains("Proc-Type: 4,ENCRYPTED") {
+            return Err(decrypt_error(
+                "it is in OpenSSL's traditional encrypted format (Proc-Type); convert it with \
+                 `openssl pkcs8 -topk8 -v1 PBE-SHA1-RC4-128 -provider legacy -provider default`"
+                    .to_owned(),
+            ));
+        }
+        let der = super::pbe::decrypt_pem(&pem, password).map_err(|e| decrypt_error(e.to_string()))?;
+        return Ok(PrivateKeyDer::Pkcs8(der.into()));
+    }
     match PrivateKeyDer::from_pem_slice(&text) {
         Ok(private_key) => Ok(private_key),
         Err(pem::Error::NoItemsFound) => {
-            // Tell an encrypted key apart from a file without any key: the fix differs.
-            // (rustls' PEM reader skips sections it does not know, such as these.)
-            if is_encrypted_pem(&text) {
-                Err(TlsError::EncryptedKey { key, path: path.to_owned() })
-            } else {
-                Err(TlsError::NoPrivateKey { key, path: path.to_owned() })
-            }
+            // (Encrypted keys were told apart above: rustls' PEM reader skips their sections.)
+            Err(TlsError::NoPrivateKey { key, path: path.to_owned() })
         }
         Err(e) => Err(pem_error(key, WHAT, path, e)),
     }
