@@ -37,7 +37,29 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A port free on 127.0.0.1 right now (the OS picks it; another process may take it later).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0").local_addr().expect("local address").port()
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("bind port 0")
+            .local_addr()
+            .expect("local address")
+            .port();
+        if reserve(&[port]) {
+            return port;
+        }
+    }
+}
+
+/// Ports this process handed out, with a broker's neighbours: the tests of one binary run in
+/// parallel, and the OS may hand a port released by one test's check to another before the
+/// first test's server binds it (seen as a standalone exiting at start in CI).
+fn reserve(ports: &[u16]) -> bool {
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut handed = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    if ports.iter().any(|p| handed.contains(p)) {
+        return false;
+    }
+    handed.extend_from_slice(ports);
+    true
 }
 
 /// A port for a broker started without `haListenPort`: it is free and so are the next one,
@@ -51,6 +73,7 @@ pub fn free_broker_port() -> u16 {
             && port < u16::MAX
             && std::net::TcpListener::bind(("127.0.0.1", port + 1)).is_ok()
             && std::net::TcpListener::bind(("127.0.0.1", port - 2)).is_ok()
+            && reserve(&[port, port + 1, port - 2])
         {
             return port;
         }
