@@ -5,7 +5,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -40,8 +40,12 @@ const PULL_EXPIRY_TICK: Duration = Duration::from_millis(100);
 const CLIENT_SCAN_INTERVAL: Duration = Duration::from_secs(10);
 /// How soon a slave registers again while the name servers know no master for it.
 const SLAVE_MASTER_RETRY: Duration = Duration::from_secs(1);
+/// The first wait before a failed registration is tried again (doubling up to the period).
+const REGISTER_RETRY_MIN: Duration = Duration::from_millis(500);
 /// Time allowed for one name-server registration call.
 const NAMESRV_TIMEOUT: Duration = Duration::from_secs(6);
+/// How long an admin request that changed topics waits for the name servers to hear of it.
+const REGISTERED_WAIT: Duration = Duration::from_secs(8);
 
 /// Now, in ms since the epoch.
 pub(crate) fn now_ms() -> i64 {
@@ -118,6 +122,12 @@ pub struct Broker {
     pub(crate) ha_security: crate::ha::HaSecurity,
     /// Wakes the registration loop when a topic is created.
     register_now: tokio::sync::Notify,
+    /// Registration rounds asked for (`register_requested`) and the last round the loop
+    /// finished (`registered`): an admin request that created a topic answers once a round
+    /// that includes it is done, so a client told "created" finds the route (Java registers
+    /// before it answers UPDATE_AND_CREATE_TOPIC).
+    register_requested: AtomicU64,
+    registered: tokio::sync::watch::Sender<u64>,
     /// Replication as it runs now (classic master or slave; AutoSwitchHA in controller mode).
     pub(crate) replication: RwLock<crate::ha::Replication>,
     /// The role as it is now (see [`crate::ha::RuntimeRole`]).
@@ -203,6 +213,22 @@ impl Broker {
     /// A topic the broker created by itself: tell the name servers soon.
     pub(crate) fn on_topic_created(&self, _config: &TopicConfig) {
         self.register_now.notify_one();
+    }
+
+    /// Waits (at most `REGISTERED_WAIT`) until a registration round that began after this
+    /// call has reached every name server, or failed to: what the name servers list then
+    /// includes every topic stored before the call. A dead name server does not fail the
+    /// caller (the topic is stored; the periodic registration retries), as in Java.
+    pub(crate) async fn registered_with_name_servers(&self) {
+        let round = self.register_requested.fetch_add(1, Ordering::AcqRel) + 1;
+        self.register_now.notify_one();
+        let mut done = self.registered.subscribe();
+        if tokio::time::timeout(REGISTERED_WAIT, done.wait_for(|d| *d >= round)).await.is_err() {
+            warn!(
+                wait_ms = REGISTERED_WAIT.as_millis() as u64,
+                "name servers not told of the change in time; the next registration will"
+            );
+        }
     }
 
     /// A new message carrying `original`'s body, flag, system flag, born time and host and
@@ -354,8 +380,23 @@ impl Broker {
         sync!(request_code::QUERY_MESSAGE, |b, conn, req| b.query_message(req));
         sync!(request_code::VIEW_MESSAGE_BY_ID, |b, conn, req| b.view_message_by_id(req));
         sync!(request_code::QUERY_CONSUME_QUEUE, |b, conn, req| b.query_consume_queue(req));
-        sync!(request_code::UPDATE_AND_CREATE_TOPIC, |b, conn, req| b.update_and_create_topic(req));
-        sync!(request_code::UPDATE_AND_CREATE_TOPIC_LIST, |b, conn, req| b.update_and_create_topic_list(req));
+        for code in [request_code::UPDATE_AND_CREATE_TOPIC, request_code::UPDATE_AND_CREATE_TOPIC_LIST] {
+            let b = self.clone();
+            d.register(code, move |_conn, req| {
+                let b = b.clone();
+                async move {
+                    let response = if req.code == request_code::UPDATE_AND_CREATE_TOPIC {
+                        b.update_and_create_topic(&req)
+                    } else {
+                        b.update_and_create_topic_list(&req)
+                    };
+                    if response.code == response_code::SUCCESS {
+                        b.registered_with_name_servers().await;
+                    }
+                    Some(response)
+                }
+            });
+        }
         sync!(request_code::GET_TOPIC_CONFIG, |b, conn, req| b.get_topic_config(req));
         sync!(request_code::GET_SUBSCRIPTIONGROUP_CONFIG, |b, conn, req| b.get_subscription_group_config(req));
         sync!(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST, |b, conn, req| {
@@ -525,12 +566,14 @@ impl Broker {
     }
 
     /// Registers with every name server once. Java: `BrokerController#registerBrokerAll`.
-    pub(crate) async fn register_all(&self) {
+    /// Registers with every name server; returns whether each of them took the registration.
+    pub(crate) async fn register_all(&self) -> bool {
         if self.role().fenced {
             // Controller mode before the controller named a role.
-            return;
+            return true;
         }
         let addrs = self.config.namesrv_addrs();
+        let mut all = true;
         for addr in &addrs {
             let request = self.registration(self.config.compressed_register);
             match self.namesrv.invoke(addr, request, NAMESRV_TIMEOUT).await {
@@ -539,10 +582,17 @@ impl Broker {
                         self.on_registered(addr, h);
                     }
                 }
-                Ok(r) => warn!(namesrv = %addr, code = r.code, remark = ?r.remark, "broker registration refused"),
-                Err(e) => warn!(namesrv = %addr, error = %e, "broker registration failed"),
+                Ok(r) => {
+                    all = false;
+                    warn!(namesrv = %addr, code = r.code, remark = ?r.remark, "broker registration refused");
+                }
+                Err(e) => {
+                    all = false;
+                    warn!(namesrv = %addr, error = %e, "broker registration failed");
+                }
             }
         }
+        all
     }
 
     /// A slave learns its master's addresses from the registration answer: the broker
@@ -854,6 +904,8 @@ pub async fn run_with_local_access(
         client_tls: client_tls.clone(),
         ha_security: ha_security.clone(),
         register_now: tokio::sync::Notify::new(),
+        register_requested: AtomicU64::new(0),
+        registered: tokio::sync::watch::channel(0).0,
         tx_ops: Default::default(),
         sql92_warned: Default::default(),
         pop,
@@ -1002,11 +1054,32 @@ pub async fn run_with_local_access(
         let b = broker.clone();
         let period = Duration::from_millis(config.register_name_server_period.clamp(10_000, 60_000));
         tasks.spawn(async move {
+            let mut backoff = REGISTER_RETRY_MIN;
             loop {
-                b.register_all().await;
+                // Everything asked for up to now is in this round: the topic tables are read
+                // after this load.
+                let round = b.register_requested.load(Ordering::Acquire);
+                let registered = b.register_all().await;
+                b.registered.send_if_modified(|done| {
+                    let advanced = round > *done;
+                    *done = (*done).max(round);
+                    advanced
+                });
                 // A slave that does not know its master yet (it registered first) asks again
-                // soon rather than a whole period later: replication waits on the answer.
-                let wait = if b.waits_for_master() { SLAVE_MASTER_RETRY } else { period };
+                // soon rather than a whole period later: replication waits on the answer. A
+                // name server that refused or missed the registration (not started yet, or not
+                // yet reading the user the broker signs as) is asked again soon too, backing
+                // off to the period; Java waits a whole period, leaving new topics unrouted.
+                let wait = if b.waits_for_master() {
+                    SLAVE_MASTER_RETRY
+                } else if registered {
+                    backoff = REGISTER_RETRY_MIN;
+                    period
+                } else {
+                    let wait = backoff;
+                    backoff = (backoff * 2).min(period);
+                    wait
+                };
                 tokio::select! {
                     _ = tokio::time::sleep(wait) => {}
                     _ = b.register_now.notified() => {}

@@ -1054,3 +1054,94 @@ async fn forbidden_groups_are_refused_with_their_forbidden_type() {
     client.shutdown().await;
     c.stop().await;
 }
+
+/// A topic is in the name server's routes by the time UPDATE_AND_CREATE_TOPIC (or _LIST) is
+/// answered, as Java registers before it answers: a client told "created" that asks for the
+/// route at once finds it (the C++ client fails a send at once on "No route info").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_created_topic_is_routed_when_the_creation_is_answered() {
+    let c = Cluster::start(|_| {}).await;
+    let admin = RemotingClient::new(ClientConfig::default());
+    let route = |topic: &str| {
+        RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC)
+            .with_header(&GetRouteInfoRequestHeader { topic: topic.into(), accept_standard_json_only: Some(true) })
+    };
+    for i in 0..10 {
+        let topic = format!("RoutedAtOnce{i}");
+        let create =
+            RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC).with_header(&CreateTopicRequestHeader {
+                topic: topic.clone(),
+                default_topic: "TBW102".into(),
+                read_queue_nums: 4,
+                write_queue_nums: 4,
+                perm: 6,
+                topic_filter_type: "SINGLE_TAG".into(),
+                ..Default::default()
+            });
+        assert_eq!(c.call(&admin, create).await.code, response_code::SUCCESS);
+        let r = admin.invoke(&c.ns_addr, route(&topic), T).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{topic}: {:?}", r.remark);
+        assert_eq!(TopicRouteData::decode(&r.body).unwrap().queue_datas.first().map(|q| q.write_queue_nums), Some(4));
+
+        let listed = format!("RoutedListed{i}");
+        let list = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC_LIST)
+            .with_body(format!(r#"{{"topicConfigList":[{{"topicName":"{listed}"}}]}}"#).into_bytes());
+        assert_eq!(c.call(&admin, list).await.code, response_code::SUCCESS);
+        let r = admin.invoke(&c.ns_addr, route(&listed), T).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{listed}: {:?}", r.remark);
+    }
+    admin.shutdown().await;
+    c.stop().await;
+}
+
+/// A name server that missed a registration (here: one that starts after the broker) is asked
+/// again within seconds, backing off, not a whole registerNameServerPeriod (30 s) later; and
+/// a topic created meanwhile is still answered (the live name server has it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_name_server_is_registered_with_soon() {
+    let late_port = ferromq_testkit::free_port();
+    let late_addr = format!("127.0.0.1:{late_port}");
+    let listed = late_addr.clone();
+    let c = Cluster::start(move |s| s.broker.namesrv_addr = format!("{};{listed}", s.broker.namesrv_addr)).await;
+    let admin = RemotingClient::new(ClientConfig::default());
+    let create =
+        RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC).with_header(&CreateTopicRequestHeader {
+            topic: "BeforeLateNs".into(),
+            default_topic: "TBW102".into(),
+            read_queue_nums: 2,
+            write_queue_nums: 2,
+            perm: 6,
+            topic_filter_type: "SINGLE_TAG".into(),
+            ..Default::default()
+        });
+    assert_eq!(c.call(&admin, create).await.code, response_code::SUCCESS);
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = ferromq_namesrv::NamesrvConfig {
+        kv_config_path: dir.path().join("kv.json"),
+        config_store_path: dir.path().join("namesrv.properties"),
+        ..Default::default()
+    };
+    let listener = tokio::net::TcpListener::bind(&late_addr).await.unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let late = tokio::spawn(ferromq_namesrv::run(config, listener, async {
+        let _ = stopped.await;
+    }));
+    let deadline = Instant::now() + T;
+    loop {
+        let req =
+            RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC).with_header(&GetRouteInfoRequestHeader {
+                topic: "BeforeLateNs".into(),
+                accept_standard_json_only: Some(true),
+            });
+        if admin.invoke(&late_addr, req, T).await.unwrap().code == response_code::SUCCESS {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the broker did not register with the late name server within {T:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = stop.send(());
+    late.await.unwrap().unwrap();
+    admin.shutdown().await;
+    c.stop().await;
+}

@@ -78,13 +78,28 @@ impl RequestHandler for AuthGate {
             return self.inner.handle(conn, request);
         }
         let ip = conn.remote_addr().ip();
+        // A refusal is checked again against the files as they are now: the periodic reload
+        // may not have seen a user created a moment ago (in `ferromq standalone` the broker
+        // writes its first user while its first registration is on the way here).
         if let Some(v2) = &self.v2 {
-            if let Err(denial) = v2.check(&request, ip) {
+            let checked = v2.check(&request, ip).or_else(|_| {
+                if let Err(e) = v2.metadata().reload_if_changed() {
+                    tracing::error!(error = %e, "ACL 2.0 users or ACLs changed but cannot be read; the previous ones stay in force");
+                }
+                v2.check(&request, ip)
+            });
+            if let Err(denial) = checked {
                 return self.refuse(&conn, &request, response_code::NO_PERMISSION, denial, "2.0");
             }
         }
         if let Some(plain) = &self.plain {
-            if let Err(denial) = plain.validate(&request, ip) {
+            let checked = plain.validate(&request, ip).or_else(|_| {
+                if let Err(e) = plain.reload_if_changed() {
+                    tracing::error!(error = %e, "ACL files changed but cannot be loaded; the previous rules stay in force");
+                }
+                plain.validate(&request, ip)
+            });
+            if let Err(denial) = checked {
                 return self.refuse(&conn, &request, response_code::SYSTEM_ERROR, denial, "1.0");
             }
         }

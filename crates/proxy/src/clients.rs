@@ -22,6 +22,12 @@ pub const PENDING_COMMANDS_MAX: usize = 64;
 /// Frames queued on one Telemetry stream before a send fails (the client is not reading).
 pub const TELEMETRY_QUEUE: usize = 64;
 
+/// How long a request from a client whose Settings are not known yet waits for them. Some
+/// SDKs (Python 5.x) open their Telemetry stream in the background and may call Receive or
+/// Heartbeat before the proxy has read its Settings; Java's proxy answers at once with
+/// UNRECOGNIZED_CLIENT_TYPE, which fails the first call of such a client at random.
+pub const SETTINGS_WAIT: Duration = Duration::from_secs(3);
+
 /// The sender side of a client's Telemetry stream.
 pub type TelemetrySender = mpsc::Sender<Result<pb::TelemetryCommand, tonic::Status>>;
 
@@ -122,6 +128,8 @@ pub struct ClientRegistry {
     stream_ids: AtomicU64,
     /// Whose turn the next transaction check is, among a topic's producers.
     check_turn: std::sync::atomic::AtomicUsize,
+    /// Woken whenever a record is stored (see [`ClientRegistry::touch_when_known`]).
+    stored: tokio::sync::Notify,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -145,7 +153,32 @@ impl ClientRegistry {
             return Err(TooManyClients);
         }
         map.insert(client_id.to_owned(), record);
+        drop(map);
+        self.stored.notify_waiters();
         Ok(())
+    }
+
+    /// As [`ClientRegistry::touch`], but a client not known yet is waited for, up to `wait`
+    /// (its Settings may be on their way on the Telemetry stream).
+    pub async fn touch_when_known<R>(
+        &self,
+        client_id: &str,
+        wait: Duration,
+        f: impl Fn(&ClientRecord) -> R,
+    ) -> Option<R> {
+        let until = tokio::time::Instant::now() + wait;
+        loop {
+            // Registered before the look-up, so a store between the two is not missed.
+            let stored = self.stored.notified();
+            tokio::pin!(stored);
+            stored.as_mut().enable();
+            if let Some(r) = self.touch(client_id, &f) {
+                return Some(r);
+            }
+            if tokio::time::timeout_at(until, stored).await.is_err() {
+                return None;
+            }
+        }
     }
 
     /// Runs `f` on the client's record, refreshing its last-seen time.
@@ -256,5 +289,42 @@ impl ClientRegistry {
     /// Whether no client is known.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn consumer() -> ClientRecord {
+        ClientRecord::new(ClientType::SimpleConsumer, pb::Settings::default(), "PYTHON", "5.1.2", None)
+    }
+
+    #[tokio::test]
+    async fn a_request_waits_for_settings_on_their_way_and_no_longer_than_asked() {
+        let registry = Arc::new(ClientRegistry::default());
+        let wait = Duration::from_millis(50);
+        assert_eq!(registry.touch_when_known("c1", wait, |r| r.client_type).await, None);
+
+        // Settings stored while the request waits: it goes on with them.
+        let storing = registry.clone();
+        let store = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            storing.upsert("c1", consumer()).expect("room");
+        });
+        let found = registry.touch_when_known("c1", Duration::from_secs(10), |r| r.client_type).await;
+        assert_eq!(found, Some(ClientType::SimpleConsumer));
+        store.await.unwrap();
+
+        // Another client's Settings do not end the wait of one still unknown.
+        let storing = registry.clone();
+        let other = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            storing.upsert("c2", consumer()).expect("room");
+        });
+        assert_eq!(registry.touch_when_known("c3", Duration::from_millis(100), |r| r.client_type).await, None);
+        other.await.unwrap();
     }
 }

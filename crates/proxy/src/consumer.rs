@@ -114,9 +114,10 @@ struct ReceiveSettings {
     max_attempts: i32,
 }
 
-fn receive_settings(p: &Proxy, ctx: &CallContext) -> ProxyResult<ReceiveSettings> {
+async fn receive_settings(p: &Proxy, ctx: &CallContext) -> ProxyResult<ReceiveSettings> {
+    let wait = ctx.remaining().map_or(crate::clients::SETTINGS_WAIT, |d| d.min(crate::clients::SETTINGS_WAIT));
     p.clients
-        .touch(&ctx.client_id, |r| {
+        .touch_when_known(&ctx.client_id, wait, |r| {
             let fifo = match &r.settings.pub_sub {
                 Some(pb::settings::PubSub::Subscription(s)) => s.fifo.unwrap_or(false),
                 _ => false,
@@ -124,6 +125,7 @@ fn receive_settings(p: &Proxy, ctx: &CallContext) -> ProxyResult<ReceiveSettings
             let max_attempts = r.settings.backoff_policy.as_ref().map_or(17, |b| b.max_attempts.max(1));
             ReceiveSettings { fifo, max_attempts }
         })
+        .await
         .ok_or_else(|| bad!(UnrecognizedClientType, "cannot find client settings for this client"))
 }
 
@@ -351,7 +353,7 @@ fn content(c: pb::receive_message_response::Content) -> pb::ReceiveMessageRespon
 type PopOutcome = (String, String, Vec<(pb::Message, String)>, bool);
 
 async fn pop_for(p: &Arc<Proxy>, ctx: &CallContext, req: &pb::ReceiveMessageRequest) -> ProxyResult<PopOutcome> {
-    let settings = receive_settings(p, ctx)?;
+    let settings = receive_settings(p, ctx).await?;
     let poll_ms = polling_time_ms(p, ctx, req)?;
     let group = validate::group(req.group.as_ref())?;
     let mq = req.message_queue.as_ref();

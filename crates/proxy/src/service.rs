@@ -9,6 +9,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::{Stream, StreamExt};
 use tonic::{Request, Response, Status};
 
+use crate::clients::SETTINGS_WAIT;
 use crate::context::CallContext;
 use crate::listener::GrpcConnectInfo;
 use crate::pb::messaging_service_server::MessagingService;
@@ -89,7 +90,8 @@ impl MessagingService for MessagingServiceImpl {
         let out = async {
             let ctx = self.checked(&request)?;
             let req = request.get_ref();
-            let known = p.clients.touch(&ctx.client_id, |r| r.client_type);
+            let wait = ctx.remaining().map_or(SETTINGS_WAIT, |d| d.min(SETTINGS_WAIT));
+            let known = p.clients.touch_when_known(&ctx.client_id, wait, |r| r.client_type).await;
             let Some(client_type) = known else {
                 return Err(bad!(UnrecognizedClientType, "cannot find client settings for this client"));
             };
