@@ -111,6 +111,8 @@ pub struct Broker {
     pub(crate) uniq_ids: UniqIdGenerator,
     /// Put and get counters behind the TPS figures of the stats requests.
     pub(crate) stats: BrokerStats,
+    /// Traffic counters of `/metrics`.
+    pub(crate) metrics: crate::metrics::BrokerMetrics,
     /// `brokerPermission` as it is now: UPDATE_BROKER_CONFIG changes it at once (the one
     /// broker key that takes effect without a restart, as in Java).
     permission: AtomicI32,
@@ -903,6 +905,7 @@ pub async fn run_with_local_access(
         ),
         client_tls: client_tls.clone(),
         ha_security: ha_security.clone(),
+        metrics: crate::metrics::BrokerMetrics::new(settings.metrics.metrics_otel_cardinality_limit),
         register_now: tokio::sync::Notify::new(),
         register_requested: AtomicU64::new(0),
         registered: tokio::sync::watch::channel(0).0,
@@ -942,7 +945,7 @@ pub async fn run_with_local_access(
             }
         }));
     }
-    let server_config = ServerConfig {
+    let mut server_config = ServerConfig {
         idle_timeout: Duration::from_secs(config.server_channel_max_idle_time_seconds),
         tls: server_tls,
         proxy_protocol_trusted: ferromq_config::IpBlock::parse_list(
@@ -953,6 +956,8 @@ pub async fn run_with_local_access(
         .into(),
         ..ServerConfig::default()
     };
+    let exporter =
+        crate::metrics::exporter(&settings, &broker, &mut server_config).await.map_err(BrokerError::Config)?;
     // One dispatcher for the listeners and the in-process connections: the same processors
     // answer every client, however it is connected.
     let dispatcher = Arc::new(broker.dispatcher());
@@ -996,6 +1001,9 @@ pub async fn run_with_local_access(
         namesrv = %config.namesrv_addr, tls = %tls_text, client_tls = client_tls.is_some(), "broker listening");
 
     let mut tasks = JoinSet::new();
+    if let Some((listener, metrics)) = exporter {
+        tasks.spawn(ferromq_metrics::exporter::serve(listener, Arc::new(metrics), std::future::pending()));
+    }
     if let Some(validator) = &acl {
         tasks.spawn(crate::acl::watch_files(validator.clone()));
     }

@@ -339,6 +339,8 @@ pub struct BrokerSettings {
     pub store: StoreConfig,
     /// Replication settings (`ha*`, `slaveTimeout`, `inSyncReplicas` ...).
     pub ha: ferromq_replication::HaConfig,
+    /// Metrics export (`metricsExporterType`, `metricsPromExporterPort` ...).
+    pub metrics: ferromq_metrics::MetricsConfig,
 }
 
 impl BrokerSettings {
@@ -358,8 +360,12 @@ impl BrokerSettings {
         if self.ha.set(key, value)? {
             return Ok(true);
         }
-        // Keep unknown keys once, on the broker side, for echoing back.
         self.ha.unknown.remove(key);
+        if self.metrics.set(key, value)? {
+            return Ok(true);
+        }
+        // Keep unknown keys once, on the broker side, for echoing back.
+        self.metrics.unknown.remove(key);
         self.broker.unknown.insert(key.to_owned(), value.to_owned());
         Ok(false)
     }
@@ -479,6 +485,7 @@ impl BrokerSettings {
         let mut all = self.broker.to_properties();
         all.extend(self.store.to_properties());
         all.extend(self.ha.to_properties());
+        all.extend(self.metrics.to_properties());
         all
     }
 }

@@ -14,6 +14,7 @@ mod ha;
 mod local_access;
 mod long_polling;
 pub mod metadata;
+mod metrics;
 mod pop;
 mod processor;
 pub mod replicas_manager;

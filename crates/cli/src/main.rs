@@ -87,6 +87,10 @@ struct StandaloneArgs {
     /// Proxy config file (JSON, `rmq-proxy.json` keys).
     #[arg(long = "pc", alias = "proxyConfigPath")]
     proxy_config: Option<PathBuf>,
+    /// Port of the Prometheus metrics (`/metrics`; default 5557, `metricsPromExporterPort`).
+    /// `metricsExporterType=DISABLE` in the config file turns them off.
+    #[arg(long)]
+    metrics_port: Option<u16>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -176,8 +180,9 @@ fn namesrv(args: NamesrvArgs) -> anyhow::Result<()> {
             }
             controller = Some(c);
         }
-        // `tls.*` keys are the TLS settings' (read when the server starts).
-        for key in unknown.into_iter().filter(|k| !TlsConfig::is_tls_key(k)) {
+        // `tls.*` and `metrics*` keys are read when the server starts.
+        let metrics_keys = ferromq_metrics::MetricsConfig::KEYS;
+        for key in unknown.into_iter().filter(|k| !TlsConfig::is_tls_key(k) && !metrics_keys.contains(&k.as_str())) {
             warn!(key = %key, "unknown name server config key ignored");
         }
     } else if config.enable_controller_in_namesrv {
@@ -456,10 +461,16 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
     settings.broker.listen_port = args.broker_port;
     settings.broker.namesrv_addr = format!("127.0.0.1:{}", args.namesrv_port);
     settings.store.store_path_root_dir = data.join("store");
-    // Working defaults for a laptop: SQL92 subscriptions are served.
+    // Working defaults for a laptop: SQL92 subscriptions are served, and Prometheus can
+    // scrape the broker.
     settings.broker.enable_property_filter = true;
+    settings.metrics.metrics_exporter_type = ferromq_metrics::ExporterType::Prom;
+    settings.metrics.metrics_prom_exporter_host = args.bind.clone();
     if let Some(path) = &args.config_file {
         load_broker_conf(&mut settings, path)?;
+    }
+    if let Some(port) = args.metrics_port {
+        settings.metrics.metrics_prom_exporter_port = port;
     }
     // One process, one set of TLS settings (Java's system properties are per process): the
     // name server takes the `tls.*` keys of the broker config too.
@@ -477,6 +488,16 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
         tls.client_tls().context("TLS client settings")?;
     }
     let tls_mode = tls.server_mode;
+    let metrics_url = (settings.metrics.metrics_exporter_type == ferromq_metrics::ExporterType::Prom).then(|| {
+        let host = match settings.metrics.metrics_prom_exporter_host.as_str() {
+            "" | "0.0.0.0" | "::" => "127.0.0.1",
+            host => host,
+        };
+        format!(
+            "http://{}/metrics",
+            ferromq_metrics::exporter::listen_address(host, host, settings.metrics.metrics_prom_exporter_port)
+        )
+    });
     let namesrv_addr = format!("{}:{}", args.bind, args.namesrv_port);
     let broker_addr = format!("{}:{}", args.bind, args.broker_port);
     let grpc_addr = format!("{}:{}", args.bind, args.grpc_port);
@@ -514,6 +535,9 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
             args.namesrv_port
         ));
         banner(format_args!("Remoting TLS: tls.server.mode={tls_mode} ({})", tls_mode_summary(tls_mode)));
+        if let Some(url) = &metrics_url {
+            banner(format_args!("Prometheus metrics: {url}"));
+        }
         let mut namesrv = tokio::spawn(ferromq_namesrv::run(namesrv_config, ns_listener, stopped(stop_ns_rx)));
         if proxy_config.is_some() {
             banner(format_args!(

@@ -32,7 +32,12 @@ pub struct ProxyArgs {
 pub fn load_config(path: Option<&PathBuf>) -> anyhow::Result<ProxyConfig> {
     let mut config = ProxyConfig::default();
     if let Some(path) = path {
-        for key in config.load_json_file(path)?.into_iter().filter(|k| !TlsConfig::is_tls_key(k)) {
+        let metrics_keys = ferromq_metrics::MetricsConfig::KEYS;
+        for key in config
+            .load_json_file(path)?
+            .into_iter()
+            .filter(|k| !TlsConfig::is_tls_key(k) && !metrics_keys.contains(&k.as_str()))
+        {
             warn!(key = %key, file = %path.display(), "unknown proxy config key ignored");
         }
     }

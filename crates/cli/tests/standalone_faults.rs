@@ -31,6 +31,7 @@ fn run_until_exit_with(data: &std::path::Path, broker_port: u16, extra: &[&str])
                 "--data-dir",
             ])
             .arg(data)
+            .args(["--metrics-port", &ferromq_testkit::free_port().to_string()])
             .args(["--namesrv-port", &free_port().to_string(), "--broker-port", &broker_port.to_string()])
             .args(extra)
             .env("RUST_LOG", "warn")
@@ -105,6 +106,7 @@ async fn a_full_log_disk_stops_neither_the_name_server_nor_the_broker() {
                 "--data-dir",
             ])
             .arg(data.path())
+            .args(["--metrics-port", &ferromq_testkit::free_port().to_string()])
             .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string()])
             .env("RUST_LOG", "debug")
             .stdout(full())

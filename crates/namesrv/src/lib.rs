@@ -9,6 +9,7 @@ pub mod address_gate;
 mod auth_gate;
 mod config;
 mod kv_config;
+mod metrics;
 mod processor;
 mod route_table;
 
@@ -67,8 +68,9 @@ pub async fn run(
         ferromq_config::IpBlock::parse_list("proxyProtocolTrustedAddresses", &config.proxy_protocol_trusted_addresses)
             .map_err(NamesrvError::Config)?
             .into();
-    let server_config =
+    let mut server_config =
         ServerConfig { idle_timeout: config.idle_timeout(), tls, proxy_protocol_trusted, ..ServerConfig::default() };
+    let mut metrics = metrics::setup(&config, listener.local_addr().ok(), &mut server_config).await?;
     let state = Arc::new(processor::NamesrvState {
         config: RwLock::new(config),
         routes: RwLock::new(RouteTable::new()),
@@ -89,6 +91,19 @@ pub async fn run(
         info!(brokers = brokers.len(), admins = admins.len(), "name server white lists in force");
         handler = Arc::new(address_gate::AddressGate::new(handler, brokers, admins));
     }
+    let exporter = match metrics.take() {
+        Some((listener, mut registry)) => {
+            registry.register_collector(Box::new(metrics::NamesrvCollector { state: Arc::downgrade(&state) }));
+            Some(ferromq_metrics::exporter::serve(listener, Arc::new(registry), std::future::pending::<()>()))
+        }
+        None => None,
+    };
+    let exporter = async move {
+        match exporter {
+            Some(serving) => serving.await,
+            None => std::future::pending().await,
+        }
+    };
     let tls = server_config.tls.to_string();
     let server = RemotingServer::new(server_config, handler);
     info!(addr = ?listener.local_addr().ok(), tls = %tls, "name server listening");
@@ -105,6 +120,7 @@ pub async fn run(
         result = server.serve(listener, shutdown) => result?,
         () = scan => {}
         () = reload_access_control(v2, plain) => {}
+        () = exporter => {}
     }
     info!("name server stopped");
     Ok(())

@@ -573,4 +573,9 @@ impl RouteTable {
     pub fn live_broker_count(&self) -> usize {
         self.broker_live_table.len()
     }
+
+    /// How many topics have routes.
+    pub fn topic_count(&self) -> usize {
+        self.topic_queue_table.len()
+    }
 }

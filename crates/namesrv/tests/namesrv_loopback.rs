@@ -790,3 +790,56 @@ async fn acl_1_admin_accounts_or_global_white_addresses_sign_registrations() {
     }
     ns.stop().await;
 }
+
+/// With the broker's metrics keys the name server serves `/metrics`: its requests by code
+/// and result, the brokers and routes it knows, and its process figures.
+#[tokio::test]
+async fn metrics_keys_serve_prometheus_metrics() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let ns = Namesrv::start(move |c| {
+        c.unknown.insert("metricsExporterType".into(), "PROM".into());
+        c.unknown.insert("metricsPromExporterHost".into(), "127.0.0.1".into());
+        c.unknown.insert("metricsPromExporterPort".into(), port.to_string());
+    })
+    .await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let reg = registration("C1", "broker-a", 0, "127.0.0.1:10911", &[topic("T", 4)], false);
+    assert_eq!(call(&client, &ns.addr, reg).await.code, response_code::SUCCESS);
+    let text = {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.expect("metrics port");
+        stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").await.unwrap();
+        let mut raw = String::new();
+        stream.read_to_string(&mut raw).await.unwrap();
+        raw
+    };
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    for line in [
+        "ferromq_namesrv_live_brokers{cluster=\"\",node_type=\"namesrv\"",
+        "ferromq_namesrv_topics{cluster=\"\",node_type=\"namesrv\"",
+        "request_code=\"register_broker\",response_code=\"success\",is_long_polling=\"false\",result=\"success\"} 1",
+        "process_open_fds{",
+    ] {
+        assert!(text.contains(line), "missing {line}:\n{text}");
+    }
+    let live = text.lines().find(|l| l.starts_with("ferromq_namesrv_live_brokers{")).expect("live brokers");
+    assert_eq!(live.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()), Some(1.0), "{live}");
+    assert!(live.contains(&format!("node_id=\"{}\"", ns.addr)), "{live}");
+    client.shutdown().await;
+    ns.stop().await;
+
+    // A port that cannot be bound stops the start with an error naming the keys.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut config = NamesrvConfig::default();
+    config.unknown.insert("metricsExporterType".into(), "PROM".into());
+    config.unknown.insert("metricsPromExporterHost".into(), "127.0.0.1".into());
+    config.unknown.insert("metricsPromExporterPort".into(), taken.local_addr().unwrap().port().to_string());
+    let dir = tempfile::tempdir().unwrap();
+    config.kv_config_path = dir.path().join("kv.json");
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let e = ferromq_namesrv::run(config, listener, async {}).await.expect_err("port taken");
+    assert!(e.to_string().contains("metricsPromExporterPort"), "{e}");
+}

@@ -19,6 +19,7 @@ pub mod context;
 pub mod convert;
 pub mod filter;
 pub mod listener;
+pub mod metrics;
 pub mod namespace;
 pub mod offsets;
 pub mod pb;

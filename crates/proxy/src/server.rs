@@ -45,6 +45,9 @@ pub enum ServeError {
         #[source]
         source: std::io::Error,
     },
+    /// The metrics settings are unusable, or their port cannot be bound.
+    #[error("{0}")]
+    Metrics(String),
     /// The listener failed.
     #[error("gRPC server on {addr}: {source}")]
     Transport {
@@ -233,7 +236,10 @@ pub async fn run_cluster(
     if let Some(a) = remoting.as_ref().and_then(|l| l.local_addr().ok()) {
         config.remoting_listen_port = a.port();
     }
+    let metrics = crate::metrics::prepare(&config).await.map_err(ServeError::Metrics)?;
     let ClusterSetup { proxy, remoting_tls, auth_sync } = cluster_setup(config)?;
+    let rpc_observer = metrics.as_ref().map(|m| Arc::new(m.rpc.clone()) as Arc<dyn ferromq_remoting::RpcObserver>);
+    let exporter = metrics.map(|m| tokio::spawn(crate::metrics::serve(m, &proxy)));
     // Two signals: on shutdown the remoting port drains first (its relayed requests use the
     // broker connections), then gRPC, whose end closes the broker connections.
     let (stop_remoting, remoting_rx) = tokio::sync::watch::channel(false);
@@ -244,8 +250,9 @@ pub async fn run_cluster(
             let _ = rx.wait_for(|s| *s).await;
         }
     };
-    let mut remoting =
-        remoting.map(|l| tokio::spawn(crate::remoting::serve(proxy.clone(), l, remoting_tls, until(&remoting_rx))));
+    let mut remoting = remoting.map(|l| {
+        tokio::spawn(crate::remoting::serve(proxy.clone(), l, (remoting_tls, rpc_observer), until(&remoting_rx)))
+    });
     let grpc = serve(proxy, listener, until(&grpc_rx));
     tokio::pin!(grpc);
     tokio::pin!(shutdown);
@@ -274,7 +281,7 @@ pub async fn run_cluster(
             remoting_result = Some(task.await);
         }
     }
-    if let Some(task) = auth_sync {
+    for task in [auth_sync, exporter].into_iter().flatten() {
         task.abort();
         let _ = task.await;
     }

@@ -29,6 +29,7 @@ use tracing::{debug, info, trace, warn};
 use crate::config::{ServerConfig, WRITE_QUEUE_CAPACITY};
 use crate::error::RemotingError;
 use crate::handler::{HandlerFuture, RequestHandler};
+use crate::observe::{Rpc, RpcObserver, RpcResult};
 
 /// Process-unique connection number, for logs and tables keyed by connection.
 pub type ConnectionId = u64;
@@ -62,6 +63,11 @@ struct Inner {
     /// Milliseconds since `epoch` of the last completed write, for the idle check.
     last_write_ms: AtomicU64,
     epoch: Instant,
+    /// Told of each request served (the server's `rpc_observer`).
+    observer: Option<Arc<dyn RpcObserver>>,
+    /// With an observer: the requests a handler held to answer later (a parked pull), by
+    /// opaque, with their code and arrival, so their answer is observed as long polling.
+    held: Mutex<HashMap<i32, (i32, Instant)>>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -211,7 +217,27 @@ impl Connection {
     ///
     /// # Errors
     /// [`RemotingError::ConnectionClosed`] when the connection is closed.
-    pub async fn send_response(&self, mut response: RemotingCommand) -> Result<(), RemotingError> {
+    pub async fn send_response(&self, response: RemotingCommand) -> Result<(), RemotingError> {
+        let held = match &self.inner.observer {
+            Some(_) => self.inner.held.lock().unwrap_or_else(|e| e.into_inner()).remove(&response.opaque),
+            None => None,
+        };
+        let code = response.code;
+        let sent = self.write_response(response).await;
+        if let (Some(observer), Some((request_code, arrived))) = (&self.inner.observer, held) {
+            observer.observe(&Rpc {
+                request_code,
+                response_code: Some(code),
+                long_polling: true,
+                result: if sent.is_ok() { RpcResult::Success } else { RpcResult::WriteChannelFailed },
+                elapsed: arrived.elapsed(),
+            });
+        }
+        sent
+    }
+
+    /// Frames and queues a response.
+    async fn write_response(&self, mut response: RemotingCommand) -> Result<(), RemotingError> {
         response.flag |= FLAG_RESPONSE;
         let frame = match self.encode(&response) {
             Ok(frame) => frame,
@@ -309,6 +335,8 @@ where
             close_tx,
             last_write_ms: AtomicU64::new(0),
             epoch: Instant::now(),
+            observer: config.rpc_observer.clone(),
+            held: Mutex::new(HashMap::new()),
         }),
     };
     let task_conn = conn.clone();
@@ -428,18 +456,32 @@ fn dispatch_frames(
             continue;
         }
         debug!(connection_id = conn.id(), request_code = cmd.code, opaque = cmd.opaque, "request");
-        let (opaque, oneway) = (cmd.opaque, cmd.is_oneway());
+        let call = Call { opaque: cmd.opaque, code: cmd.code, oneway: cmd.is_oneway(), arrived: Instant::now() };
         let fut = handler.handle(conn.clone(), cmd);
-        in_flight.spawn(serve_request(conn.clone(), fut, opaque, oneway));
+        in_flight.spawn(serve_request(conn.clone(), fut, call));
     }
     Ok(())
 }
 
+/// What the serving task knows of its request.
+#[derive(Debug, Clone, Copy)]
+struct Call {
+    opaque: i32,
+    code: i32,
+    oneway: bool,
+    arrived: Instant,
+}
+
+/// The most held requests remembered per connection for observation; past it a held
+/// request's answer is not observed.
+const HELD_MAX: usize = 4096;
+
 /// Runs one request's handler and sends its response. A handler that panics gets its
 /// request answered with SYSTEM_ERROR, so the peer is not left waiting for its timeout.
-async fn serve_request(conn: Connection, handler: HandlerFuture, opaque: i32, oneway: bool) {
-    let response = match CatchUnwind(handler).await {
-        Ok(response) => response,
+async fn serve_request(conn: Connection, handler: HandlerFuture, call: Call) {
+    let Call { opaque, code, oneway, arrived } = call;
+    let (response, failed) = match CatchUnwind(handler).await {
+        Ok(response) => (response, false),
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()
@@ -447,17 +489,50 @@ async fn serve_request(conn: Connection, handler: HandlerFuture, opaque: i32, on
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "panicked".to_owned());
             warn!(connection_id = conn.id(), opaque, panic = %what, "request handler panicked");
-            Some(RemotingCommand::response(response_code::SYSTEM_ERROR, format!("request handler failed: {what}")))
+            (
+                Some(RemotingCommand::response(response_code::SYSTEM_ERROR, format!("request handler failed: {what}"))),
+                true,
+            )
+        }
+    };
+    let observe = |response_code: Option<i32>, result: RpcResult| {
+        if let Some(observer) = &conn.inner.observer {
+            observer.observe(&Rpc {
+                request_code: code,
+                response_code,
+                long_polling: false,
+                result,
+                elapsed: arrived.elapsed(),
+            });
         }
     };
     if oneway {
+        observe(None, RpcResult::Oneway);
         return;
     }
-    if let Some(mut response) = response {
-        response.opaque = opaque;
-        if conn.send_response(response).await.is_err() {
-            debug!(connection_id = conn.id(), opaque, "response dropped: connection closed");
+    match response {
+        Some(mut response) => {
+            response.opaque = opaque;
+            let response_code = response.code;
+            let sent = conn.write_response(response).await;
+            if sent.is_err() {
+                debug!(connection_id = conn.id(), opaque, "response dropped: connection closed");
+            }
+            let result = match (failed, sent.is_ok()) {
+                (true, _) => RpcResult::ProcessRequestFailed,
+                (false, true) => RpcResult::Success,
+                (false, false) => RpcResult::WriteChannelFailed,
+            };
+            observe(Some(response_code), result);
         }
+        None if conn.inner.observer.is_some() => {
+            // Held to be answered later through `send_response`.
+            let mut held = conn.inner.held.lock().unwrap_or_else(|e| e.into_inner());
+            if held.len() < HELD_MAX {
+                held.insert(opaque, (code, arrived));
+            }
+        }
+        None => {}
     }
 }
 

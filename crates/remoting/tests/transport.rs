@@ -350,3 +350,74 @@ async fn one_address_cannot_take_every_connection() {
     }
     server.stop().await;
 }
+
+/// Records what the server tells its observer.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<ferromq_remoting::Rpc>>);
+
+impl ferromq_remoting::RpcObserver for Recorder {
+    fn observe(&self, rpc: &ferromq_remoting::Rpc) {
+        self.0.lock().unwrap().push(*rpc);
+    }
+}
+
+/// The server tells its observer of each request: answered, oneway, held and answered later
+/// (long polling, its time counted until the late answer), and failed handlers.
+#[tokio::test]
+async fn every_served_request_is_observed_with_its_outcome() {
+    const HELD: i32 = 9005;
+    const PANICS: i32 = 9006;
+    let recorder = Arc::new(Recorder::default());
+    let mut d = echo_dispatcher();
+    d.register_sync(NOTE, |_c, _req| None);
+    d.register(HELD, |conn, req| async move {
+        let opaque = req.opaque;
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let mut late = RemotingCommand::response(response_code::PULL_NOT_FOUND, None);
+            late.opaque = opaque;
+            conn.send_response(late).await.unwrap();
+        });
+        None
+    });
+    d.register_sync(PANICS, |_c, _req| panic!("boom"));
+    let config = ServerConfig {
+        rpc_observer: Some(recorder.clone() as Arc<dyn ferromq_remoting::RpcObserver>),
+        ..ServerConfig::default()
+    };
+    let server = Server::start(config, d).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let t = Duration::from_secs(5);
+    client.invoke(&server.addr, echo("a"), t).await.unwrap();
+    client.invoke_oneway(&server.addr, RemotingCommand::request(NOTE)).await.unwrap();
+    let late = client.invoke(&server.addr, RemotingCommand::request(HELD), t).await.unwrap();
+    assert_eq!(late.code, response_code::PULL_NOT_FOUND);
+    let failed = client.invoke(&server.addr, RemotingCommand::request(PANICS), t).await.unwrap();
+    assert_eq!(failed.code, response_code::SYSTEM_ERROR);
+    let deadline = std::time::Instant::now() + t;
+    while recorder.0.lock().unwrap().len() < 4 {
+        assert!(std::time::Instant::now() < deadline, "observed {:?}", recorder.0.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let seen = recorder.0.lock().unwrap().clone();
+    let find =
+        |code| seen.iter().find(|r| r.request_code == code).copied().unwrap_or_else(|| panic!("{code}: {seen:?}"));
+    use ferromq_remoting::RpcResult;
+    let echo_rpc = find(ECHO);
+    assert_eq!((echo_rpc.response_code, echo_rpc.long_polling, echo_rpc.result), (Some(0), false, RpcResult::Success));
+    let note = find(NOTE);
+    assert_eq!((note.response_code, note.result), (None, RpcResult::Oneway));
+    let held = find(HELD);
+    assert_eq!(
+        (held.response_code, held.long_polling, held.result),
+        (Some(response_code::PULL_NOT_FOUND), true, RpcResult::Success)
+    );
+    assert!(held.elapsed >= Duration::from_millis(200), "{held:?}");
+    let panicked = find(PANICS);
+    assert_eq!(
+        (panicked.response_code, panicked.result),
+        (Some(response_code::SYSTEM_ERROR), RpcResult::ProcessRequestFailed)
+    );
+    client.shutdown().await;
+    server.stop().await;
+}

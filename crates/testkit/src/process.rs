@@ -47,6 +47,8 @@ pub struct Standalone {
     pub broker: String,
     /// `127.0.0.1:<port>` of its gRPC proxy (RocketMQ 5.x clients).
     pub grpc: String,
+    /// `127.0.0.1:<port>` of its Prometheus metrics (`/metrics`).
+    pub metrics: String,
     /// Its data directory (the process output goes to `standalone.log` in it).
     pub data: tempfile::TempDir,
 }
@@ -99,6 +101,7 @@ fn start_standalone_with(
         let data = tempfile::tempdir().expect("temporary directory");
         let log_path = data.path().join("standalone.log");
         let (ns_port, broker_port, grpc_port) = (crate::free_port(), crate::free_broker_port(), crate::free_port());
+        let metrics_port = crate::free_port();
         let log = std::fs::File::create(&log_path).expect("log file");
         let mut command = Command::new(bin);
         command
@@ -106,6 +109,7 @@ fn start_standalone_with(
             .arg(data.path().join("data"))
             .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string()])
             .args(["--grpc-port", &grpc_port.to_string()])
+            .args(["--metrics-port", &metrics_port.to_string()])
             .envs(env.iter().copied())
             .stdout(Stdio::null());
         if logs {
@@ -136,6 +140,7 @@ fn start_standalone_with(
                     namesrv,
                     broker: format!("127.0.0.1:{broker_port}"),
                     grpc: format!("127.0.0.1:{grpc_port}"),
+                    metrics: format!("127.0.0.1:{metrics_port}"),
                     data,
                 };
             }

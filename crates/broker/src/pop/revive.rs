@@ -446,7 +446,11 @@ async fn put_dead_letters(broker: &Broker, batch: &[(usize, StoredMessage)], ori
         })
         .collect();
     info!(group, topic = original, messages = batch.len(), "popped messages moved to the dead-letter topic");
-    put(broker, copies, &dlq).await
+    let stored = put(broker, copies, &dlq).await;
+    if stored {
+        broker.metrics.dead_lettered(original, group, batch.len() as u64);
+    }
+    stored
 }
 
 /// Stores the copies (one topic queue) in one append.

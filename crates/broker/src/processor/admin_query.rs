@@ -216,7 +216,12 @@ impl Broker {
     /// A group's progress on queues `0..queues` of `topic`: the broker's max offset, the
     /// committed offset (a pending reset counts; 0 if none), and the store time of the last
     /// consumed message.
-    fn queue_progress(&self, group: &str, topic: &str, queues: i32) -> BTreeMap<MessageQueue, OffsetWrapper> {
+    pub(crate) fn queue_progress(
+        &self,
+        group: &str,
+        topic: &str,
+        queues: i32,
+    ) -> BTreeMap<MessageQueue, OffsetWrapper> {
         (0..queues)
             .map(|queue_id| {
                 let broker_offset = self.store.max_offset_in_queue(topic, queue_id).max(0);

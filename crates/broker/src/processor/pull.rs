@@ -361,6 +361,12 @@ impl Broker {
                 result.messages.len() as u64,
                 clock_ms(),
             );
+            self.metrics.message_out(
+                &h.topic,
+                &h.consumer_group,
+                result.messages.len() as u64,
+                result.total_bytes() as u64,
+            );
             let mut body = BytesMut::with_capacity(result.total_bytes());
             for m in &result.messages {
                 body.extend_from_slice(m);

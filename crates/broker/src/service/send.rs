@@ -176,6 +176,13 @@ impl Broker {
             }
         }
         let target = self.retry_or_dead_letter(caller, &req, queue_id)?;
+        let (message_type, body_bytes) = match &req.body {
+            SendBody::One(m) => (crate::metrics::message_type(sys_flag, &m.properties), m.body.len()),
+            SendBody::Batch { messages, properties } => (
+                crate::metrics::message_type(sys_flag, messages.first().map_or(properties, |m| &m.properties)),
+                messages.iter().map(|m| m.body.len()).sum(),
+            ),
+        };
         let mut transaction_id = None;
         let mut recall_handle = None;
         let (result, waits) = match req.body {
@@ -214,6 +221,7 @@ impl Broker {
         };
         if status == SendStatus::Ok {
             self.stats.topic_put_nums.add(&req.topic, append.msg_num as u64, clock_ms());
+            self.metrics.message_in(&req.topic, message_type, append.msg_num as u64, body_bytes as u64);
         }
         let mut receipt = SendReceipt {
             status,

@@ -144,6 +144,11 @@ impl Broker {
         match result.status {
             PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout => {
                 info!(group = %h.group, topic = %topic, reconsume_times = original.reconsume_times + 1, remote_addr = %caller.remote_addr, "message sent back");
+                if to_dlq {
+                    // The topic the group consumed it from (a retry's original topic).
+                    let from = props.get(keys::RETRY_TOPIC).unwrap_or(original.topic.as_str());
+                    self.metrics.dead_lettered(from, &h.group, 1);
+                }
                 Ok(SentBack::Stored { topic, dead_letter: to_dlq })
             }
             status => Err(ServiceError::System(result.remark.unwrap_or_else(|| format!("{status:?}")))),

@@ -49,6 +49,7 @@ impl Broker {
                     if let Some(append) = &result.append {
                         self.stats.topic_put_nums.add(&topic, append.msg_num as u64, clock_ms());
                     }
+                    self.metrics.transaction_ended(&topic, true);
                 }
                 status => {
                     warn!(topic = %topic, ?status, remark = ?result.remark, "committed message not stored");
@@ -57,6 +58,10 @@ impl Broker {
                     ));
                 }
             }
+        }
+        if h.decision == TransactionDecision::Rollback {
+            let topic = half.property(keys::REAL_TOPIC).unwrap_or(half.topic.as_str()).to_owned();
+            self.metrics.transaction_ended(&topic, false);
         }
         self.mark_half_done(half.queue_id, half.queue_offset).await;
         Ok(TransactionEnded::Decided)

@@ -92,19 +92,19 @@ pub fn handler(proxy: &Arc<Proxy>) -> Dispatcher {
 }
 
 /// Serves the remoting port on `listener` until `shutdown` completes; `tls` says which
-/// connections it takes (`tls.server.mode`).
+/// connections it takes (`tls.server.mode`); `rpc_observer` is told of each request served.
 ///
 /// # Errors
 /// [`RemotingError::Accept`] when the listener fails for good.
 pub async fn serve(
     proxy: Arc<Proxy>,
     listener: TcpListener,
-    tls: ServerTls,
+    (tls, rpc_observer): (ServerTls, Option<Arc<dyn ferromq_remoting::RpcObserver>>),
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), RemotingError> {
     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
     info!(addr, tls = %tls, "proxy remoting port listening (RocketMQ remoting clients)");
     let gated = gate::AuthGate::new(handler(&proxy), proxy.clone());
-    let server = RemotingServer::new(ServerConfig { tls, ..ServerConfig::default() }, Arc::new(gated));
+    let server = RemotingServer::new(ServerConfig { tls, rpc_observer, ..ServerConfig::default() }, Arc::new(gated));
     server.serve(listener, shutdown).await
 }

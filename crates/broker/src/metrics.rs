@@ -1,0 +1,557 @@
+//! The broker's metrics under RocketMQ 5.x's names (observability.md §1.2, §1.3), served on
+//! `/metrics` when `metricsExporterType=PROM`.
+//!
+//! Traffic is counted on the hot path in [`BrokerMetrics`] (one read-locked map look-up and a
+//! few relaxed atomic adds per send batch or pull); everything that describes state (lag,
+//! connections, topics, disk) is read by [`BrokerCollector`] when Prometheus scrapes.
+//!
+//! Where FerroMQ differs from Java's figures:
+//! * a pull group's `inflight` is 0 and `ready` equals its lag: the broker does not keep the
+//!   offset of each group's last pull apart from its committed offset (POP groups are exact);
+//! * `rocketmq_rpc_latency`'s `is_long_polling` is true for requests the broker held and
+//!   answered later, as Java's `isSuspended`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Weak};
+
+use ferromq_metrics::counters::Row;
+use ferromq_metrics::families::{emit, emit_folded, emit_one, Family, Folded, Kind, Series};
+use ferromq_metrics::prometheus_client::collector::Collector;
+use ferromq_metrics::prometheus_client::encoding::DescriptorEncoder;
+use ferromq_metrics::CounterTable;
+use ferromq_protocol::body::ConsumeType;
+use ferromq_protocol::message::{keys, sysflag, MessageProperties};
+use ferromq_protocol::topic_validator::is_system_topic;
+use ferromq_protocol::version;
+
+use crate::broker::Broker;
+use crate::metadata::is_sys_consumer_group;
+use crate::stats::clock_ms;
+
+/// Java's `message_type` label values, in the column order of [`BrokerMetrics::messages_in`].
+pub(crate) const MESSAGE_TYPES: [&str; 4] = ["normal", "fifo", "delay", "transaction"];
+
+/// A message's `message_type` (Java: `BrokerMetricsManager#getMessageType`): a prepared
+/// transaction, else FIFO when it has a sharding key (message group), else delay when it
+/// asks for a delivery time or level, else normal.
+pub(crate) fn message_type(sys_flag: i32, properties: &MessageProperties) -> usize {
+    if sysflag::transaction_value(sys_flag) == sysflag::TRANSACTION_PREPARED_TYPE
+        || properties.get(keys::TRAN_MSG) == Some("true")
+    {
+        3
+    } else if properties.get(keys::SHARDING_KEY).is_some() {
+        1
+    } else if [keys::DELAY, keys::TIMER_DELIVER_MS, keys::TIMER_DELAY_SEC, keys::TIMER_DELAY_MS, "__STARTDELIVERTIME"]
+        .iter()
+        .any(|k| properties.get(k).is_some_and(|v| !v.is_empty() && v != "0"))
+    {
+        2
+    } else {
+        0
+    }
+}
+
+/// The key of a (topic, group) counter row.
+fn pair_key(topic: &str, group: &str) -> String {
+    format!("{topic}@{group}")
+}
+
+fn split_pair(key: &str) -> (&str, &str) {
+    key.split_once('@').unwrap_or((key, ""))
+}
+
+/// The broker's traffic counters.
+#[derive(Debug)]
+pub(crate) struct BrokerMetrics {
+    /// By topic: messages and bytes of each message type (normal, fifo, delay, transaction).
+    messages_in: CounterTable<8>,
+    /// By `topic@group`: messages and bytes delivered by pulls and pops.
+    messages_out: CounterTable<2>,
+    /// By `topic@group` (the original topic): messages moved to the group's DLQ.
+    send_to_dlq: CounterTable<1>,
+    /// By topic: transaction commits and rollbacks.
+    transactions: CounterTable<2>,
+    /// The most label sets one family shows (`metricsOtelCardinalityLimit`).
+    pub(crate) limit: usize,
+}
+
+impl BrokerMetrics {
+    pub(crate) fn new(limit: usize) -> Self {
+        // Rows are bounded as the families: what a client inventing names adds past it is
+        // counted under `_other`.
+        let rows = limit.max(1);
+        BrokerMetrics {
+            messages_in: CounterTable::new(rows),
+            messages_out: CounterTable::new(rows),
+            send_to_dlq: CounterTable::new(rows),
+            transactions: CounterTable::new(rows),
+            limit,
+        }
+    }
+
+    /// `count` messages of `bytes` stored in `topic`, of type `kind` ([`message_type`]).
+    pub(crate) fn message_in(&self, topic: &str, kind: usize, count: u64, bytes: u64) {
+        self.messages_in.add(topic, &[(2 * kind, count), (2 * kind + 1, bytes)]);
+    }
+
+    /// `count` messages of `bytes` delivered to `group` from `topic`.
+    pub(crate) fn message_out(&self, topic: &str, group: &str, count: u64, bytes: u64) {
+        self.messages_out.add(&pair_key(topic, group), &[(0, count), (1, bytes)]);
+    }
+
+    /// `count` messages of `group` from `topic` moved to the group's DLQ.
+    pub(crate) fn dead_lettered(&self, topic: &str, group: &str, count: u64) {
+        self.send_to_dlq.add(&pair_key(topic, group), &[(0, count)]);
+    }
+
+    /// A transaction of `topic` committed (`true`) or rolled back.
+    pub(crate) fn transaction_ended(&self, topic: &str, committed: bool) {
+        self.transactions.add(topic, &[(usize::from(!committed), 1)]);
+    }
+
+    /// Forgets a deleted topic's rows.
+    pub(crate) fn on_topic_deleted(&self, topic: &str) {
+        self.messages_in.remove_where(|k| k == topic);
+        self.transactions.remove_where(|k| k == topic);
+        self.messages_out.remove_where(|k| split_pair(k).0 == topic);
+        self.send_to_dlq.remove_where(|k| split_pair(k).0 == topic);
+    }
+}
+
+fn flag(b: bool) -> String {
+    if b { "true" } else { "false" }.to_owned()
+}
+
+fn is_retry(topic: &str) -> bool {
+    topic.starts_with(crate::metadata::RETRY_GROUP_TOPIC_PREFIX)
+}
+
+/// The overflow row of a counter table as the series' `_other` row.
+fn with_overflow<const N: usize>(
+    (mut rows, overflow): (Vec<Row<N>>, Option<[u64; N]>),
+    other_key: &str,
+) -> Vec<Row<N>> {
+    if let Some(values) = overflow {
+        rows.push((other_key.to_owned(), values));
+    }
+    rows
+}
+
+/// The lag figures of one (group, topic) (observability.md §1.3).
+#[derive(Debug, Default, Clone, Copy)]
+struct Lag {
+    lag: i64,
+    inflight: i64,
+    ready: i64,
+    /// Store time of the oldest message not consumed, if any.
+    oldest_unconsumed_ms: Option<i64>,
+    /// Store time of the oldest message not delivered, if any.
+    oldest_undelivered_ms: Option<i64>,
+}
+
+/// Reads the broker's state into the families on each scrape.
+#[derive(Debug)]
+pub(crate) struct BrokerCollector {
+    pub(crate) broker: Weak<Broker>,
+}
+
+impl BrokerCollector {
+    fn lags(broker: &Broker) -> BTreeMap<(String, String), Lag> {
+        // Every (group, topic) with committed offsets, and every topic an online group
+        // subscribes to.
+        let mut pairs: BTreeSet<(String, String)> = broker
+            .offsets()
+            .snapshot()
+            .offset_table
+            .into_keys()
+            .filter_map(|k| k.split_once('@').map(|(t, g)| (g.to_owned(), t.to_owned())))
+            .collect();
+        for group in broker.consumers.groups() {
+            if let Some(info) = broker.consumers.group(&group) {
+                pairs.extend(info.subscriptions.keys().map(|t| (group.clone(), t.clone())));
+            }
+        }
+        let mut lags = BTreeMap::new();
+        for (group, topic) in pairs {
+            let Some(config) = broker.topics().select(&topic) else { continue };
+            let mut lag = Lag::default();
+            for (mq, p) in broker.queue_progress(&group, &topic, config.read_queue_nums) {
+                lag.lag += (p.broker_offset - p.consumer_offset).max(0);
+                lag.inflight += (p.pull_offset - p.consumer_offset).max(0);
+                lag.ready += (p.broker_offset - p.pull_offset).max(0);
+                let store_time = |offset: i64| {
+                    (offset < p.broker_offset)
+                        .then(|| broker.store.message_store_time(&topic, mq.queue_id, offset))
+                        .flatten()
+                        .filter(|t| *t > 0)
+                };
+                let oldest = |known: Option<i64>, t: Option<i64>| match (known, t) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                lag.oldest_unconsumed_ms = oldest(lag.oldest_unconsumed_ms, store_time(p.consumer_offset));
+                lag.oldest_undelivered_ms = oldest(lag.oldest_undelivered_ms, store_time(p.pull_offset));
+            }
+            lags.insert((group, topic), lag);
+        }
+        lags
+    }
+}
+
+impl Collector for BrokerCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let Some(b) = self.broker.upgrade() else { return Ok(()) };
+        let limit = b.metrics.limit;
+        let mut folded = Folded::default();
+        let gauge = |name, help, unit| Family { name, help, unit, kind: Kind::Gauge };
+        let counter = |name, help| Family { name, help, unit: None, kind: Kind::Counter };
+
+        emit_one(
+            &mut encoder,
+            gauge("rocketmq_broker_permission", "brokerPermission (6: read and write)", None),
+            b.permission(),
+        )?;
+        emit_one(&mut encoder, gauge("rocketmq_topic_number", "Topic configs of the broker", None), b.topics().len())?;
+        let groups = b.groups().all().subscription_group_table;
+        emit_one(
+            &mut encoder,
+            gauge("rocketmq_consumer_group_number", "Subscription groups of the broker", None),
+            groups.len(),
+        )?;
+
+        // Traffic in.
+        let rows = with_overflow(b.metrics.messages_in.snapshot(), ferromq_metrics::families::FOLDED);
+        let (mut msgs, mut bytes) = (Vec::new(), Vec::new());
+        for (topic, values) in &rows {
+            for (kind, name) in MESSAGE_TYPES.iter().enumerate() {
+                if values[2 * kind] == 0 && values[2 * kind + 1] == 0 {
+                    continue;
+                }
+                let labels = vec![
+                    ("topic", topic.clone()),
+                    ("message_type", (*name).to_owned()),
+                    ("is_system", flag(is_system_topic(topic))),
+                ];
+                msgs.push(Series::new(labels.clone(), values[2 * kind]));
+                bytes.push(Series::new(labels, values[2 * kind + 1]));
+            }
+        }
+        emit(&mut encoder, counter("rocketmq_messages_in", "Messages stored"), msgs, limit, &mut folded)?;
+        emit(
+            &mut encoder,
+            counter("rocketmq_throughput_in", "Bytes of the message bodies stored"),
+            bytes,
+            limit,
+            &mut folded,
+        )?;
+
+        // Traffic out.
+        let rows = with_overflow(b.metrics.messages_out.snapshot(), "_other@_other");
+        let (mut msgs, mut bytes) = (Vec::new(), Vec::new());
+        for (key, values) in &rows {
+            let (topic, group) = split_pair(key);
+            let labels = vec![
+                ("topic", topic.to_owned()),
+                ("consumer_group", group.to_owned()),
+                ("is_retry", flag(is_retry(topic))),
+                ("is_system", flag(is_system_topic(topic) || is_sys_consumer_group(group))),
+            ];
+            msgs.push(Series::new(labels.clone(), values[0]));
+            bytes.push(Series::new(labels, values[1]));
+        }
+        emit(
+            &mut encoder,
+            counter("rocketmq_messages_out", "Messages delivered by pulls and pops"),
+            msgs,
+            limit,
+            &mut folded,
+        )?;
+        emit(
+            &mut encoder,
+            counter("rocketmq_throughput_out", "Bytes of the messages delivered"),
+            bytes,
+            limit,
+            &mut folded,
+        )?;
+
+        let rows = with_overflow(b.metrics.send_to_dlq.snapshot(), "_other@_other");
+        let dlq = rows
+            .iter()
+            .map(|(key, values)| {
+                let (topic, group) = split_pair(key);
+                let labels = vec![
+                    ("consumer_group", group.to_owned()),
+                    ("topic", topic.to_owned()),
+                    ("is_system", flag(is_system_topic(topic) || is_sys_consumer_group(group))),
+                ];
+                Series::new(labels, values[0])
+            })
+            .collect();
+        emit(
+            &mut encoder,
+            counter("rocketmq_send_to_dlq_messages", "Messages moved to a dead-letter queue"),
+            dlq,
+            limit,
+            &mut folded,
+        )?;
+
+        let rows = with_overflow(b.metrics.transactions.snapshot(), ferromq_metrics::families::FOLDED);
+        let commits = rows.iter().map(|(t, v)| Series::new(vec![("topic", t.clone())], v[0])).collect();
+        let rollbacks = rows.iter().map(|(t, v)| Series::new(vec![("topic", t.clone())], v[1])).collect();
+        emit(&mut encoder, counter("rocketmq_commit_messages", "Transactions committed"), commits, limit, &mut folded)?;
+        emit(
+            &mut encoder,
+            counter("rocketmq_rollback_messages", "Transactions rolled back"),
+            rollbacks,
+            limit,
+            &mut folded,
+        )?;
+
+        // Connections.
+        let mut producers: BTreeMap<(String, String), u64> = BTreeMap::new();
+        for info in b.producers.table().into_values().flatten() {
+            let key = (info.language.name().to_ascii_lowercase(), version::name(info.version).to_ascii_lowercase());
+            *producers.entry(key).or_default() += 1;
+        }
+        let series = producers
+            .into_iter()
+            .map(|((language, version), n)| {
+                Series::new(vec![("language", language), ("version", version), ("protocol_type", "remoting".into())], n)
+            })
+            .collect();
+        emit(
+            &mut encoder,
+            gauge("rocketmq_producer_connections", "Producer connections", None),
+            series,
+            limit,
+            &mut folded,
+        )?;
+        let mut consumers: BTreeMap<(String, String, String, &'static str), u64> = BTreeMap::new();
+        for group in b.consumers.groups() {
+            let Some(info) = b.consumers.group(&group) else { continue };
+            let mode = match info.consume_type {
+                ConsumeType::ConsumeActively => "pull",
+                ConsumeType::ConsumePassively => "push",
+                ConsumeType::ConsumePop => "pop",
+            };
+            for channel in info.channels.values() {
+                let key = (
+                    group.clone(),
+                    channel.language.name().to_ascii_lowercase(),
+                    version::name(channel.version).to_ascii_lowercase(),
+                    mode,
+                );
+                *consumers.entry(key).or_default() += 1;
+            }
+        }
+        let series = consumers
+            .into_iter()
+            .map(|((group, language, version, mode), n)| {
+                let system = flag(is_sys_consumer_group(&group));
+                Series::new(
+                    vec![
+                        ("consumer_group", group),
+                        ("language", language),
+                        ("version", version),
+                        ("consume_mode", mode.to_owned()),
+                        ("protocol_type", "remoting".into()),
+                        ("is_system", system),
+                    ],
+                    n,
+                )
+            })
+            .collect();
+        emit(
+            &mut encoder,
+            gauge("rocketmq_consumer_connections", "Consumer connections", None),
+            series,
+            limit,
+            &mut folded,
+        )?;
+
+        // Lag.
+        let now = i64::try_from(clock_ms()).unwrap_or(i64::MAX);
+        let lags = Self::lags(&b);
+        let labels = |group: &str, topic: &str| {
+            vec![
+                ("consumer_group", group.to_owned()),
+                ("topic", topic.to_owned()),
+                ("is_retry", flag(is_retry(topic))),
+                ("is_system", flag(is_system_topic(topic) || is_sys_consumer_group(group))),
+            ]
+        };
+        let family = |pick: &dyn Fn(&Lag) -> i64| -> Vec<Series> {
+            lags.iter().map(|((g, t), lag)| Series::new(labels(g, t), pick(lag))).collect()
+        };
+        let age = |t: Option<i64>| t.map_or(0, |t| (now - t).max(0));
+        emit(
+            &mut encoder,
+            gauge("rocketmq_consumer_lag_messages", "Messages not consumed yet", None),
+            family(&|l| l.lag),
+            limit,
+            &mut folded,
+        )?;
+        emit(
+            &mut encoder,
+            gauge("rocketmq_consumer_lag_latency", "Age of the oldest message not consumed yet", Some("milliseconds")),
+            family(&|l| age(l.oldest_unconsumed_ms)),
+            limit,
+            &mut folded,
+        )?;
+        emit(
+            &mut encoder,
+            gauge("rocketmq_consumer_inflight_messages", "Messages delivered and not acknowledged yet", None),
+            family(&|l| l.inflight),
+            limit,
+            &mut folded,
+        )?;
+        emit(
+            &mut encoder,
+            gauge("rocketmq_consumer_ready_messages", "Messages not delivered yet", None),
+            family(&|l| l.ready),
+            limit,
+            &mut folded,
+        )?;
+        emit(
+            &mut encoder,
+            gauge(
+                "rocketmq_consumer_queueing_latency",
+                "Age of the oldest message not delivered yet",
+                Some("milliseconds"),
+            ),
+            family(&|l| age(l.oldest_undelivered_ms)),
+            limit,
+            &mut folded,
+        )?;
+
+        // Store.
+        let store_config = b.store.config();
+        let space = ferromq_store::disk_space(&store_config.commit_log_dir());
+        let used = space.map_or(0, |s| s.total_bytes().saturating_sub(s.free_bytes()));
+        emit_one(
+            &mut encoder,
+            gauge("rocketmq_storage_size", "Used bytes of the disk holding the CommitLog", Some("bytes")),
+            used,
+        )?;
+        let unflushed = (b.store.max_phy_offset() - b.store.flushed_phy_offset()).max(0);
+        emit_one(
+            &mut encoder,
+            gauge("rocketmq_storage_flush_behind", "CommitLog bytes not flushed yet", Some("bytes")),
+            unflushed,
+        )?;
+        emit_one(
+            &mut encoder,
+            gauge(
+                "rocketmq_storage_dispatch_behind",
+                "CommitLog bytes not dispatched to consume queues yet",
+                Some("bytes"),
+            ),
+            b.store.dispatch_behind_bytes(),
+        )?;
+        let reserve = b.store.earliest_message_time_in_log().filter(|t| *t > 0).map_or(0, |t| (now - t).max(0));
+        emit_one(
+            &mut encoder,
+            gauge("rocketmq_storage_message_reserve_time", "Age of the oldest message kept", Some("milliseconds")),
+            reserve,
+        )?;
+        emit_one(
+            &mut encoder,
+            gauge("ferromq_storage_disk_ratio", "Used share of the disk holding the CommitLog (0 to 1)", None),
+            space.and_then(|s| s.used_percent()).map_or(-1.0, |p| p / 100.0),
+        )?;
+        emit_one(
+            &mut encoder,
+            gauge("ferromq_storage_commitlog_max_offset", "The CommitLog's end offset", Some("bytes")),
+            b.store.max_phy_offset(),
+        )?;
+        emit_one(
+            &mut encoder,
+            gauge("ferromq_storage_disk_full", "1 while the disk guard refuses writes", None),
+            u8::from(b.store.disk_guard().is_full()),
+        )?;
+        if let Some(timer) = b.timer() {
+            emit_one(
+                &mut encoder,
+                gauge("rocketmq_timer_enqueue_lag", "Timer messages waiting to enter the wheel", None),
+                timer.enqueue_behind_messages(),
+            )?;
+            emit_one(
+                &mut encoder,
+                gauge("rocketmq_timer_dequeue_latency", "How far the wheel's delivery is behind", Some("milliseconds")),
+                timer.dequeue_behind_ms(),
+            )?;
+            emit_one(
+                &mut encoder,
+                gauge("rocketmq_timing_messages", "Messages waiting in the timer wheel", None),
+                timer.pending(),
+            )?;
+        }
+        emit_folded(&mut encoder, &folded)
+    }
+}
+
+/// Starts the broker's `/metrics` when `metricsExporterType=PROM`: registers the RPC latency
+/// observer in `server_config`, and returns the bound listener and the registry to serve.
+///
+/// # Errors
+/// A malformed `metricsLabel`, or the port cannot be bound (named with the keys to change).
+pub(crate) async fn exporter(
+    settings: &crate::BrokerSettings,
+    broker: &Arc<Broker>,
+    server_config: &mut ferromq_remoting::ServerConfig,
+) -> Result<Option<(tokio::net::TcpListener, ferromq_metrics::Metrics)>, String> {
+    let node = ferromq_metrics::registry::Node {
+        cluster: settings.broker.broker_cluster_name.clone(),
+        node_type: "broker",
+        node_id: settings.broker.broker_name.clone(),
+        extra: Vec::new(),
+    };
+    let Some(mut prepared) =
+        ferromq_metrics::exporter::prepare(&settings.metrics, &node, &settings.broker.broker_ip1).await?
+    else {
+        return Ok(None);
+    };
+    server_config.rpc_observer = Some(Arc::new(prepared.rpc));
+    prepared.metrics.register_collector(Box::new(BrokerCollector { broker: Arc::downgrade(broker) }));
+    Ok(Some((prepared.listener, prepared.metrics)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_types_follow_javas_order_of_checks() {
+        let props = |pairs: &[(&str, &str)]| {
+            let mut p = MessageProperties::default();
+            for (k, v) in pairs {
+                p.insert(*k, *v);
+            }
+            p
+        };
+        assert_eq!(MESSAGE_TYPES[message_type(0, &props(&[]))], "normal");
+        assert_eq!(MESSAGE_TYPES[message_type(0, &props(&[(keys::SHARDING_KEY, "g1")]))], "fifo");
+        assert_eq!(MESSAGE_TYPES[message_type(0, &props(&[(keys::DELAY, "3")]))], "delay");
+        assert_eq!(MESSAGE_TYPES[message_type(0, &props(&[(keys::DELAY, "0")]))], "normal");
+        assert_eq!(MESSAGE_TYPES[message_type(0, &props(&[(keys::TIMER_DELIVER_MS, "17000")]))], "delay");
+        let prepared = sysflag::TRANSACTION_PREPARED_TYPE;
+        assert_eq!(MESSAGE_TYPES[message_type(prepared, &props(&[(keys::SHARDING_KEY, "g1")]))], "transaction");
+    }
+
+    #[test]
+    fn rows_are_kept_per_topic_and_pair_and_forgotten_with_the_topic() {
+        let m = BrokerMetrics::new(100);
+        m.message_in("T", 0, 2, 20);
+        m.message_in("T", 2, 1, 5);
+        m.message_out("T", "g", 2, 20);
+        m.dead_lettered("T", "g", 1);
+        m.transaction_ended("T", true);
+        m.transaction_ended("T", false);
+        m.transaction_ended("T", false);
+        assert_eq!(m.messages_in.snapshot().0, vec![("T".to_owned(), [2, 20, 0, 0, 1, 5, 0, 0])]);
+        assert_eq!(m.messages_out.snapshot().0, vec![("T@g".to_owned(), [2, 20])]);
+        assert_eq!(m.transactions.snapshot().0, vec![("T".to_owned(), [1, 2])]);
+        m.on_topic_deleted("T");
+        assert!(m.messages_in.is_empty() && m.messages_out.is_empty() && m.send_to_dlq.is_empty());
+    }
+}

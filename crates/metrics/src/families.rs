@@ -1,0 +1,139 @@
+//! Writing metric families from a collector at scrape time, with the label-set bound.
+//!
+//! A [`Series`] is one label set and its value. [`emit`] writes a family's descriptor and its
+//! series; past the cardinality limit the remaining series are summed into one whose label
+//! values all read [`FOLDED`], and the number folded away is remembered by the caller's
+//! [`Folded`] for `ferromq_metrics_folded_series`.
+
+use std::fmt::Error;
+
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Unit;
+
+/// The label value of the series that stands for those past the limit.
+pub const FOLDED: &str = "_other";
+
+/// One series: its labels (besides the constant ones) and its value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Label names and values.
+    pub labels: Vec<(&'static str, String)>,
+    /// The value.
+    pub value: f64,
+}
+
+impl Series {
+    /// A series of `value` with `labels`.
+    pub fn new(labels: Vec<(&'static str, String)>, value: impl Into<Number>) -> Self {
+        Series { labels, value: value.into().0 }
+    }
+}
+
+/// Numbers a series may hold (counts are exact up to 2^53).
+#[derive(Debug, Clone, Copy)]
+pub struct Number(f64);
+
+macro_rules! into_value {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Number {
+            #[allow(clippy::cast_precision_loss, clippy::cast_lossless)]
+            fn from(v: $t) -> Self {
+                Number(v as f64)
+            }
+        }
+    )*};
+}
+into_value!(u64, i64, u32, i32, u8, usize, f64);
+
+/// A family's description.
+#[derive(Debug, Clone, Copy)]
+pub struct Family<'a> {
+    /// The name without unit or `_total` (the encoder appends them).
+    pub name: &'a str,
+    /// The help text.
+    pub help: &'a str,
+    /// The unit suffix, if any (`milliseconds`, `bytes`).
+    pub unit: Option<&'a str>,
+    /// Counter or gauge.
+    pub kind: Kind,
+}
+
+/// What a family is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Monotonic; written with `_total`.
+    Counter,
+    /// Goes up and down.
+    Gauge,
+}
+
+/// How many series the families of one scrape folded away, by family name.
+#[derive(Debug, Default)]
+pub struct Folded(pub Vec<(String, usize)>);
+
+/// Writes `family` with `series`, at most `limit` of them (the last standing for the rest).
+///
+/// # Errors
+/// A write error of the encoder.
+pub fn emit(
+    encoder: &mut DescriptorEncoder<'_>,
+    family: Family<'_>,
+    mut series: Vec<Series>,
+    limit: usize,
+    folded: &mut Folded,
+) -> Result<(), Error> {
+    let limit = limit.max(1);
+    if series.len() > limit {
+        let rest = series.split_off(limit - 1);
+        folded.0.push((family.name.to_owned(), rest.len()));
+        let labels = rest[0].labels.iter().map(|(k, _)| (*k, FOLDED.to_owned())).collect();
+        series.push(Series { labels, value: rest.iter().map(|s| s.value).sum() });
+    }
+    let unit = family.unit.map(|u| Unit::Other(u.to_owned()));
+    let kind = match family.kind {
+        Kind::Counter => MetricType::Counter,
+        Kind::Gauge => MetricType::Gauge,
+    };
+    let mut metric = encoder.encode_descriptor(family.name, family.help, unit.as_ref(), kind)?;
+    for s in &series {
+        let mut one = metric.encode_family(&s.labels)?;
+        match family.kind {
+            Kind::Counter => one.encode_counter::<NoLabelSet, _, u64>(&s.value, None)?,
+            Kind::Gauge => one.encode_gauge(&s.value)?,
+        }
+    }
+    Ok(())
+}
+
+/// Writes `ferromq_metrics_folded_series`: per family, the series one scrape folded away.
+///
+/// # Errors
+/// A write error of the encoder.
+pub fn emit_folded(encoder: &mut DescriptorEncoder<'_>, folded: &Folded) -> Result<(), Error> {
+    let series = folded.0.iter().map(|(name, n)| Series::new(vec![("metric", name.clone())], *n)).collect();
+    emit(
+        encoder,
+        Family {
+            name: "ferromq_metrics_folded_series",
+            help: "Series of a metric past metricsOtelCardinalityLimit, shown summed as one labelled _other",
+            unit: None,
+            kind: Kind::Gauge,
+        },
+        series,
+        usize::MAX,
+        &mut Folded::default(),
+    )
+}
+
+/// A metric whose whole value is one gauge, written without labels.
+///
+/// # Errors
+/// A write error of the encoder.
+pub fn emit_one(
+    encoder: &mut DescriptorEncoder<'_>,
+    family: Family<'_>,
+    value: impl Into<Number>,
+) -> Result<(), Error> {
+    emit(encoder, family, vec![Series::new(Vec::new(), value)], 1, &mut Folded::default())
+}
