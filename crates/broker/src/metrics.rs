@@ -486,6 +486,61 @@ impl Collector for BrokerCollector {
                 timer.pending(),
             )?;
         }
+        // Replication and role.
+        let role = b.role();
+        let role_value = match role.broker_role {
+            _ if role.fenced => 0,
+            crate::BrokerRole::AsyncMaster | crate::BrokerRole::SyncMaster => 1,
+            crate::BrokerRole::Slave => 2,
+        };
+        emit_one(
+            &mut encoder,
+            gauge("ferromq_broker_role", "0 fenced (controller mode, no role yet), 1 master, 2 slave", None),
+            role_value,
+        )?;
+        let info = match b.replication() {
+            crate::ha::Replication::Master(ha) => Some(ha.runtime_info()),
+            crate::ha::Replication::AutoSwitchMaster(ha) => Some(ha.runtime_info()),
+            crate::ha::Replication::Slave(c) => Some(c.runtime_info()),
+            crate::ha::Replication::AutoSwitchSlave(c) => Some(c.runtime_info()),
+            crate::ha::Replication::None => None,
+        };
+        if let Some(info) = info {
+            let lag = info
+                .ha_connection_info
+                .iter()
+                .map(|c| Series::new(vec![("slave_addr", c.addr.clone())], c.diff.max(0)))
+                .collect();
+            emit(
+                &mut encoder,
+                gauge(
+                    "ferromq_replication_slave_behind",
+                    "CommitLog bytes a connected slave is behind (master)",
+                    Some("bytes"),
+                ),
+                lag,
+                limit,
+                &mut folded,
+            )?;
+            if info.master {
+                emit_one(
+                    &mut encoder,
+                    gauge("ferromq_replication_in_sync_slaves", "Connected slaves within haMaxGapNotInSync", None),
+                    info.in_sync_slave_nums,
+                )?;
+            } else {
+                let read = info.ha_client_runtime_info.last_read_timestamp;
+                emit_one(
+                    &mut encoder,
+                    gauge(
+                        "ferromq_replication_master_silence",
+                        "Time since the slave last read from its master",
+                        Some("milliseconds"),
+                    ),
+                    if read > 0 { (now - read).max(0) } else { -1 },
+                )?;
+            }
+        }
         emit_folded(&mut encoder, &folded)
     }
 }

@@ -280,3 +280,53 @@ async fn a_slave_without_its_master_keeps_an_out_of_range_pull_offset_and_refuse
     client.shutdown().await;
     c.stop().await;
 }
+
+fn scrape(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("metrics port");
+    stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    text
+}
+
+fn gauge(text: &str, prefix: &str) -> Option<f64> {
+    text.lines().find(|l| l.starts_with(prefix)).and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+/// With metrics on, a master shows its role and how far each connected slave is behind; the
+/// slave shows its role and how long ago it last heard from its master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replication_shows_in_the_metrics_of_master_and_slave() {
+    let (master_port, slave_port) = (ferromq_testkit::free_port(), ferromq_testkit::free_port());
+    let c = LocalCluster::start(move |s| {
+        s.metrics.metrics_exporter_type = ferromq_metrics::ExporterType::Prom;
+        s.metrics.metrics_prom_exporter_host = "127.0.0.1".into();
+        s.metrics.metrics_prom_exporter_port = master_port;
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let slave = c.start_slave(1, dir.path(), move |s| s.metrics.metrics_prom_exporter_port = slave_port).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let r = client.invoke(&c.broker_addr, send_request("HaMetrics", 0, b"m", &[]), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let deadline = Instant::now() + T;
+    loop {
+        let text = scrape(master_port);
+        let behind = gauge(&text, "ferromq_replication_slave_behind_bytes{");
+        if behind == Some(0.0) {
+            assert_eq!(gauge(&text, "ferromq_broker_role{"), Some(1.0), "{text}");
+            assert_eq!(gauge(&text, "ferromq_replication_in_sync_slaves{"), Some(1.0), "{text}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the slave never showed as caught up:\n{text}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let text = scrape(slave_port);
+    assert_eq!(gauge(&text, "ferromq_broker_role{"), Some(2.0), "{text}");
+    let silence = gauge(&text, "ferromq_replication_master_silence_milliseconds{").expect("slave's silence");
+    assert!((0.0..10_000.0).contains(&silence), "{text}");
+    client.shutdown().await;
+    slave.stop().await;
+    c.stop().await;
+}
