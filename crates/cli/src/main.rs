@@ -461,9 +461,11 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
     settings.broker.listen_port = args.broker_port;
     settings.broker.namesrv_addr = format!("127.0.0.1:{}", args.namesrv_port);
     settings.store.store_path_root_dir = data.join("store");
-    // Working defaults for a laptop: SQL92 subscriptions are served, and Prometheus can
-    // scrape the broker.
+    // Working defaults for a laptop: SQL92 subscriptions are served, message traces have
+    // their topic, and Prometheus can scrape the broker.
     settings.broker.enable_property_filter = true;
+    // Clients with message trace on find the trace topic.
+    settings.broker.trace_topic_enable = true;
     settings.metrics.metrics_exporter_type = ferromq_metrics::ExporterType::Prom;
     settings.metrics.metrics_prom_exporter_host = args.bind.clone();
     if let Some(path) = &args.config_file {

@@ -29,6 +29,7 @@ mod push_consumer;
 mod send_result;
 mod simple_consumer;
 mod subscription;
+mod trace;
 mod transaction_producer;
 mod validators;
 

@@ -58,6 +58,11 @@ pub struct ProducerConfig {
     pub max_message_size: usize,
     /// Skip brokers that recently failed or were slow (`sendLatencyFaultEnable`, false).
     pub send_latency_fault_enable: bool,
+    /// Record a `Pub` trace of every sync send in the trace topic (`enableMsgTrace`, false).
+    /// The broker must serve the topic (`traceTopicEnable=true`; on in `ferromq standalone`).
+    pub enable_msg_trace: bool,
+    /// The trace topic (`customizedTraceTopic`); `None`: `RMQ_SYS_TRACE_TOPIC`.
+    pub trace_topic: Option<String>,
 }
 
 impl Default for ProducerConfig {
@@ -72,6 +77,8 @@ impl Default for ProducerConfig {
             retry_another_broker_when_not_store_ok: false,
             max_message_size: 4 * 1024 * 1024,
             send_latency_fault_enable: false,
+            enable_msg_trace: false,
+            trace_topic: None,
         }
     }
 }
@@ -103,6 +110,8 @@ pub struct Producer {
     ids: UniqIdGenerator,
     faults: FaultTable,
     running: AtomicBool,
+    /// With `enable_msg_trace`, from `start` on.
+    tracer: std::sync::OnceLock<Arc<crate::trace::TraceDispatcher>>,
 }
 
 /// A selector that keeps every message with the same `key` on one queue.
@@ -124,7 +133,15 @@ impl Producer {
     pub fn with_instance(config: ProducerConfig, instance: Arc<ClientInstance>) -> Self {
         let ip = instance.config().client_ip.parse().ok();
         let ids = ip.map_or_else(UniqIdGenerator::without_ip, UniqIdGenerator::new);
-        Producer { config, instance, owns_instance: false, ids, faults: FaultTable::default(), running: false.into() }
+        Producer {
+            config,
+            instance,
+            owns_instance: false,
+            ids,
+            faults: FaultTable::default(),
+            running: false.into(),
+            tracer: std::sync::OnceLock::new(),
+        }
     }
 
     /// The settings.
@@ -149,6 +166,15 @@ impl Producer {
             });
         }
         self.running.store(true, Ordering::Release);
+        if self.config.enable_msg_trace && self.tracer.get().is_none() {
+            let tracer = crate::trace::TraceDispatcher::start(
+                self.instance.config(),
+                &self.config.group,
+                "PRODUCE",
+                self.config.trace_topic.as_deref(),
+            );
+            let _ = self.tracer.set(tracer);
+        }
         self.instance.heartbeat_all().await;
         Ok(())
     }
@@ -157,6 +183,9 @@ impl Producer {
     pub async fn shutdown(&self) {
         if self.running.swap(false, Ordering::AcqRel) {
             self.instance.unregister_producer(&self.config.group).await;
+        }
+        if let Some(tracer) = self.tracer.get() {
+            tracer.shutdown().await;
         }
         if self.owns_instance {
             self.instance.shutdown().await;
@@ -460,10 +489,44 @@ impl Producer {
                 Ok(None)
             }
             Mode::Sync => {
+                let started = (SystemTime::now(), Instant::now());
                 let resp = self.instance.remoting().invoke(&addr, req, timeout).await.map_err(remoting_err)?;
-                process_send_response(&resp, &addr, mq, prepared.msg_id.clone()).map(Some)
+                let result = process_send_response(&resp, &addr, mq, prepared.msg_id.clone())?;
+                if let Some(tracer) = self.tracer.get().filter(|_| !prepared.batch) {
+                    tracer.append(self.pub_record(prepared, &addr, &result, started));
+                }
+                Ok(Some(result))
             }
         }
+    }
+}
+
+impl Producer {
+    /// The `Pub` trace record of a sync send that got `result` (Java:
+    /// `SendMessageTraceHookImpl`).
+    fn pub_record(
+        &self,
+        prepared: &Prepared,
+        addr: &str,
+        result: &SendResult,
+        (at, started): (SystemTime, Instant),
+    ) -> ferromq_protocol::trace::TraceRecord {
+        let props = ferromq_protocol::message::MessageProperties::decode(&prepared.properties);
+        ferromq_protocol::trace::TraceRecord::Pub(ferromq_protocol::trace::Pub {
+            timestamp: at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64),
+            region_id: result.region_id.clone(),
+            group: self.config.group.clone(),
+            topic: prepared.topic.clone(),
+            msg_id: result.msg_id.clone(),
+            tags: props.get(keys::TAGS).map(str::to_owned),
+            keys: props.get(keys::KEYS).map(str::to_owned),
+            store_host: addr.to_owned(),
+            body_length: prepared.body.len() as i64,
+            cost_time: started.elapsed().as_millis() as i64,
+            msg_type: crate::trace::pub_msg_type(&props),
+            offset_msg_id: result.offset_msg_id.clone(),
+            success: result.status == crate::SendStatus::SendOk,
+        })
     }
 }
 

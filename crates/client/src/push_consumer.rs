@@ -125,6 +125,11 @@ pub struct PushConsumerConfig {
     /// POP mode: the longest a failed message waits before it is delivered again (Java waits
     /// `popDelayLevel` by reconsume times, 10 s up to 2 h).
     pub pop_retry_delay_max: Duration,
+    /// Record `SubBefore` and `SubAfter` traces of every concurrent listener call in the
+    /// trace topic (`enableMsgTrace`, false).
+    pub enable_msg_trace: bool,
+    /// The trace topic (`customizedTraceTopic`); `None`: `RMQ_SYS_TRACE_TOPIC`.
+    pub trace_topic: Option<String>,
 }
 
 impl Default for PushConsumerConfig {
@@ -156,6 +161,8 @@ impl Default for PushConsumerConfig {
             pop_invisible_time: Duration::from_secs(60),
             pop_batch_nums: 32,
             pop_retry_delay_max: Duration::from_secs(7200),
+            enable_msg_trace: false,
+            trace_topic: None,
         }
     }
 }
@@ -273,6 +280,8 @@ struct Inner {
     commits: tokio::sync::Mutex<()>,
     /// Which broker each queue is pulled from next.
     pull_nodes: PullNodeTable,
+    /// With `enable_msg_trace`, from the first start on.
+    tracer: std::sync::OnceLock<Arc<crate::trace::TraceDispatcher>>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -322,6 +331,7 @@ impl PushConsumer {
                 reassign: tokio::sync::Mutex::new(()),
                 commits: tokio::sync::Mutex::new(()),
                 pull_nodes: PullNodeTable::default(),
+                tracer: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -406,6 +416,15 @@ impl PushConsumer {
             return Err(inner.illegal("the consumer group has been created before"));
         }
         inner.start_ms.store(epoch_ms(), Ordering::Relaxed);
+        if inner.config.enable_msg_trace && inner.tracer.get().is_none() {
+            let tracer = crate::trace::TraceDispatcher::start(
+                inner.instance.config(),
+                &inner.config.group,
+                "CONSUME",
+                inner.config.trace_topic.as_deref(),
+            );
+            let _ = inner.tracer.set(tracer);
+        }
         inner.running.store(true, Ordering::Release);
         {
             let mut tasks = lock(&inner.tasks);
@@ -459,6 +478,9 @@ impl PushConsumer {
             inner.unlock_queues(all.iter().map(|(mq, _)| mq.clone()).collect()).await;
         }
         inner.instance.unregister_consumer(&inner.config.group).await;
+        if let Some(tracer) = inner.tracer.get() {
+            tracer.shutdown().await;
+        }
         if inner.owns_instance {
             inner.instance.shutdown().await;
         }
@@ -802,14 +824,23 @@ impl Inner {
                     return;
                 }
                 let batch = msgs.clone();
+                let traced = self.tracer.get().map(|t| (t, t.before(&self.config.group, &msgs)));
                 let started = Instant::now();
-                let status = match tokio::task::spawn_blocking(move || listener(&batch)).await {
-                    Ok(status) => status,
+                let (status, panicked) = match tokio::task::spawn_blocking(move || listener(&batch)).await {
+                    Ok(status) => (status, false),
                     Err(e) => {
                         warn!(topic = %mq.topic, queue_id = mq.queue_id, error = %e, "listener panicked");
-                        ConsumeStatus::ReconsumeLater
+                        (ConsumeStatus::ReconsumeLater, true)
                     }
                 };
+                if let Some((tracer, request_id)) = traced {
+                    let code = match (status, panicked) {
+                        (_, true) => ferromq_protocol::trace::context_code::EXCEPTION,
+                        (ConsumeStatus::ConsumeSuccess, _) => ferromq_protocol::trace::context_code::SUCCESS,
+                        _ => ferromq_protocol::trace::context_code::FAILED,
+                    };
+                    tracer.after(&request_id, &msgs, started.elapsed(), code);
+                }
                 let (ok, failed) =
                     if status == ConsumeStatus::ConsumeSuccess { (msgs.len(), 0) } else { (0, msgs.len()) };
                 let now = Instant::now();

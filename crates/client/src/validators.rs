@@ -7,13 +7,13 @@ use crate::message::Message;
 pub const TOPIC_MAX_LEN: usize = 127;
 
 /// Topics users may not send to. Java: `TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET` (the
-/// template topic and system topics).
+/// template topic and system topics). The trace topic is not among them: trace records are
+/// sent there by an ordinary producer (`enable_msg_trace`), as Java's clients do.
 const NOT_ALLOWED_SEND_TOPICS: &[&str] = &[
     "TBW102",
     "SCHEDULE_TOPIC_XXXX",
     "RMQ_SYS_TRANS_HALF_TOPIC",
     "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-    "RMQ_SYS_TRACE_TOPIC",
     "rmq_sys_wheel_timer",
 ];
 

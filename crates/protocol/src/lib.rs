@@ -18,6 +18,7 @@ pub mod pop;
 pub mod properties_text;
 pub mod signature;
 pub mod topic_validator;
+pub mod trace;
 pub mod version;
 
 mod header_codec;
