@@ -154,6 +154,11 @@ impl Producer {
         &self.instance
     }
 
+    /// The trace dispatcher, with `enable_msg_trace` once started.
+    pub(crate) fn tracer(&self) -> Option<&Arc<crate::trace::TraceDispatcher>> {
+        self.tracer.get()
+    }
+
     /// Registers the group and starts heartbeats.
     ///
     /// # Errors

@@ -42,6 +42,16 @@ pub enum LocalTransactionState {
 }
 
 impl LocalTransactionState {
+    /// Java's constant name (`COMMIT_MESSAGE`, `ROLLBACK_MESSAGE`, `UNKNOW`), as trace records
+    /// carry it.
+    pub fn java_name(self) -> &'static str {
+        match self {
+            LocalTransactionState::CommitMessage => "COMMIT_MESSAGE",
+            LocalTransactionState::RollbackMessage => "ROLLBACK_MESSAGE",
+            LocalTransactionState::Unknown => "UNKNOW",
+        }
+    }
+
     /// The END_TRANSACTION `commitOrRollback` value: the MessageSysFlag transaction type.
     fn commit_or_rollback(self) -> i32 {
         match self {
@@ -266,11 +276,32 @@ impl<L: TransactionListener> TransactionProducer<L> {
         let mut req = RemotingCommand::request(request_code::END_TRANSACTION).with_header(&header).into_oneway();
         req.remark = remark;
         debug!(topic = %msg.topic, remote_addr = %addr, physical_offset = commit_log_offset, ?state, "ending transaction");
+        let at = std::time::SystemTime::now();
         instance.remoting().invoke_oneway(&addr, req).await.map_err(|source| ClientError::Remoting {
             topic: msg.topic.clone(),
-            addr,
+            addr: addr.clone(),
             source,
-        })
+        })?;
+        if let Some(tracer) = self.producer.tracer() {
+            // Java: `EndTransactionTraceHookImpl`, recorded once the request is sent.
+            tracer.append(ferromq_protocol::trace::TraceRecord::EndTransaction(
+                ferromq_protocol::trace::EndTransaction {
+                    timestamp: at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64),
+                    region_id: sent.region_id.clone(),
+                    group: self.producer.config().group.clone(),
+                    topic: msg.topic.clone(),
+                    msg_id: sent.msg_id.clone(),
+                    tags: msg.tags().map(str::to_owned),
+                    keys: msg.keys().map(str::to_owned),
+                    store_host: addr,
+                    msg_type: ferromq_protocol::trace::msg_type::TRANS_COMMIT,
+                    transaction_id: sent.transaction_id.clone().unwrap_or_default(),
+                    transaction_state: state.java_name().to_owned(),
+                    from_transaction_check: false,
+                },
+            ));
+        }
+        Ok(())
     }
 }
 

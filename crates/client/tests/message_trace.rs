@@ -143,3 +143,52 @@ async fn a_missing_trace_topic_does_not_fail_the_sends() {
     admin.shutdown().await;
     c.stop().await;
 }
+
+/// Commits every local transaction.
+struct Commit;
+
+impl ferromq_client::TransactionListener for Commit {
+    type Arg = ();
+
+    fn execute_local_transaction(&self, _msg: &Message, _arg: &()) -> ferromq_client::LocalTransactionState {
+        ferromq_client::LocalTransactionState::CommitMessage
+    }
+
+    fn check_local_transaction(&self, _msg: &ferromq_client::MessageExt) -> ferromq_client::LocalTransactionState {
+        ferromq_client::LocalTransactionState::CommitMessage
+    }
+}
+
+/// A traced transactional send leaves a Pub of the half message and its EndTransaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_traced_transaction_records_its_half_message_and_its_end() {
+    let c = LocalCluster::start(|s| {
+        s.broker.broker_ip1 = "127.0.0.1".to_owned();
+        s.broker.trace_topic_enable = true;
+    })
+    .await;
+    c.wait_registered(RMQ_SYS_TRACE_TOPIC).await;
+    let producer = ferromq_client::TransactionProducer::new(
+        ProducerConfig { group: "pg_tx_traced".into(), enable_msg_trace: true, ..ProducerConfig::default() },
+        ClientConfig::with_namesrv(&c.ns_addr),
+        std::sync::Arc::new(Commit),
+    );
+    producer.start().await.unwrap();
+    let sent = producer
+        .send_message_in_transaction(Message::new("TxTraced", b"tx".to_vec()).with_keys(["tx-1"]), ())
+        .await
+        .unwrap();
+    let records = traces(&c, &sent.send_result.msg_id, 2).await;
+    let publish = records.iter().find_map(|r| if let TraceRecord::Pub(p) = r { Some(p) } else { None }).expect("Pub");
+    assert_eq!((publish.msg_type, publish.success), (msg_type::TRANS_HALF, true));
+    let end = records
+        .iter()
+        .find_map(|r| if let TraceRecord::EndTransaction(e) = r { Some(e) } else { None })
+        .expect("EndTransaction");
+    assert_eq!(end.transaction_state, "COMMIT_MESSAGE");
+    assert_eq!((end.group.as_str(), end.topic.as_str(), end.keys.as_deref()), ("pg_tx_traced", "TxTraced", Some("tx-1")));
+    assert_eq!(end.msg_type, msg_type::TRANS_COMMIT);
+    assert!(!end.from_transaction_check);
+    producer.shutdown().await;
+    c.stop().await;
+}
