@@ -78,10 +78,8 @@ fn print_msg_prints_every_queue_over_a_time_range_with_tag_filter_and_progress()
         "{text}"
     );
     let messages = lines_starting(&text, "MSGID: ");
-    let ids_and_bodies: Vec<(&str, &str)> = messages
-        .iter()
-        .map(|l| (l.split_whitespace().nth(1).unwrap(), l.rsplit_once(" BODY: ").unwrap().1))
-        .collect();
+    let ids_and_bodies: Vec<(&str, &str)> =
+        messages.iter().map(|l| (l.split_whitespace().nth(1).unwrap(), l.rsplit_once(" BODY: ").unwrap().1)).collect();
     assert_eq!(
         ids_and_bodies,
         [
@@ -404,11 +402,23 @@ fn query_msg_trace_by_id_prints_the_pub_and_sub_records_of_a_message() {
         &server.broker,
         vec![
             // The producer's trace batch names both messages it traced.
-            send_trace(&format!("{traced} {other} order-1"), pub_record(traced, "PG1", "7") + &pub_record(other, "PG9", "1")),
+            send_trace(
+                &format!("{traced} {other} order-1"),
+                pub_record(traced, "PG1", "7") + &pub_record(other, "PG9", "1"),
+            ),
             send_trace(
                 &format!("{traced} order-1"),
                 [
-                    trace_record(&["SubBefore", "1700000060000", "DefaultRegion", "CG1", "req-1", traced, "0", "order-1"]),
+                    trace_record(&[
+                        "SubBefore",
+                        "1700000060000",
+                        "DefaultRegion",
+                        "CG1",
+                        "req-1",
+                        traced,
+                        "0",
+                        "order-1",
+                    ]),
                     trace_record(&["SubAfter", "req-1", traced, "15", "false", "order-1", "1", "1700000060015", "CG1"]),
                     trace_record(&["SubAfter", "req-2", traced, "4", "true", "order-1", "0", "1700000120004", "CG1"]),
                     trace_record(&["SubAfter", "req-3", traced, "9", "true", "order-1", "0", "1700000180009", "CG2"]),

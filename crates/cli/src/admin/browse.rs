@@ -40,7 +40,7 @@ pub(crate) struct PrintMsgArgs {
     #[arg(short = 'e', long = "endTimestamp")]
     end: Option<String>,
     /// Print the bodies (true, the default, or false).
-    #[arg(short = 'd', long = "printBody", default_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(short = 'd', long = "printBody", default_value = "true", action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     print_body: bool,
     /// LMQ parent topic: its route gives the brokers of an LMQ topic.
     #[arg(short = 'l', long = "lmqParentTopic")]
@@ -71,13 +71,13 @@ pub(crate) struct PrintMsgByQueueArgs {
     #[arg(short = 'e', long = "endTimestamp")]
     end: Option<String>,
     /// Print the messages (true or false, the default).
-    #[arg(short = 'p', long = "printMsg", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(short = 'p', long = "printMsg", default_value = "false", action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     print_msg: bool,
     /// With -p: print the bodies too (true or false, the default).
-    #[arg(short = 'd', long = "printBody", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(short = 'd', long = "printBody", default_value = "false", action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     print_body: bool,
     /// Count the messages by tag (true or false, the default).
-    #[arg(short = 'f', long = "calculate", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(short = 'f', long = "calculate", default_value = "false", action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     calculate_by_tag: bool,
 }
 
@@ -99,68 +99,23 @@ pub(crate) async fn print_msg(ctx: &Ctx, a: PrintMsgArgs) -> anyhow::Result<()> 
     let charset = Charset::parse(&a.charset)?;
     let (begin, end) = (timestamp_arg(a.begin.as_deref(), "-b")?, timestamp_arg(a.end.as_deref(), "-e")?);
     let route_topic = a.lmq_parent_topic.as_deref().unwrap_or(&a.topic);
-    let route = ctx.client.topic_route(route_topic).await.with_context(|| format!("no route for topic {route_topic}"))?;
+    let route =
+        ctx.client.topic_route(route_topic).await.with_context(|| format!("no route for topic {route_topic}"))?;
     let queues = subscribe_queues(&route, &a.topic);
     if queues.is_empty() {
         anyhow::bail!("topic {} has no readable queue", a.topic);
     }
+    let print = QueuePrint { charset, print_body: a.print_body, expression: &a.sub_expression, begin, end };
     let mut failed = Vec::new();
     let mut printed = 0usize;
     let mut json_queues = Vec::new();
     for (i, (mq, addr)) in queues.iter().enumerate() {
         eprintln!("printMsg: queue {}/{} {}", i + 1, queues.len(), mq_string(mq));
-        let range = match queue_range(ctx, mq, addr, begin, end).await {
-            Ok(range) => range,
+        // As mqadmin, a queue that cannot be read does not stop the others.
+        match print_queue(ctx, &print, mq, addr, &mut printed).await {
+            Ok(queue_json) => json_queues.extend(queue_json),
             Err(e) => {
                 eprintln!("printMsg: cannot read {}: {e:#}", mq_string(mq));
-                failed.push(mq_string(mq));
-                continue;
-            }
-        };
-        if !ctx.json {
-            println!("minOffset={}, maxOffset={}, {}", range.min_offset, range.max_offset, mq_string(mq));
-        }
-        let mut messages = Vec::new();
-        let read = read_queue(ctx, &range, &a.sub_expression, |batch| match batch {
-            Batch::Found { messages: found, min_offset, max_offset } => {
-                for m in found {
-                    printed += 1;
-                    if printed % PROGRESS_EVERY_MESSAGES == 0 {
-                        eprintln!("printMsg: {printed} messages");
-                    }
-                    if ctx.json {
-                        messages.push(message_json(&mq.broker_name, &m, charset, a.print_body));
-                    } else {
-                        let line = java_message_line(&mq.broker_name, &m, (min_offset, max_offset), charset, a.print_body);
-                        println!("{line}");
-                    }
-                }
-            }
-            Batch::NoMatch { next_offset } if !ctx.json => {
-                println!("{} no matched msg. status=NO_MATCHED_MSG, offset={next_offset}", mq_string(mq));
-            }
-            Batch::NoMatch { .. } => {}
-        })
-        .await;
-        match read {
-            Ok(end) => {
-                if ctx.json {
-                    json_queues.push(json!({ "topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id,
-                        "minOffset": range.min_offset, "maxOffset": range.max_offset, "messages": messages }));
-                } else {
-                    if let Some(end) = end {
-                        println!(
-                            "{} print msg finished. status={}, offset={}",
-                            mq_string(mq),
-                            pull_status_name(end.status),
-                            end.next_offset
-                        );
-                    }
-                    println!("{QUEUE_SEPARATOR}");
-                }
-            }
-            Err(e) => {
-                eprintln!("printMsg: reading {} failed: {e:#}", mq_string(mq));
                 failed.push(mq_string(mq));
             }
         }
@@ -173,6 +128,64 @@ pub(crate) async fn print_msg(ctx: &Ctx, a: PrintMsgArgs) -> anyhow::Result<()> 
         anyhow::bail!("{} of {} queues could not be read: {}", failed.len(), queues.len(), failed.join(", "));
     }
     Ok(())
+}
+
+/// What printMsg does with each queue.
+struct QueuePrint<'a> {
+    charset: Charset,
+    print_body: bool,
+    expression: &'a str,
+    begin: Option<i64>,
+    end: Option<i64>,
+}
+
+/// Prints one queue's messages as printMsg does (or, with --json, returns them), counting
+/// them in `printed` and reporting the count on stderr now and then.
+async fn print_queue(
+    ctx: &Ctx,
+    p: &QueuePrint<'_>,
+    mq: &MessageQueue,
+    addr: &str,
+    printed: &mut usize,
+) -> anyhow::Result<Option<JsonValue>> {
+    let range = queue_range(ctx, mq, addr, p.begin, p.end).await?;
+    if !ctx.json {
+        println!("minOffset={}, maxOffset={}, {}", range.min_offset, range.max_offset, mq_string(mq));
+    }
+    let mut messages = Vec::new();
+    let end = read_queue(ctx, &range, p.expression, |batch| match batch {
+        Batch::Found { messages: found, min_offset, max_offset } => {
+            for m in found {
+                *printed += 1;
+                if printed.is_multiple_of(PROGRESS_EVERY_MESSAGES) {
+                    eprintln!("printMsg: {printed} messages");
+                }
+                if ctx.json {
+                    messages.push(message_json(&mq.broker_name, &m, p.charset, p.print_body));
+                } else {
+                    println!(
+                        "{}",
+                        java_message_line(&mq.broker_name, &m, (min_offset, max_offset), p.charset, p.print_body)
+                    );
+                }
+            }
+        }
+        Batch::NoMatch { next_offset } if !ctx.json => {
+            println!("{} no matched msg. status=NO_MATCHED_MSG, offset={next_offset}", mq_string(mq));
+        }
+        Batch::NoMatch { .. } => {}
+    })
+    .await?;
+    if ctx.json {
+        return Ok(Some(json!({ "topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id,
+            "minOffset": range.min_offset, "maxOffset": range.max_offset, "messages": messages })));
+    }
+    if let Some(end) = end {
+        let status = pull_status_name(end.status);
+        println!("{} print msg finished. status={status}, offset={}", mq_string(mq), end.next_offset);
+    }
+    println!("{QUEUE_SEPARATOR}");
+    Ok(None)
 }
 
 pub(crate) async fn print_msg_by_queue(ctx: &Ctx, a: PrintMsgByQueueArgs) -> anyhow::Result<()> {
@@ -317,9 +330,8 @@ fn pull_status_name(status: PullStatus) -> &'static str {
 /// A -b/-e value as ms since the epoch.
 fn timestamp_arg(text: Option<&str>, flag: &str) -> anyhow::Result<Option<i64>> {
     text.map(|t| {
-        parse_timestamp(t.trim()).with_context(|| {
-            format!("{flag} {t:?} is neither ms since the epoch nor yyyy-MM-dd#HH:mm:ss:SSS")
-        })
+        parse_timestamp(t.trim())
+            .with_context(|| format!("{flag} {t:?} is neither ms since the epoch nor yyyy-MM-dd#HH:mm:ss:SSS"))
     })
     .transpose()
 }

@@ -181,7 +181,8 @@ async fn broker_metrics(ctx: &Ctx, addr: &str, totals: &mut Totals) -> anyhow::R
     let normal_day_in = counter("msgPutTotalTodayMorning")? - counter("msgPutTotalYesterdayMorning")?;
     let normal_day_out = counter("msgGetTotalTodayMorning")? - counter("msgGetTotalYesterdayMorning")?;
     // A topic nothing was put to has no statistics: zeros, as Java.
-    let put_stats = |topic: &'static str| async move { ctx.client.broker_stats_data(addr, "TOPIC_PUT_NUMS", topic).await.ok() };
+    let put_stats =
+        |topic: &'static str| async move { ctx.client.broker_stats_data(addr, "TOPIC_PUT_NUMS", topic).await.ok() };
     let trans = put_stats(RMQ_SYS_TRANS_HALF_TOPIC).await;
     let schedule = put_stats(RMQ_SYS_SCHEDULE_TOPIC).await;
     let trans_in_tps = trans.as_ref().map_or(0.0, |d| d.stats_minute.tps);

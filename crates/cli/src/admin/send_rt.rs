@@ -46,7 +46,7 @@ pub(crate) struct ClusterRtArgs {
     #[arg(short = 'c', long = "cluster")]
     cluster: Option<String>,
     /// Print `time|room|cluster|broker|rt` lines instead of the table (true or false).
-    #[arg(short = 'p', long = "printLog", default_value = "false", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(short = 'p', long = "printLog", default_value = "false", action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     print_as_tlog: bool,
     /// Machine room name for the -p lines.
     #[arg(short = 'm', long = "machineRoom", default_value = "noname")]
@@ -163,7 +163,10 @@ pub(crate) async fn cluster_rt(ctx: &Ctx, a: ClusterRtArgs) -> anyhow::Result<()
         anyhow::bail!("no broker to measure");
     }
     if !a.print_as_tlog && !ctx.json {
-        println!("{:<24}  {:<24}  {:<4}  {:<8}  {:<8}", "#Cluster Name", "#Broker Name", "#RT", "#successCount", "#failCount");
+        println!(
+            "{:<24}  {:<24}  {:<4}  {:<8}  {:<8}",
+            "#Cluster Name", "#Broker Name", "#RT", "#successCount", "#failCount"
+        );
     }
     let body = vec![b'a'; a.size];
     let mut round = 0u64;
@@ -237,11 +240,8 @@ async fn measure_broker(ctx: &Ctx, cluster: &str, broker: &str, amount: u32, bod
             timed += start.elapsed();
         }
     }
-    rt.rt_ms = if amount > 1 {
-        timed.as_secs_f64() * 1000.0 / f64::from(amount - 1)
-    } else {
-        first.as_secs_f64() * 1000.0
-    };
+    rt.rt_ms =
+        if amount > 1 { timed.as_secs_f64() * 1000.0 / f64::from(amount - 1) } else { first.as_secs_f64() * 1000.0 };
     let seconds = started.elapsed().as_secs_f64();
     rt.tps = if seconds > 0.0 { f64::from(rt.success) / seconds } else { 0.0 };
     rt
@@ -255,7 +255,7 @@ fn print_rt_row(ctx: &Ctx, a: &ClusterRtArgs, r: &BrokerRt) {
         // Java rounds half up to a whole millisecond here.
         println!("{}|{}|{}|{}|{}", tlog_time_now(), a.machine_room, r.cluster, r.broker, (r.rt_ms + 0.5).floor());
     } else {
-        println!(
+        let row = format!(
             "{:<24}  {:<24}  {:<8}  {:<16}  {:<16}",
             r.cluster,
             r.broker,
@@ -263,6 +263,7 @@ fn print_rt_row(ctx: &Ctx, a: &ClusterRtArgs, r: &BrokerRt) {
             r.success,
             r.failed
         );
+        println!("{}", row.trim_end());
     }
 }
 

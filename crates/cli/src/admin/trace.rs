@@ -44,28 +44,31 @@ pub(crate) async fn query_msg_trace_by_id(ctx: &Ctx, a: QueryMsgTraceByIdArgs) -
     let brokers = ctx.client.route_brokers(&a.trace_topic).await.with_context(|| {
         format!("no route for trace topic {} (is traceTopicEnable=true on the brokers?)", a.trace_topic)
     })?;
-    let mut views = Vec::new();
-    let mut trace_messages = 0usize;
+    let mut found = Vec::new();
     for (_, addr) in &brokers {
-        let found = ctx.client.query_message(addr, &a.trace_topic, msg_id, a.max_num, (a.begin, a.end), false).await?;
-        trace_messages += found.len();
-        for m in found {
-            let (records, errors) = decode_records(&String::from_utf8_lossy(&m.body));
-            for e in errors {
-                eprintln!("queryMsgTraceById: trace message {} on {addr}: {e}", m.offset_msg_id());
-            }
-            // Java's `getBornHostString`: the writer's IP without the port.
-            let client_host = m.born_host.ip().to_string();
-            views.extend(
-                records
-                    .into_iter()
-                    .filter(|r| r.msg_id == msg_id)
-                    .map(|record| TraceView { record, client_host: client_host.clone() }),
-            );
-        }
+        let messages =
+            ctx.client.query_message(addr, &a.trace_topic, msg_id, a.max_num, (a.begin, a.end), false).await?;
+        found.extend(messages.into_iter().map(|m| (addr.clone(), m)));
     }
-    if trace_messages == 0 {
+    if found.is_empty() {
         anyhow::bail!("no trace of message {msg_id} in trace topic {}", a.trace_topic);
+    }
+    // The index answers in no useful order: oldest trace message first reads as a timeline.
+    found.sort_by_key(|(_, m)| (m.store_timestamp_ms, m.physical_offset));
+    let mut views = Vec::new();
+    for (addr, m) in &found {
+        let (records, errors) = decode_records(&String::from_utf8_lossy(&m.body));
+        for e in errors {
+            eprintln!("queryMsgTraceById: trace message {} on {addr}: {e}", m.offset_msg_id());
+        }
+        // Java's `getBornHostString`: the writer's IP without the port.
+        let client_host = m.born_host.ip().to_string();
+        views.extend(
+            records
+                .into_iter()
+                .filter(|r| r.msg_id == msg_id)
+                .map(|record| TraceView { record, client_host: client_host.clone() }),
+        );
     }
     if ctx.json {
         let items: Vec<JsonValue> = views.iter().map(view_json).collect();

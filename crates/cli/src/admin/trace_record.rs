@@ -127,7 +127,9 @@ pub(crate) struct TraceDecodeError {
 impl fmt::Display for TraceDecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.value {
-            Some(v) => write!(f, "trace record {} ({}): field {} is not valid: {v:?}", self.record, self.kind, self.field),
+            Some(v) => {
+                write!(f, "trace record {} ({}): field {} is not valid: {v:?}", self.record, self.kind, self.field)
+            }
             None => write!(f, "trace record {} ({}): field {} is missing", self.record, self.kind, self.field),
         }
     }
@@ -345,7 +347,8 @@ mod tests {
         assert!(!records[0].success);
         assert_eq!(records[0].status(), "failed");
 
-        let long = record(&["Pub", "5", "R", "G", "T", MSG_ID, "t", "k", "h:1", "3", "2", "3", "OFF", "true", "10.0.0.9"]);
+        let long =
+            record(&["Pub", "5", "R", "G", "T", MSG_ID, "t", "k", "h:1", "3", "2", "3", "OFF", "true", "10.0.0.9"]);
         let (records, _) = decode_records(&long);
         assert_eq!(records[0].msg_type, Some("Delay_Msg"));
         assert_eq!(records[0].offset_msg_id.as_deref(), Some("OFF"));
