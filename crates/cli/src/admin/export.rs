@@ -108,18 +108,18 @@ pub(crate) async fn export_metadata(ctx: &Ctx, a: ExportMetadataArgs) -> anyhow:
 
 /// Java's `getUserTopicConfig`: no system topics, no retry or dead-letter topics unless asked,
 /// no topic with an invalid permission.
-fn is_user_topic(config: &TopicConfig, special_topic: bool) -> bool {
+pub(crate) fn is_user_topic(config: &TopicConfig, special_topic: bool) -> bool {
     !is_system_topic(&config.topic_name)
         && (special_topic || !is_retry_or_dlq_topic(&config.topic_name))
         && perm::is_valid(config.perm)
 }
 
 /// Java's `getUserSubscriptionGroup`: no `CID_RMQ_SYS_*` and no predefined group.
-fn is_user_group(name: &str) -> bool {
+pub(crate) fn is_user_group(name: &str) -> bool {
     !is_sys_consumer_group(name) && !is_predefined_group(name)
 }
 
-fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+pub(crate) fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }

@@ -1,11 +1,11 @@
 //! Message commands: queryMsgByKey, queryMsgById, queryMsgByOffset, sendMessage,
-//! consumeMessage. Java: `tools/command/message/*`.
+//! consumeMessage, decodeMessageId. Java: `tools/command/message/*`.
 
 use anyhow::Context;
 use ferromq_client::admin::{json, JsonValue, PullStatus, TOOLS_CONSUMER_GROUP};
 use ferromq_client::{ProducerConfig, CREATE_TOPIC_KEY};
 use ferromq_protocol::body::perm;
-use ferromq_protocol::message::{create_offset_msg_id, keys, StoredMessage};
+use ferromq_protocol::message::{create_offset_msg_id, decode_offset_msg_id, keys, StoredMessage};
 use ferromq_protocol::response_code;
 
 use crate::admin::output::{format_ms, print_json, Table};
@@ -390,5 +390,42 @@ pub(crate) async fn consume_message(ctx: &Ctx, a: ConsumeMessageArgs) -> anyhow:
     }
     table.print();
     println!("Consumed {} message(s).", consumed.len());
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct DecodeMessageIdArgs {
+    /// Offset message ids, comma-separated.
+    #[arg(short = 'i', long = "messageId")]
+    msg_ids: String,
+}
+
+/// `decodeMessageId`: the store host and CommitLog offset inside offset message ids (fact
+/// sheet 3.4), without asking any server. Every id is checked before anything is printed.
+pub(crate) fn decode_message_id(ctx: &Ctx, a: DecodeMessageIdArgs) -> anyhow::Result<()> {
+    let ids: Vec<&str> = a.msg_ids.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    if ids.is_empty() {
+        anyhow::bail!("give one or more offset message ids with -i (comma-separated)");
+    }
+    let mut decoded = Vec::with_capacity(ids.len());
+    for id in ids {
+        let (host, offset) = decode_offset_msg_id(id).with_context(|| format!("{id} is not an offset message id"))?;
+        decoded.push((id, host, offset));
+    }
+    if ctx.json {
+        let items: Vec<JsonValue> = decoded
+            .iter()
+            .map(|(id, host, offset)| {
+                json!({ "msgId": id, "storeHost": host.to_string(), "ip": host.ip().to_string(),
+                    "port": host.port(), "commitLogOffset": offset })
+            })
+            .collect();
+        return print_json(&json!(items));
+    }
+    let mut table = Table::new(&["#Offset Msg ID", "#Store Host", "#CommitLog Offset"]);
+    for (id, host, offset) in decoded {
+        table.row(vec![id.to_owned(), host.to_string(), offset.to_string()]);
+    }
+    table.print();
     Ok(())
 }

@@ -3,18 +3,24 @@
 //! with `--json`. Commands live in one file per concept; this module parses and dispatches.
 
 mod acl;
+mod allocate;
 mod auth;
 mod broker;
+mod browse;
 mod consumer_status;
 mod controller;
 mod export;
+mod export_cluster;
 mod group;
 mod ha;
 mod message;
 mod namesrv;
 mod output;
+mod send_rt;
 mod stats;
 mod topic;
+mod trace;
+mod trace_record;
 
 use anyhow::Context;
 use ferromq_client::admin::AdminClient;
@@ -196,6 +202,26 @@ enum AdminCommand {
     SendMessage(message::SendMessageArgs),
     /// Pull messages of a topic and print them.
     ConsumeMessage(message::ConsumeMessageArgs),
+    /// Print every message of a topic, queue by queue, over a time range.
+    PrintMsg(browse::PrintMsgArgs),
+    /// Print one queue's messages over a time range, or count them by tag.
+    PrintMsgByQueue(browse::PrintMsgByQueueArgs),
+    /// Show the store host and CommitLog offset inside offset message ids.
+    DecodeMessageId(message::DecodeMessageIdArgs),
+    /// Send test messages to a broker's own topic and print each send's RT.
+    SendMsgStatus(send_rt::SendMsgStatusArgs),
+    /// Measure each broker's send RT, for one cluster or all, every -i seconds.
+    #[command(name = "clusterRT")]
+    ClusterRt(send_rt::ClusterRtArgs),
+    /// Show how the average strategy shares a topic's queues among client ids.
+    #[command(name = "allocateMQ")]
+    AllocateMq(allocate::AllocateMqArgs),
+    /// Write a cluster's broker and name server settings to configs.json.
+    ExportConfigs(export_cluster::ExportClusterArgs),
+    /// Write a cluster's runtime figures (TPS, day counts, disk use) to metrics.json.
+    ExportMetrics(export_cluster::ExportClusterArgs),
+    /// Show a message's send and consume trace records from the trace topic.
+    QueryMsgTraceById(trace::QueryMsgTraceByIdArgs),
 }
 
 /// What every command gets: the client and the output mode.
@@ -224,7 +250,8 @@ fn run_command(args: AdminArgs) -> anyhow::Result<()> {
         | AdminCommand::ElectMaster(_)
         | AdminCommand::CleanBrokerMetadata(_)
         | AdminCommand::GetControllerConfig(_)
-        | AdminCommand::UpdateControllerConfig(_) => false,
+        | AdminCommand::UpdateControllerConfig(_)
+        | AdminCommand::DecodeMessageId(_) => false,
         _ => true,
     };
     let namesrv = match namesrv {
@@ -351,6 +378,15 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::QueryMsgByOffset(a) => message::query_msg_by_offset(ctx, a).await,
         AdminCommand::SendMessage(a) => message::send_message(ctx, a).await,
         AdminCommand::ConsumeMessage(a) => message::consume_message(ctx, a).await,
+        AdminCommand::PrintMsg(a) => browse::print_msg(ctx, a).await,
+        AdminCommand::PrintMsgByQueue(a) => browse::print_msg_by_queue(ctx, a).await,
+        AdminCommand::DecodeMessageId(a) => message::decode_message_id(ctx, a),
+        AdminCommand::SendMsgStatus(a) => send_rt::send_msg_status(ctx, a).await,
+        AdminCommand::ClusterRt(a) => send_rt::cluster_rt(ctx, a).await,
+        AdminCommand::AllocateMq(a) => allocate::allocate_mq(ctx, a).await,
+        AdminCommand::ExportConfigs(a) => export_cluster::export_configs(ctx, a).await,
+        AdminCommand::ExportMetrics(a) => export_cluster::export_metrics(ctx, a).await,
+        AdminCommand::QueryMsgTraceById(a) => trace::query_msg_trace_by_id(ctx, a).await,
     }
 }
 

@@ -127,6 +127,6 @@ async fn topic_rows(ctx: &Ctx, topic: &str) -> anyhow::Result<Vec<Row>> {
 
 /// Messages counted today: the day's sum, else the hour's, else the minute's. Java:
 /// `StatsAllSubCommand#compute24HourSum`.
-fn day_sum(data: &ferromq_protocol::body::BrokerStatsData) -> i64 {
+pub(crate) fn day_sum(data: &ferromq_protocol::body::BrokerStatsData) -> i64 {
     [data.stats_day.sum, data.stats_hour.sum, data.stats_minute.sum].into_iter().find(|s| *s != 0).unwrap_or(0)
 }

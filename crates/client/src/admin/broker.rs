@@ -15,7 +15,7 @@ use ferromq_protocol::header::{
     DeleteTopicRequestHeader, GetConsumeStatsInBrokerHeader, GetConsumeStatsRequestHeader,
     GetConsumerConnectionListRequestHeader, GetConsumerRunningInfoRequestHeader, GetMaxOffsetRequestHeader,
     GetProducerConnectionListRequestHeader, GetSubscriptionGroupConfigRequestHeader, GetTopicStatsInfoRequestHeader,
-    OffsetResponseHeader, QueryConsumeQueueRequestHeader, QueryTopicConsumeByWhoRequestHeader,
+    OffsetResponseHeader, QueryConsumeQueueRequestHeader, QueryTopicConsumeByWhoRequestHeader, QueueRequestHeader,
     ResetOffsetRequestHeader, SearchOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
     ViewBrokerStatsDataRequestHeader,
 };
@@ -453,6 +453,20 @@ impl AdminClient {
             broker_name: Some(mq.broker_name.clone()),
         };
         self.offset_call(addr, RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&header)).await
+    }
+
+    /// GET_MIN_OFFSET: the offset of the first message of `mq` still stored. Java:
+    /// `MQClientAPIImpl#getMinOffset`.
+    ///
+    /// # Errors
+    /// The broker's refusal or a transport failure, naming `addr`.
+    pub async fn min_offset(&self, addr: &str, mq: &MessageQueue) -> Result<i64, AdminError> {
+        let header = QueueRequestHeader {
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        self.offset_call(addr, RemotingCommand::request(request_code::GET_MIN_OFFSET).with_header(&header)).await
     }
 
     /// Sends a request answered with an offset header.

@@ -4,6 +4,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use ferromq_protocol::body::MessageQueue;
 use ferromq_protocol::header::{
     pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader, QueryMessageRequestHeader,
     SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader, ViewMessageRequestHeader,
@@ -136,18 +137,40 @@ impl AdminClient {
         offset: i64,
         max_nums: i32,
     ) -> Result<PullResult, AdminError> {
+        let mq = MessageQueue { topic: topic.to_owned(), broker_name: String::new(), queue_id };
+        self.pull_message_by_tag(addr, group, &mq, "*", offset, max_nums).await
+    }
+
+    /// PULL_MESSAGE with a tag expression (`TagA || TagB`, `*`): as
+    /// [`pull_message`](Self::pull_message), and like a Java client, messages whose tag is
+    /// not in the expression are dropped after the broker's tag-hash filter (hashes collide).
+    /// Java: `DefaultMQPullConsumer#pull(mq, subExpression, offset, maxNums)`.
+    ///
+    /// # Errors
+    /// The broker's refusal or a transport failure, naming `addr`.
+    pub async fn pull_message_by_tag(
+        &self,
+        addr: &str,
+        group: &str,
+        mq: &MessageQueue,
+        expression: &str,
+        offset: i64,
+        max_nums: i32,
+    ) -> Result<PullResult, AdminError> {
+        let expression = if expression.trim().is_empty() { "*" } else { expression.trim() };
         let header = PullMessageRequestHeader {
             consumer_group: group.to_owned(),
-            topic: topic.to_owned(),
-            queue_id,
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
             queue_offset: offset,
             max_msg_nums: max_nums,
             sys_flag: pull_sys_flag::SUBSCRIPTION,
             commit_offset: 0,
             suspend_timeout_millis: 0,
-            subscription: Some("*".to_owned()),
+            subscription: Some(expression.to_owned()),
             sub_version: 0,
             expression_type: Some("TAG".to_owned()),
+            broker_name: (!mq.broker_name.is_empty()).then(|| mq.broker_name.clone()),
             ..PullMessageRequestHeader::default()
         };
         let request = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&header);
@@ -166,7 +189,14 @@ impl AdminClient {
         )?;
         let h: PullMessageResponseHeader = decode_header(addr, name, &response)?;
         let (status, messages) = match response.code {
-            response_code::SUCCESS => (PullStatus::Found, decode_messages(addr, name, &response.body)?),
+            response_code::SUCCESS => {
+                let mut messages = decode_messages(addr, name, &response.body)?;
+                let tags = tag_set(expression);
+                if !tags.is_empty() {
+                    messages.retain(|m| m.property(keys::TAGS).is_some_and(|t| tags.contains(&t)));
+                }
+                (PullStatus::Found, messages)
+            }
             response_code::PULL_NOT_FOUND => (PullStatus::NoNewMessage, Vec::new()),
             response_code::PULL_RETRY_IMMEDIATELY => (PullStatus::NoMatchedMessage, Vec::new()),
             _ => (PullStatus::OffsetIllegal, Vec::new()),
@@ -288,6 +318,14 @@ fn decode_messages(addr: &str, name: &'static str, body: &bytes::Bytes) -> Resul
         request: name,
         source,
     })
+}
+
+/// The tags of a tag expression; empty for `*` (every message). Java: `FilterAPI#buildSubscriptionData`.
+fn tag_set(expression: &str) -> Vec<&str> {
+    if expression.trim() == "*" {
+        return Vec::new();
+    }
+    expression.split("||").map(str::trim).filter(|t| !t.is_empty()).collect()
 }
 
 fn now_ms() -> i64 {
