@@ -17,6 +17,9 @@ cargo build --release -j2 -p ferromq-broker --example send_load >&2
 tck=$(getconf CLK_TCK)
 out="$(mktemp)"
 metrics=29557
+pid=""
+# A run that stops early (a failed step) does not leave its standalone behind.
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null || true' EXIT
 start() { # data dir, exporter type
     printf 'mapedFileSizeCommitLog=268435456\nmetricsExporterType=%s\n' "$2" > "$1/broker.conf"
     ./target/release/ferromq standalone --bind 127.0.0.1 --data-dir "$1/d" --namesrv-port 29876 --broker-port 30911 \
@@ -72,17 +75,20 @@ start "$data" PROM
 python3 - <<'PY'
 import socket, struct, json
 # One remoting connection: UPDATE_AND_CREATE_TOPIC (17) for 1,000 topics, then
-# UPDATE_CONSUMER_OFFSET (36) of group g<i> on topic t<i>, queue 0.
-def frame(code, ext, opaque):
+# UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) of g<i> and its UPDATE_CONSUMER_OFFSET (15) on t<i>, queue 0.
+def frame(code, ext, opaque, body):
     header = json.dumps({"code": code, "language": "JAVA", "version": 479, "opaque": opaque, "flag": 0,
                          "serializeTypeCurrentRPC": "JSON", "extFields": ext}).encode()
-    return struct.pack(">ii", 4 + len(header), len(header)) + header
-def call(sock, code, ext, opaque):
-    sock.sendall(frame(code, ext, opaque))
+    return struct.pack(">ii", 4 + len(header) + len(body), len(header)) + header + body
+def call(sock, code, ext, opaque, body=b""):
+    sock.sendall(frame(code, ext, opaque, body))
     length = struct.unpack(">i", recv(sock, 4))[0]
     body = recv(sock, length)
     hlen = struct.unpack(">i", body[:4])[0] & 0xFFFFFF
-    return json.loads(body[4:4 + hlen])["code"]
+    h = json.loads(body[4:4 + hlen])
+    if h["code"] != 0:
+        print(code, ext, h)
+    return h["code"]
 def recv(sock, n):
     b = b""
     while len(b) < n:
@@ -95,7 +101,8 @@ s = socket.create_connection(("127.0.0.1", 30911))
 for i in range(1000):
     assert call(s, 17, {"topic": f"t{i}", "defaultTopic": "TBW102", "readQueueNums": "4", "writeQueueNums": "4",
                         "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}, 2 * i) == 0
-    assert call(s, 36, {"consumerGroup": f"g{i}", "topic": f"t{i}", "queueId": "0", "commitOffset": "0"}, 2 * i + 1) == 0
+    assert call(s, 200, {}, 3000 + i, json.dumps({"groupName": f"g{i}", "consumeEnable": True}).encode()) == 0
+    assert call(s, 15, {"consumerGroup": f"g{i}", "topic": f"t{i}", "queueId": "0", "commitOffset": "0"}, 2 * i + 1) == 0
 PY
 python3 - "$metrics" <<'PY'
 import statistics, sys, time, urllib.request

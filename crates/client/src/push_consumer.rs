@@ -839,7 +839,7 @@ impl Inner {
                         (ConsumeStatus::ConsumeSuccess, _) => ferromq_protocol::trace::context_code::SUCCESS,
                         _ => ferromq_protocol::trace::context_code::FAILED,
                     };
-                    tracer.after(&request_id, &msgs, started.elapsed(), code);
+                    tracer.after(&self.config.group, &request_id, &msgs, started.elapsed(), code);
                 }
                 let (ok, failed) =
                     if status == ConsumeStatus::ConsumeSuccess { (msgs.len(), 0) } else { (0, msgs.len()) };

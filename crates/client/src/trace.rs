@@ -110,9 +110,9 @@ impl TraceDispatcher {
         request_id
     }
 
-    /// Records the `SubAfter` of each message of the listener call `request_id`, which took
-    /// `cost` and ended with `context_code`.
-    pub(crate) fn after(&self, request_id: &str, msgs: &[MessageExt], cost: Duration, context_code: i32) {
+    /// Records the `SubAfter` of each message of `group`'s listener call `request_id`, which
+    /// took `cost` and ended with `context_code`.
+    pub(crate) fn after(&self, group: &str, request_id: &str, msgs: &[MessageExt], cost: Duration, context_code: i32) {
         let now = epoch_ms();
         for m in msgs {
             self.append(TraceRecord::SubAfter(SubAfter {
@@ -123,6 +123,7 @@ impl TraceDispatcher {
                 keys: m.property(keys::KEYS).map(str::to_owned),
                 context_code,
                 timestamp: Some(now),
+                group: Some(group.to_owned()),
             }));
         }
     }

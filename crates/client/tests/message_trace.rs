@@ -102,6 +102,7 @@ async fn traced_send_and_consumption_leave_javas_trace_records() {
         records.iter().find_map(|r| if let TraceRecord::SubAfter(s) = r { Some(s) } else { None }).expect("SubAfter");
     assert_eq!(after.request_id, before.request_id);
     assert_eq!((after.success, after.context_code), (true, context_code::SUCCESS));
+    assert_eq!(after.group.as_deref(), Some("cg_traced"));
     // The user key finds the traces too.
     assert!(!traces(&c, "order-7", 1).await.is_empty());
 

@@ -108,8 +108,27 @@ pub struct SubAfter {
     pub keys: Option<String>,
     /// [`context_code`].
     pub context_code: i32,
-    /// When it ended (ms since the epoch; absent in old records).
+    /// When it ended (ms since the epoch; absent in old and cloud-channel records).
     pub timestamp: Option<i64>,
+    /// Consumer group (written with the timestamp; Java's readers take both or neither).
+    pub group: Option<String>,
+}
+
+/// A delayed message recalled by its producer (5.3).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Recall {
+    /// When (ms since the epoch).
+    pub timestamp: i64,
+    /// Region.
+    pub region_id: String,
+    /// Producer group.
+    pub group: String,
+    /// Topic.
+    pub topic: String,
+    /// The message id.
+    pub msg_id: String,
+    /// Whether the recall succeeded.
+    pub success: bool,
 }
 
 /// A transaction's end, as the producer decided it.
@@ -152,14 +171,12 @@ pub enum TraceRecord {
     SubAfter(SubAfter),
     /// `EndTransaction`.
     EndTransaction(EndTransaction),
+    /// `Recall` (5.3).
+    Recall(Recall),
 }
 
 fn opt(v: &Option<String>) -> &str {
     v.as_deref().unwrap_or("null")
-}
-
-fn read_opt(v: &str) -> Option<String> {
-    (v != "null" && !v.is_empty()).then(|| v.to_owned())
 }
 
 impl TraceRecord {
@@ -202,8 +219,10 @@ impl TraceRecord {
                     opt(&s.keys).into(),
                     s.context_code.to_string(),
                 ];
+                // Java writes time and group together, or neither (cloud channel).
                 if let Some(t) = s.timestamp {
                     f.push(t.to_string());
+                    f.push(s.group.clone().unwrap_or_default());
                 }
                 f
             }
@@ -222,6 +241,15 @@ impl TraceRecord {
                 e.transaction_state.clone(),
                 e.from_transaction_check.to_string(),
             ],
+            TraceRecord::Recall(r) => vec![
+                "Recall".into(),
+                r.timestamp.to_string(),
+                r.region_id.clone(),
+                r.group.clone(),
+                r.topic.clone(),
+                r.msg_id.clone(),
+                r.success.to_string(),
+            ],
         };
         let mut text = fields.join(&CONTENT_SPLITOR.to_string());
         text.push(FIELD_SPLITOR);
@@ -235,6 +263,7 @@ impl TraceRecord {
             TraceRecord::SubBefore(s) => &s.msg_id,
             TraceRecord::SubAfter(s) => &s.msg_id,
             TraceRecord::EndTransaction(e) => &e.msg_id,
+            TraceRecord::Recall(r) => &r.msg_id,
         }
     }
 
@@ -245,95 +274,195 @@ impl TraceRecord {
             TraceRecord::SubBefore(s) => s.keys.as_deref(),
             TraceRecord::SubAfter(s) => s.keys.as_deref(),
             TraceRecord::EndTransaction(e) => e.keys.as_deref(),
+            TraceRecord::Recall(_) => None,
         }
     }
 
-    /// Decodes a trace message's body. Records of other types (a newer client's `Recall`) are
-    /// skipped; a malformed record is an error naming it.
+    /// Decodes a trace message's body. Records of types this build does not know are skipped;
+    /// the first malformed record is an error.
     ///
     /// # Errors
     /// The first record that does not parse.
-    pub fn decode_all(body: &str) -> Result<Vec<TraceRecord>, String> {
-        body.split(FIELD_SPLITOR).filter(|r| !r.trim().is_empty()).filter_map(|r| Self::decode(r).transpose()).collect()
+    pub fn decode_all(body: &str) -> Result<Vec<TraceRecord>, TraceFieldError> {
+        body.split(FIELD_SPLITOR).filter_map(|r| Self::decode(r).transpose()).collect()
     }
 
-    /// One record (without its [`FIELD_SPLITOR`]); `Ok(None)` for a type this build does not
-    /// know.
+    /// One record (without its [`FIELD_SPLITOR`]); `Ok(None)` for an empty record or a type
+    /// this build does not know. Trailing empty fields do not count, as Java's `split` drops
+    /// them (the length tells optional fields apart).
     ///
     /// # Errors
-    /// Missing or malformed fields.
-    pub fn decode(record: &str) -> Result<Option<TraceRecord>, String> {
-        let f: Vec<&str> = record.split(CONTENT_SPLITOR).collect();
-        let bad = |what: &str| format!("trace record {:?}: {what}", record.replace(CONTENT_SPLITOR, "|"));
-        let need = |n: usize| if f.len() < n { Err(bad(&format!("{} fields, {n} expected", f.len()))) } else { Ok(()) };
-        let int = |i: usize| f[i].trim().parse::<i64>().map_err(|_| bad(&format!("field {i} is not a number")));
-        let boolean = |i: usize| f[i].trim().eq_ignore_ascii_case("true");
-        Ok(Some(match f[0] {
+    /// A missing or malformed field, named.
+    pub fn decode(record: &str) -> Result<Option<TraceRecord>, TraceFieldError> {
+        let mut fields: Vec<&str> = record.split(CONTENT_SPLITOR).collect();
+        while fields.last().is_some_and(|f| f.is_empty()) {
+            fields.pop();
+        }
+        let kind: &'static str = match fields.first().copied() {
+            Some("Pub") => "Pub",
+            Some("SubBefore") => "SubBefore",
+            Some("SubAfter") => "SubAfter",
+            Some("EndTransaction") => "EndTransaction",
+            Some("Recall") => "Recall",
+            _ => return Ok(None),
+        };
+        let f = Fields { kind, fields: &fields };
+        Ok(Some(match kind {
             "Pub" => {
-                need(13)?;
-                // 13 fields: an old record without the offset message id.
-                let (offset_msg_id, success) =
-                    if f.len() == 13 { (String::new(), boolean(12)) } else { (f[12].to_owned(), boolean(13)) };
-                TraceRecord::Pub(Pub {
-                    timestamp: int(1)?,
-                    region_id: f[2].into(),
-                    group: f[3].into(),
-                    topic: f[4].into(),
-                    msg_id: f[5].into(),
-                    tags: read_opt(f[6]),
-                    keys: read_opt(f[7]),
-                    store_host: f[8].into(),
-                    body_length: int(9)?,
-                    cost_time: int(10)?,
-                    msg_type: int(11)? as i32,
-                    offset_msg_id,
-                    success,
-                })
+                let mut p = Pub {
+                    timestamp: f.number(1, "timestamp")?,
+                    region_id: f.text(2, "regionId")?,
+                    group: f.text(3, "producerGroup")?,
+                    topic: f.text(4, "topic")?,
+                    msg_id: f.text(5, "msgId")?,
+                    tags: f.optional(6, "tags")?,
+                    keys: f.optional(7, "keys")?,
+                    store_host: f.text(8, "storeHost")?,
+                    body_length: f.number(9, "bodyLength")?,
+                    cost_time: f.number(10, "costTime")?,
+                    msg_type: f.msg_type(11)?,
+                    offset_msg_id: String::new(),
+                    success: true,
+                };
+                // Old clients wrote no offset message id (13 fields); some wrote their host
+                // after the success flag (15), which readers ignore.
+                match fields.len() {
+                    13 => p.success = f.boolean(12, "success")?,
+                    n if n >= 14 => {
+                        p.offset_msg_id = f.text(12, "offsetMsgId")?;
+                        p.success = f.boolean(13, "success")?;
+                    }
+                    _ => {}
+                }
+                TraceRecord::Pub(p)
             }
-            "SubBefore" => {
-                need(8)?;
-                TraceRecord::SubBefore(SubBefore {
-                    timestamp: int(1)?,
-                    region_id: f[2].into(),
-                    group: f[3].into(),
-                    request_id: f[4].into(),
-                    msg_id: f[5].into(),
-                    retry_times: int(6)? as i32,
-                    keys: read_opt(f[7]),
-                })
-            }
+            "SubBefore" => TraceRecord::SubBefore(SubBefore {
+                timestamp: f.number(1, "timestamp")?,
+                region_id: f.text(2, "regionId")?,
+                group: f.text(3, "consumerGroup")?,
+                request_id: f.text(4, "requestId")?,
+                msg_id: f.text(5, "msgId")?,
+                retry_times: f.number(6, "retryTimes")?,
+                keys: f.optional(7, "keys")?,
+            }),
             "SubAfter" => {
-                need(6)?;
-                TraceRecord::SubAfter(SubAfter {
-                    request_id: f[1].into(),
-                    msg_id: f[2].into(),
-                    cost_time: int(3)?,
-                    success: boolean(4),
-                    keys: read_opt(f[5]),
-                    context_code: if f.len() > 6 { int(6)? as i32 } else { 0 },
-                    timestamp: if f.len() > 7 { Some(int(7)?) } else { None },
-                })
+                let mut a = SubAfter {
+                    request_id: f.text(1, "requestId")?,
+                    msg_id: f.text(2, "msgId")?,
+                    cost_time: f.number(3, "costTime")?,
+                    success: f.boolean(4, "success")?,
+                    keys: f.optional(5, "keys")?,
+                    context_code: 0,
+                    timestamp: None,
+                    group: None,
+                };
+                if fields.len() >= 7 {
+                    a.context_code = f.number(6, "contextCode")?;
+                }
+                // Clients of the CLOUD access channel (and old ones) leave out time and group.
+                if fields.len() >= 9 {
+                    a.timestamp = Some(f.number(7, "timestamp")?);
+                    a.group = f.optional(8, "consumerGroup")?;
+                }
+                TraceRecord::SubAfter(a)
             }
             "EndTransaction" => {
-                need(13)?;
+                let state = f.text(11, "transactionState")?;
+                if !["COMMIT_MESSAGE", "ROLLBACK_MESSAGE", "UNKNOW"].contains(&state.as_str()) {
+                    return Err(f.error("transactionState", Some(&state)));
+                }
                 TraceRecord::EndTransaction(EndTransaction {
-                    timestamp: int(1)?,
-                    region_id: f[2].into(),
-                    group: f[3].into(),
-                    topic: f[4].into(),
-                    msg_id: f[5].into(),
-                    tags: read_opt(f[6]),
-                    keys: read_opt(f[7]),
-                    store_host: f[8].into(),
-                    msg_type: int(9)? as i32,
-                    transaction_id: f[10].into(),
-                    transaction_state: f[11].into(),
-                    from_transaction_check: boolean(12),
+                    timestamp: f.number(1, "timestamp")?,
+                    region_id: f.text(2, "regionId")?,
+                    group: f.text(3, "producerGroup")?,
+                    topic: f.text(4, "topic")?,
+                    msg_id: f.text(5, "msgId")?,
+                    tags: f.optional(6, "tags")?,
+                    keys: f.optional(7, "keys")?,
+                    store_host: f.text(8, "storeHost")?,
+                    msg_type: f.msg_type(9)?,
+                    transaction_id: f.text(10, "transactionId")?,
+                    transaction_state: state,
+                    from_transaction_check: f.boolean(12, "fromTransactionCheck")?,
                 })
             }
-            _ => return Ok(None),
+            _ => TraceRecord::Recall(Recall {
+                timestamp: f.number(1, "timestamp")?,
+                region_id: f.text(2, "regionId")?,
+                group: f.text(3, "group")?,
+                topic: f.text(4, "topic")?,
+                msg_id: f.text(5, "msgId")?,
+                success: f.boolean(6, "success")?,
+            }),
         }))
     }
+}
+
+/// A record that cannot be read: its type, the field, and the value if there was one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceFieldError {
+    /// The record type (`Pub`, ...).
+    pub kind: &'static str,
+    /// Java's name of the field.
+    pub field: &'static str,
+    /// The text found (`None`: the field is missing).
+    pub value: Option<String>,
+}
+
+impl std::fmt::Display for TraceFieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.value {
+            Some(v) => write!(f, "{} record: field {} is not valid: {v:?}", self.kind, self.field),
+            None => write!(f, "{} record: field {} is missing", self.kind, self.field),
+        }
+    }
+}
+
+impl std::error::Error for TraceFieldError {}
+
+/// The fields of one record, with accessors that name the field on failure.
+struct Fields<'a> {
+    kind: &'static str,
+    fields: &'a [&'a str],
+}
+
+impl Fields<'_> {
+    fn error(&self, field: &'static str, value: Option<&str>) -> TraceFieldError {
+        TraceFieldError { kind: self.kind, field, value: value.map(str::to_owned) }
+    }
+
+    fn text(&self, i: usize, field: &'static str) -> Result<String, TraceFieldError> {
+        self.fields.get(i).map(|s| (*s).to_owned()).ok_or_else(|| self.error(field, None))
+    }
+
+    /// Java writes an absent value as `null`.
+    fn optional(&self, i: usize, field: &'static str) -> Result<Option<String>, TraceFieldError> {
+        self.text(i, field).map(|v| (v != "null" && !v.is_empty()).then_some(v))
+    }
+
+    fn number<T: std::str::FromStr>(&self, i: usize, field: &'static str) -> Result<T, TraceFieldError> {
+        let text = self.fields.get(i).ok_or_else(|| self.error(field, None))?;
+        text.trim().parse().map_err(|_| self.error(field, Some(text)))
+    }
+
+    /// Java's `Boolean.parseBoolean`: `true` in any case is true, anything else false.
+    fn boolean(&self, i: usize, field: &'static str) -> Result<bool, TraceFieldError> {
+        self.text(i, field).map(|t| t.trim().eq_ignore_ascii_case("true"))
+    }
+
+    fn msg_type(&self, i: usize) -> Result<i32, TraceFieldError> {
+        let ordinal: i32 = self.number(i, "msgType")?;
+        if (msg_type::NORMAL..=msg_type::ORDER).contains(&ordinal) {
+            Ok(ordinal)
+        } else {
+            Err(self.error("msgType", self.fields.get(i).copied()))
+        }
+    }
+}
+
+/// Java's `MessageType` name of a [`msg_type`] ordinal.
+pub fn msg_type_name(ordinal: i32) -> Option<&'static str> {
+    ["Normal_Msg", "Trans_Msg_Half", "Trans_msg_Commit", "Delay_Msg", "Order_Msg"].get(usize::try_from(ordinal).ok()?).copied()
 }
 
 /// The KEYS of a trace message carrying `records`: every traced message id and user key,
@@ -397,8 +526,12 @@ mod tests {
             keys: Some("k1".into()),
             context_code: context_code::SUCCESS,
             timestamp: Some(1_700_000_000_107),
+            group: Some("cg".into()),
         });
-        assert_eq!(after.encode(), "SubAfter\u{1}REQ\u{1}MSGID1\u{1}7\u{1}true\u{1}k1\u{1}0\u{1}1700000000107\u{2}");
+        assert_eq!(
+            after.encode(),
+            "SubAfter\u{1}REQ\u{1}MSGID1\u{1}7\u{1}true\u{1}k1\u{1}0\u{1}1700000000107\u{1}cg\u{2}"
+        );
         let end = TraceRecord::EndTransaction(EndTransaction {
             timestamp: 1,
             region_id: "DefaultRegion".into(),
@@ -432,8 +565,19 @@ mod tests {
         // A SubAfter without context code and time.
         let after = TraceRecord::decode("SubAfter\u{1}R\u{1}M\u{1}4\u{1}false\u{1}null").unwrap().unwrap();
         assert!(matches!(after, TraceRecord::SubAfter(SubAfter { context_code: 0, timestamp: None, .. })));
-        assert_eq!(TraceRecord::decode("Recall\u{1}1\u{1}R\u{1}g\u{1}T\u{1}M\u{1}true").unwrap(), None);
-        assert!(TraceRecord::decode("Pub\u{1}x").unwrap_err().contains("fields"));
-        assert!(TraceRecord::decode_all("SubBefore\u{1}notanumber\u{1}R\u{1}g\u{1}q\u{1}M\u{1}0\u{1}k\u{2}").is_err());
+        let recall = TraceRecord::decode("Recall\u{1}1\u{1}R\u{1}g\u{1}T\u{1}M\u{1}true").unwrap().unwrap();
+        assert!(matches!(&recall, TraceRecord::Recall(r) if r.success && r.msg_id == "M"));
+        assert_eq!(format!("{}\u{2}", "Recall\u{1}1\u{1}R\u{1}g\u{1}T\u{1}M\u{1}true"), recall.encode());
+        assert_eq!(TraceRecord::decode("Future\u{1}1").unwrap(), None);
+        assert_eq!(TraceRecord::decode("Pub\u{1}x").unwrap_err().to_string(), "Pub record: field timestamp is not valid: \"x\"");
+        let e = TraceRecord::decode_all("SubBefore\u{1}1\u{1}R\u{1}g\u{2}").unwrap_err();
+        assert_eq!(e.to_string(), "SubBefore record: field requestId is missing");
+        let bad_type = "Pub\u{1}1\u{1}R\u{1}G\u{1}T\u{1}M\u{1}\u{1}\u{1}h\u{1}1\u{1}1\u{1}9\u{1}O\u{1}true";
+        assert_eq!(TraceRecord::decode(bad_type).unwrap_err().field, "msgType");
+        // The cloud channel ends a SubAfter right after the context code's separator.
+        let cloud = TraceRecord::decode("SubAfter\u{1}req\u{1}M\u{1}4\u{1}true\u{1}k\u{1}0\u{1}").unwrap().unwrap();
+        assert!(matches!(cloud, TraceRecord::SubAfter(SubAfter { timestamp: None, group: None, .. })));
+        assert_eq!(msg_type_name(msg_type::DELAY), Some("Delay_Msg"));
+        assert_eq!(msg_type_name(7), None);
     }
 }

@@ -1,14 +1,15 @@
 //! Message trace records as Java clients write them into the trace topic (fact sheet
-//! advanced-topics 6): records end with char 2, their fields are separated by char 1. This
-//! module only reads them; finding the trace messages and printing them is `trace.rs`'s job.
+//! advanced-topics 6), decoded by `ferromq_protocol::trace` and flattened for printing (one
+//! struct for every kind, as Java's `TraceView`). Finding the trace messages and printing them
+//! is `trace.rs`'s job.
 //! Java: `TraceDataEncoder#decoderFromTraceDataString`, `TraceView#decodeFromTraceTransData`.
 
 use std::fmt;
 
-/// Separates the fields of one record. Java: `TraceConstants.CONTENT_SPLITOR`.
-pub(crate) const FIELD_SEPARATOR: char = '\u{1}';
+use ferromq_protocol::trace;
+
 /// Ends each record. Java: `TraceConstants.FIELD_SPLITOR` (sic: the names are swapped there).
-pub(crate) const RECORD_SEPARATOR: char = '\u{2}';
+pub(crate) const RECORD_SEPARATOR: char = trace::FIELD_SPLITOR;
 
 /// What a record traces. Java: `TraceType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,16 +37,7 @@ impl TraceKind {
             TraceKind::Recall => "Recall",
         }
     }
-
-    fn from_name(name: &str) -> Option<Self> {
-        [TraceKind::Pub, TraceKind::SubBefore, TraceKind::SubAfter, TraceKind::EndTransaction, TraceKind::Recall]
-            .into_iter()
-            .find(|k| k.name() == name)
-    }
 }
-
-/// Java's `MessageType` names by ordinal, as Pub and EndTransaction records carry them.
-const MESSAGE_TYPES: [&str; 5] = ["Normal_Msg", "Trans_Msg_Half", "Trans_msg_Commit", "Delay_Msg", "Order_Msg"];
 
 /// One decoded record: Java's `TraceContext` and its one `TraceBean`, flattened. A field the
 /// record's kind does not carry is `None` (or the Java default for the numbers and `success`).
@@ -137,153 +129,86 @@ impl fmt::Display for TraceDecodeError {
 
 impl std::error::Error for TraceDecodeError {}
 
-/// Decodes every record of a trace message body. Records of unknown kinds and empty records
-/// are skipped, as Java skips them; a record with a missing or unreadable field is reported
-/// in the second list and the others are still returned (Java gives up on the whole body).
+/// Decodes every record of a trace message body with `ferromq_protocol::trace` (the codec
+/// the Rust client writes with). Records of unknown kinds and empty records are skipped, as
+/// Java skips them; a record with a missing or unreadable field is reported in the second
+/// list and the others are still returned (Java gives up on the whole body).
 pub(crate) fn decode_records(body: &str) -> (Vec<TraceRecord>, Vec<TraceDecodeError>) {
     let mut records = Vec::new();
     let mut errors = Vec::new();
     for (index, text) in body.split(RECORD_SEPARATOR).enumerate() {
-        let mut fields: Vec<&str> = text.split(FIELD_SEPARATOR).collect();
-        // Java's String#split drops trailing empty fields, so a record's length (which tells
-        // the optional fields apart) is counted without them.
-        while fields.last().is_some_and(|f| f.is_empty()) {
-            fields.pop();
-        }
-        let Some(kind) = fields.first().and_then(|name| TraceKind::from_name(name)) else {
-            continue;
-        };
-        match decode_record(kind, &Fields { index, kind, fields: &fields }) {
-            Ok(record) => records.push(record),
-            Err(e) => errors.push(e),
+        match trace::TraceRecord::decode(text) {
+            Ok(Some(record)) => records.push(TraceRecord::from(record)),
+            Ok(None) => {}
+            Err(e) => errors.push(TraceDecodeError { record: index, kind: e.kind, field: e.field, value: e.value }),
         }
     }
     (records, errors)
 }
 
-/// The fields of one record, with typed accessors that name the field on failure.
-struct Fields<'a> {
-    index: usize,
-    kind: TraceKind,
-    fields: &'a [&'a str],
-}
-
-impl Fields<'_> {
-    fn len(&self) -> usize {
-        self.fields.len()
-    }
-
-    fn error(&self, field: &'static str, value: Option<&str>) -> TraceDecodeError {
-        TraceDecodeError { record: self.index, kind: self.kind.name(), field, value: value.map(str::to_owned) }
-    }
-
-    fn text(&self, i: usize, field: &'static str) -> Result<String, TraceDecodeError> {
-        self.fields.get(i).map(|s| (*s).to_owned()).ok_or_else(|| self.error(field, None))
-    }
-
-    fn opt_text(&self, i: usize, field: &'static str) -> Result<Option<String>, TraceDecodeError> {
-        self.text(i, field).map(Some)
-    }
-
-    fn number<T: std::str::FromStr>(&self, i: usize, field: &'static str) -> Result<T, TraceDecodeError> {
-        let text = self.fields.get(i).ok_or_else(|| self.error(field, None))?;
-        text.parse().map_err(|_| self.error(field, Some(text)))
-    }
-
-    /// Java's `Boolean.parseBoolean`: `true` in any case is true, anything else false.
-    fn boolean(&self, i: usize, field: &'static str) -> Result<bool, TraceDecodeError> {
-        self.text(i, field).map(|t| t.eq_ignore_ascii_case("true"))
-    }
-
-    fn msg_type(&self, i: usize) -> Result<&'static str, TraceDecodeError> {
-        let ordinal: usize = self.number(i, "msgType")?;
-        MESSAGE_TYPES.get(ordinal).copied().ok_or_else(|| self.error("msgType", self.fields.get(i).copied()))
-    }
-}
-
-fn decode_record(kind: TraceKind, f: &Fields<'_>) -> Result<TraceRecord, TraceDecodeError> {
-    match kind {
-        TraceKind::Pub => decode_pub(f),
-        TraceKind::SubBefore => {
-            let mut r = TraceRecord::new(kind, f.text(5, "msgId")?);
-            r.timestamp_ms = f.number(1, "timestamp")?;
-            r.region_id = f.opt_text(2, "regionId")?;
-            r.group = f.opt_text(3, "consumerGroup")?;
-            r.request_id = f.opt_text(4, "requestId")?;
-            r.retry_times = Some(f.number(6, "retryTimes")?);
-            r.keys = f.opt_text(7, "keys")?;
-            Ok(r)
-        }
-        TraceKind::SubAfter => {
-            let mut r = TraceRecord::new(kind, f.text(2, "msgId")?);
-            r.request_id = f.opt_text(1, "requestId")?;
-            r.cost_time_ms = f.number(3, "costTime")?;
-            r.success = f.boolean(4, "success")?;
-            r.keys = f.opt_text(5, "keys")?;
-            if f.len() >= 7 {
-                r.context_code = Some(f.number(6, "contextCode")?);
-            }
-            // Clients of the CLOUD access channel (and old ones) leave out the last two.
-            if f.len() >= 9 {
-                r.timestamp_ms = f.number(7, "timestamp")?;
-                r.group = f.opt_text(8, "consumerGroup")?;
-            }
-            Ok(r)
-        }
-        TraceKind::EndTransaction => {
-            let mut r = TraceRecord::new(kind, f.text(5, "msgId")?);
-            r.timestamp_ms = f.number(1, "timestamp")?;
-            r.region_id = f.opt_text(2, "regionId")?;
-            r.group = f.opt_text(3, "producerGroup")?;
-            r.topic = f.opt_text(4, "topic")?;
-            r.tags = f.opt_text(6, "tags")?;
-            r.keys = f.opt_text(7, "keys")?;
-            r.store_host = f.opt_text(8, "storeHost")?;
-            r.msg_type = Some(f.msg_type(9)?);
-            r.transaction_id = f.opt_text(10, "transactionId")?;
-            let state = f.text(11, "transactionState")?;
-            if !["COMMIT_MESSAGE", "ROLLBACK_MESSAGE", "UNKNOW"].contains(&state.as_str()) {
-                return Err(f.error("transactionState", Some(&state)));
-            }
-            r.transaction_state = Some(state);
-            r.from_transaction_check = Some(f.boolean(12, "fromTransactionCheck")?);
-            Ok(r)
-        }
-        TraceKind::Recall => {
-            let mut r = TraceRecord::new(kind, f.text(5, "msgId")?);
-            r.timestamp_ms = f.number(1, "timestamp")?;
-            r.region_id = f.opt_text(2, "regionId")?;
-            r.group = f.opt_text(3, "group")?;
-            r.topic = f.opt_text(4, "topic")?;
-            r.success = f.boolean(6, "success")?;
-            Ok(r)
+impl From<trace::TraceRecord> for TraceRecord {
+    fn from(record: trace::TraceRecord) -> Self {
+        let clamp = |v: i64| i32::try_from(v).unwrap_or(i32::MAX);
+        match record {
+            trace::TraceRecord::Pub(p) => TraceRecord {
+                timestamp_ms: p.timestamp,
+                region_id: Some(p.region_id),
+                group: Some(p.group),
+                topic: Some(p.topic),
+                tags: p.tags,
+                keys: p.keys,
+                store_host: Some(p.store_host),
+                body_length: Some(clamp(p.body_length)),
+                cost_time_ms: clamp(p.cost_time),
+                msg_type: trace::msg_type_name(p.msg_type),
+                offset_msg_id: Some(p.offset_msg_id).filter(|id| !id.is_empty()),
+                success: p.success,
+                ..TraceRecord::new(TraceKind::Pub, p.msg_id)
+            },
+            trace::TraceRecord::SubBefore(b) => TraceRecord {
+                timestamp_ms: b.timestamp,
+                region_id: Some(b.region_id),
+                group: Some(b.group),
+                request_id: Some(b.request_id),
+                retry_times: Some(b.retry_times),
+                keys: b.keys,
+                ..TraceRecord::new(TraceKind::SubBefore, b.msg_id)
+            },
+            trace::TraceRecord::SubAfter(a) => TraceRecord {
+                // Clients of the CLOUD access channel (and old ones) write no time or group.
+                timestamp_ms: a.timestamp.unwrap_or(0),
+                group: a.group,
+                request_id: Some(a.request_id),
+                cost_time_ms: clamp(a.cost_time),
+                success: a.success,
+                keys: a.keys,
+                context_code: Some(a.context_code),
+                ..TraceRecord::new(TraceKind::SubAfter, a.msg_id)
+            },
+            trace::TraceRecord::EndTransaction(e) => TraceRecord {
+                timestamp_ms: e.timestamp,
+                region_id: Some(e.region_id),
+                group: Some(e.group),
+                topic: Some(e.topic),
+                tags: e.tags,
+                keys: e.keys,
+                store_host: Some(e.store_host),
+                msg_type: trace::msg_type_name(e.msg_type),
+                transaction_id: Some(e.transaction_id),
+                transaction_state: Some(e.transaction_state),
+                from_transaction_check: Some(e.from_transaction_check),
+                ..TraceRecord::new(TraceKind::EndTransaction, e.msg_id)
+            },
+            trace::TraceRecord::Recall(r) => TraceRecord {
+                timestamp_ms: r.timestamp,
+                region_id: Some(r.region_id),
+                group: Some(r.group),
+                topic: Some(r.topic),
+                success: r.success,
+                ..TraceRecord::new(TraceKind::Recall, r.msg_id)
+            },
         }
     }
-}
-
-fn decode_pub(f: &Fields<'_>) -> Result<TraceRecord, TraceDecodeError> {
-    let mut r = TraceRecord::new(TraceKind::Pub, f.text(5, "msgId")?);
-    r.timestamp_ms = f.number(1, "timestamp")?;
-    r.region_id = f.opt_text(2, "regionId")?;
-    r.group = f.opt_text(3, "producerGroup")?;
-    r.topic = f.opt_text(4, "topic")?;
-    r.tags = f.opt_text(6, "tags")?;
-    r.keys = f.opt_text(7, "keys")?;
-    r.store_host = f.opt_text(8, "storeHost")?;
-    r.body_length = Some(f.number(9, "bodyLength")?);
-    r.cost_time_ms = f.number(10, "costTime")?;
-    r.msg_type = Some(f.msg_type(11)?);
-    // Older clients wrote no offset message id (13 fields); some wrote a client host after
-    // the success flag (15 fields), which mqadmin ignores: it shows the trace message's born host.
-    match f.len() {
-        13 => r.success = f.boolean(12, "success")?,
-        n if n >= 14 => {
-            r.offset_msg_id = f.opt_text(12, "offsetMsgId")?;
-            r.success = f.boolean(13, "success")?;
-        }
-        _ => {}
-    }
-    Ok(r)
 }
 
 #[cfg(test)]
@@ -451,7 +376,7 @@ mod tests {
             described,
             [
                 "trace record 0 (Pub): field timestamp is not valid: \"not-a-time\"",
-                "trace record 3 (SubBefore): field msgId is missing",
+                "trace record 3 (SubBefore): field requestId is missing",
                 "trace record 4 (Pub): field msgType is not valid: \"9\"",
                 "trace record 5 (EndTransaction): field transactionState is not valid: \"MAYBE\"",
             ]
