@@ -187,7 +187,10 @@ async fn a_traced_transaction_records_its_half_message_and_its_end() {
         .find_map(|r| if let TraceRecord::EndTransaction(e) = r { Some(e) } else { None })
         .expect("EndTransaction");
     assert_eq!(end.transaction_state, "COMMIT_MESSAGE");
-    assert_eq!((end.group.as_str(), end.topic.as_str(), end.keys.as_deref()), ("pg_tx_traced", "TxTraced", Some("tx-1")));
+    assert_eq!(
+        (end.group.as_str(), end.topic.as_str(), end.keys.as_deref()),
+        ("pg_tx_traced", "TxTraced", Some("tx-1"))
+    );
     assert_eq!(end.msg_type, msg_type::TRANS_COMMIT);
     assert!(!end.from_transaction_check);
     producer.shutdown().await;

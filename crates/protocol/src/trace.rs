@@ -462,7 +462,9 @@ impl Fields<'_> {
 
 /// Java's `MessageType` name of a [`msg_type`] ordinal.
 pub fn msg_type_name(ordinal: i32) -> Option<&'static str> {
-    ["Normal_Msg", "Trans_Msg_Half", "Trans_msg_Commit", "Delay_Msg", "Order_Msg"].get(usize::try_from(ordinal).ok()?).copied()
+    ["Normal_Msg", "Trans_Msg_Half", "Trans_msg_Commit", "Delay_Msg", "Order_Msg"]
+        .get(usize::try_from(ordinal).ok()?)
+        .copied()
 }
 
 /// The KEYS of a trace message carrying `records`: every traced message id and user key,
@@ -569,7 +571,10 @@ mod tests {
         assert!(matches!(&recall, TraceRecord::Recall(r) if r.success && r.msg_id == "M"));
         assert_eq!(format!("{}\u{2}", "Recall\u{1}1\u{1}R\u{1}g\u{1}T\u{1}M\u{1}true"), recall.encode());
         assert_eq!(TraceRecord::decode("Future\u{1}1").unwrap(), None);
-        assert_eq!(TraceRecord::decode("Pub\u{1}x").unwrap_err().to_string(), "Pub record: field timestamp is not valid: \"x\"");
+        assert_eq!(
+            TraceRecord::decode("Pub\u{1}x").unwrap_err().to_string(),
+            "Pub record: field timestamp is not valid: \"x\""
+        );
         let e = TraceRecord::decode_all("SubBefore\u{1}1\u{1}R\u{1}g\u{2}").unwrap_err();
         assert_eq!(e.to_string(), "SubBefore record: field requestId is missing");
         let bad_type = "Pub\u{1}1\u{1}R\u{1}G\u{1}T\u{1}M\u{1}\u{1}\u{1}h\u{1}1\u{1}1\u{1}9\u{1}O\u{1}true";
