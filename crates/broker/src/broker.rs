@@ -387,6 +387,7 @@ impl Broker {
             d.register(code, move |_conn, req| {
                 let b = b.clone();
                 async move {
+                    let started = std::time::Instant::now();
                     let response = if req.code == request_code::UPDATE_AND_CREATE_TOPIC {
                         b.update_and_create_topic(&req)
                     } else {
@@ -394,6 +395,7 @@ impl Broker {
                     };
                     if response.code == response_code::SUCCESS {
                         b.registered_with_name_servers().await;
+                        b.metrics.topic_created(started.elapsed());
                     }
                     Some(response)
                 }
@@ -414,8 +416,14 @@ impl Broker {
         sync!(request_code::CLEAN_EXPIRED_CONSUMEQUEUE, |b, conn, req| b.clean_expired_consume_queue(req));
         sync!(request_code::DELETE_EXPIRED_COMMITLOG, |b, conn, req| b.delete_expired_commit_log(req));
         sync!(request_code::GET_ALL_TOPIC_CONFIG, |b, conn, req| b.get_all_topic_config(req));
-        sync!(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, |b, conn, req| b
-            .update_and_create_subscription_group(req));
+        sync!(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, |b, conn, req| {
+            let started = std::time::Instant::now();
+            let response = b.update_and_create_subscription_group(req);
+            if response.code == response_code::SUCCESS {
+                b.metrics.group_created(started.elapsed());
+            }
+            response
+        });
         sync!(request_code::DELETE_SUBSCRIPTIONGROUP, |b, conn, req| b.delete_subscription_group(req));
         sync!(request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG, |b, conn, req| b.get_all_subscription_group(req));
         sync!(request_code::GET_ALL_CONSUMER_OFFSET, |b, conn, req| b.get_all_consumer_offset(req));

@@ -15,7 +15,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Weak};
 
 use ferromq_metrics::counters::Row;
-use ferromq_metrics::families::{emit, emit_folded, emit_one, Family, Folded, Kind, Series};
+use ferromq_metrics::families::{
+    emit, emit_folded, emit_histogram, emit_one, Family, Folded, HistogramSeries, Kind, Series,
+};
 use ferromq_metrics::prometheus_client::collector::Collector;
 use ferromq_metrics::prometheus_client::encoding::DescriptorEncoder;
 use ferromq_metrics::CounterTable;
@@ -71,8 +73,30 @@ pub(crate) struct BrokerMetrics {
     send_to_dlq: CounterTable<1>,
     /// By topic: transaction commits and rollbacks.
     transactions: CounterTable<2>,
+    /// By topic, for each message type: body sizes per [`MESSAGE_SIZE_BOUNDS`] bucket (and
+    /// above), then their sum (columns `8 * type ..`).
+    message_size: CounterTable<32>,
+    /// Prepare-to-end seconds of transactions by topic, per [`FINISH_BOUNDS_S`] bucket, then
+    /// the sum.
+    finish_latency: CounterTable<8>,
+    /// Milliseconds UPDATE_AND_CREATE_TOPIC(_LIST) took (registration included) and
+    /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP took, per [`CREATE_BOUNDS_MS`] bucket, then the sum
+    /// (keys `topic` and `group`).
+    create_time: CounterTable<7>,
     /// The most label sets one family shows (`metricsOtelCardinalityLimit`).
     pub(crate) limit: usize,
+}
+
+/// Java's buckets of `rocketmq_message_size` (bytes).
+pub(crate) const MESSAGE_SIZE_BOUNDS: [f64; 6] = [1024.0, 4096.0, 524_288.0, 1_048_576.0, 2_097_152.0, 4_194_304.0];
+/// Java's buckets of `rocketmq_finish_message_latency` (seconds).
+pub(crate) const FINISH_BOUNDS_S: [f64; 6] = [5.0, 60.0, 600.0, 3600.0, 43_200.0, 86_400.0];
+/// Java's buckets of the topic and group creation times (ms).
+pub(crate) const CREATE_BOUNDS_MS: [f64; 5] = [10.0, 100.0, 1000.0, 3000.0, 5000.0];
+
+/// The bucket of `value` among `bounds` (`bounds.len()` when above them all).
+fn bucket(bounds: &[f64], value: f64) -> usize {
+    bounds.iter().position(|b| value <= *b).unwrap_or(bounds.len())
 }
 
 impl BrokerMetrics {
@@ -85,6 +109,9 @@ impl BrokerMetrics {
             messages_out: CounterTable::new(rows),
             send_to_dlq: CounterTable::new(rows),
             transactions: CounterTable::new(rows),
+            message_size: CounterTable::new(rows),
+            finish_latency: CounterTable::new(rows),
+            create_time: CounterTable::new(2),
             limit,
         }
     }
@@ -92,6 +119,40 @@ impl BrokerMetrics {
     /// `count` messages of `bytes` stored in `topic`, of type `kind` ([`message_type`]).
     pub(crate) fn message_in(&self, topic: &str, kind: usize, count: u64, bytes: u64) {
         self.messages_in.add(topic, &[(2 * kind, count), (2 * kind + 1, bytes)]);
+    }
+
+    /// The body sizes of messages of type `kind` stored in `topic`.
+    pub(crate) fn message_sizes(&self, topic: &str, kind: usize, sizes: impl Iterator<Item = usize>) {
+        let mut counts = [0u64; 7];
+        let mut sum = 0;
+        for size in sizes {
+            counts[bucket(&MESSAGE_SIZE_BOUNDS, size as f64)] += 1;
+            sum += size as u64;
+        }
+        let mut adds: Vec<(usize, u64)> =
+            counts.iter().enumerate().filter(|(_, n)| **n > 0).map(|(i, n)| (8 * kind + i, *n)).collect();
+        adds.push((8 * kind + 7, sum));
+        self.message_size.add(topic, &adds);
+    }
+
+    /// A transaction of `topic` ended `seconds` after its half message was stored.
+    pub(crate) fn transaction_finished(&self, topic: &str, seconds: u64) {
+        self.finish_latency.add(topic, &[(bucket(&FINISH_BOUNDS_S, seconds as f64), 1), (7, seconds)]);
+    }
+
+    /// A topic update took `took`.
+    pub(crate) fn topic_created(&self, took: std::time::Duration) {
+        self.created("topic", took);
+    }
+
+    /// A subscription group update took `took`.
+    pub(crate) fn group_created(&self, took: std::time::Duration) {
+        self.created("group", took);
+    }
+
+    fn created(&self, key: &str, took: std::time::Duration) {
+        let ms = took.as_millis() as u64;
+        self.create_time.add(key, &[(bucket(&CREATE_BOUNDS_MS, ms as f64), 1), (6, ms)]);
     }
 
     /// `count` messages of `bytes` delivered to `group` from `topic`.
@@ -113,6 +174,8 @@ impl BrokerMetrics {
     pub(crate) fn on_topic_deleted(&self, topic: &str) {
         self.messages_in.remove_where(|k| k == topic);
         self.transactions.remove_where(|k| k == topic);
+        self.message_size.remove_where(|k| k == topic);
+        self.finish_latency.remove_where(|k| k == topic);
         self.messages_out.remove_where(|k| split_pair(k).0 == topic);
         self.send_to_dlq.remove_where(|k| split_pair(k).0 == topic);
     }
@@ -195,6 +258,109 @@ impl BrokerCollector {
             lags.insert((group, topic), lag);
         }
         lags
+    }
+}
+
+impl BrokerCollector {
+    /// The histograms, the processor watermarks and the POP buffer.
+    fn encode_histograms(
+        &self,
+        b: &Broker,
+        encoder: &mut DescriptorEncoder<'_>,
+        folded: &mut Folded,
+    ) -> Result<(), std::fmt::Error> {
+        let limit = b.metrics.limit;
+        let histogram = |name, help, unit| Family { name, help, unit, kind: Kind::Gauge };
+        let gauge = histogram;
+        let rows = with_overflow(b.metrics.finish_latency.snapshot(), ferromq_metrics::families::FOLDED);
+        let finish = rows
+            .iter()
+            .map(|(t, v)| HistogramSeries {
+                labels: vec![("topic", t.clone())],
+                counts: v[..7].to_vec(),
+                sum: v[7] as f64,
+            })
+            .collect();
+        emit_histogram(
+            encoder,
+            histogram(
+                "rocketmq_finish_message_latency",
+                "Seconds from a half message's store to its transaction's end",
+                None,
+            ),
+            &FINISH_BOUNDS_S,
+            finish,
+            limit,
+            folded,
+        )?;
+        let rows = with_overflow(b.metrics.message_size.snapshot(), ferromq_metrics::families::FOLDED);
+        let mut sizes = Vec::new();
+        for (topic, v) in &rows {
+            for (kind, name) in MESSAGE_TYPES.iter().enumerate() {
+                let counts = v[8 * kind..8 * kind + 7].to_vec();
+                if counts.iter().all(|c| *c == 0) {
+                    continue;
+                }
+                sizes.push(HistogramSeries {
+                    labels: vec![("topic", topic.clone()), ("message_type", (*name).to_owned())],
+                    counts,
+                    sum: v[8 * kind + 7] as f64,
+                });
+            }
+        }
+        emit_histogram(
+            encoder,
+            histogram("rocketmq_message_size", "Body sizes of the messages stored (bytes)", None),
+            &MESSAGE_SIZE_BOUNDS,
+            sizes,
+            limit,
+            folded,
+        )?;
+        let created = b.metrics.create_time.snapshot().0;
+        for (key, name, help) in [
+            (
+                "topic",
+                "rocketmq_topic_create_execution_time",
+                "Time an UPDATE_AND_CREATE_TOPIC took, registration included",
+            ),
+            (
+                "group",
+                "rocketmq_consumer_group_create_execution_time",
+                "Time an UPDATE_AND_CREATE_SUBSCRIPTIONGROUP took",
+            ),
+        ] {
+            let row = created.iter().find(|(k, _)| k == key).map_or([0; 7], |(_, v)| *v);
+            let series = vec![HistogramSeries { labels: Vec::new(), counts: row[..6].to_vec(), sum: row[6] as f64 }];
+            emit_histogram(encoder, histogram(name, help, Some("milliseconds")), &CREATE_BOUNDS_MS, series, 1, folded)?;
+        }
+        // Requests waiting: sends being stored, pulls and pops parked (FerroMQ has no executor
+        // queues; these stand in for them).
+        let watermarks = vec![
+            Series::new(
+                vec![("processor", "send".to_owned())],
+                b.config.send_thread_pool_queue_capacity.saturating_sub(b.send_permits.available_permits()),
+            ),
+            Series::new(vec![("processor", "pull".to_owned())], b.pull_hold.len() + b.pop.hold.len()),
+        ];
+        emit(
+            encoder,
+            gauge("rocketmq_processor_watermark", "Requests waiting, by processor", None),
+            watermarks,
+            limit,
+            folded,
+        )?;
+        if let Some(buffer) = &b.pop.buffer {
+            emit_one(
+                encoder,
+                gauge(
+                    "rocketmq_pop_checkpoint_buffer_size",
+                    "POP checkpoints held in memory (enablePopBufferMerge)",
+                    None,
+                ),
+                buffer.len(),
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -306,6 +472,7 @@ impl Collector for BrokerCollector {
             limit,
             &mut folded,
         )?;
+        self.encode_histograms(&b, &mut encoder, &mut folded)?;
 
         // Connections.
         let mut producers: BTreeMap<(String, String), u64> = BTreeMap::new();
@@ -606,7 +773,16 @@ mod tests {
         assert_eq!(m.messages_in.snapshot().0, vec![("T".to_owned(), [2, 20, 0, 0, 1, 5, 0, 0])]);
         assert_eq!(m.messages_out.snapshot().0, vec![("T@g".to_owned(), [2, 20])]);
         assert_eq!(m.transactions.snapshot().0, vec![("T".to_owned(), [1, 2])]);
+        m.message_sizes("T", 1, [10, 1024, 1025, 5_000_000].into_iter());
+        let (rows, _) = m.message_size.snapshot();
+        let fifo = &rows[0].1[8..16];
+        assert_eq!(fifo, &[2, 1, 0, 0, 0, 0, 1, 10 + 1024 + 1025 + 5_000_000]);
+        m.transaction_finished("T", 61);
+        assert_eq!(m.finish_latency.snapshot().0[0].1, [0, 0, 1, 0, 0, 0, 0, 61]);
+        m.topic_created(std::time::Duration::from_millis(150));
+        assert_eq!(m.create_time.snapshot().0, vec![("topic".to_owned(), [0, 0, 1, 0, 0, 0, 150])]);
         m.on_topic_deleted("T");
         assert!(m.messages_in.is_empty() && m.messages_out.is_empty() && m.send_to_dlq.is_empty());
+        assert!(m.message_size.is_empty() && m.finish_latency.is_empty());
     }
 }

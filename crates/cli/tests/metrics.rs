@@ -86,6 +86,19 @@ async fn standalone_metrics_count_traffic_lag_and_connections() {
     );
     assert_eq!(client.invoke(&s.broker, commit, T).await.unwrap().code, response_code::SUCCESS);
 
+    let create = RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC).with_header(
+        &ferromq_protocol::header::CreateTopicRequestHeader {
+            topic: "MetricsCreated".into(),
+            default_topic: "TBW102".into(),
+            read_queue_nums: 2,
+            write_queue_nums: 2,
+            perm: 6,
+            topic_filter_type: "SINGLE_TAG".into(),
+            ..Default::default()
+        },
+    );
+    assert_eq!(client.invoke(&s.broker, create, T).await.unwrap().code, response_code::SUCCESS);
+
     let (text, m) = scrape(&s.metrics);
     // Every series carries the constant labels.
     let rss = find(&m, "process_resident_memory_bytes", &[]).expect("process metrics");
@@ -117,6 +130,17 @@ async fn standalone_metrics_count_traffic_lag_and_connections() {
     assert!(get(&m, "rocketmq_storage_size_bytes", &[]) > 0.0);
     assert!(get(&m, "ferromq_storage_commitlog_max_offset_bytes", &[]) > 0.0);
     assert!(find(&m, "rocketmq_storage_dispatch_behind_bytes", &[]).is_some(), "{text}");
+
+    // Histograms: body sizes (all 20 bytes: the first bucket), topic creation.
+    let sizes = format!("topic=\"{TOPIC}\",message_type=\"normal\"");
+    for line in [
+        format!("rocketmq_message_size_bucket{{cluster=\"DefaultCluster\",node_type=\"broker\",node_id=\"broker-a\",{sizes},le=\"1024\"}} 10"),
+        format!("rocketmq_message_size_count{{cluster=\"DefaultCluster\",node_type=\"broker\",node_id=\"broker-a\",{sizes}}} 10"),
+        "rocketmq_topic_create_execution_time_milliseconds_count{cluster=\"DefaultCluster\",node_type=\"broker\",node_id=\"broker-a\"} 1".to_owned(),
+    ] {
+        assert!(text.contains(&line), "missing {line}\n{text}");
+    }
+    assert!(find(&m, "rocketmq_processor_watermark", &[("processor", "send")]).is_some(), "{text}");
 
     // Remoting latency by request code and result.
     let sends = [("request_code", "send_message_v2"), ("response_code", "success"), ("result", "success")];

@@ -106,6 +106,57 @@ pub fn emit(
     Ok(())
 }
 
+/// One histogram series: labels, the observations per bucket (not cumulative; the last
+/// entry counts those above every bound) and their sum.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistogramSeries {
+    /// Label names and values.
+    pub labels: Vec<(&'static str, String)>,
+    /// Observations per bucket of the family's bounds, then above the last bound.
+    pub counts: Vec<u64>,
+    /// Sum of the observations.
+    pub sum: f64,
+}
+
+/// Writes a histogram family with bucket upper `bounds`, at most `limit` series (the rest
+/// summed, bucket by bucket, into one labelled [`FOLDED`]). `family.kind` is not read.
+///
+/// # Errors
+/// A write error of the encoder.
+pub fn emit_histogram(
+    encoder: &mut DescriptorEncoder<'_>,
+    family: Family<'_>,
+    bounds: &[f64],
+    mut series: Vec<HistogramSeries>,
+    limit: usize,
+    folded: &mut Folded,
+) -> Result<(), Error> {
+    let limit = limit.max(1);
+    if series.len() > limit {
+        let rest = series.split_off(limit - 1);
+        folded.0.push((family.name.to_owned(), rest.len()));
+        let mut counts = vec![0; bounds.len() + 1];
+        for s in &rest {
+            for (c, v) in counts.iter_mut().zip(&s.counts) {
+                *c += v;
+            }
+        }
+        let labels = rest[0].labels.iter().map(|(k, _)| (*k, FOLDED.to_owned())).collect();
+        series.push(HistogramSeries { labels, counts, sum: rest.iter().map(|s| s.sum).sum() });
+    }
+    let unit = family.unit.map(|u| Unit::Other(u.to_owned()));
+    let mut metric = encoder.encode_descriptor(family.name, family.help, unit.as_ref(), MetricType::Histogram)?;
+    for s in &series {
+        // The encoder makes the counts cumulative.
+        let buckets: Vec<(f64, u64)> =
+            bounds.iter().copied().chain(std::iter::once(f64::INFINITY)).zip(s.counts.iter().copied()).collect();
+        let count = buckets.iter().map(|(_, n)| n).sum();
+        let mut one = metric.encode_family(&s.labels)?;
+        one.encode_histogram::<NoLabelSet>(s.sum, count, &buckets, None)?;
+    }
+    Ok(())
+}
+
 /// Writes `ferromq_metrics_folded_series`: per family, the series one scrape folded away.
 ///
 /// # Errors

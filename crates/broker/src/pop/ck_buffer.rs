@@ -102,6 +102,11 @@ impl CkBuffer {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Checkpoints held (`rocketmq_pop_checkpoint_buffer_size`).
+    pub(crate) fn len(&self) -> usize {
+        self.state().cks.len()
+    }
+
     /// Where the next pop of `lock_key` starts at the earliest (offsets of pops not
     /// committed yet).
     pub(crate) fn latest_offset(&self, lock_key: &str) -> Option<i64> {
@@ -218,12 +223,6 @@ impl CkBuffer {
         for b in st.cks.values_mut().filter(|b| b.lock_key == lock_key) {
             b.lock_key.clear();
         }
-    }
-
-    /// Checkpoints in memory.
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.state().cks.len()
     }
 }
 

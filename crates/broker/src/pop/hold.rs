@@ -106,6 +106,11 @@ impl PopHold {
         self.parked.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Requests parked now.
+    pub(crate) fn len(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+
     /// A fresh id for a request about to be parked.
     pub(crate) fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)

@@ -176,11 +176,13 @@ impl Broker {
             }
         }
         let target = self.retry_or_dead_letter(caller, &req, queue_id)?;
-        let (message_type, body_bytes) = match &req.body {
-            SendBody::One(m) => (crate::metrics::message_type(sys_flag, &m.properties), m.body.len()),
+        // What `/metrics` counts of this send: its type, body bytes and (a batch's) body sizes.
+        let (message_type, body_bytes, batch_sizes) = match &req.body {
+            SendBody::One(m) => (crate::metrics::message_type(sys_flag, &m.properties), m.body.len(), None),
             SendBody::Batch { messages, properties } => (
                 crate::metrics::message_type(sys_flag, messages.first().map_or(properties, |m| &m.properties)),
                 messages.iter().map(|m| m.body.len()).sum(),
+                Some(messages.iter().map(|m| m.body.len()).collect::<Vec<_>>()),
             ),
         };
         let mut transaction_id = None;
@@ -222,6 +224,10 @@ impl Broker {
         if status == SendStatus::Ok {
             self.stats.topic_put_nums.add(&req.topic, append.msg_num as u64, clock_ms());
             self.metrics.message_in(&req.topic, message_type, append.msg_num as u64, body_bytes as u64);
+            match batch_sizes {
+                Some(sizes) => self.metrics.message_sizes(&req.topic, message_type, sizes.into_iter()),
+                None => self.metrics.message_sizes(&req.topic, message_type, std::iter::once(body_bytes)),
+            }
         }
         let mut receipt = SendReceipt {
             status,

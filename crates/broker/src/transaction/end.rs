@@ -50,6 +50,7 @@ impl Broker {
                         self.stats.topic_put_nums.add(&topic, append.msg_num as u64, clock_ms());
                     }
                     self.metrics.transaction_ended(&topic, true);
+                    self.metrics.transaction_finished(&topic, half_age_s(&half));
                 }
                 status => {
                     warn!(topic = %topic, ?status, remark = ?result.remark, "committed message not stored");
@@ -62,6 +63,7 @@ impl Broker {
         if h.decision == TransactionDecision::Rollback {
             let topic = half.property(keys::REAL_TOPIC).unwrap_or(half.topic.as_str()).to_owned();
             self.metrics.transaction_ended(&topic, false);
+            self.metrics.transaction_finished(&topic, half_age_s(&half));
         }
         self.mark_half_done(half.queue_id, half.queue_offset).await;
         Ok(TransactionEnded::Decided)
@@ -124,4 +126,9 @@ fn committed_message(broker: &Broker, half: &StoredMessage, half_offset: i64) ->
         prepared_transaction_offset: half_offset,
         ..broker.stored_copy(half, topic, queue_id, &props)
     })
+}
+
+/// Seconds since a half message was stored (`rocketmq_finish_message_latency`).
+fn half_age_s(half: &StoredMessage) -> u64 {
+    u64::try_from((crate::broker::now_ms() - half.store_timestamp_ms).max(0) / 1000).unwrap_or(0)
 }
