@@ -30,7 +30,7 @@ for _ in $(seq "$rounds"); do
             printf 'accounts:\n  - accessKey: loadapp1\n    secretKey: loader-secret\n    admin: false\n    defaultTopicPerm: DENY\n    defaultGroupPerm: DENY\n    topicPerms: [LoadTopic=PUB|SUB]\n    groupPerms: [g_load=SUB]\n' > "$data/conf/plain_acl.yml"
             creds="loadapp1:loader-secret"
         fi
-        ./target/release/ferromq standalone --bind 127.0.0.1 --data-dir "$data/d" --namesrv-port 29876 --broker-port 30911 --grpc-port 28081 -c "$data/broker.conf" >/dev/null 2>&1 &
+        ./target/release/ferromq standalone --bind 127.0.0.1 --no-dashboard --data-dir "$data/d" --namesrv-port 29876 --broker-port 30911 --grpc-port 28081 -c "$data/broker.conf" >/dev/null 2>&1 &
         pid=$!
         sleep 2
         if [ "$acl" = on ] && [ "$version" = v2 ]; then

@@ -29,7 +29,7 @@ for _ in $(seq "$rounds"); do
         for senders in 64 256; do
             data="$(mktemp -d)"
             printf 'flushDiskType=%s\nmapedFileSizeCommitLog=268435456\n%s\n' "$flush" "$warm_conf" > "$data/broker.conf"
-            ./target/release/ferromq standalone --bind 127.0.0.1 --data-dir "$data/d" --namesrv-port 29876 --broker-port 30911 -c "$data/broker.conf" >/dev/null 2>&1 &
+            ./target/release/ferromq standalone --bind 127.0.0.1 --no-dashboard --data-dir "$data/d" --namesrv-port 29876 --broker-port 30911 -c "$data/broker.conf" >/dev/null 2>&1 &
             pid=$!
             sleep 2
             # Warm-up: creates the topic and the first CommitLog segment.

@@ -22,7 +22,7 @@ pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null || true' EXIT
 start() { # data dir, exporter type
     printf 'mapedFileSizeCommitLog=268435456\nmetricsExporterType=%s\n' "$2" > "$1/broker.conf"
-    ./target/release/ferromq standalone --bind 127.0.0.1 --data-dir "$1/d" --namesrv-port 29876 --broker-port 30911 \
+    ./target/release/ferromq standalone --bind 127.0.0.1 --no-dashboard --data-dir "$1/d" --namesrv-port 29876 --broker-port 30911 \
         --grpc-port 28081 --metrics-port "$metrics" -c "$1/broker.conf" >/dev/null 2>&1 &
     pid=$!
     sleep 2

@@ -14,7 +14,7 @@ cargo build --release -j2 -p ferromq-cli >&2
 BIN=target/release/ferromq
 D=$(mktemp -d)
 printf '%s\n' ${BROKER_CONF:-} > "$D/broker.conf"
-$BIN standalone --data-dir "$D/data" --namesrv-port 19876 --broker-port 19911 -c "$D/broker.conf" > "$D/broker.log" 2>&1 &
+$BIN standalone --no-dashboard --data-dir "$D/data" --namesrv-port 19876 --broker-port 19911 -c "$D/broker.conf" > "$D/broker.log" 2>&1 &
 PID=$!
 trap 'kill $PID; rm -rf "$D"' EXIT
 sleep 3

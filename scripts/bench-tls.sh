@@ -11,7 +11,7 @@ SECS=${2:-5}
 cargo build --release -j1 -p ferromq-cli >&2
 BIN=target/release/ferromq
 D=$(mktemp -d)
-$BIN standalone --data-dir "$D/data" --namesrv-port 19876 --broker-port 19911 --grpc-port 18081 > "$D/server.log" 2>&1 &
+$BIN standalone --no-dashboard --data-dir "$D/data" --namesrv-port 19876 --broker-port 19911 --grpc-port 18081 > "$D/server.log" 2>&1 &
 PID=$!
 trap 'kill $PID; rm -rf "$D"' EXIT
 NS=127.0.0.1:19876

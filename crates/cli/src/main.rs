@@ -3,6 +3,7 @@
 mod admin;
 mod bench;
 mod controller_cmd;
+mod dashboard_cmd;
 mod log_sink;
 mod proxy_cmd;
 
@@ -36,6 +37,8 @@ enum Command {
     Proxy(proxy_cmd::ProxyArgs),
     /// Run a node of the controller group that elects broker masters (like `mqcontroller`).
     Controller(controller_cmd::ControllerArgs),
+    /// Serve the web dashboard for a cluster (like rocketmq-dashboard).
+    Dashboard(dashboard_cmd::DashboardArgs),
     /// Administration commands with mqadmin's names and flags.
     Admin(admin::AdminArgs),
     /// Load generator for any RocketMQ broker.
@@ -91,6 +94,12 @@ struct StandaloneArgs {
     /// `metricsExporterType=DISABLE` in the config file turns them off.
     #[arg(long)]
     metrics_port: Option<u16>,
+    /// Port of the web dashboard (rocketmq-dashboard's default, 8082).
+    #[arg(long, default_value_t = ferromq_dashboard::DEFAULT_PORT)]
+    dashboard_port: u16,
+    /// Do not serve the web dashboard.
+    #[arg(long)]
+    no_dashboard: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -124,6 +133,7 @@ fn main() {
         Command::Standalone(args) => standalone(args),
         Command::Proxy(args) => proxy_cmd::proxy(args),
         Command::Controller(args) => controller_cmd::controller(args),
+        Command::Dashboard(args) => dashboard_cmd::dashboard(args),
         Command::Admin(args) => admin::run(args),
         Command::Bench(args) => bench::run(args),
     };
@@ -481,6 +491,11 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
         namesrv_config.unknown.insert(key.clone(), value.clone());
     }
     share_access_control(&mut settings, &mut namesrv_config)?;
+    // The dashboard signs its admin requests as the broker signs its own when ACL is on.
+    let dashboard_credentials =
+        ferromq_auth::v2::config_json::inner_credentials(&settings.broker.inner_client_authentication_credentials)
+            .map_err(anyhow::Error::msg)?
+            .map(|(ak, sk)| ferromq_protocol::signature::SessionCredentials::new(ak, sk));
     let tls = settings.tls_config().context("TLS settings (tls.* keys, tls.config.file)")?;
     // Certificate files are checked before anything listens (the servers load them again).
     if tls.server_mode.accepts_tls() && !tls.test_mode_enable {
@@ -500,6 +515,24 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
             ferromq_metrics::exporter::listen_address(host, host, settings.metrics.metrics_prom_exporter_port)
         )
     });
+    let dashboard_client = if args.no_dashboard {
+        None
+    } else {
+        // The dashboard talks to this process's servers as the broker does (TLS when they
+        // take TLS only, or tls.enable).
+        let client_tls = if tls.server_process_clients_use_tls() {
+            Some(tls.client_tls().context("TLS client settings")?)
+        } else {
+            None
+        };
+        Some(
+            ferromq_remoting::ClientConfig::default()
+                .with_zone_from_env()
+                .with_credentials(dashboard_credentials)
+                .with_tls(client_tls),
+        )
+    };
+    let dashboard_addr = ferromq_metrics::exporter::listen_address(&args.bind, &args.bind, args.dashboard_port);
     let namesrv_addr = format!("{}:{}", args.bind, args.namesrv_port);
     let broker_addr = format!("{}:{}", args.bind, args.broker_port);
     let grpc_addr = format!("{}:{}", args.bind, args.grpc_port);
@@ -523,6 +556,14 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
             })?),
             None => None,
         };
+        let dashboard_listener = match &dashboard_client {
+            Some(_) => Some(
+                ferromq_dashboard::bind(&dashboard_addr)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("{e}; or start without it: --no-dashboard"))?,
+            ),
+            None => None,
+        };
         let (stop_ns_tx, stop_ns_rx) = tokio::sync::watch::channel(false);
         let (stop_broker_tx, stop_broker_rx) = tokio::sync::watch::channel(false);
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -540,6 +581,17 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
         if let Some(url) = &metrics_url {
             banner(format_args!("Prometheus metrics: {url}"));
         }
+        let (stop_dashboard_tx, stop_dashboard_rx) = tokio::sync::watch::channel(false);
+        let dashboard = match (dashboard_listener, dashboard_client) {
+            (Some(listener), Some(client)) => {
+                if let Ok(local) = listener.local_addr() {
+                    banner(format_args!("Dashboard: {}", ferromq_dashboard::url(local)));
+                }
+                let namesrv = format!("127.0.0.1:{}", args.namesrv_port);
+                Some(tokio::spawn(dashboard_cmd::serve_in_standalone(listener, namesrv, client, stop_dashboard_rx)))
+            }
+            _ => None,
+        };
         let mut namesrv = tokio::spawn(ferromq_namesrv::run(namesrv_config, ns_listener, stopped(stop_ns_rx)));
         if proxy_config.is_some() {
             banner(format_args!(
@@ -585,6 +637,10 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
                 ended.context("name server task")?.context("the name server stopped")?;
                 anyhow::bail!("the name server stopped unexpectedly");
             }
+        }
+        let _ = stop_dashboard_tx.send(true);
+        if let Some(dashboard) = dashboard {
+            let _ = dashboard.await;
         }
         // The broker stops first so it can still unregister from the name server.
         let _ = stop_broker_tx.send(true);

@@ -26,6 +26,7 @@ fn bench_produce_consume_and_e2e_reports_add_up() {
         .args(["standalone", "--bind", "127.0.0.1", "--grpc-port", &grpc_port.to_string(), "--data-dir"])
         .arg(dir.path().join("data"))
         .args(["--metrics-port", &ferromq_testkit::free_port().to_string()])
+        .args(["--dashboard-port", &ferromq_testkit::free_port().to_string()])
         .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -43,6 +43,7 @@ fn start(dir: &std::path::Path, ns_port: u16, broker_port: u16) -> Standalone {
         ])
         .arg(dir.join("data"))
         .args(["--metrics-port", &ferromq_testkit::free_port().to_string()])
+        .args(["--dashboard-port", &ferromq_testkit::free_port().to_string()])
         .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string(), "-c"])
         .arg(&conf)
         .stdout(if std::env::var_os("CRASH_TEST_LOGS").is_some() { Stdio::inherit() } else { Stdio::null() })

@@ -431,6 +431,7 @@ impl Standalone {
             .arg("--data-dir")
             .arg(data_dir)
             .args(["--metrics-port", &ferromq_testkit::free_port().to_string()])
+            .args(["--dashboard-port", &ferromq_testkit::free_port().to_string()])
             .args(["--namesrv-port", &namesrv_port.to_string(), "--broker-port", &broker_port.to_string()])
             .args(["--bind", "127.0.0.1", "--grpc-port", &ferromq_testkit::free_port().to_string()])
             .env("RUST_LOG", rust_log)

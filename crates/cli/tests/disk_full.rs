@@ -126,6 +126,7 @@ fn start(data: &Path, log: &Path, flush: &str, segment: Option<u64>) -> Broker {
         ])
         .arg(data)
         .args(["--metrics-port", &ferromq_testkit::free_port().to_string()])
+        .args(["--dashboard-port", &ferromq_testkit::free_port().to_string()])
         .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string(), "-c"])
         .arg(&conf)
         .env("RUST_LOG", "warn")

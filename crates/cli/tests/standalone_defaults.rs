@@ -35,6 +35,7 @@ fn start(data: &std::path::Path, conf: Option<&str>) -> Running {
         ])
         .arg(data)
         .args(["--metrics-port", &ferromq_testkit::free_port().to_string()])
+        .args(["--dashboard-port", &ferromq_testkit::free_port().to_string()])
         .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string()])
         .env_remove("RUST_LOG")
         .stdout(Stdio::null())

@@ -237,6 +237,7 @@ fn standalone_exit(conf: &str) -> (std::process::ExitStatus, String) {
         .args(["standalone", "--bind", "127.0.0.1", "--data-dir"])
         .arg(dir.path().join("data"))
         .args(["--metrics-port", &ferromq_testkit::free_port().to_string()])
+        .args(["--dashboard-port", &ferromq_testkit::free_port().to_string()])
         .args(["--namesrv-port", &free_port().to_string(), "--broker-port", &free_broker_port().to_string()])
         .args(["--grpc-port", &free_port().to_string(), "-c"])
         .arg(&path)

@@ -19,6 +19,7 @@ pub mod properties_text;
 pub mod signature;
 pub mod topic_validator;
 pub mod trace;
+pub mod trace_view;
 pub mod version;
 
 mod header_codec;

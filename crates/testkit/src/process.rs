@@ -49,6 +49,8 @@ pub struct Standalone {
     pub grpc: String,
     /// `127.0.0.1:<port>` of its Prometheus metrics (`/metrics`).
     pub metrics: String,
+    /// `127.0.0.1:<port>` of its web dashboard.
+    pub dashboard: String,
     /// Its data directory (the process output goes to `standalone.log` in it).
     pub data: tempfile::TempDir,
 }
@@ -102,6 +104,7 @@ fn start_standalone_with(
         let log_path = data.path().join("standalone.log");
         let (ns_port, broker_port, grpc_port) = (crate::free_port(), crate::free_broker_port(), crate::free_port());
         let metrics_port = crate::free_port();
+        let dashboard_port = crate::free_port();
         let log = std::fs::File::create(&log_path).expect("log file");
         let mut command = Command::new(bin);
         command
@@ -110,6 +113,7 @@ fn start_standalone_with(
             .args(["--namesrv-port", &ns_port.to_string(), "--broker-port", &broker_port.to_string()])
             .args(["--grpc-port", &grpc_port.to_string()])
             .args(["--metrics-port", &metrics_port.to_string()])
+            .args(["--dashboard-port", &dashboard_port.to_string()])
             .envs(env.iter().copied())
             .stdout(Stdio::null());
         if logs {
@@ -141,6 +145,7 @@ fn start_standalone_with(
                     broker: format!("127.0.0.1:{broker_port}"),
                     grpc: format!("127.0.0.1:{grpc_port}"),
                     metrics: format!("127.0.0.1:{metrics_port}"),
+                    dashboard: format!("127.0.0.1:{dashboard_port}"),
                     data,
                 };
             }

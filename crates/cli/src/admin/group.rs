@@ -6,9 +6,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ferromq_client::admin::{json, AdminError, SubscriptionGroupConfig};
+use ferromq_client::admin::{json, RollbackStats, SubscriptionGroupConfig};
 use ferromq_protocol::body::{Connection, ConsumeType, ConsumerConnection, MessageQueue, OffsetWrapper};
-use ferromq_protocol::{response_code, version};
+use ferromq_protocol::version;
 
 use crate::admin::output::{format_ms, parse_timestamp, print_json, Table};
 use crate::admin::{target_brokers, ConfigListArgs, Ctx};
@@ -491,24 +491,15 @@ pub(crate) async fn reset_offset_by_time(ctx: &Ctx, a: ResetOffsetByTimeArgs) ->
         })?
     };
     let force = a.force.unwrap_or(true);
-    let brokers = ctx.client.route_brokers(&a.topic).await?;
-    let mut offsets = BTreeMap::new();
-    for (_, addr) in &brokers {
-        match ctx.client.reset_offset_by_time(addr, &a.topic, &a.group, timestamp, force).await {
-            Ok(body) => offsets.extend(body.offset_table),
-            // A broker that resets through the online consumers (Java 4.x, or 5.x without
-            // `useServerSideResetOffset`) refuses when none is online; mqadmin then commits the
-            // offsets itself, on every broker of the topic.
-            Err(AdminError::Response { code: response_code::CONSUMER_NOT_ONLINE, .. }) => {
-                return reset_offline_group(ctx, &a, &brokers, timestamp, force).await;
-            }
-            Err(e) => return Err(e.into()),
-        }
+    let outcome = ctx.client.reset_group_offset_by_time(&a.topic, &a.group, timestamp, force).await?;
+    if outcome.offline {
+        return print_offline_reset(ctx, &a, timestamp, force, &outcome.stats);
     }
     if ctx.json {
-        let items: Vec<_> = offsets
+        let items: Vec<_> = outcome
+            .stats
             .iter()
-            .map(|(q, o)| json!({ "brokerName": q.broker_name, "queueId": q.queue_id, "offset": o }))
+            .map(|r| json!({ "brokerName": r.queue.broker_name, "queueId": r.queue.queue_id, "offset": r.rollback_offset }))
             .collect();
         return print_json(&json!({ "group": a.group, "topic": a.topic, "timestamp": timestamp, "offsets": items }));
     }
@@ -517,82 +508,22 @@ pub(crate) async fn reset_offset_by_time(ctx: &Ctx, a: ResetOffsetByTimeArgs) ->
         a.group, a.topic
     );
     let mut table = Table::new(&["#brokerName", "#queueId", "#offset"]);
-    for (q, o) in offsets {
-        table.row(vec![q.broker_name, q.queue_id.to_string(), o.to_string()]);
+    for r in outcome.stats {
+        table.row(vec![r.queue.broker_name, r.queue.queue_id.to_string(), r.rollback_offset.to_string()]);
     }
     table.print();
     Ok(())
 }
 
-/// One queue of an offline reset. Java: `RollbackStats`.
-struct RollbackStats {
-    queue: MessageQueue,
-    broker_offset: i64,
-    consumer_offset: i64,
-    timestamp_offset: i64,
-    rollback_offset: i64,
-}
-
-/// The offset an offline reset commits: the one found by time when forced or when it moves
-/// the group back, else none (the group keeps its offset).
-/// Java: `DefaultMQAdminExtImpl#resetOffsetConsumeOffset`.
-fn rollback_to(force: bool, timestamp_offset: i64, consumer_offset: i64) -> Option<i64> {
-    (force || timestamp_offset <= consumer_offset).then_some(timestamp_offset)
-}
-
-/// resetOffsetByTime for a group no broker can tell (no consumer online at a broker that
-/// resets through its consumers): on every broker of the topic, each queue's offset at
-/// `timestamp` (the end for -1) is committed with UPDATE_CONSUMER_OFFSET, unless it is ahead of
-/// the group's offset and `force` is off. Queues the group has no offset on start from their
-/// minimum offset. Java: `ResetOffsetByTimeOldCommand`, `DefaultMQAdminExtImpl#resetOffsetByTimestampOld`.
-async fn reset_offline_group(
+/// An offline reset (no consumer online: the offsets were committed by this tool, as
+/// mqadmin's `ResetOffsetByTimeOldCommand` does) in mqadmin's layout.
+fn print_offline_reset(
     ctx: &Ctx,
     a: &ResetOffsetByTimeArgs,
-    brokers: &[(String, String)],
     timestamp: i64,
     force: bool,
+    stats: &[RollbackStats],
 ) -> anyhow::Result<()> {
-    let mut stats = Vec::new();
-    for (broker_name, addr) in brokers {
-        let consumed = ctx.client.consume_stats(addr, &a.group, Some(&a.topic)).await?;
-        let mut queues: Vec<(MessageQueue, OffsetWrapper)> =
-            consumed.offset_table.into_iter().filter(|(q, _)| q.topic == a.topic).collect();
-        if queues.is_empty() {
-            let table = ctx.client.topic_stats(addr, &a.topic).await?;
-            queues = table
-                .offset_table
-                .into_iter()
-                .filter(|(q, _)| &q.broker_name == broker_name)
-                .map(|(q, t)| {
-                    let wrapper = OffsetWrapper {
-                        broker_offset: t.max_offset,
-                        consumer_offset: t.min_offset,
-                        ..OffsetWrapper::default()
-                    };
-                    (q, wrapper)
-                })
-                .collect();
-        }
-        for (queue, wrapper) in queues {
-            let timestamp_offset = if timestamp == -1 {
-                ctx.client.max_offset(addr, &queue).await?
-            } else {
-                ctx.client.search_offset(addr, &queue, timestamp).await?
-            };
-            let mut rollback_offset = wrapper.consumer_offset;
-            if let Some(offset) = rollback_to(force, timestamp_offset, wrapper.consumer_offset) {
-                ctx.client.update_consumer_offset(addr, &a.group, &a.topic, queue.queue_id, offset).await?;
-                rollback_offset = offset;
-            }
-            stats.push(RollbackStats {
-                queue,
-                broker_offset: wrapper.broker_offset,
-                consumer_offset: wrapper.consumer_offset,
-                timestamp_offset,
-                rollback_offset,
-            });
-        }
-    }
     if ctx.json {
         let items: Vec<_> = stats
             .iter()
@@ -614,7 +545,7 @@ async fn reset_offline_group(
         "{:<20}  {:<20}  {:<20}  {:<20}  {:<20}  {:<20}",
         "#brokerName", "#queueId", "#brokerOffset", "#consumerOffset", "#timestampOffset", "#resetOffset"
     );
-    for r in &stats {
+    for r in stats {
         let name: String = r.queue.broker_name.chars().take(32).collect();
         println!(
             "{name:<20}  {:<20}  {:<20}  {:<20}  {:<20}  {:<20}",
@@ -622,19 +553,6 @@ async fn reset_offline_group(
         );
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn offline_reset_moves_back_always_and_forward_only_when_forced() {
-        assert_eq!(rollback_to(false, 3, 10), Some(3));
-        assert_eq!(rollback_to(false, 10, 10), Some(10));
-        assert_eq!(rollback_to(false, 12, 10), None);
-        assert_eq!(rollback_to(true, 12, 10), Some(12));
-    }
 }
 
 #[derive(Debug, clap::Args)]

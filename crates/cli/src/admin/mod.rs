@@ -20,7 +20,6 @@ mod send_rt;
 mod stats;
 mod topic;
 mod trace;
-mod trace_record;
 
 use anyhow::Context;
 use ferromq_client::admin::AdminClient;
@@ -275,7 +274,7 @@ fn run_command(args: AdminArgs) -> anyhow::Result<()> {
 
 /// The credentials requests are signed with: the flags, else the file given, else
 /// `$ROCKETMQ_HOME/conf/tools.yml` when it exists (as mqadmin), else none.
-fn credentials(
+pub(crate) fn credentials(
     access_key: Option<String>,
     secret_key: Option<String>,
     file: Option<std::path::PathBuf>,

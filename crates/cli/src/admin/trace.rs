@@ -1,15 +1,15 @@
 //! `queryMsgTraceById`: finds the trace messages of one message in the trace topic (they are
 //! indexed under the traced message's id as a key: QUERY_MESSAGE by key on every broker of the
 //! trace topic) and prints its send and consume records as mqadmin does. Decoding the records
-//! is `trace_record.rs`'s job. Java: `tools/command/message/QueryMsgTraceByIdSubCommand`.
+//! is `ferromq_protocol::trace_view`'s job. Java: `tools/command/message/QueryMsgTraceByIdSubCommand`.
 
 use anyhow::Context;
 use ferromq_client::admin::{json, JsonValue};
 use ferromq_protocol::topic_validator::RMQ_SYS_TRACE_TOPIC;
 
 use crate::admin::output::{human_time_ms, print_json};
-use crate::admin::trace_record::{decode_records, TraceKind, TraceRecord};
 use crate::admin::Ctx;
+use ferromq_protocol::trace_view::{decode_records, TraceKind, TraceView};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct QueryMsgTraceByIdArgs {
@@ -31,8 +31,8 @@ pub(crate) struct QueryMsgTraceByIdArgs {
 }
 
 /// A record of the traced message and the host of the client that wrote it.
-struct TraceView {
-    record: TraceRecord,
+struct HostView {
+    record: TraceView,
     client_host: String,
 }
 
@@ -41,20 +41,13 @@ pub(crate) async fn query_msg_trace_by_id(ctx: &Ctx, a: QueryMsgTraceByIdArgs) -
     if msg_id.is_empty() {
         anyhow::bail!("give the message id with -i");
     }
-    let brokers = ctx.client.route_brokers(&a.trace_topic).await.with_context(|| {
-        format!("no route for trace topic {} (is traceTopicEnable=true on the brokers?)", a.trace_topic)
-    })?;
-    let mut found = Vec::new();
-    for (_, addr) in &brokers {
-        let messages =
-            ctx.client.query_message(addr, &a.trace_topic, msg_id, a.max_num, (a.begin, a.end), false).await?;
-        found.extend(messages.into_iter().map(|m| (addr.clone(), m)));
-    }
+    let found =
+        ctx.client.trace_messages(&a.trace_topic, msg_id, a.max_num, (a.begin, a.end)).await.with_context(|| {
+            format!("no route for trace topic {} (is traceTopicEnable=true on the brokers?)", a.trace_topic)
+        })?;
     if found.is_empty() {
         anyhow::bail!("no trace of message {msg_id} in trace topic {}", a.trace_topic);
     }
-    // The index answers in no useful order: oldest trace message first reads as a timeline.
-    found.sort_by_key(|(_, m)| (m.store_timestamp_ms, m.physical_offset));
     let mut views = Vec::new();
     for (addr, m) in &found {
         let (records, errors) = decode_records(&String::from_utf8_lossy(&m.body));
@@ -67,7 +60,7 @@ pub(crate) async fn query_msg_trace_by_id(ctx: &Ctx, a: QueryMsgTraceByIdArgs) -
             records
                 .into_iter()
                 .filter(|r| r.msg_id == msg_id)
-                .map(|record| TraceView { record, client_host: client_host.clone() }),
+                .map(|record| HostView { record, client_host: client_host.clone() }),
         );
     }
     if ctx.json {
@@ -80,7 +73,7 @@ pub(crate) async fn query_msg_trace_by_id(ctx: &Ctx, a: QueryMsgTraceByIdArgs) -
 
 /// mqadmin's layout: each Pub record under its own header, then the SubAfter records grouped
 /// by consumer group (groups in the order they first appear), each group under a header.
-fn print_views(views: &[TraceView]) {
+fn print_views(views: &[HostView]) {
     let line = |cells: [&str; 6]| {
         let text = format!(
             "{:<10} {:<20} {:<20} {:<20} {:<10} {:<10}",
@@ -88,7 +81,7 @@ fn print_views(views: &[TraceView]) {
         );
         println!("{}", text.trim_end());
     };
-    let row = |kind: &str, v: &TraceView| {
+    let row = |kind: &str, v: &HostView| {
         let r = &v.record;
         line([
             kind,
@@ -126,7 +119,7 @@ fn seconds_time(ms: i64) -> String {
     text
 }
 
-fn view_json(v: &TraceView) -> JsonValue {
+fn view_json(v: &HostView) -> JsonValue {
     let r = &v.record;
     json!({
         "type": r.kind.name(),

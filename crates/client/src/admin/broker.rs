@@ -14,10 +14,10 @@ use ferromq_protocol::header::{
     CloneGroupOffsetRequestHeader, CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader, GetConsumeStatsInBrokerHeader, GetConsumeStatsRequestHeader,
     GetConsumerConnectionListRequestHeader, GetConsumerRunningInfoRequestHeader, GetMaxOffsetRequestHeader,
-    GetProducerConnectionListRequestHeader, GetSubscriptionGroupConfigRequestHeader, GetTopicStatsInfoRequestHeader,
-    OffsetResponseHeader, QueryConsumeQueueRequestHeader, QueryTopicConsumeByWhoRequestHeader, QueueRequestHeader,
-    ResetOffsetRequestHeader, SearchOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
-    ViewBrokerStatsDataRequestHeader,
+    GetProducerConnectionListRequestHeader, GetSubscriptionGroupConfigRequestHeader, GetTopicConfigRequestHeader,
+    GetTopicStatsInfoRequestHeader, OffsetResponseHeader, QueryConsumeQueueRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader, QueueRequestHeader, ResetOffsetRequestHeader, SearchOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader, ViewBrokerStatsDataRequestHeader,
 };
 use ferromq_protocol::{properties_text, request_code, RemotingCommand};
 
@@ -157,6 +157,15 @@ impl AdminClient {
     /// Transport failures or an unreadable body, naming `addr`.
     pub async fn all_topic_config(&self, addr: &str) -> Result<TopicConfigSerializeWrapper, AdminError> {
         self.call_body(addr, RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG)).await
+    }
+
+    /// GET_TOPIC_CONFIG: the topic's config on the broker at `addr`.
+    ///
+    /// # Errors
+    /// The broker's refusal (no such topic) or a transport failure, naming `addr`.
+    pub async fn topic_config(&self, addr: &str, topic: &str) -> Result<TopicConfig, AdminError> {
+        let header = GetTopicConfigRequestHeader { topic: topic.to_owned(), lo: None };
+        self.call_body(addr, RemotingCommand::request(request_code::GET_TOPIC_CONFIG).with_header(&header)).await
     }
 
     /// GET_SYSTEM_TOPIC_LIST_FROM_BROKER: the topics the broker at `addr` reserves for itself.

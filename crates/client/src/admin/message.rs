@@ -256,6 +256,29 @@ impl AdminClient {
             .collect())
     }
 
+    /// The trace messages of `trace_topic` indexed under `msg_id` (clients key each trace
+    /// message by the ids it traces) on every broker of the trace topic, with the address of
+    /// the broker that holds each, oldest first (the index answers in no useful order).
+    /// Decoding the records is `ferromq_protocol::trace_view`'s job.
+    ///
+    /// # Errors
+    /// No route for the trace topic (traceTopicEnable off), or a broker's failure.
+    pub async fn trace_messages(
+        &self,
+        trace_topic: &str,
+        msg_id: &str,
+        max_num: i32,
+        range: (i64, i64),
+    ) -> Result<Vec<(String, StoredMessage)>, AdminError> {
+        let mut found = Vec::new();
+        for (_, addr) in self.route_brokers(trace_topic).await? {
+            let messages = self.query_message(&addr, trace_topic, msg_id, max_num, range, false).await?;
+            found.extend(messages.into_iter().map(|m| (addr.clone(), m)));
+        }
+        found.sort_by_key(|(_, m)| (m.store_timestamp_ms, m.physical_offset));
+        Ok(found)
+    }
+
     /// VIEW_MESSAGE_BY_ID: the message at commit-log `offset` of the broker at `addr`.
     ///
     /// # Errors

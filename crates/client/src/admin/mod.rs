@@ -13,6 +13,7 @@ mod error;
 mod json;
 mod message;
 mod namesrv;
+mod reset;
 
 pub use client::{AdminClient, DEFAULT_TIMEOUT};
 pub use controller::ElectedMaster;
@@ -22,3 +23,4 @@ pub use json::{
     from_str as json_from_str, json, to_string_pretty as json_to_string_pretty, Map as JsonMap, Value as JsonValue,
 };
 pub use message::{PullResult, PullStatus, SendResult, TOOLS_CONSUMER_GROUP, TOOLS_PRODUCER_GROUP};
+pub use reset::{rollback_to, ResetOutcome, RollbackStats};

@@ -1,19 +1,19 @@
 //! Message trace records as Java clients write them into the trace topic (fact sheet
-//! advanced-topics 6), decoded by `ferromq_protocol::trace` and flattened for printing (one
-//! struct for every kind, as Java's `TraceView`). Finding the trace messages and printing them
-//! is `trace.rs`'s job.
+//! advanced-topics 6), decoded by [`crate::trace`] and flattened for showing (one struct for
+//! every kind, as Java's `TraceView`): what mqadmin's queryMsgTraceById prints and the
+//! dashboard's trace page draws.
 //! Java: `TraceDataEncoder#decoderFromTraceDataString`, `TraceView#decodeFromTraceTransData`.
 
 use std::fmt;
 
-use ferromq_protocol::trace;
+use crate::trace;
 
 /// Ends each record. Java: `TraceConstants.FIELD_SPLITOR` (sic: the names are swapped there).
-pub(crate) const RECORD_SEPARATOR: char = trace::FIELD_SPLITOR;
+pub const RECORD_SEPARATOR: char = trace::FIELD_SPLITOR;
 
 /// What a record traces. Java: `TraceType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TraceKind {
+pub enum TraceKind {
     /// A send.
     Pub,
     /// A consumer received the message (before its listener ran).
@@ -28,7 +28,7 @@ pub(crate) enum TraceKind {
 
 impl TraceKind {
     /// Java's name of the kind, as it starts each record.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             TraceKind::Pub => "Pub",
             TraceKind::SubBefore => "SubBefore",
@@ -42,38 +42,38 @@ impl TraceKind {
 /// One decoded record: Java's `TraceContext` and its one `TraceBean`, flattened. A field the
 /// record's kind does not carry is `None` (or the Java default for the numbers and `success`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TraceRecord {
-    pub(crate) kind: TraceKind,
+pub struct TraceView {
+    pub kind: TraceKind,
     /// When the traced step happened (ms since the epoch); 0 for SubAfter records of old or
     /// cloud clients, which do not write it.
-    pub(crate) timestamp_ms: i64,
-    pub(crate) region_id: Option<String>,
+    pub timestamp_ms: i64,
+    pub region_id: Option<String>,
     /// Producer group (Pub, EndTransaction, Recall) or consumer group (Sub*).
-    pub(crate) group: Option<String>,
-    pub(crate) request_id: Option<String>,
-    pub(crate) topic: Option<String>,
+    pub group: Option<String>,
+    pub request_id: Option<String>,
+    pub topic: Option<String>,
     /// The traced message's id (its UNIQ_KEY).
-    pub(crate) msg_id: String,
-    pub(crate) tags: Option<String>,
-    pub(crate) keys: Option<String>,
-    pub(crate) store_host: Option<String>,
-    pub(crate) body_length: Option<i32>,
-    pub(crate) cost_time_ms: i32,
+    pub msg_id: String,
+    pub tags: Option<String>,
+    pub keys: Option<String>,
+    pub store_host: Option<String>,
+    pub body_length: Option<i32>,
+    pub cost_time_ms: i32,
     /// Java's `MessageType` name (`Normal_Msg`, ...).
-    pub(crate) msg_type: Option<&'static str>,
-    pub(crate) offset_msg_id: Option<String>,
+    pub msg_type: Option<&'static str>,
+    pub offset_msg_id: Option<String>,
     /// Java's `TraceContext.isSuccess`, true unless the record says otherwise.
-    pub(crate) success: bool,
-    pub(crate) retry_times: Option<i32>,
-    pub(crate) context_code: Option<i32>,
-    pub(crate) transaction_id: Option<String>,
-    pub(crate) transaction_state: Option<String>,
-    pub(crate) from_transaction_check: Option<bool>,
+    pub success: bool,
+    pub retry_times: Option<i32>,
+    pub context_code: Option<i32>,
+    pub transaction_id: Option<String>,
+    pub transaction_state: Option<String>,
+    pub from_transaction_check: Option<bool>,
 }
 
-impl TraceRecord {
+impl TraceView {
     fn new(kind: TraceKind, msg_id: String) -> Self {
-        TraceRecord {
+        TraceView {
             kind,
             timestamp_ms: 0,
             region_id: None,
@@ -98,7 +98,7 @@ impl TraceRecord {
     }
 
     /// `success` or `failed`, as mqadmin prints a record's status.
-    pub(crate) fn status(&self) -> &'static str {
+    pub fn status(&self) -> &'static str {
         if self.success {
             "success"
         } else {
@@ -109,11 +109,11 @@ impl TraceRecord {
 
 /// A record that cannot be read: which one (0-based, in the message body), and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TraceDecodeError {
-    pub(crate) record: usize,
-    pub(crate) kind: &'static str,
-    pub(crate) field: &'static str,
-    pub(crate) value: Option<String>,
+pub struct TraceDecodeError {
+    pub record: usize,
+    pub kind: &'static str,
+    pub field: &'static str,
+    pub value: Option<String>,
 }
 
 impl fmt::Display for TraceDecodeError {
@@ -133,12 +133,12 @@ impl std::error::Error for TraceDecodeError {}
 /// the Rust client writes with). Records of unknown kinds and empty records are skipped, as
 /// Java skips them; a record with a missing or unreadable field is reported in the second
 /// list and the others are still returned (Java gives up on the whole body).
-pub(crate) fn decode_records(body: &str) -> (Vec<TraceRecord>, Vec<TraceDecodeError>) {
+pub fn decode_records(body: &str) -> (Vec<TraceView>, Vec<TraceDecodeError>) {
     let mut records = Vec::new();
     let mut errors = Vec::new();
     for (index, text) in body.split(RECORD_SEPARATOR).enumerate() {
         match trace::TraceRecord::decode(text) {
-            Ok(Some(record)) => records.push(TraceRecord::from(record)),
+            Ok(Some(record)) => records.push(TraceView::from(record)),
             Ok(None) => {}
             Err(e) => errors.push(TraceDecodeError { record: index, kind: e.kind, field: e.field, value: e.value }),
         }
@@ -146,11 +146,11 @@ pub(crate) fn decode_records(body: &str) -> (Vec<TraceRecord>, Vec<TraceDecodeEr
     (records, errors)
 }
 
-impl From<trace::TraceRecord> for TraceRecord {
+impl From<trace::TraceRecord> for TraceView {
     fn from(record: trace::TraceRecord) -> Self {
         let clamp = |v: i64| i32::try_from(v).unwrap_or(i32::MAX);
         match record {
-            trace::TraceRecord::Pub(p) => TraceRecord {
+            trace::TraceRecord::Pub(p) => TraceView {
                 timestamp_ms: p.timestamp,
                 region_id: Some(p.region_id),
                 group: Some(p.group),
@@ -163,18 +163,18 @@ impl From<trace::TraceRecord> for TraceRecord {
                 msg_type: trace::msg_type_name(p.msg_type),
                 offset_msg_id: Some(p.offset_msg_id).filter(|id| !id.is_empty()),
                 success: p.success,
-                ..TraceRecord::new(TraceKind::Pub, p.msg_id)
+                ..TraceView::new(TraceKind::Pub, p.msg_id)
             },
-            trace::TraceRecord::SubBefore(b) => TraceRecord {
+            trace::TraceRecord::SubBefore(b) => TraceView {
                 timestamp_ms: b.timestamp,
                 region_id: Some(b.region_id),
                 group: Some(b.group),
                 request_id: Some(b.request_id),
                 retry_times: Some(b.retry_times),
                 keys: b.keys,
-                ..TraceRecord::new(TraceKind::SubBefore, b.msg_id)
+                ..TraceView::new(TraceKind::SubBefore, b.msg_id)
             },
-            trace::TraceRecord::SubAfter(a) => TraceRecord {
+            trace::TraceRecord::SubAfter(a) => TraceView {
                 // Clients of the CLOUD access channel (and old ones) write no time or group.
                 timestamp_ms: a.timestamp.unwrap_or(0),
                 group: a.group,
@@ -183,9 +183,9 @@ impl From<trace::TraceRecord> for TraceRecord {
                 success: a.success,
                 keys: a.keys,
                 context_code: Some(a.context_code),
-                ..TraceRecord::new(TraceKind::SubAfter, a.msg_id)
+                ..TraceView::new(TraceKind::SubAfter, a.msg_id)
             },
-            trace::TraceRecord::EndTransaction(e) => TraceRecord {
+            trace::TraceRecord::EndTransaction(e) => TraceView {
                 timestamp_ms: e.timestamp,
                 region_id: Some(e.region_id),
                 group: Some(e.group),
@@ -197,15 +197,15 @@ impl From<trace::TraceRecord> for TraceRecord {
                 transaction_id: Some(e.transaction_id),
                 transaction_state: Some(e.transaction_state),
                 from_transaction_check: Some(e.from_transaction_check),
-                ..TraceRecord::new(TraceKind::EndTransaction, e.msg_id)
+                ..TraceView::new(TraceKind::EndTransaction, e.msg_id)
             },
-            trace::TraceRecord::Recall(r) => TraceRecord {
+            trace::TraceRecord::Recall(r) => TraceView {
                 timestamp_ms: r.timestamp,
                 region_id: Some(r.region_id),
                 group: Some(r.group),
                 topic: Some(r.topic),
                 success: r.success,
-                ..TraceRecord::new(TraceKind::Recall, r.msg_id)
+                ..TraceView::new(TraceKind::Recall, r.msg_id)
             },
         }
     }
