@@ -5,7 +5,9 @@
 # into the driver binary `rust5-compat` (compat/rust-client-5, a workspace of its own) under
 # <repo>/target/compat-rust5, and the official 5.x Python client (PyPI rocketmq-python-client)
 # in a venv of its own, and the official 5.x Node.js client (npm rocketmq-client-nodejs) under
-# <repo>/target/compat-node5. Idempotent: a second run only re-checks and prints the summary.
+# <repo>/target/compat-node5; and, for the dashboard's browser test, Debian's Chromium and the
+# npm package playwright-core (crates/dashboard/browser-tests, from its lockfile).
+# Idempotent: a second run only re-checks and prints the summary.
 #
 # Env:
 #   FERROMQ_COMPAT_VENV  venv directory (default: <repo>/target/compat-venv)
@@ -142,4 +144,18 @@ fi
 NODE_PATH="${node5}/node_modules" node -e "require('rocketmq-client-nodejs')" \
     || { log "the 5.x Node.js client does not load"; exit 1; }
 
-echo "compat ready: venv=${venv} python=$("${vpy}" -c 'import sys; print(sys.version.split()[0])') rocketmq=${ROCKETMQ_PY_VERSION} lib=${so} rust5=${rust5_bin} venv5=${venv5} rocketmq-python-client=${ROCKETMQ_PY5_VERSION} node5=${node5} rocketmq-client-nodejs=${ROCKETMQ_NODE5_VERSION}"
+# 8. The dashboard's browser test (crates/cli/tests/dashboard_browser.rs): headless Chromium
+#    from Debian, driven by playwright-core (pinned in crates/dashboard/browser-tests).
+chromium="${CHROMIUM:-/usr/bin/chromium}"
+if [ ! -x "${chromium}" ]; then
+    log "installing Debian's chromium for the dashboard's browser test"
+    apt_install chromium
+fi
+"${chromium}" --version >/dev/null 2>&1 || { log "${chromium} does not run"; exit 1; }
+browser_tests="${repo_root}/crates/dashboard/browser-tests"
+if ! node -e "require('${browser_tests}/node_modules/playwright-core/package.json')" >/dev/null 2>&1; then
+    log "installing playwright-core into ${browser_tests}/node_modules (npm ci)"
+    npm ci --prefix "${browser_tests}" --no-audit --no-fund --loglevel=error >&2
+fi
+
+echo "compat ready: venv=${venv} python=$("${vpy}" -c 'import sys; print(sys.version.split()[0])') rocketmq=${ROCKETMQ_PY_VERSION} lib=${so} rust5=${rust5_bin} venv5=${venv5} rocketmq-python-client=${ROCKETMQ_PY5_VERSION} node5=${node5} rocketmq-client-nodejs=${ROCKETMQ_NODE5_VERSION} chromium=${chromium}"

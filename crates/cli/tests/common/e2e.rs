@@ -51,6 +51,14 @@ pub fn compat_node5_modules() -> PathBuf {
         .join("node_modules")
 }
 
+/// Chromium and the dashboard's browser-test directory (its `node_modules` holds
+/// playwright-core); `compat/setup.sh` prepares both with the rest.
+pub fn dashboard_browser() -> (PathBuf, PathBuf) {
+    compat_python();
+    let chromium = std::env::var_os("CHROMIUM").map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
+    (chromium, repo_root().join("crates/dashboard/browser-tests"))
+}
+
 pub fn file_tail(path: &Path, lines: usize) -> String {
     match std::fs::read_to_string(path) {
         Ok(text) => {
