@@ -27,6 +27,7 @@ use ferromq_testkit::{free_broker_port, free_port, ChildProcess};
 const TOPIC: &str = "Failover";
 const BROKER_NAME: &str = "broker-c";
 const T: Duration = Duration::from_secs(3);
+const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
 
 struct Proc {
     name: String,
@@ -231,6 +232,25 @@ async fn the_master_is_killed_under_sync_load_and_a_replica_takes_over_losing_no
         replica_info(&client, &controllers).await.filter(|(_, set)| set.len() == 3)
     })
     .await;
+    // The dashboard's controller page shows the group and the full SyncStateSet.
+    let dashboard_port = free_port();
+    let _dashboard = ChildProcess(
+        std::process::Command::new(BIN)
+            .args(["dashboard", "-n", &ns, "--bind", "127.0.0.1", "--port", &dashboard_port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("ferromq dashboard"),
+    );
+    let state = wait_for("the controller page to show three in-sync replicas", Duration::from_secs(30), async || {
+        let state = dashboard_get(dashboard_port, "/controller/state.query").await?;
+        let in_sync =
+            state["data"]["syncStateData"]["replicasInfoTable"][BROKER_NAME]["inSyncReplicas"].as_array()?.len();
+        (in_sync == 3).then_some(state)
+    })
+    .await;
+    assert_eq!(state["data"]["enabled"], true, "{state}");
+    assert!(state["data"]["controllers"].as_array().unwrap().iter().any(|c| c["isLeader"] == true), "{state}");
     let killed = addrs.iter().position(|a| *a == first_master).expect("the master is one of ours");
     wait_for("the master to take writes", Duration::from_secs(20), async || {
         let r = client.invoke(&first_master, send("warmup"), T).await.ok()?;
@@ -422,6 +442,18 @@ async fn futures_poll_once<F: std::future::Future + Unpin>(f: &mut F) -> bool {
 }
 
 /// The controller leader's address, as the first controller that answers names it.
+/// A GET of the dashboard on 127.0.0.1:`port`: its JSON answer, or `None` while it is not up.
+async fn dashboard_get(port: u16, path: &str) -> Option<serde_json::Value> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.ok()?;
+    let body = raw.windows(4).position(|w| w == b"\r\n\r\n").map(|at| &raw[at + 4..])?;
+    serde_json::from_slice(body).ok()
+}
+
 async fn controller_leader(client: &RemotingClient, controllers: &[String]) -> String {
     for c in controllers {
         let req = RemotingCommand::request(request_code::CONTROLLER_GET_METADATA_INFO);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use ferromq_client::{
     ClientConfig, ConsumeFromWhere, ConsumeStatus, Message, Producer, ProducerConfig, PushConsumer, PushConsumerConfig,
 };
-use ferromq_testkit::start_standalone;
+use ferromq_testkit::{start_standalone, start_standalone_with_conf};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -429,4 +429,48 @@ async fn the_ops_page_switches_name_servers() {
     assert_eq!(get(d, "/cluster/list.query").await["status"], 0);
     let home = data(get(d, "/ops/homePage.query").await);
     assert_eq!(home["namesvrAddrList"].as_array().unwrap().len(), 2, "{home}");
+}
+
+/// With ACL 2.0 on, the dashboard signs as the broker's inner user and manages users and
+/// policies through the ACL page's paths.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_acl_page_manages_users_and_policies() {
+    let conf = "authenticationEnabled=true\nauthorizationEnabled=true\n\
+                initAuthenticationUser={\"username\":\"rocketmq\",\"password\":\"12345678\"}\n";
+    let s = start_standalone_with_conf(BIN, conf);
+    let d = s.dashboard.as_str();
+    eventually("the broker in the cluster list", || async {
+        let cluster = get(d, "/cluster/list.query").await;
+        (cluster["status"] == 0 && cluster["data"]["brokerServer"]["broker-a"].is_object()).then_some(())
+    })
+    .await;
+    let made = post(
+        d,
+        "/acl/createUser.do",
+        &json!({ "userInfo": { "username": "alice", "password": "alice-secret",
+        "userType": "Normal", "userStatus": "enable" } }),
+    )
+    .await;
+    assert_eq!(data(made), json!(true));
+    let users = data(get(d, "/acl/users.query").await);
+    let names: Vec<&str> = users.as_array().unwrap().iter().filter_map(|u| u["username"].as_str()).collect();
+    assert!(names.contains(&"alice") && names.contains(&"rocketmq"), "{users}");
+    let policy = json!({ "subject": "User:alice", "policies": [{ "policyType": "Custom", "entries": [
+        { "resource": ["Topic:DashAclTopic", "Group:DashAclGroup"], "actions": ["Pub", "Sub"],
+          "sourceIps": ["127.0.0.1"], "decision": "Allow" }] }] });
+    assert_eq!(data(post(d, "/acl/createAcl.do", &policy).await), json!(true));
+    let acls = data(get(d, "/acl/acls.query?searchParam=alice").await);
+    let entries = acls[0]["policies"][0]["entries"].as_array().expect("alice's entries").clone();
+    assert_eq!(acls[0]["subject"], "User:alice", "{acls}");
+    assert_eq!(entries.len(), 2, "one entry per resource: {acls}");
+    let (status, body) = http(d, "DELETE", "/acl/deleteAcl.do?subject=User%3Aalice", &[], b"").await;
+    assert_eq!((status, data(serde_json::from_slice(&body).unwrap())), (200, json!(true)));
+    let acls = data(get(d, "/acl/acls.query?searchParam=alice").await);
+    assert!(acls.as_array().unwrap().is_empty(), "{acls}");
+    let (_, body) = http(d, "DELETE", "/acl/deleteUser.do?username=alice", &[], b"").await;
+    assert_eq!(data(serde_json::from_slice(&body).unwrap()), json!(true));
+    let users = data(get(d, "/acl/users.query").await);
+    assert!(!users.as_array().unwrap().iter().any(|u| u["username"] == "alice"), "{users}");
+    // The controller page says there is no controller here.
+    assert_eq!(data(get(d, "/controller/state.query").await), json!({ "enabled": false }));
 }

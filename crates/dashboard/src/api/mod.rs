@@ -1,8 +1,10 @@
 //! The JSON API at rocketmq-dashboard's paths. `.query` paths read; `.do` paths change
 //! something and take POST only (so that a link or an image elsewhere cannot trigger them).
 
+mod acl;
 mod cluster;
 mod consumer;
+mod controller;
 mod dashboard;
 mod message;
 mod ops;
@@ -18,12 +20,23 @@ use crate::error::ApiError;
 use crate::http::ApiRequest;
 use crate::state::Dashboard;
 
-const PREFIXES: [&str; 8] =
-    ["/cluster/", "/topic/", "/consumer/", "/producer/", "/message/", "/dlqMessage/", "/messageTrace/", "/dashboard/"];
+const PREFIXES: [&str; 11] = [
+    "/cluster/",
+    "/topic/",
+    "/consumer/",
+    "/producer/",
+    "/message/",
+    "/dlqMessage/",
+    "/messageTrace/",
+    "/dashboard/",
+    "/ops/",
+    "/acl/",
+    "/controller/",
+];
 
 /// Whether `path` belongs to the API (else it is a page asset or unknown).
 pub(crate) fn is_api_path(path: &str) -> bool {
-    PREFIXES.iter().any(|p| path.starts_with(p)) || path.starts_with("/ops/")
+    PREFIXES.iter().any(|p| path.starts_with(p))
 }
 
 /// Runs the handler of `path`; its answer is the `data` of the success envelope.
@@ -36,7 +49,8 @@ pub(crate) async fn dispatch(
     path: &str,
     r: &ApiRequest,
 ) -> Result<JsonValue, ApiError> {
-    if path.ends_with(".do") && method != Method::POST {
+    // rocketmq-dashboard's ACL page deletes with DELETE; every other change is a POST.
+    if path.ends_with(".do") && method != Method::POST && method != Method::DELETE {
         return Err(ApiError::bad(format!("{path} changes the cluster: send it with POST")));
     }
     let data = match path {
@@ -84,6 +98,17 @@ pub(crate) async fn dispatch(
         "/dashboard/broker.query" => dashboard::broker(d, r)?,
         "/dashboard/topic.query" => dashboard::topic(d, r)?,
         "/dashboard/topicCurrent.query" => dashboard::topic_current(d),
+
+        "/acl/users.query" => acl::users(d, r).await?,
+        "/acl/acls.query" => acl::acls(d, r).await?,
+        "/acl/createUser.do" => acl::put_user(d, r, false).await?,
+        "/acl/updateUser.do" => acl::put_user(d, r, true).await?,
+        "/acl/deleteUser.do" => acl::delete_user(d, r).await?,
+        "/acl/createAcl.do" => acl::put_acl(d, r, false).await?,
+        "/acl/updateAcl.do" => acl::put_acl(d, r, true).await?,
+        "/acl/deleteAcl.do" => acl::delete_acl(d, r).await?,
+
+        "/controller/state.query" => controller::state(d).await?,
 
         "/ops/homePage.query" => ops::home(d),
         "/ops/updateNameSvrAddr.do" => ops::update_namesrv(d, r).await?,
