@@ -808,6 +808,42 @@ impl Inner {
         }
     }
 
+    /// Runs one listener call on the blocking pool: timed into the consume statistics and,
+    /// with message trace on, recorded as each message's `SubBefore` and `SubAfter` (Java's
+    /// consume hooks, called by the concurrent, orderly and POP services alike). `None` when
+    /// the listener panicked (logged; traced as an exception).
+    pub(crate) async fn call_listener<S: Send + 'static>(
+        &self,
+        mq: &MessageQueue,
+        msgs: &[MessageExt],
+        call: impl FnOnce() -> S + Send + 'static,
+        succeeded: impl Fn(&S) -> bool,
+    ) -> Option<S> {
+        use ferromq_protocol::trace::context_code;
+        let traced = self.tracer.get().map(|t| (t, t.before(&self.config.group, msgs)));
+        let started = Instant::now();
+        let result = match tokio::task::spawn_blocking(call).await {
+            Ok(status) => Some(status),
+            Err(e) => {
+                warn!(topic = %mq.topic, queue_id = mq.queue_id, error = %e, "listener panicked");
+                None
+            }
+        };
+        let ok = result.as_ref().is_some_and(&succeeded);
+        if let Some((tracer, request_id)) = traced {
+            let code = match &result {
+                None => context_code::EXCEPTION,
+                Some(_) if ok => context_code::SUCCESS,
+                Some(_) => context_code::FAILED,
+            };
+            tracer.after(&self.config.group, &request_id, msgs, started.elapsed(), code);
+        }
+        let (done, failed) = if ok { (msgs.len(), 0) } else { (0, msgs.len()) };
+        let now = Instant::now();
+        self.stats.record_consume(&mq.topic, now.duration_since(started), done, failed, now);
+        result
+    }
+
     /// One listener call and what follows from it: success removes the messages, failure
     /// sends them back; what cannot be sent back is consumed again locally later.
     /// Java: `ConsumeRequest#run` + `processConsumeResult` (clustering).
@@ -824,28 +860,10 @@ impl Inner {
                     return;
                 }
                 let batch = msgs.clone();
-                let traced = self.tracer.get().map(|t| (t, t.before(&self.config.group, &msgs)));
-                let started = Instant::now();
-                let (status, panicked) = match tokio::task::spawn_blocking(move || listener(&batch)).await {
-                    Ok(status) => (status, false),
-                    Err(e) => {
-                        warn!(topic = %mq.topic, queue_id = mq.queue_id, error = %e, "listener panicked");
-                        (ConsumeStatus::ReconsumeLater, true)
-                    }
-                };
-                if let Some((tracer, request_id)) = traced {
-                    let code = match (status, panicked) {
-                        (_, true) => ferromq_protocol::trace::context_code::EXCEPTION,
-                        (ConsumeStatus::ConsumeSuccess, _) => ferromq_protocol::trace::context_code::SUCCESS,
-                        _ => ferromq_protocol::trace::context_code::FAILED,
-                    };
-                    tracer.after(&self.config.group, &request_id, &msgs, started.elapsed(), code);
-                }
-                let (ok, failed) =
-                    if status == ConsumeStatus::ConsumeSuccess { (msgs.len(), 0) } else { (0, msgs.len()) };
-                let now = Instant::now();
-                self.stats.record_consume(&mq.topic, now.duration_since(started), ok, failed, now);
-                status
+                let status = self
+                    .call_listener(&mq, &msgs, move || listener(&batch), |s| *s == ConsumeStatus::ConsumeSuccess)
+                    .await;
+                status.unwrap_or(ConsumeStatus::ReconsumeLater)
             };
             let mut failed = Vec::new();
             if status == ConsumeStatus::ReconsumeLater && self.broadcasting() {

@@ -29,7 +29,7 @@ use crate::producer::{Producer, ProducerConfig};
 pub const TRACE_QUEUE: usize = 2048;
 
 /// The region of a message without `MSG_REGION` (the broker's default `regionId`).
-const DEFAULT_REGION: &str = "DefaultRegion";
+pub(crate) const DEFAULT_REGION: &str = "DefaultRegion";
 
 fn epoch_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)

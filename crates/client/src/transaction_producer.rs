@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use ferromq_protocol::header::EndTransactionRequestHeader;
 use ferromq_protocol::message::{decode_offset_msg_id, keys, sysflag};
 use ferromq_protocol::{request_code, RemotingCommand};
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 
@@ -184,7 +184,8 @@ impl<L: TransactionListener> TransactionProducer<L> {
             return Err(e);
         }
         let threads = self.check_config.check_thread_pool_size.max(1);
-        let worker = check_worker(self.listener.clone(), instance, group.clone(), queue_rx, threads);
+        let tracer = self.producer.tracer().cloned();
+        let worker = check_worker(self.listener.clone(), instance, group.clone(), queue_rx, (threads, tracer));
         lock(&self.worker).spawn(worker);
         info!(producer_group = %group, "transaction producer started");
         Ok(())
@@ -283,25 +284,56 @@ impl<L: TransactionListener> TransactionProducer<L> {
             source,
         })?;
         if let Some(tracer) = self.producer.tracer() {
-            // Java: `EndTransactionTraceHookImpl`, recorded once the request is sent.
-            tracer.append(ferromq_protocol::trace::TraceRecord::EndTransaction(
-                ferromq_protocol::trace::EndTransaction {
-                    timestamp: at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64),
-                    region_id: sent.region_id.clone(),
-                    group: self.producer.config().group.clone(),
-                    topic: msg.topic.clone(),
-                    msg_id: sent.msg_id.clone(),
-                    tags: msg.tags().map(str::to_owned),
-                    keys: msg.keys().map(str::to_owned),
-                    store_host: addr,
-                    msg_type: ferromq_protocol::trace::msg_type::TRANS_COMMIT,
-                    transaction_id: sent.transaction_id.clone().unwrap_or_default(),
-                    transaction_state: state.java_name().to_owned(),
-                    from_transaction_check: false,
-                },
-            ));
+            let ended = Ended {
+                group: &self.producer.config().group,
+                topic: &msg.topic,
+                msg_id: &sent.msg_id,
+                store_host: &addr,
+                transaction_id: sent.transaction_id.as_deref().unwrap_or_default(),
+                state,
+                from_check: false,
+            };
+            tracer.append(ended.trace(at, &sent.region_id, msg.tags(), msg.keys()));
         }
         Ok(())
+    }
+}
+
+/// An END_TRANSACTION sent, as its trace record tells it.
+struct Ended<'a> {
+    group: &'a str,
+    topic: &'a str,
+    msg_id: &'a str,
+    store_host: &'a str,
+    transaction_id: &'a str,
+    state: LocalTransactionState,
+    from_check: bool,
+}
+
+impl Ended<'_> {
+    /// The `EndTransaction` trace record, sent at `at` (Java: `EndTransactionTraceHookImpl`,
+    /// run once the request is sent, for the producer's own ends and for check-back answers).
+    fn trace(
+        &self,
+        at: std::time::SystemTime,
+        region_id: &str,
+        tags: Option<&str>,
+        keys: Option<&str>,
+    ) -> ferromq_protocol::trace::TraceRecord {
+        ferromq_protocol::trace::TraceRecord::EndTransaction(ferromq_protocol::trace::EndTransaction {
+            timestamp: at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64),
+            region_id: region_id.to_owned(),
+            group: self.group.to_owned(),
+            topic: self.topic.to_owned(),
+            msg_id: self.msg_id.to_owned(),
+            tags: tags.map(str::to_owned),
+            keys: keys.map(str::to_owned),
+            store_host: self.store_host.to_owned(),
+            msg_type: ferromq_protocol::trace::msg_type::TRANS_COMMIT,
+            transaction_id: self.transaction_id.to_owned(),
+            transaction_state: self.state.java_name().to_owned(),
+            from_transaction_check: self.from_check,
+        })
     }
 }
 
@@ -312,14 +344,18 @@ async fn check_worker<L: TransactionListener>(
     instance: Arc<ClientInstance>,
     group: String,
     mut queue: mpsc::Receiver<TransactionCheck>,
-    threads: usize,
+    (threads, tracer): (usize, Option<Arc<crate::trace::TraceDispatcher>>),
 ) {
     let permits = Arc::new(Semaphore::new(threads));
     let mut running = JoinSet::new();
     while let Some(check) = queue.recv().await {
         let Ok(permit) = permits.clone().acquire_owned().await else { break };
         while running.try_join_next().is_some() {}
-        running.spawn(answer_check(listener.clone(), instance.clone(), group.clone(), check, permit));
+        let answer = answer_check(listener.clone(), instance.clone(), group.clone(), check, tracer.clone());
+        running.spawn(async move {
+            answer.await;
+            drop(permit);
+        });
     }
     while running.join_next().await.is_some() {}
 }
@@ -333,11 +369,16 @@ async fn answer_check<L: TransactionListener>(
     instance: Arc<ClientInstance>,
     group: String,
     check: TransactionCheck,
-    _permit: OwnedSemaphorePermit,
+    tracer: Option<Arc<crate::trace::TraceDispatcher>>,
 ) {
     let TransactionCheck { conn, header, msg } = check;
     let msg_id = msg.property(keys::UNIQ_KEY).map_or_else(|| msg.stored.offset_msg_id(), str::to_owned);
     let check_times = msg.property(keys::TRANSACTION_CHECK_TIMES).map(str::to_owned);
+    // What the trace record needs of the message, taken before the listener has it.
+    let traced = tracer.as_ref().map(|_| {
+        let prop = |k| msg.property(k).map(str::to_owned);
+        (msg.topic().to_owned(), prop(keys::MSG_REGION), prop(keys::TAGS), prop(keys::KEYS))
+    });
     let (state, panic) = run_listener(move || listener.check_local_transaction(&msg)).await;
     let end = EndTransactionRequestHeader {
         topic: header.topic,
@@ -355,13 +396,27 @@ async fn answer_check<L: TransactionListener>(
         check_times = ?check_times, "transaction check answered");
     let mut req = RemotingCommand::request(request_code::END_TRANSACTION).with_header(&end).into_oneway();
     req.remark = panic.map(|p| format!("checkLocalTransactionState panicked: {p}"));
-    if conn.invoke_oneway(req.clone()).await.is_ok() {
-        return;
-    }
+    let at = std::time::SystemTime::now();
     let addr = remote_addr.to_string();
-    if let Err(e) = instance.remoting().invoke_oneway(&addr, req).await {
-        warn!(producer_group = %group, remote_addr = %addr, error = %e,
-            "END_TRANSACTION of a check not sent; the broker will check again");
+    if conn.invoke_oneway(req.clone()).await.is_err() {
+        if let Err(e) = instance.remoting().invoke_oneway(&addr, req).await {
+            warn!(producer_group = %group, remote_addr = %addr, error = %e,
+                "END_TRANSACTION of a check not sent; the broker will check again");
+            return;
+        }
+    }
+    if let (Some(tracer), Some((topic, region, tags, keys))) = (tracer, traced) {
+        let ended = Ended {
+            group: &group,
+            topic: &topic,
+            msg_id: &end.msg_id,
+            store_host: &addr,
+            transaction_id: end.transaction_id.as_deref().unwrap_or_default(),
+            state,
+            from_check: true,
+        };
+        let region = region.as_deref().unwrap_or(crate::trace::DEFAULT_REGION);
+        tracer.append(ended.trace(at, region, tags.as_deref(), keys.as_deref()));
     }
 }
 

@@ -196,3 +196,164 @@ async fn a_traced_transaction_records_its_half_message_and_its_end() {
     producer.shutdown().await;
     c.stop().await;
 }
+
+/// A traced batch leaves one Pub per message, each under its own id and offset id (Java
+/// writes one record under the joined ids, which no id search finds: ADR 0023).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_traced_batch_leaves_a_pub_per_message() {
+    let c = LocalCluster::start(|s| {
+        s.broker.broker_ip1 = "127.0.0.1".to_owned();
+        s.broker.trace_topic_enable = true;
+    })
+    .await;
+    c.wait_registered(RMQ_SYS_TRACE_TOPIC).await;
+    let producer = Producer::new(
+        ProducerConfig { group: "pg_batch_traced".into(), enable_msg_trace: true, ..ProducerConfig::default() },
+        ClientConfig::with_namesrv(&c.ns_addr),
+    );
+    producer.start().await.unwrap();
+    let batch: Vec<Message> = (0..3)
+        .map(|i| Message::new("BatchTraced", format!("batch {i}").into_bytes()).with_keys([format!("b-{i}")]))
+        .collect();
+    let sent = producer.send_batch(batch).await.unwrap();
+    let ids: Vec<&str> = sent.msg_id.split(',').collect();
+    let offset_ids: Vec<&str> = sent.offset_msg_id.split(',').collect();
+    assert_eq!((ids.len(), offset_ids.len()), (3, 3), "{sent:?}");
+    for (i, id) in ids.iter().enumerate() {
+        let records = traces(&c, id, 1).await;
+        let publish =
+            records.iter().find_map(|r| if let TraceRecord::Pub(p) = r { Some(p) } else { None }).expect("Pub");
+        assert_eq!(publish.offset_msg_id, offset_ids[i]);
+        assert_eq!(publish.keys.as_deref(), Some(format!("b-{i}").as_str()));
+        assert_eq!(publish.body_length, 7);
+    }
+    producer.shutdown().await;
+    c.stop().await;
+}
+
+/// Orderly listeners and POP-mode push consumers are traced as concurrent ones are (Java's
+/// consume hooks run in all three services).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orderly_and_pop_consumption_is_traced() {
+    use ferromq_protocol::body::{
+        JsonBody, MessageRequestMode, SetMessageRequestModeRequestBody, SubscriptionGroupConfig,
+    };
+    let c = LocalCluster::start(|s| {
+        s.broker.broker_ip1 = "127.0.0.1".to_owned();
+        s.broker.trace_topic_enable = true;
+    })
+    .await;
+    c.wait_registered(RMQ_SYS_TRACE_TOPIC).await;
+    let producer = Producer::new(
+        ProducerConfig { group: "pg_kinds".into(), ..ProducerConfig::default() },
+        ClientConfig::with_namesrv(&c.ns_addr),
+    );
+    producer.start().await.unwrap();
+    let orderly_msg = producer.send(Message::new("OrderlyTraced", b"o".to_vec())).await.unwrap();
+    let pop_msg = producer.send(Message::new("PopTraced", b"p".to_vec())).await.unwrap();
+    c.wait_registered("PopTraced").await;
+
+    let orderly = PushConsumer::new(
+        PushConsumerConfig {
+            group: "cg_orderly_traced".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            enable_msg_trace: true,
+            ..PushConsumerConfig::default()
+        },
+        ClientConfig::with_namesrv(&c.ns_addr),
+    );
+    orderly.subscribe("OrderlyTraced", "*").await.unwrap();
+    orderly.register_listener_orderly(|_| ferromq_client::ConsumeOrderlyStatus::Success);
+    orderly.start().await.unwrap();
+
+    // The POP group: the broker assigns its queues as POP (Java's SET_MESSAGE_REQUEST_MODE).
+    let admin = RemotingClient::new(ferromq_remoting::ClientConfig::default());
+    let group = SubscriptionGroupConfig { group_name: "cg_pop_traced".into(), ..SubscriptionGroupConfig::default() };
+    let create = RemotingCommand::request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).with_body(group.encode());
+    assert_eq!(admin.invoke(&c.broker_addr, create, T).await.unwrap().code, response_code::SUCCESS);
+    let mode = SetMessageRequestModeRequestBody {
+        consumer_group: "cg_pop_traced".into(),
+        mode: MessageRequestMode::Pop,
+        pop_share_queue_num: 0,
+        topic: "PopTraced".into(),
+    };
+    let set = RemotingCommand::request(request_code::SET_MESSAGE_REQUEST_MODE).with_body(mode.encode());
+    assert_eq!(admin.invoke(&c.broker_addr, set, T).await.unwrap().code, response_code::SUCCESS);
+    let pop = PushConsumer::new(
+        PushConsumerConfig {
+            group: "cg_pop_traced".into(),
+            client_rebalance: false,
+            rebalance_interval: Duration::from_millis(500),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            enable_msg_trace: true,
+            ..PushConsumerConfig::default()
+        },
+        ClientConfig::with_namesrv(&c.ns_addr),
+    );
+    pop.subscribe("PopTraced", "*").await.unwrap();
+    pop.register_listener(|_| ConsumeStatus::ConsumeSuccess);
+    pop.start().await.unwrap();
+
+    for (id, group) in [(&orderly_msg.msg_id, "cg_orderly_traced"), (&pop_msg.msg_id, "cg_pop_traced")] {
+        let records = traces(&c, id, 2).await;
+        let before = records
+            .iter()
+            .find_map(|r| if let TraceRecord::SubBefore(s) = r { Some(s) } else { None })
+            .expect("SubBefore");
+        let after = records
+            .iter()
+            .find_map(|r| if let TraceRecord::SubAfter(s) = r { Some(s) } else { None })
+            .expect("SubAfter");
+        assert_eq!(before.group, group);
+        assert_eq!((after.request_id.as_str(), after.success), (before.request_id.as_str(), true));
+    }
+    admin.shutdown().await;
+    orderly.shutdown().await;
+    pop.shutdown().await;
+    producer.shutdown().await;
+    c.stop().await;
+}
+
+/// A transaction left unknown and committed on the broker's check-back leaves an
+/// EndTransaction marked `fromTransactionCheck` (Java: the check's end-transaction hook).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checked_back_transaction_is_traced_as_such() {
+    struct LaterCommit;
+    impl ferromq_client::TransactionListener for LaterCommit {
+        type Arg = ();
+        fn execute_local_transaction(&self, _msg: &Message, _arg: &()) -> ferromq_client::LocalTransactionState {
+            ferromq_client::LocalTransactionState::Unknown
+        }
+        fn check_local_transaction(&self, _msg: &ferromq_client::MessageExt) -> ferromq_client::LocalTransactionState {
+            ferromq_client::LocalTransactionState::CommitMessage
+        }
+    }
+    let c = LocalCluster::start(|s| {
+        s.broker.broker_ip1 = "127.0.0.1".to_owned();
+        s.broker.trace_topic_enable = true;
+        s.broker.transaction_check_interval = 500;
+        s.broker.transaction_time_out = 0;
+    })
+    .await;
+    c.wait_registered(RMQ_SYS_TRACE_TOPIC).await;
+    let producer = ferromq_client::TransactionProducer::new(
+        ProducerConfig { group: "pg_tx_checked".into(), enable_msg_trace: true, ..ProducerConfig::default() },
+        ClientConfig::with_namesrv(&c.ns_addr),
+        std::sync::Arc::new(LaterCommit),
+    );
+    producer.start().await.unwrap();
+    let sent = producer
+        .send_message_in_transaction(Message::new("TxChecked", b"tx".to_vec()).with_keys(["tx-checked"]), ())
+        .await
+        .unwrap();
+    let records = traces(&c, &sent.send_result.msg_id, 3).await;
+    let ends: Vec<_> =
+        records.iter().filter_map(|r| if let TraceRecord::EndTransaction(e) = r { Some(e) } else { None }).collect();
+    let checked = ends.iter().find(|e| e.from_transaction_check).expect("an EndTransaction from the check-back");
+    assert_eq!(checked.transaction_state, "COMMIT_MESSAGE");
+    assert_eq!((checked.group.as_str(), checked.topic.as_str()), ("pg_tx_checked", "TxChecked"));
+    assert_eq!(checked.keys.as_deref(), Some("tx-checked"));
+    assert!(ends.iter().any(|e| !e.from_transaction_check && e.transaction_state == "UNKNOW"), "{ends:?}");
+    producer.shutdown().await;
+    c.stop().await;
+}

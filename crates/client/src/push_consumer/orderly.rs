@@ -221,19 +221,10 @@ impl Inner {
         let Ok(_permit) = self.consume_permits.clone().acquire_owned().await else {
             return ConsumeOrderlyStatus::SuspendCurrentQueueAMoment;
         };
-        let count = batch.len();
-        let started = std::time::Instant::now();
-        let status = match tokio::task::spawn_blocking(move || listener(&batch)).await {
-            Ok(status) => status,
-            Err(e) => {
-                warn!(topic = %mq.topic, queue_id = mq.queue_id, error = %e, "orderly listener panicked");
-                ConsumeOrderlyStatus::SuspendCurrentQueueAMoment
-            }
-        };
-        let (ok, failed) = if status == ConsumeOrderlyStatus::Success { (count, 0) } else { (0, count) };
-        let now = std::time::Instant::now();
-        self.stats.record_consume(&mq.topic, now.duration_since(started), ok, failed, now);
-        status
+        let msgs = batch.clone();
+        self.call_listener(mq, &msgs, move || listener(&batch), |s| *s == ConsumeOrderlyStatus::Success)
+            .await
+            .unwrap_or(ConsumeOrderlyStatus::SuspendCurrentQueueAMoment)
     }
 
     /// After a suspend: messages past `max_reconsume_times` go to the dead-letter topic

@@ -207,19 +207,10 @@ impl Inner {
                     e
                 })
                 .collect();
-            let started = std::time::Instant::now();
-            let n = batch.len();
-            let status = match tokio::task::spawn_blocking(move || listener(&batch)).await {
-                Ok(status) => status,
-                Err(e) => {
-                    warn!(topic = %mq.topic, error = %e, "listener panicked");
-                    ConsumeStatus::ReconsumeLater
-                }
-            };
-            let (ok, failed) = if status == ConsumeStatus::ConsumeSuccess { (n, 0) } else { (0, n) };
-            let now = std::time::Instant::now();
-            self.stats.record_consume(&mq.topic, now.duration_since(started), ok, failed, now);
-            status
+            let msgs = batch.clone();
+            self.call_listener(mq, &msgs, move || listener(&batch), |s| *s == ConsumeStatus::ConsumeSuccess)
+                .await
+                .unwrap_or(ConsumeStatus::ReconsumeLater)
         };
         for m in &mut chunk {
             let result = if status == ConsumeStatus::ConsumeSuccess {
