@@ -25,6 +25,7 @@ function build(el, attrs, children) {
     else if (k === 'test') el.setAttribute('data-test', v);
     else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
     else if (k === 'value' || k === 'checked' || k === 'selected' || k === 'disabled') el[k] = v;
+    else if (k === 'style') el.style.cssText = v; // through the CSSOM: allowed by a strict CSP
     else el.setAttribute(k, v === true ? '' : String(v));
   }
   append(el, children);
@@ -218,11 +219,13 @@ function toast(text, kind = 'error') {
  * Opens a dialog. `body` is a node (or nodes); `actions` buttons go to its footer.
  * Returns `{el, body, close, setBody}`.
  */
+const openDialogs = new Set();
+
 function modal(title, body, { test, wide, actions, onClose } = {}) {
   const overlay = h('div', { class: 'overlay' });
   const bodyEl = h('div', { class: 'dialog-body' }, body);
   const close = () => {
-    if (!overlay.isConnected) return;
+    if (!openDialogs.delete(close)) return;
     overlay.remove();
     document.removeEventListener('keydown', onKey);
     if (onClose) onClose();
@@ -240,6 +243,7 @@ function modal(title, body, { test, wide, actions, onClose } = {}) {
     if (e.target === overlay) close();
   });
   document.addEventListener('keydown', onKey);
+  openDialogs.add(close);
   $('#modals').append(overlay);
   return { el, body: bodyEl, close, setBody: (...nodes) => bodyEl.replaceChildren(...nodes.flat().filter(Boolean)) };
 }
@@ -515,7 +519,7 @@ function route() {
     current.alive = false;
     current.cleanups.forEach((f) => f());
   }
-  $('#modals').replaceChildren();
+  for (const close of Array.from(openDialogs)) close();
   const ctx = {
     name, alive: true, cleanups: [], params: new URLSearchParams(m[2] || ''),
     onLeave(f) { this.cleanups.push(f); },
@@ -588,7 +592,7 @@ PAGES.dashboard = { title: 'Dashboard', render: async (root, ctx) => {
   const topTopics = h('div', { test: 'top-topics' });
   const notCharted = h('p', { class: 'note' });
   const today = h('div', { test: 'broker-today' });
-  const topicSelect = h('select', { test: 'topic-chart-select', onchange: () => drawTopic() });
+  const topicSelect = h('select', { test: 'topic-chart-select', onchange: () => { topicSelect.dataset.picked = '1'; drawTopic(); } });
   const topicChart = h('div', { test: 'chart-topic-tps' });
   root.append(pageHead('Dashboard', updated), stats,
     h('div', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'Broker TPS, last hour'),
@@ -621,24 +625,28 @@ PAGES.dashboard = { title: 'Dashboard', render: async (root, ctx) => {
       const last = pts.length ? pts[pts.length - 1] : [0, 0, 0];
       return { name, in: last[1] || 0, out: last[2] || 0 };
     });
-    const top = topics.slice().sort((a, b) => b.in - a.in || b.out - a.out || a.name.localeCompare(b.name)).slice(0, 10);
+    const top = topics.filter((t) => t.in > 0 || t.out > 0)
+      .sort((a, b) => b.in - a.in || b.out - a.out || a.name.localeCompare(b.name)).slice(0, 10);
     const maxIn = Math.max(0, ...top.map((t) => t.in));
     topTopics.replaceChildren(table([
       { t: '#', v: (t) => String(top.indexOf(t) + 1) },
-      { t: 'Topic', v: (t) => h('a', { href: '#/dashboard', onclick: (e) => { e.preventDefault(); topicSelect.value = t.name; drawTopic(); } }, t.name) },
+      { t: 'Topic', v: (t) => h('a', { href: '#/dashboard', title: 'Chart this topic below',
+        onclick: (e) => { e.preventDefault(); topicSelect.value = t.name; topicSelect.dataset.picked = '1'; drawTopic(); } }, t.name) },
       { t: 'Put TPS', v: (t) => fmtTps(t.in), num: true },
       { t: 'Get TPS', v: (t) => fmtTps(t.out), num: true },
       { t: '', v: (t) => h('div', { class: 'bar', style: 'width:120px' }, h('div', { style: `width:${maxIn ? (t.in / maxIn) * 100 : 0}%` })) },
-    ], top, { test: 'top-topics-table', rowTest: 'top-topic-row', rowName: (t) => t.name, empty: 'No topic traffic recorded yet' }));
+    ], top, { test: 'top-topics-table', rowTest: 'top-topic-row', rowName: (t) => t.name, empty: 'No topic has traffic right now' }));
     notCharted.textContent = sr.topicsNotCharted > 0 ? `${sr.topicsNotCharted} more topics are not charted.` : '';
 
     const names = topics.map((t) => t.name).sort();
+    const keep = topicSelect.value;
     if (topicSelect.dataset.names !== names.join('\n')) {
-      const keep = topicSelect.value;
       topicSelect.replaceChildren(...names.map((n) => h('option', { value: n }, n)));
       topicSelect.dataset.names = names.join('\n');
-      topicSelect.value = names.includes(keep) ? keep : (top[0] ? top[0].name : names[0] || '');
     }
+    // Until the user picks a topic, the chart follows the busiest one.
+    const busiest = top[0] ? top[0].name : names.includes(keep) ? keep : names.find((n) => !/^(%|rmq_sys_|RMQ_SYS_)/.test(n)) || names[0] || '';
+    topicSelect.value = topicSelect.dataset.picked && names.includes(keep) ? keep : busiest;
     drawTopic();
   };
 
@@ -1019,17 +1027,20 @@ function resetResultDialog(topic, res, skip) {
     h('p', { test: 'reset-result-summary', 'data-ok': String(ok) }, statusBadge(ok), ` ${groups.length} consumer group(s)`),
     groups.map((g) => {
       const r = res[g] || {};
+      const stats = (r.rollbackStatsList || []).slice().sort(byQueue);
+      // Only the legacy (offline consumer) reset fills the offsets before the change.
+      const full = stats.some((x) => x.brokerOffset || x.consumerOffset || x.timestampOffset);
       return h('div', { test: 'reset-result-row', 'data-name': g, 'data-status': String(!!r.status) },
         h('h3', null, `${g} `, statusBadge(r.status)),
         r.errMsg ? h('div', { class: 'error-box' }, r.errMsg) : null,
         table([
           { t: 'Broker', v: (x) => x.brokerName },
           { t: 'Queue', v: (x) => x.queueId, num: true },
-          { t: 'Broker offset', v: (x) => x.brokerOffset, num: true },
-          { t: 'Consumer offset', v: (x) => x.consumerOffset, num: true },
-          { t: 'Offset at time', v: (x) => x.timestampOffset, num: true },
+          full && { t: 'Broker offset', v: (x) => x.brokerOffset, num: true },
+          full && { t: 'Consumer offset', v: (x) => x.consumerOffset, num: true },
+          full && { t: 'Offset at time', v: (x) => x.timestampOffset, num: true },
           { t: 'New offset', v: (x) => x.rollbackOffset, num: true },
-        ], (r.rollbackStatsList || []).slice().sort(byQueue), { test: 'reset-result-table', empty: 'No queue changed' }));
+        ].filter(Boolean), stats, { test: 'reset-result-table', empty: 'No queue changed' }));
     })], { test: 'reset-result-dialog', wide: true });
 }
 
@@ -1104,6 +1115,7 @@ const subscriptionCols = [
 
 function consumerClientDialog(g) {
   modalLoading(`Clients of ${g.group}`, 'consumer-client-dialog', async () => {
+    if (!g.count) return h('div', { class: 'empty-state' }, 'No consumer of this group is online.');
     const cc = await api('/consumer/consumerConnection.query', { query: { consumerGroup: realGroup(g.group), address: addressParam(g) } });
     return [kvGrid([['Consume type', cc.consumeType], ['Message model', cc.messageModel], ['Consume from', cc.consumeFromWhere]], 'consumer-client-info'),
       h('h3', null, 'Connections'),
@@ -1458,14 +1470,15 @@ PAGES.message = { title: 'Message', render: async (root, ctx) => {
 
   // by id
   const t3 = topicInput('msg-id-topic');
-  const id = h('input', { type: 'text', test: 'msg-id-input', placeholder: 'Message ID', autocomplete: 'off', value: ctx.params.get('msgId') || '' });
+  const id = h('input', { type: 'text', test: 'msg-id-input', placeholder: 'Message ID', autocomplete: 'off', value: ctx.params.get('msgId') || '', style: 'min-width:340px' });
   const out3 = h('div', { test: 'msg-id-result' });
   const idForm = formEl({ class: 'inline-form', test: 'msg-id-form' }, async () => {
+    const topic = required(t3.value, 'The topic');
     const msgId = required(id.value, 'The message ID');
-    const data = await api('/message/viewMessage.query', { query: { msgId, topic: t3.value.trim() || undefined } });
+    const data = await api('/message/viewMessage.query', { query: { msgId, topic } });
     out3.replaceChildren(messageTable([data.messageView], (m) => messageDetailDialog(m.msgId, m.topic, m, data)));
-    messageDetailDialog(msgId, t3.value.trim(), data.messageView, data);
-  }, fld('Topic (optional)', t3), fld('Message ID', id), h('button', { class: 'btn btn-primary', type: 'submit', test: 'msg-id-search' }, 'Search'));
+    messageDetailDialog(msgId, topic, data.messageView, data);
+  }, fld('Topic', t3), fld('Message ID', id), h('button', { class: 'btn btn-primary', type: 'submit', test: 'msg-id-search' }, 'Search'));
   panes.id = h('div', null, idForm, out3);
 
   root.append(pageHead('Message'), h('div', { class: 'card' }, tabBar, Object.values(panes)));
@@ -1577,7 +1590,7 @@ function traceTimeline(g) {
 }
 
 PAGES.trace = { title: 'Message Trace', render: async (root, ctx) => {
-  const msgId = h('input', { type: 'text', test: 'trace-msgid', placeholder: 'Message ID', autocomplete: 'off', value: ctx.params.get('msgId') || '' });
+  const msgId = h('input', { type: 'text', test: 'trace-msgid', placeholder: 'Message ID', autocomplete: 'off', value: ctx.params.get('msgId') || '', style: 'min-width:340px' });
   const traceTopic = h('input', { type: 'text', list: 'trace-topics', test: 'trace-topic', autocomplete: 'off', value: ctx.params.get('traceTopic') || 'RMQ_SYS_TRACE_TOPIC' });
   const out = h('div', { test: 'trace-result' });
   const form = formEl({ class: 'inline-form', test: 'trace-form' }, async () => {

@@ -48,13 +48,20 @@ const MARKERS = {
 mkdirSync(SHOTS, { recursive: true });
 const started = Date.now();
 const profile = mkdtempSync(join(tmpdir(), 'ferromq-dashboard-chromium-'));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: CHROMIUM,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1440, height: 900 },
-});
+let context;
+try {
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1440, height: 900 },
+  });
+} catch (e) {
+  console.log(`FAIL setup: cannot start Chromium at ${CHROMIUM} (set CHROMIUM): ${String(e.message).split('\n')[0]}`);
+  rmSync(profile, { recursive: true, force: true });
+  process.exit(2);
+}
 const page = context.pages()[0] || await context.newPage();
 page.setDefaultTimeout(STEP_MS);
 
@@ -92,13 +99,22 @@ async function finish(code) {
 }
 
 let stepNo = 0;
+// What the running step waits for, named in its timeout message.
+let waitingFor = '';
+const expecting = (what) => { waitingFor = what; };
 async function step(name, body, limit = STEP_MS) {
   stepNo++;
   const t0 = Date.now();
   problems = [];
-  let timer;
+  waitingFor = '';
+  let timer, watch;
   try {
-    await Promise.race([body(), new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out after ${limit / 1000} s`)), limit); })]);
+    await Promise.race([
+      body(),
+      new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out after ${limit / 1000} s${waitingFor ? ` waiting for ${waitingFor}` : ''}`)), limit); }),
+      // Fail at once when the browser reports a problem (an error shown, a failed request).
+      new Promise((_, reject) => { watch = setInterval(() => { if (problems.length) reject(new Error(problems.join('; '))); }, 100); }),
+    ]);
     await sleep(200); // let late responses and console messages arrive
     if (problems.length) throw new Error(problems.join('; '));
     console.log(`ok   ${stepNo} ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
@@ -110,17 +126,20 @@ async function step(name, body, limit = STEP_MS) {
     await finish(1);
   } finally {
     clearTimeout(timer);
+    clearInterval(watch);
   }
 }
 
 /** Opens a page through the nav bar and waits for its main content. */
 async function open(name) {
+  expecting(`the ${name} page to show its content ([data-test=${MARKERS[name]}])`);
   await page.click(t(`nav-${name}`));
   await page.waitForSelector(`${t(`page-${name}`)}[data-ready="1"] ${t(MARKERS[name])}`, { state: 'visible' });
 }
 
 /** Waits until `check()` is truthy, running `between()` (e.g. a refresh) every `every` ms. */
 async function until(what, check, { every = 1000, between } = {}) {
+  expecting(what);
   for (;;) {
     const v = await check();
     if (v) return v;
@@ -149,6 +168,7 @@ await step('open-pages', async () => {
 // 2. Create DASH_NEW_TOPIC with the Add form, see it listed, send it a message.
 await step('create-topic', async () => {
   await open('topic');
+  expecting('the Add topic dialog');
   await page.click(t('topic-add-btn'));
   const dialog = page.locator(t('topic-form-dialog'));
   await dialog.waitFor();
@@ -156,10 +176,12 @@ await step('create-topic', async () => {
   await firstCluster.check();
   await dialog.locator(t('topic-form-name')).fill(NEW_TOPIC);
   await dialog.locator(t('topic-form-submit')).click();
+  expecting('the Add topic dialog to close after Create');
   await dialog.waitFor({ state: 'detached' });
   await page.fill(t('topic-filter'), NEW_TOPIC);
   const row = page.locator(named('topic-row', NEW_TOPIC));
   await until(`topic ${NEW_TOPIC} listed`, () => row.count(), { every: 1500, between: () => page.click(t('topic-refresh-btn')) });
+  expecting(`the SEND MESSAGE dialog of ${NEW_TOPIC} and its result`);
   await row.locator(t('topic-send-btn')).click();
   const send = page.locator(t('topic-send-dialog'));
   await send.locator(t('send-tag')).fill('dashboard');
@@ -180,8 +202,10 @@ await step('consumer-backlog', async () => {
   const lag = await until(`group ${GROUP} listed with a backlog`, async () => {
     if (!await row.count()) return 0;
     const v = Number(await row.locator(t('consumer-diff')).getAttribute('data-value'));
+    expecting(`group ${GROUP} to show a backlog > 0 (it shows ${v})`);
     return v > 0 ? v : 0;
   }, { every: 2000, between: () => page.click(t('consumer-refresh-btn')) });
+  expecting(`CONSUME DETAIL of ${GROUP} to list topic ${TOPIC}`);
   await row.locator(t('consumer-detail-btn')).click();
   const topic = page.locator(`${t('consumer-detail-dialog')} ${named('consume-detail-topic', TOPIC)}`);
   await topic.waitFor();
@@ -228,6 +252,7 @@ await step('message-by-key', async () => {
   await page.click(t('msg-tab-key'));
   await page.fill(t('msg-key-topic'), TOPIC);
   await page.fill(t('msg-key-input'), KEY);
+  expecting(`a message of ${TOPIC} with key ${KEY}, then its detail dialog`);
   await page.click(t('msg-key-search'));
   const rows = page.locator(`${t('msg-key-result')} ${t('message-row')}`);
   await rows.first().waitFor();
@@ -255,6 +280,7 @@ await step('skip-backlog', async () => {
     // The topic may have a type hidden by default; show every type.
     for (const box of await page.locator(`${t('page-topic')} input[type=checkbox][data-test^="topic-type-"]`).all()) await box.check();
   }
+  expecting(`the SKIP MESSAGE ACCUMULATE dialog of ${TOPIC} offering ${GROUP}, then its result`);
   await row.locator(t('topic-skip-btn')).click();
   const dialog = page.locator(`${t('topic-skip-dialog')}[data-ready="1"]`);
   await dialog.waitFor();
@@ -274,6 +300,7 @@ if (MSG_ID) {
   await step('message-trace', async () => {
     await open('trace');
     await page.fill(t('trace-msgid'), MSG_ID);
+    expecting(`the producer node of ${MSG_ID}'s trace`);
     await page.click(t('trace-search'));
     await page.locator(t('trace-producer-node')).waitFor();
     await shot('trace');
