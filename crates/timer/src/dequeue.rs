@@ -114,12 +114,14 @@ async fn deliver_slot(shared: &Shared, slot: &Slot) -> bool {
             if recalled.contains(&delete_key(real_topic, uniq)) {
                 debug!(topic = real_topic, uniq_key = uniq, "timer message recalled");
                 Counters::add(&shared.counters.recalled);
+                shared.topic_metrics.dequeued(real_topic);
                 continue;
             }
         }
         if let Put::Stopped = deliver(shared, &msg, unit.write_time_ms, unit.is_roll()).await {
             return false;
         }
+        shared.topic_metrics.dequeued(msg.property(keys::REAL_TOPIC).unwrap_or_default());
     }
     true
 }
@@ -157,6 +159,11 @@ pub(crate) async fn deliver(shared: &Shared, msg: &StoredMessage, enqueue_ms: i6
     let result = put_with_retry(shared, out).await;
     if let Put::Stored = result {
         Counters::add(if roll { &shared.counters.rolled } else { &shared.counters.delivered });
+        if !roll {
+            if let Some(due) = msg.property(keys::TIMER_OUT_MS).and_then(|v| v.parse::<i64>().ok()) {
+                shared.topic_metrics.delivered_late(shared.now_ms() - due);
+            }
+        }
     }
     result
 }

@@ -169,6 +169,9 @@ async fn enqueue_one(shared: &Shared, unit: &CqUnit) -> Result<(), Interrupt> {
         };
     }
     let filed = append_unit(shared, write_time, deliver_ms, unit, topic_hash, is_delete);
+    if filed.is_ok() && !is_delete {
+        shared.topic_metrics.enqueued(property(keys::REAL_TOPIC).unwrap_or_default());
+    }
     filed.map(|_| ()).map_err(|e| {
         error!(physical_offset = unit.commit_log_offset, error = %e, "timerlog append failed; retrying");
         Interrupt::Retry

@@ -39,8 +39,9 @@
 //!
 //! # Not here
 //!
-//! Reading `broker.conf`, request codes (RECALL_MESSAGE is the broker's), per-topic timer
-//! metrics (`timermetrics`), slave mode (master offset sync), and the disruptor and
+//! Reading `broker.conf`, request codes (RECALL_MESSAGE is the broker's), the persisted
+//! per-topic timer metrics file (`timermetrics`; the counts are kept in memory,
+//! [`topic_metrics`]), slave mode (master offset sync), and the disruptor and
 //! warm-up options of Java.
 
 mod base64url;
@@ -57,6 +58,7 @@ mod recovery;
 mod slot;
 mod store;
 mod timer_log;
+pub mod topic_metrics;
 mod transform;
 mod wheel;
 

@@ -111,6 +111,7 @@ pub(crate) struct Shared {
     pub(crate) flush_wake: (Mutex<()>, Condvar),
     pub(crate) poisoned: AtomicBool,
     pub(crate) counters: Counters,
+    pub(crate) topic_metrics: crate::topic_metrics::TopicMetrics,
     rng: AtomicU64,
 }
 
@@ -217,6 +218,7 @@ impl TimerMessageStore {
             flush_wake: (Mutex::new(()), Condvar::new()),
             poisoned: AtomicBool::new(false),
             counters: Counters::default(),
+            topic_metrics: crate::topic_metrics::TopicMetrics::default(),
             rng: AtomicU64::new((now as u64) | 1),
             config,
         });
@@ -346,6 +348,17 @@ impl TimerMessageStore {
     }
 
     /// Counters since open.
+    /// Each topic's messages into and out of the wheel since start (bounded; see
+    /// [`crate::topic_metrics`]).
+    pub fn topic_counts(&self) -> Vec<(String, crate::topic_metrics::TopicTimerCounts)> {
+        self.shared.topic_metrics.topics()
+    }
+
+    /// How late due messages were delivered since start.
+    pub fn delay_latency(&self) -> crate::topic_metrics::DelayLatency {
+        self.shared.topic_metrics.latency()
+    }
+
     pub fn stats(&self) -> TimerStats {
         let c = &self.shared.counters;
         TimerStats {

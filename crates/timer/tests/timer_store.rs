@@ -55,6 +55,12 @@ async fn due_messages_arrive_at_or_after_their_time_within_one_precision_step() 
     assert_eq!(m1.timer_out_ms(), exact - 1000);
     assert_eq!(running.timer.pending(), 0);
     assert_eq!(running.timer.stats().delivered, 3);
+    // Per topic: three in, three out, none waiting; three deliveries timed.
+    let counts = running.timer.topic_counts();
+    let orders = counts.iter().find(|(t, _)| t == "Orders").expect("Orders counted").1;
+    assert_eq!((orders.enqueued, orders.dequeued, orders.timing()), (3, 3, 0));
+    let latency = running.timer.delay_latency();
+    assert_eq!((latency.count, latency.buckets.iter().sum::<u64>()), (3, 3));
     running.stop().await;
 }
 
@@ -96,6 +102,9 @@ async fn timer_far_beyond_a_small_roll_window_rolls_and_arrives_on_time() {
     let rolls: i32 = got[0].props.get(keys::TIMER_ROLL_TIMES).and_then(|v| v.parse().ok()).unwrap_or(0);
     assert!(rolls >= 2, "rolled {rolls} times");
     assert!(running.timer.stats().rolled >= 2);
+    // Each roll left the wheel and came back: in and out balance once it is delivered.
+    let far = running.timer.topic_counts().into_iter().find(|(t, _)| t == "Far").expect("Far counted").1;
+    assert!(far.enqueued >= 3 && far.timing() == 0, "{far:?}");
     // The rolls were re-put to the timer topic, where the original also is.
     assert!(store.max_offset_in_queue(TIMER_TOPIC, 0) >= 3);
     running.stop().await;
@@ -141,12 +150,16 @@ async fn recalled_timer_is_not_delivered_and_its_neighbour_is() {
     recall(&store, &doomed, "Recall", &config).await;
     assert!(eventually(Duration::from_secs(5), || running.timer.stats().enqueued == 3).await);
     assert_eq!(running.timer.pending(), 1, "two messages, one delete marker");
+    let waiting = running.timer.topic_counts().into_iter().find(|(t, _)| t == "Recall").expect("counted").1;
+    assert_eq!(waiting.timing(), 2, "markers are not messages: {waiting:?}");
     let got = wait_for_distinct(&store, "Recall", 0, 1, Duration::from_secs(6)).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let got = if got.len() == 1 { read_queue(&store, "Recall", 0) } else { got };
     let ids: Vec<&str> = got.iter().map(|d| d.uniq.as_str()).collect();
     assert_eq!(ids, ["kept"]);
     assert_eq!(running.timer.stats().recalled, 1);
+    let done = running.timer.topic_counts().into_iter().find(|(t, _)| t == "Recall").expect("counted").1;
+    assert_eq!(done.timing(), 0, "the recalled message left the wheel too: {done:?}");
     running.stop().await;
 }
 
