@@ -157,6 +157,8 @@ pub struct Broker {
     /// POP consumption: queue locks, in-flight counts, parked pops, FIFO and request-mode
     /// state.
     pub(crate) pop: crate::pop::PopState,
+    /// Half messages waiting for their end, per topic (`rocketmq_half_messages`).
+    pub(crate) half_messages: crate::transaction::HalfMessages,
 }
 
 /// Groups remembered for the SQL92 refusal warning; beyond it, warnings stop.
@@ -920,6 +922,7 @@ pub async fn run_with_local_access(
         tx_ops: Default::default(),
         sql92_warned: Default::default(),
         pop,
+        half_messages: crate::transaction::HalfMessages::default(),
         timer: RwLock::new(timer.clone()),
         replication: RwLock::new(replication),
         role: RwLock::new(role),

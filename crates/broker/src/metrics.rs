@@ -647,12 +647,37 @@ impl Collector for BrokerCollector {
                 gauge("rocketmq_timer_dequeue_latency", "How far the wheel's delivery is behind", Some("milliseconds")),
                 timer.dequeue_behind_ms(),
             )?;
-            emit_one(
+            // Per topic, as Java's TimerMetrics counts them (since this broker started).
+            let counts = timer.topic_counts();
+            let timing = counts.iter().map(|(t, c)| Series::new(vec![("topic", t.clone())], c.timing())).collect();
+            let help = "Messages waiting in the timer wheel";
+            emit(&mut encoder, gauge("rocketmq_timing_messages", help, None), timing, limit, &mut folded)?;
+            let enqueued = counts.iter().map(|(t, c)| Series::new(vec![("topic", t.clone())], c.enqueued)).collect();
+            let help = "Messages linked into the timer wheel (a roll counts again)";
+            emit(&mut encoder, counter("rocketmq_timer_enqueue", help), enqueued, limit, &mut folded)?;
+            let dequeued = counts.iter().map(|(t, c)| Series::new(vec![("topic", t.clone())], c.dequeued)).collect();
+            let help = "Messages taken out of the timer wheel when due";
+            emit(&mut encoder, counter("rocketmq_timer_dequeue", help), dequeued, limit, &mut folded)?;
+            let latency = timer.delay_latency();
+            let series =
+                vec![HistogramSeries { labels: Vec::new(), counts: latency.buckets.to_vec(), sum: latency.sum_s }];
+            let family = Family {
+                name: "rocketmq_delay_message_latency",
+                help: "Seconds a due timer message was delivered after its time",
+                unit: Some("seconds"),
+                kind: Kind::Gauge,
+            };
+            emit_histogram(
                 &mut encoder,
-                gauge("rocketmq_timing_messages", "Messages waiting in the timer wheel", None),
-                timer.pending(),
+                family,
+                &ferromq_timer::topic_metrics::LATENCY_BOUNDS_S,
+                series,
+                1,
+                &mut folded,
             )?;
         }
+        b.half_messages.encode(&mut encoder, limit, &mut folded)?;
+        b.pop.metrics.encode(&mut encoder, limit, &mut folded)?;
         // Replication and role.
         let role = b.role();
         let role_value = match role.broker_role {

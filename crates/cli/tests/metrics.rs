@@ -194,3 +194,102 @@ async fn a_cluster_proxy_serves_its_metrics() {
     assert!(get(&m, "rocketmq_rpc_latency_milliseconds_count", &[("request_code", "get_routeinfo_by_topic")]) >= 1.0);
     client.shutdown().await;
 }
+
+/// The timer's per-topic figures, pending half messages and the POP revive families: a timed
+/// message delivered, a transaction left open, a popped message never acknowledged and
+/// revived (observability.md §1.2, POP and store tables).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timer_transaction_and_pop_revive_metrics_follow_their_messages() {
+    use ferromq_client::{
+        ClientConfig as Client, LocalTransactionState, Message, MessageExt, MessageSelector, Producer, ProducerConfig,
+        SimpleConsumer, SimpleConsumerConfig, TransactionListener, TransactionProducer,
+    };
+    struct Undecided;
+    impl TransactionListener for Undecided {
+        type Arg = ();
+        fn execute_local_transaction(&self, _: &Message, _: &()) -> LocalTransactionState {
+            LocalTransactionState::Unknown
+        }
+        fn check_local_transaction(&self, _: &MessageExt) -> LocalTransactionState {
+            LocalTransactionState::Unknown
+        }
+    }
+    let s = start_standalone(BIN);
+    // Sends create their topics once the broker has registered with the name server.
+    let admin = ferromq_client::admin::AdminClient::new(&s.namesrv);
+    let registered = Instant::now() + Duration::from_secs(20);
+    while admin.topic_route("TBW102").await.is_err() {
+        assert!(Instant::now() < registered, "the broker never registered");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    admin.shutdown().await;
+    let producer = Producer::new(
+        ProducerConfig { group: "pg_metrics_more".into(), ..ProducerConfig::default() },
+        Client::with_namesrv(&s.namesrv),
+    );
+    producer.start().await.unwrap();
+    // A message due in one second, through the timer wheel.
+    let mut timed = Message::new("MetricsTimed", b"timed".to_vec());
+    timed.set_deliver_time_ms(
+        i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()).unwrap()
+            + 1_000,
+    );
+    producer.send(timed).await.unwrap();
+    // A half message nobody decides on.
+    let tx = TransactionProducer::new(
+        ProducerConfig { group: "pg_metrics_tx".into(), ..ProducerConfig::default() },
+        Client::with_namesrv(&s.namesrv),
+        std::sync::Arc::new(Undecided),
+    );
+    tx.start().await.unwrap();
+    tx.send_message_in_transaction(Message::new("MetricsHalf", b"half".to_vec()), ()).await.unwrap();
+    // A message popped with a one-second invisible time and never acknowledged.
+    producer.send(Message::new("MetricsPop", b"pop".to_vec())).await.unwrap();
+    let consumer = SimpleConsumer::start(
+        SimpleConsumerConfig { group: "cg_metrics_pop".into(), ..SimpleConsumerConfig::default() },
+        Client::with_namesrv(&s.namesrv),
+    );
+    consumer.subscribe("MetricsPop", MessageSelector::tag("*")).await.unwrap();
+    let popped = consumer.receive(1, Duration::from_secs(1)).await.unwrap();
+    assert_eq!(popped.len(), 1);
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, scrape) = scrape(&s.metrics);
+        let timer_done = find(&scrape, "rocketmq_timer_dequeue_total", &[("topic", "MetricsTimed")]).map(value)
+            == Some(1.0)
+            && find(&scrape, "rocketmq_timer_enqueue_total", &[("topic", "MetricsTimed")]).map(value) == Some(1.0)
+            && find(&scrape, "rocketmq_timing_messages", &[("topic", "MetricsTimed")]).map(value) == Some(0.0)
+            && find(&scrape, "rocketmq_delay_message_latency_seconds_count", &[]).map(value).unwrap_or(0.0) >= 1.0;
+        let half = find(&scrape, "rocketmq_half_messages", &[("topic", "MetricsHalf")]).map(value) == Some(1.0);
+        let revived = find(
+            &scrape,
+            "rocketmq_pop_revive_retry_messages_total",
+            &[("topic", "MetricsPop"), ("consumer_group", "cg_metrics_pop"), ("put_status", "PUT_OK")],
+        )
+        .map(value)
+            == Some(1.0);
+        let ck_in = scrape.samples.iter().any(|x| {
+            x.metric == "rocketmq_pop_revive_in_message_total"
+                && x.labels.get("revive_message_type") == Some("ck")
+                && value(x) >= 1.0
+        });
+        let ck_out = scrape.samples.iter().any(|x| {
+            x.metric == "rocketmq_pop_revive_out_message_total"
+                && x.labels.get("revive_message_type") == Some("ck")
+                && value(x) >= 1.0
+        });
+        let lag_known = scrape.samples.iter().any(|x| x.metric == "rocketmq_pop_revive_lag");
+        if timer_done && half && revived && ck_in && ck_out && lag_known {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timer {timer_done}, half {half}, revived {revived}, ck in {ck_in}, ck out {ck_out}, lag {lag_known}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    consumer.shutdown().await;
+    tx.shutdown().await;
+    producer.shutdown().await;
+}

@@ -22,6 +22,22 @@ pub enum PutMessageStatus {
     UnknownError,
 }
 
+impl PutMessageStatus {
+    /// Java's constant name (`PUT_OK`, ...), as metrics label a put.
+    pub fn java_name(self) -> &'static str {
+        match self {
+            PutMessageStatus::PutOk => "PUT_OK",
+            PutMessageStatus::FlushDiskTimeout => "FLUSH_DISK_TIMEOUT",
+            PutMessageStatus::ServiceNotAvailable => "SERVICE_NOT_AVAILABLE",
+            PutMessageStatus::CreateMappedFileFailed => "CREATE_MAPPED_FILE_FAILED",
+            PutMessageStatus::MessageIllegal => "MESSAGE_ILLEGAL",
+            PutMessageStatus::PropertiesSizeExceeded => "PROPERTIES_SIZE_EXCEEDED",
+            PutMessageStatus::FlushFailed => "OS_PAGE_CACHE_BUSY",
+            PutMessageStatus::UnknownError => "UNKNOWN_ERROR",
+        }
+    }
+}
+
 /// Where an append put the message(s).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AppendResult {

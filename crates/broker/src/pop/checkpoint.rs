@@ -5,6 +5,7 @@
 //! before its messages are due back, an ack at the deadline. Java: `PopMessageProcessor#
 //! buildCkMsg`, `AckMessageProcessor`, `PopAckConstants`.
 
+use crate::pop::pop_metrics::ReviveKind;
 use ferromq_protocol::body::{AckMsg, JsonBody, PopCheckPoint};
 use ferromq_protocol::message::{keys, MessageProperties, StoredMessage};
 use ferromq_store::PutMessageStatus;
@@ -97,6 +98,8 @@ impl Broker {
             ..StoredMessage::default()
         };
         let result = self.store.put_message(msg).await;
+        let kind = if tag == CK_TAG { ReviveKind::Ck } else { ReviveKind::Ack };
+        self.pop.metrics.revive_in(kind, revive_qid, result.status.java_name());
         match result.status {
             PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout => Ok(()),
             status => Err(RecordNotStored(format!(

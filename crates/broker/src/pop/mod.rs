@@ -23,6 +23,7 @@ pub(crate) mod hold;
 pub(crate) mod notification;
 pub(crate) mod order_info;
 pub(crate) mod pop_message;
+pub(crate) mod pop_metrics;
 pub(crate) mod request_mode;
 pub(crate) mod revive;
 
@@ -161,6 +162,8 @@ pub(crate) struct PopState {
     pub(crate) acks: ack_merge::AckSender,
     /// The checkpoint buffer, with `enablePopBufferMerge`.
     pub(crate) buffer: Option<ck_buffer::CkBuffer>,
+    /// Revive figures for `/metrics`.
+    pub(crate) metrics: pop_metrics::PopMetrics,
 }
 
 impl PopState {
@@ -183,6 +186,7 @@ impl PopState {
             order,
             acks,
             buffer,
+            metrics: pop_metrics::PopMetrics::default(),
         }
     }
 

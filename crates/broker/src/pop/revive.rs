@@ -14,6 +14,7 @@
 //! revive queue. Java reaches the same point by the delivery times of what it reads plus a
 //! 2 s margin.
 
+use crate::pop::pop_metrics::{ReviveKind, ReviveProgress};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -117,7 +118,18 @@ impl ReviveQueue {
                 tokio::time::sleep(FAILURE_PAUSE).await;
             }
             self.commit_progress();
+            self.report_progress();
         }
+    }
+
+    /// The queue's backlog for `/metrics`: records past the committed revive offset, and how
+    /// late the oldest open checkpoint is.
+    fn report_progress(&self) {
+        let end = self.broker.store.max_offset_in_queue(&self.topic, self.qid);
+        let now = now_ms();
+        let latency_ms = self.open.values().map(|o| now - o.ck.revive_time()).max().unwrap_or(0).max(0);
+        let lag = (end - (self.committed + 1)).max(0);
+        self.broker.pop.metrics.progress(self.qid, ReviveProgress { lag, latency_ms });
     }
 
     /// Waits until every ack stored before now can be in the revive queue; returns the time
@@ -186,6 +198,7 @@ impl ReviveQueue {
         };
         match msg.property(keys::TAGS) {
             Some(CK_TAG) => {
+                self.broker.pop.metrics.revive_out(ReviveKind::Ck, self.qid);
                 let Ok(mut ck) = PopCheckPoint::decode(&msg.body) else {
                     warn!(revive_qid = self.qid, offset, "checkpoint body unreadable; skipped");
                     return;
@@ -212,6 +225,7 @@ impl ReviveQueue {
                 self.open.insert(offset, open);
             }
             Some(tag @ (ACK_TAG | BATCH_ACK_TAG)) => {
+                self.broker.pop.metrics.revive_out(ReviveKind::Ack, self.qid);
                 let Ok(ack) = AckMsg::decode(&msg.body) else {
                     warn!(revive_qid = self.qid, offset, tag, "ack body unreadable; skipped");
                     return;
@@ -418,7 +432,9 @@ async fn put_retries(
             }
         })
         .collect();
-    put(broker, copies, &retry).await
+    let (stored, status) = put(broker, copies, &retry).await;
+    broker.pop.metrics.retried(original, group, status, batch.len() as u64);
+    stored
 }
 
 async fn put_dead_letters(broker: &Broker, batch: &[(usize, StoredMessage)], original: &str, group: &str) -> bool {
@@ -446,19 +462,20 @@ async fn put_dead_letters(broker: &Broker, batch: &[(usize, StoredMessage)], ori
         })
         .collect();
     info!(group, topic = original, messages = batch.len(), "popped messages moved to the dead-letter topic");
-    let stored = put(broker, copies, &dlq).await;
+    let (stored, _) = put(broker, copies, &dlq).await;
     if stored {
         broker.metrics.dead_lettered(original, group, batch.len() as u64);
     }
     stored
 }
 
-/// Stores the copies (one topic queue) in one append.
-async fn put(broker: &Broker, msgs: Vec<StoredMessage>, topic: &str) -> bool {
+/// Stores the copies (one topic queue) in one append: whether they are stored, and the
+/// store's status in Java's name.
+async fn put(broker: &Broker, msgs: Vec<StoredMessage>, topic: &str) -> (bool, &'static str) {
     let n = msgs.len() as u64;
     // Flushed as the store flushes (as Java's revive put): the checkpoint stays open until then.
     let result = broker.store.put_messages(msgs).await;
-    match result.status {
+    let stored = match result.status {
         PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout => {
             broker.stats.topic_put_nums.add(topic, n, crate::stats::clock_ms());
             true
@@ -467,7 +484,8 @@ async fn put(broker: &Broker, msgs: Vec<StoredMessage>, topic: &str) -> bool {
             warn!(topic, ?status, remark = ?result.remark, "revived messages not stored; retried");
             false
         }
-    }
+    };
+    (stored, result.status.java_name())
 }
 
 #[cfg(test)]

@@ -223,6 +223,7 @@ impl Broker {
         self.offsets().remove_topic(&h.topic);
         self.stats.on_topic_deleted(&h.topic);
         self.metrics.on_topic_deleted(&h.topic);
+        self.half_messages.forget(&h.topic);
         // Its consume queues go too, so a topic created again under the name starts at 0
         // (Java: `deleteTopics`); the records stay in the CommitLog until retention.
         if let Err(e) = self.store.delete_topic(&h.topic) {

@@ -221,6 +221,9 @@ impl Broker {
         let Some(append) = result.append.as_ref() else {
             return Err(store_refusal(result.status, result.remark));
         };
+        if sysflag::transaction_value(sys_flag) == sysflag::TRANSACTION_PREPARED_TYPE {
+            self.half_messages.prepared(&req.topic);
+        }
         if status == SendStatus::Ok {
             self.stats.topic_put_nums.add(&req.topic, append.msg_num as u64, clock_ms());
             self.metrics.message_in(&req.topic, message_type, append.msg_num as u64, body_bytes as u64);

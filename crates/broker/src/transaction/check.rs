@@ -285,6 +285,9 @@ impl Broker {
         props.insert(keys::WAIT, "false");
         let msg = self.stored_copy(half, topic.to_owned(), 0, &props);
         let result = self.store.put_message(msg).await;
+        if let Some(real_topic) = half.property(keys::REAL_TOPIC) {
+            self.half_messages.ended(real_topic);
+        }
         info!(real_topic = ?half.property(keys::REAL_TOPIC), uniq_key = ?half.property(keys::UNIQ_KEY), status = ?result.status, "half message discarded after too many checks");
     }
 }

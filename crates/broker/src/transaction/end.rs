@@ -50,6 +50,7 @@ impl Broker {
                         self.stats.topic_put_nums.add(&topic, append.msg_num as u64, clock_ms());
                     }
                     self.metrics.transaction_ended(&topic, true);
+                    self.half_messages.ended(&topic);
                     self.metrics.transaction_finished(&topic, half_age_s(&half));
                 }
                 status => {
@@ -63,6 +64,7 @@ impl Broker {
         if h.decision == TransactionDecision::Rollback {
             let topic = half.property(keys::REAL_TOPIC).unwrap_or(half.topic.as_str()).to_owned();
             self.metrics.transaction_ended(&topic, false);
+            self.half_messages.ended(&topic);
             self.metrics.transaction_finished(&topic, half_age_s(&half));
         }
         self.mark_half_done(half.queue_id, half.queue_offset).await;

@@ -51,6 +51,68 @@ pub(crate) fn to_half_queue(
     sysflag::with_transaction_value(sys_flag, sysflag::TRANSACTION_NOT_TYPE)
 }
 
+/// Half messages waiting for their end, per real topic, for `rocketmq_half_messages`. Java:
+/// `TransactionMetrics`, which also persists the counts in `config/transactionMetrics`; these
+/// live in memory, so half messages stored before a restart are not counted (and their ends
+/// do not take a count below zero).
+#[derive(Debug, Default)]
+pub(crate) struct HalfMessages {
+    counts: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
+}
+
+/// Topics whose half messages are counted by name; the rest under `_other`.
+pub(crate) const HALF_TOPICS_MAX: usize = 10_000;
+
+impl HalfMessages {
+    fn counts(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<String, u64>> {
+        self.counts.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A half message of `topic` was stored.
+    pub(crate) fn prepared(&self, topic: &str) {
+        let mut counts = self.counts();
+        let key = if counts.contains_key(topic) || counts.len() < HALF_TOPICS_MAX { topic } else { "_other" };
+        *counts.entry(key.to_owned()).or_default() += 1;
+    }
+
+    /// A half message of `topic` was committed, rolled back or discarded.
+    pub(crate) fn ended(&self, topic: &str) {
+        let mut counts = self.counts();
+        let key = if counts.contains_key(topic) { topic } else { "_other" };
+        if let Some(n) = counts.get_mut(key) {
+            *n = n.saturating_sub(1);
+        }
+    }
+
+    /// `(topic, pending)` of every topic counted.
+    pub(crate) fn rows(&self) -> Vec<(String, u64)> {
+        self.counts().iter().map(|(t, n)| (t.clone(), *n)).collect()
+    }
+
+    /// Forgets a deleted topic.
+    pub(crate) fn forget(&self, topic: &str) {
+        self.counts().remove(topic);
+    }
+
+    /// Writes `rocketmq_half_messages` at scrape time.
+    pub(crate) fn encode(
+        &self,
+        encoder: &mut ferromq_metrics::prometheus_client::encoding::DescriptorEncoder<'_>,
+        limit: usize,
+        folded: &mut ferromq_metrics::families::Folded,
+    ) -> Result<(), std::fmt::Error> {
+        use ferromq_metrics::families::{emit, Family, Kind, Series};
+        let series = self.rows().into_iter().map(|(t, n)| Series::new(vec![("topic", t)], n)).collect();
+        let family = Family {
+            name: "rocketmq_half_messages",
+            help: "Half messages waiting for their transaction's end",
+            unit: None,
+            kind: Kind::Gauge,
+        };
+        emit(encoder, family, series, limit, folded)
+    }
+}
+
 /// The half queue offsets an op message marks done: 5.x writes them comma-terminated
 /// (`"12,13,"`), 4.x one per message (`"12"`); both read here. Tokens that are not numbers are
 /// skipped, as Java skips them.
@@ -78,6 +140,21 @@ pub(crate) fn op_bodies(offsets: &[i64], max_size: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn half_messages_are_counted_until_they_end() {
+        let h = HalfMessages::default();
+        h.prepared("T");
+        h.prepared("T");
+        h.ended("T");
+        h.ended("Unknown");
+        assert_eq!(h.rows(), vec![("T".to_owned(), 1)]);
+        h.ended("T");
+        h.ended("T");
+        assert_eq!(h.rows(), vec![("T".to_owned(), 0)], "never below zero");
+        h.forget("T");
+        assert!(h.rows().is_empty());
+    }
 
     #[test]
     fn half_message_keeps_its_destination_and_transaction_id() {
