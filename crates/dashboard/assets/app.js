@@ -1630,6 +1630,182 @@ PAGES.trace = { title: 'Message Trace', render: async (root, ctx) => {
 } };
 
 // ---------------------------------------------------------------------------------------------
+// ACL 2.0: users and policies on the brokers a cluster or broker name selects (all when none)
+
+const ACL_ACTIONS = ['Pub', 'Sub', 'Create', 'Update', 'Delete', 'Get', 'List', 'All'];
+const splitList = (text) => String(text || '').split(/[\s,;]+/).map((x) => x.trim()).filter(Boolean);
+
+function aclUserDialog(target, user, onDone) {
+  const update = !!user;
+  const name = h('input', { type: 'text', test: 'acl-user-name', value: update ? user.username : '', readonly: update, autocomplete: 'off' });
+  const password = h('input', { type: 'password', test: 'acl-user-password', autocomplete: 'new-password',
+    placeholder: update ? 'unchanged when left blank' : '' });
+  const type = selectBox(['Normal', 'Super'], update ? user.userType || 'Normal' : 'Normal', { test: 'acl-user-type' });
+  const status = selectBox(['enable', 'disable'], update ? user.userStatus || 'enable' : 'enable', { test: 'acl-user-status' });
+  const submit = button(update ? 'Update' : 'Create', async () => {
+    const userInfo = { username: required(name.value, 'The username'), userType: type.value, userStatus: status.value };
+    if (password.value) userInfo.password = password.value;
+    else if (!update) throw new Error('The password is required');
+    await api(update ? '/acl/updateUser.do' : '/acl/createUser.do', { body: { ...target(), userInfo } });
+    toast(`User ${userInfo.username} ${update ? 'updated' : 'created'}`, 'success');
+    dlg.close();
+    onDone();
+  }, { test: 'acl-user-submit', kind: 'primary', small: false });
+  const dlg = modal(update ? `Update user ${user.username}` : 'Add user', h('form', { class: 'form', onsubmit: (e) => e.preventDefault() },
+    h('label', null, 'Username'), name, h('label', null, 'Password'), password,
+    h('label', null, 'Type'), type, h('label', null, 'Status'), status), { test: 'acl-user-dialog', actions: [submit] });
+}
+
+function aclPolicyDialog(target, entry, users, onDone) {
+  const update = !!entry;
+  const subject = h('input', { type: 'text', list: 'acl-subjects', test: 'acl-policy-subject', value: update ? entry.subject : '',
+    readonly: update, placeholder: 'User:alice', autocomplete: 'off' });
+  const subjects = h('datalist', { id: 'acl-subjects' }, users.map((u) => h('option', { value: `User:${u.username}` })));
+  const policyType = selectBox(['Custom', 'Default'], update ? entry.policyType || 'Custom' : 'Custom', { test: 'acl-policy-type' });
+  const resources = h('textarea', { test: 'acl-policy-resources', placeholder: 'Topic:orders\nGroup:g*', style: 'min-height:70px' });
+  resources.value = update ? entry.resource || '' : '';
+  const actions = checkGroup(ACL_ACTIONS, update ? entry.actions || [] : ['Pub', 'Sub'], { test: 'acl-policy-action' });
+  const ips = h('input', { type: 'text', test: 'acl-policy-ips', value: update ? (entry.sourceIps || []).join(', ') : '', placeholder: 'any; or 10.0.0.0/8, 192.168.1.2' });
+  const decision = selectBox(['Allow', 'Deny'], update ? entry.decision || 'Allow' : 'Allow', { test: 'acl-policy-decision' });
+  const submit = button(update ? 'Update' : 'Create', async () => {
+    const subj = required(subject.value, 'The subject');
+    if (!/^User:.+/.test(subj)) throw new Error('A subject is written User:<name>');
+    const resource = splitList(resources.value);
+    if (!resource.length) throw new Error('Give at least one resource (Topic:name, Group:name, Cluster:name or *)');
+    if (!actions.selected().length) throw new Error('Choose at least one action');
+    await api(update ? '/acl/updateAcl.do' : '/acl/createAcl.do', { body: { ...target(), subject: subj, policies: [{ policyType: policyType.value,
+      entries: [{ resource, actions: actions.selected(), sourceIps: splitList(ips.value), decision: decision.value }] }] } });
+    toast(`Policy of ${subj} ${update ? 'updated' : 'created'}`, 'success');
+    dlg.close();
+    onDone();
+  }, { test: 'acl-policy-submit', kind: 'primary', small: false });
+  const dlg = modal(update ? `Update a policy of ${entry.subject}` : 'Add policy', [subjects, h('div', { class: 'form' },
+    h('label', null, 'Subject'), subject, h('label', null, 'Policy type'), policyType,
+    h('label', null, 'Resources (one a line)'), resources, h('label', null, 'Actions'), actions,
+    h('label', null, 'Source IPs'), ips, h('label', null, 'Decision'), decision)], { test: 'acl-policy-dialog', actions: [submit], wide: false });
+}
+
+PAGES.acl = { title: 'ACL', render: async (root, ctx) => {
+  const clusterSel = h('select', { test: 'acl-cluster', onchange: () => load() }, h('option', { value: '' }, 'every cluster'));
+  const brokerSel = h('select', { test: 'acl-broker', onchange: () => load() }, h('option', { value: '' }, 'every broker'));
+  const target = () => ({ clusterName: clusterSel.value || undefined, brokerName: brokerSel.value || undefined });
+  const search = h('input', { type: 'search', test: 'acl-search', placeholder: 'Subject or resource contains…' });
+  const usersBox = h('div', { test: 'acl-users' });
+  const policiesBox = h('div', { test: 'acl-policies' });
+  let users = [];
+  const load = async () => {
+    const [us, acls] = await Promise.all([
+      tryApi('/acl/users.query', { query: target() }, 'Loading ACL users'),
+      tryApi('/acl/acls.query', { query: { ...target(), searchParam: search.value.trim() || undefined } }, 'Loading ACL policies'),
+    ]);
+    if (!ctx.alive) return;
+    if (us) {
+      users = us;
+      usersBox.replaceChildren(table([
+        { t: 'Username', v: (u) => u.username },
+        { t: 'Password', v: (u) => {
+          const span = h('span', { class: 'mono' }, '••••••');
+          return h('span', null, span, ' ', h('a', { href: '#/acl', onclick: (e) => { e.preventDefault(); span.textContent = span.textContent === '••••••' ? u.password || '(none)' : '••••••'; } }, 'show'));
+        } },
+        { t: 'Type', v: (u) => badge(u.userType || '-', u.userType === 'Super' ? 'warn' : 'info') },
+        { t: 'Status', v: (u) => badge(u.userStatus || '-', u.userStatus === 'disable' ? 'bad' : 'ok') },
+        { t: 'Operation', v: (u) => h('div', { class: 'actions' },
+          button('EDIT', () => aclUserDialog(target, u, load), { test: 'acl-user-edit' }),
+          button('DELETE', async () => {
+            if (!await confirmDialog('Delete user', `Delete user ${u.username} from the selected brokers?`, { okText: 'Delete' })) return;
+            await api('/acl/deleteUser.do', { method: 'POST', query: { ...target(), username: u.username } });
+            toast(`User ${u.username} deleted`, 'success');
+            await load();
+          }, { test: 'acl-user-delete', kind: 'danger' })) },
+      ], users, { test: 'acl-user-table', rowTest: 'acl-user-row', rowName: (u) => u.username, empty: 'No ACL 2.0 user' }));
+    }
+    if (acls) {
+      const entries = acls.flatMap((a) => (a.policies || []).flatMap((p) => (p.entries || []).map((e) => ({ subject: a.subject, policyType: p.policyType, ...e }))));
+      policiesBox.replaceChildren(table([
+        { t: 'Subject', v: (e) => e.subject },
+        { t: 'Policy type', v: (e) => e.policyType },
+        { t: 'Resource', v: (e) => e.resource, cls: 'mono break' },
+        { t: 'Actions', v: (e) => (e.actions || []).join(', ') },
+        { t: 'Source IPs', v: (e) => ((e.sourceIps || []).length ? e.sourceIps.join(', ') : 'any') },
+        { t: 'Decision', v: (e) => badge(e.decision || '-', e.decision === 'Deny' ? 'bad' : 'ok') },
+        { t: 'Operation', v: (e) => h('div', { class: 'actions' },
+          button('EDIT', () => aclPolicyDialog(target, e, users, load), { test: 'acl-policy-edit' }),
+          button('DELETE', async () => {
+            if (!await confirmDialog('Delete policy', `Delete the policy of ${e.subject} on ${e.resource}?`, { okText: 'Delete' })) return;
+            await api('/acl/deleteAcl.do', { method: 'POST', query: { ...target(), subject: e.subject, resource: e.resource } });
+            toast(`Policy of ${e.subject} on ${e.resource} deleted`, 'success');
+            await load();
+          }, { test: 'acl-policy-delete', kind: 'danger' })) },
+      ], entries, { test: 'acl-policy-table', rowTest: 'acl-policy-row', rowName: (e) => `${e.subject} ${e.resource}`, empty: 'No ACL 2.0 policy' }));
+    }
+    ctx.ready();
+  };
+  root.append(pageHead('ACL', h('label', { class: 'hint' }, 'Brokers: ', clusterSel, ' ', brokerSel),
+    button('Refresh', load, { test: 'acl-refresh-btn', small: false })),
+  h('div', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'Users'),
+    button('Add user', () => aclUserDialog(target, null, load), { test: 'acl-add-user-btn', kind: 'primary', small: false })), usersBox),
+  h('div', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'Policies'),
+    h('div', { class: 'toolbar', style: 'margin:0' }, formEl({ class: 'toolbar', style: 'margin:0' }, load, search,
+      h('button', { class: 'btn', type: 'submit', test: 'acl-search-btn' }, 'Search')),
+    button('Add policy', () => aclPolicyDialog(target, null, users, load), { test: 'acl-add-policy-btn', kind: 'primary', small: false }))), policiesBox),
+  h('p', { class: 'note' }, 'ACL 2.0 users and policies, as the brokers hold them (ACL 1.0 accounts of plain_acl.yml are not shown).'));
+  const cl = await tryApi('/cluster/list.query', {}, 'Loading the brokers');
+  if (cl) {
+    const info = cl.clusterInfo || {};
+    clusterSel.append(...Object.keys(info.clusterAddrTable || {}).sort().map((c) => h('option', { value: c }, c)));
+    brokerSel.append(...Object.keys(info.brokerAddrTable || {}).sort().map((b) => h('option', { value: b }, b)));
+  }
+  await load();
+} };
+
+// ---------------------------------------------------------------------------------------------
+// Controller: the controller group and each broker group's master and SyncStateSet
+
+const replicaList = (list) => (list || []).length ? h('div', { class: 'actions' }, list.map((r) =>
+  h('span', { title: r.brokerAddress || '' }, badge(`${r.brokerId}${r.brokerAddress ? ' @ ' + r.brokerAddress : ''}`, r.alive === false ? 'bad' : 'ok')))) : '-';
+
+PAGES.controller = { title: 'Controller', render: async (root, ctx) => {
+  const updated = updatedLabel();
+  const body = h('div', { test: 'controller-state' });
+  root.append(pageHead('Controller', updated), body);
+  await ctx.poll(async () => {
+    const st = await tryApi('/controller/state.query', {}, 'Loading the controller state');
+    if (!ctx.alive) return;
+    if (st && !st.enabled) {
+      body.replaceChildren(h('div', { class: 'card empty-state', test: 'controller-disabled' },
+        'No broker runs in controller mode (enableControllerMode=true), so there is no controller to show.'));
+      body.dataset.enabled = 'false';
+    } else if (st) {
+      body.dataset.enabled = 'true';
+      const table2 = (st.syncStateData && st.syncStateData.replicasInfoTable) || {};
+      body.replaceChildren(
+        h('div', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'Controllers')),
+          table([
+            { t: 'Address', v: (c) => c.addr, cls: 'mono' },
+            { t: 'Role', v: (c) => (c.error ? badge('unreachable', 'bad') : c.isLeader ? badge('LEADER', 'info') : badge('follower')) },
+            { t: 'Group', v: (c) => c.group },
+            { t: 'Leader', v: (c) => (c.leaderId ? `${c.leaderId}${c.leaderAddr ? ' @ ' + c.leaderAddr : ''}` : c.leaderAddr) },
+            { t: 'Peers', v: (c) => c.peers, cls: 'mono break' },
+            { t: 'Error', v: (c) => c.error, cls: 'break' },
+          ], st.controllers || [], { test: 'controller-table', rowTest: 'controller-row', rowName: (c) => c.addr })),
+        h('div', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', null, 'Broker groups')),
+          st.syncStateError ? h('div', { class: 'error-box' }, st.syncStateError) : null,
+          table([
+            { t: 'Broker group', v: ([name]) => name },
+            { t: 'Master', v: ([, r]) => (r.masterBrokerId !== null && r.masterBrokerId !== undefined ? `${r.masterBrokerId}${r.masterAddress ? ' @ ' + r.masterAddress : ''}` : badge('none', 'bad')) },
+            { t: 'Master epoch', v: ([, r]) => r.masterEpoch, num: true },
+            { t: 'SyncStateSet epoch', v: ([, r]) => r.syncStateSetEpoch, num: true },
+            { t: 'In sync', v: ([, r]) => replicaList(r.inSyncReplicas) },
+            { t: 'Not in sync', v: ([, r]) => replicaList(r.notInSyncReplicas) },
+          ], Object.entries(table2).sort(([a], [b]) => a.localeCompare(b)), { test: 'controller-sync-table', rowTest: 'controller-sync-row', rowName: ([n]) => n,
+            empty: 'The controller holds no broker group' })));
+    }
+    updated.touch();
+    ctx.ready();
+  }, 5000);
+} };
+
+// ---------------------------------------------------------------------------------------------
 // Ops: name servers
 
 PAGES.ops = { title: 'Ops', render: async (root, ctx) => {

@@ -38,11 +38,12 @@ const NEW_TOPIC = env('DASH_NEW_TOPIC');
 const MSG_ID = process.env.DASH_MSG_ID || '';
 const CHROMIUM = env('CHROMIUM', '/usr/bin/chromium');
 const STEP_MS = Number(env('STEP_TIMEOUT_MS', '30000'));
-const PAGES = ['dashboard', 'cluster', 'topic', 'consumer', 'producer', 'message', 'dlq', 'trace', 'ops'];
+const PAGES = ['dashboard', 'cluster', 'topic', 'consumer', 'producer', 'message', 'dlq', 'trace', 'acl', 'controller', 'ops'];
 // What shows that each page's main content is there.
 const MARKERS = {
   dashboard: 'chart-broker-tps', cluster: 'cluster-table', topic: 'topic-table', consumer: 'consumer-table',
-  producer: 'producer-form', message: 'message-tabs', dlq: 'dlq-form', trace: 'trace-form', ops: 'ops-namesrv-table',
+  producer: 'producer-form', message: 'message-tabs', dlq: 'dlq-form', trace: 'trace-form', acl: 'acl-user-table',
+  controller: 'controller-state', ops: 'ops-namesrv-table',
 };
 
 mkdirSync(SHOTS, { recursive: true });
