@@ -110,6 +110,7 @@ async fn the_dashboard_api_shows_and_changes_the_cluster() {
         cluster["clusterInfo"]["brokerAddrTable"]["broker-a"]["brokerAddrs"]["0"].as_str().unwrap().to_owned();
     assert_eq!(broker_addr, s.broker);
     assert_eq!(cluster["brokerServer"]["broker-a"]["0"]["brokerVersionDesc"], "V5_3_3");
+    assert_eq!(cluster["messageTypes"]["FIFO"], "MESSAGE_TYPE_FIFO");
     let config = data(get(d, &format!("/cluster/brokerConfig.query?brokerAddr={broker_addr}")).await);
     assert_eq!(config["brokerName"], "broker-a");
 
@@ -353,6 +354,13 @@ async fn the_dashboard_api_shows_and_changes_the_cluster() {
         series["brokers"]["broker-a:0"].as_array().is_some_and(|p| !p.is_empty()).then_some(())
     })
     .await;
+
+    // UNSPECIFIED is kept as asked (a blank type is NORMAL).
+    let unspecified = json!({ "clusterNameList": ["DefaultCluster"], "topicName": "DashUnspecified",
+                               "messageType": "UNSPECIFIED" });
+    assert_eq!(data(post(d, "/topic/createOrUpdate.do", &unspecified).await), json!(true));
+    let examined = data(get(d, "/topic/examineTopicConfig.query?topic=DashUnspecified").await);
+    assert_eq!(examined[0]["messageType"], "UNSPECIFIED");
 
     // Delete a topic; it leaves the list.
     assert_eq!(

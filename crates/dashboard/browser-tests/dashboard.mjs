@@ -243,7 +243,7 @@ await step('tps-chart', async () => {
     const v = await read();
     return v.points > first.points ? v : null;
   }, { every: 1000, between: produce });
-  console.log(`     chart: ${first.points} -> ${second.points} points, max ${second.max} msg/s (${sent} messages sent meanwhile)`);
+  console.log(`     chart: ${first.points} -> ${second.points} points, max ${second.max.toFixed(2)} msg/s (${sent} messages sent meanwhile)`);
   await shot('dashboard-traffic');
 }, STEP_MS + 30000);
 

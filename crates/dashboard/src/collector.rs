@@ -79,9 +79,13 @@ pub(crate) fn first_tps(value: Option<&String>) -> f64 {
     value.and_then(|v| v.split_whitespace().next()).and_then(|v| v.parse().ok()).unwrap_or(0.0)
 }
 
-/// Whether a topic is charted: user topics only.
-pub(crate) fn charted(topic: &str) -> bool {
-    !is_system_topic(topic) && !is_retry_or_dlq_topic(topic)
+/// Whether a topic is charted: user topics only (not RocketMQ's, not retry or DLQ topics, not
+/// the topics brokers and clusters register under their own names).
+pub(crate) fn charted(topic: &str, cluster: &ferromq_protocol::body::ClusterInfo) -> bool {
+    !is_system_topic(topic)
+        && !is_retry_or_dlq_topic(topic)
+        && !cluster.cluster_addr_table.contains_key(topic)
+        && !cluster.broker_addr_table.contains_key(topic)
 }
 
 /// Samples until the task is aborted.
@@ -142,7 +146,8 @@ async fn sample_topics(dashboard: &Dashboard) {
             return;
         }
     };
-    let mut topics: Vec<String> = topics.into_iter().filter(|t| charted(t)).collect();
+    let Ok(cluster) = admin.cluster_info().await else { return };
+    let mut topics: Vec<String> = topics.into_iter().filter(|t| charted(t, &cluster)).collect();
     topics.sort();
     let not_charted = topics.len().saturating_sub(TOPICS_MAX);
     topics.truncate(TOPICS_MAX);
@@ -194,8 +199,13 @@ mod tests {
         assert_eq!(first_tps(Some(&"12.5 11.0 10.2".to_owned())), 12.5);
         assert_eq!(first_tps(Some(&"x".to_owned())), 0.0);
         assert_eq!(first_tps(None), 0.0);
-        assert!(charted("TopicTest"));
-        assert!(!charted("%RETRY%g"));
-        assert!(!charted("RMQ_SYS_TRACE_TOPIC"));
+        let mut cluster = ferromq_protocol::body::ClusterInfo::default();
+        cluster.cluster_addr_table.insert("DefaultCluster".into(), ["broker-a".to_owned()].into());
+        cluster.broker_addr_table.insert("broker-a".into(), Default::default());
+        assert!(charted("TopicTest", &cluster));
+        assert!(!charted("%RETRY%g", &cluster));
+        assert!(!charted("RMQ_SYS_TRACE_TOPIC", &cluster));
+        assert!(!charted("DefaultCluster", &cluster));
+        assert!(!charted("broker-a", &cluster));
     }
 }

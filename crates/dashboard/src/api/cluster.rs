@@ -9,7 +9,7 @@ use crate::http::ApiRequest;
 use crate::state::Dashboard;
 
 /// `/cluster/list.query`: `{"clusterInfo": ClusterInfo, "brokerServer": {brokerName: {brokerId:
-/// runtime info}}}`. A broker that does not answer has an empty runtime table.
+/// runtime info}}, "messageTypes": {type: label}}`. A broker that does not answer has an empty runtime table.
 pub(crate) async fn list(d: &Dashboard) -> Result<JsonValue, ApiError> {
     let admin = d.admin();
     let cluster = admin.cluster_info().await?;
@@ -22,7 +22,12 @@ pub(crate) async fn list(d: &Dashboard) -> Result<JsonValue, ApiError> {
         }
         servers.insert(name.clone(), JsonValue::Object(members));
     }
-    Ok(json!({ "clusterInfo": cluster, "brokerServer": servers }))
+    // The message types the topic form offers, as rocketmq-dashboard lists them.
+    let types: Map<String, JsonValue> = super::topic::MESSAGE_TYPES
+        .iter()
+        .map(|t| ((*t).to_owned(), JsonValue::String(format!("MESSAGE_TYPE_{t}"))))
+        .collect();
+    Ok(json!({ "clusterInfo": cluster, "brokerServer": servers, "messageTypes": types }))
 }
 
 /// `/cluster/brokerConfig.query?brokerAddr=`: the broker's configuration as a key-value map.

@@ -17,7 +17,7 @@ use crate::state::Dashboard;
 /// The topic attribute that holds a 5.x topic's message type.
 const MESSAGE_TYPE_KEY: &str = "message.type";
 /// The message types a topic may declare (Java: `TopicMessageType`).
-const MESSAGE_TYPES: [&str; 5] = ["NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"];
+pub(crate) const MESSAGE_TYPES: [&str; 6] = ["UNSPECIFIED", "NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"];
 
 /// `/topic/list.query`: `{"topicList": [...], "brokerAddr": null}`. Without `skipSysProcess`
 /// system topics carry the `%SYS%` marker; `skipRetryAndDlq` leaves retry and DLQ topics out.
@@ -151,9 +151,9 @@ pub(crate) async fn create_or_update(d: &Dashboard, r: &ApiRequest) -> Result<Js
     if ![perm::PERM_READ, perm::PERM_WRITE, perm::PERM_READ | perm::PERM_WRITE].contains(&perm) {
         return Err(ApiError::bad(format!("perm must be 2 (W), 4 (R) or 6 (RW), not {perm}")));
     }
+    // Blank is NORMAL, as rocketmq-dashboard sends it; UNSPECIFIED is kept as asked.
     let message_type = match info.message_type.as_deref().map(str::trim) {
         None | Some("") => "NORMAL".to_owned(),
-        Some(t) if t.eq_ignore_ascii_case("UNSPECIFIED") => "NORMAL".to_owned(),
         Some(t) => {
             let t = t.to_ascii_uppercase();
             if !MESSAGE_TYPES.contains(&t.as_str()) {
