@@ -43,9 +43,8 @@ pub(crate) fn message_type(sys_flag: i32, properties: &MessageProperties) -> usi
         3
     } else if properties.get(keys::SHARDING_KEY).is_some() {
         1
-    } else if [keys::DELAY, keys::TIMER_DELIVER_MS, keys::TIMER_DELAY_SEC, keys::TIMER_DELAY_MS, "__STARTDELIVERTIME"]
-        .iter()
-        .any(|k| properties.get(k).is_some_and(|v| !v.is_empty() && v != "0"))
+    } else if keys::asks_for_delay(properties)
+        || properties.get(keys::START_DELIVER_TIME).is_some_and(|v| !v.is_empty() && v != "0")
     {
         2
     } else {
@@ -773,6 +772,8 @@ mod tests {
         assert_eq!(MESSAGE_TYPES[message_type(0, &props(&[(keys::DELAY, "3")]))], "delay");
         assert_eq!(MESSAGE_TYPES[message_type(0, &props(&[(keys::DELAY, "0")]))], "normal");
         assert_eq!(MESSAGE_TYPES[message_type(0, &props(&[(keys::TIMER_DELIVER_MS, "17000")]))], "delay");
+        assert_eq!(MESSAGE_TYPES[message_type(0, &props(&[(keys::START_DELIVER_TIME, "17000")]))], "delay");
+        assert_eq!(MESSAGE_TYPES[message_type(0, &props(&[(keys::START_DELIVER_TIME, "0")]))], "normal");
         let prepared = sysflag::TRANSACTION_PREPARED_TYPE;
         assert_eq!(MESSAGE_TYPES[message_type(prepared, &props(&[(keys::SHARDING_KEY, "g1")]))], "transaction");
     }
