@@ -12,9 +12,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 secs="${1:-5}"
 rounds="${2:-3}"
-cargo build --release -j2 -p ferromq-cli >&2
-cargo build --release -j2 -p ferromq-broker --example send_load >&2
-tck=$(getconf CLK_TCK)
+# Builds the release binaries and defines produce, pull and summary.
+. scripts/lib/bench-common.sh
 out="$(mktemp)"
 metrics=29557
 pid=""
@@ -37,18 +36,9 @@ for _ in $(seq "$rounds"); do
             scraper=$!
         fi
         ./target/release/examples/send_load 127.0.0.1:30911 8 1 >/dev/null
-        cpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-        line=$(./target/release/examples/send_load 127.0.0.1:30911 256 "$secs" 2>&1 | grep '^{')
-        cpu1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-        acked=$(sed -E 's/.*"acked":([0-9]+).*/\1/' <<<"$line")
-        rate=$(sed -E 's/.*"msgs_per_s":([0-9.]+).*/\1/' <<<"$line")
-        us=$(awk -v t=$((cpu1 - cpu0)) -v hz="$tck" -v n="$acked" 'BEGIN {printf "%.2f", t / hz * 1e6 / n}')
+        produce "$secs"
         echo "{\"side\":\"produce\",\"exporter\":\"$exporter\",\"msgs_per_s\":$rate,\"acked\":$acked,\"broker_cpu_us_per_msg\":$us}" | tee -a "$out"
-        cpu0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-        ./target/release/ferromq bench consume -n 127.0.0.1:29876 -t LoadTopic -g g_load --from-start --duration "$secs" --quiet --json "$data/c.json" >/dev/null
-        cpu1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-        read -r crate consumed < <(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["consume"]; print(c["msgs_per_s"], c["consumed"])' "$data/c.json")
-        us=$(awk -v t=$((cpu1 - cpu0)) -v hz="$tck" -v n="$consumed" 'BEGIN {printf "%.2f", t / hz * 1e6 / n}')
+        pull "$secs" "$data/c.json"
         echo "{\"side\":\"pull\",\"exporter\":\"$exporter\",\"msgs_per_s\":$crate,\"consumed\":$consumed,\"broker_cpu_us_per_msg\":$us}" | tee -a "$out"
         [ -n "$scraper" ] && kill "$scraper" && wait "$scraper" 2>/dev/null || true
         kill -TERM "$pid"
@@ -56,17 +46,7 @@ for _ in $(seq "$rounds"); do
         rm -rf "$data"
     done
 done
-python3 - "$out" <<'PY'
-import json, statistics, sys
-runs = [json.loads(l) for l in open(sys.argv[1])]
-for side in ["produce", "pull"]:
-    med = {}
-    for e in ["DISABLE", "PROM"]:
-        rs = [r for r in runs if r["exporter"] == e and r["side"] == side]
-        med[e] = (statistics.median(r["msgs_per_s"] for r in rs), statistics.median(r["broker_cpu_us_per_msg"] for r in rs))
-        print("%-7s %-7s msgs/s %s  median %.1fk  broker CPU us/msg median %.2f" % (side, e, ", ".join("%.1fk" % (r["msgs_per_s"] / 1000) for r in rs), med[e][0] / 1000, med[e][1]))
-    print("%-7s PROM/DISABLE throughput %.0f%%, CPU per message %.0f%%" % (side, 100 * med["PROM"][0] / med["DISABLE"][0], 100 * med["PROM"][1] / med["DISABLE"][1]))
-PY
+summary "$out" exporter DISABLE PROM "%-7s"
 rm -f "$out"
 
 # Scrape time and size with 1,000 topics and 1,000 groups.

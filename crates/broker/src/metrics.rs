@@ -28,7 +28,7 @@ use ferromq_protocol::version;
 
 use crate::broker::Broker;
 use crate::metadata::is_sys_consumer_group;
-use crate::stats::clock_ms;
+use crate::stats::{clock_ms, BrokerStats};
 
 /// Java's `message_type` label values, in the column order of [`BrokerMetrics::messages_in`].
 pub(crate) const MESSAGE_TYPES: [&str; 4] = ["normal", "fifo", "delay", "transaction"];
@@ -43,23 +43,13 @@ pub(crate) fn message_type(sys_flag: i32, properties: &MessageProperties) -> usi
         3
     } else if properties.get(keys::SHARDING_KEY).is_some() {
         1
-    } else if [keys::DELAY, keys::TIMER_DELIVER_MS, keys::TIMER_DELAY_SEC, keys::TIMER_DELAY_MS, "__STARTDELIVERTIME"]
-        .iter()
-        .any(|k| properties.get(k).is_some_and(|v| !v.is_empty() && v != "0"))
+    } else if keys::asks_for_delay(properties)
+        || properties.get(keys::START_DELIVER_TIME).is_some_and(|v| !v.is_empty() && v != "0")
     {
         2
     } else {
         0
     }
-}
-
-/// The key of a (topic, group) counter row.
-fn pair_key(topic: &str, group: &str) -> String {
-    format!("{topic}@{group}")
-}
-
-fn split_pair(key: &str) -> (&str, &str) {
-    key.split_once('@').unwrap_or((key, ""))
 }
 
 /// The broker's traffic counters.
@@ -155,14 +145,15 @@ impl BrokerMetrics {
         self.create_time.add(key, &[(bucket(&CREATE_BOUNDS_MS, ms as f64), 1), (6, ms)]);
     }
 
-    /// `count` messages of `bytes` delivered to `group` from `topic`.
-    pub(crate) fn message_out(&self, topic: &str, group: &str, count: u64, bytes: u64) {
-        self.messages_out.add(&pair_key(topic, group), &[(0, count), (1, bytes)]);
+    /// `count` messages of `bytes` delivered to a group from a topic, keyed by their
+    /// [`BrokerStats::group_key`] (the one the stats counted them under).
+    pub(crate) fn message_out(&self, group_key: &str, count: u64, bytes: u64) {
+        self.messages_out.add(group_key, &[(0, count), (1, bytes)]);
     }
 
     /// `count` messages of `group` from `topic` moved to the group's DLQ.
     pub(crate) fn dead_lettered(&self, topic: &str, group: &str, count: u64) {
-        self.send_to_dlq.add(&pair_key(topic, group), &[(0, count)]);
+        self.send_to_dlq.add(&BrokerStats::group_key(topic, group), &[(0, count)]);
     }
 
     /// A transaction of `topic` committed (`true`) or rolled back.
@@ -176,8 +167,8 @@ impl BrokerMetrics {
         self.transactions.remove_where(|k| k == topic);
         self.message_size.remove_where(|k| k == topic);
         self.finish_latency.remove_where(|k| k == topic);
-        self.messages_out.remove_where(|k| split_pair(k).0 == topic);
-        self.send_to_dlq.remove_where(|k| split_pair(k).0 == topic);
+        self.messages_out.remove_where(|k| BrokerStats::split_group_key(k).0 == topic);
+        self.send_to_dlq.remove_where(|k| BrokerStats::split_group_key(k).0 == topic);
     }
 }
 
@@ -415,7 +406,7 @@ impl Collector for BrokerCollector {
         let rows = with_overflow(b.metrics.messages_out.snapshot(), "_other@_other");
         let (mut msgs, mut bytes) = (Vec::new(), Vec::new());
         for (key, values) in &rows {
-            let (topic, group) = split_pair(key);
+            let (topic, group) = BrokerStats::split_group_key(key);
             let labels = vec![
                 ("topic", topic.to_owned()),
                 ("consumer_group", group.to_owned()),
@@ -444,7 +435,7 @@ impl Collector for BrokerCollector {
         let dlq = rows
             .iter()
             .map(|(key, values)| {
-                let (topic, group) = split_pair(key);
+                let (topic, group) = BrokerStats::split_group_key(key);
                 let labels = vec![
                     ("consumer_group", group.to_owned()),
                     ("topic", topic.to_owned()),
@@ -781,6 +772,8 @@ mod tests {
         assert_eq!(MESSAGE_TYPES[message_type(0, &props(&[(keys::DELAY, "3")]))], "delay");
         assert_eq!(MESSAGE_TYPES[message_type(0, &props(&[(keys::DELAY, "0")]))], "normal");
         assert_eq!(MESSAGE_TYPES[message_type(0, &props(&[(keys::TIMER_DELIVER_MS, "17000")]))], "delay");
+        assert_eq!(MESSAGE_TYPES[message_type(0, &props(&[(keys::START_DELIVER_TIME, "17000")]))], "delay");
+        assert_eq!(MESSAGE_TYPES[message_type(0, &props(&[(keys::START_DELIVER_TIME, "0")]))], "normal");
         let prepared = sysflag::TRANSACTION_PREPARED_TYPE;
         assert_eq!(MESSAGE_TYPES[message_type(prepared, &props(&[(keys::SHARDING_KEY, "g1")]))], "transaction");
     }
@@ -790,7 +783,7 @@ mod tests {
         let m = BrokerMetrics::new(100);
         m.message_in("T", 0, 2, 20);
         m.message_in("T", 2, 1, 5);
-        m.message_out("T", "g", 2, 20);
+        m.message_out(&BrokerStats::group_key("T", "g"), 2, 20);
         m.dead_lettered("T", "g", 1);
         m.transaction_ended("T", true);
         m.transaction_ended("T", false);

@@ -247,6 +247,11 @@ impl BrokerStats {
         format!("{topic}@{group}")
     }
 
+    /// The topic and group of a [`Self::group_key`] (a key without `@`: all topic, no group).
+    pub(crate) fn split_group_key(key: &str) -> (&str, &str) {
+        key.split_once('@').unwrap_or((key, ""))
+    }
+
     /// Samples every counter.
     pub(crate) fn sample(&self, now_ms: u64) {
         self.topic_put_nums.sample(now_ms);
@@ -359,5 +364,12 @@ mod tests {
         assert_eq!(stats.group_get_nums.rate("A@g", T0 + 1), 0.0);
         assert!(stats.topic_put_nums.rate("AB", T0 + 1) > 0.0);
         assert!(stats.group_get_nums.rate("AB@g", T0 + 1) > 0.0);
+    }
+
+    #[test]
+    fn group_keys_split_back_into_topic_and_group() {
+        assert_eq!(BrokerStats::group_key("T", "g"), "T@g");
+        assert_eq!(BrokerStats::split_group_key("T@g"), ("T", "g"));
+        assert_eq!(BrokerStats::split_group_key("T"), ("T", ""));
     }
 }

@@ -1,78 +1,17 @@
 //! `ferromq admin` end to end: a `ferromq standalone` process, admin commands run as processes,
 //! their tables and JSON checked.
 
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+mod common;
 
+use std::process::Command;
+use std::time::Duration;
+
+use common::admin::{admin, json, ok, start_server, stdout, until, wait_for_route, BIN};
 use ferromq_protocol::body::{JsonBody, TopicRouteData};
 use ferromq_protocol::header::GetRouteInfoRequestHeader;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
-use ferromq_testkit::{free_port, start_standalone, Standalone};
-
-const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
-
-fn start_server() -> Standalone {
-    let server = start_standalone(BIN);
-    wait_for_route(&server.namesrv, "TBW102");
-    server
-}
-
-/// Polls the name server until it serves a route for `topic`.
-fn wait_for_route(namesrv: &str, topic: &str) {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    rt.block_on(async {
-        let client = RemotingClient::new(ClientConfig::default());
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let header = GetRouteInfoRequestHeader { topic: topic.to_owned(), accept_standard_json_only: Some(true) };
-            let request = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC).with_header(&header);
-            if let Ok(response) = client.invoke(namesrv, request, Duration::from_secs(1)).await {
-                if response.code == response_code::SUCCESS {
-                    break;
-                }
-            }
-            assert!(Instant::now() < deadline, "name server at {namesrv} never served a route for {topic}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        client.shutdown().await;
-    });
-}
-
-fn admin(namesrv: &str, args: &[&str]) -> Output {
-    Command::new(BIN).arg("admin").args(args).args(["-n", namesrv]).env("RUST_LOG", "warn").output().unwrap()
-}
-
-/// Runs a command that must succeed; returns its stdout.
-fn ok(namesrv: &str, args: &[&str]) -> String {
-    let out = admin(namesrv, args);
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "admin {args:?} failed: {}\nstdout: {stdout}", String::from_utf8_lossy(&out.stderr));
-    stdout
-}
-
-/// Runs a command until its stdout satisfies `check` (routes and the index catch up shortly
-/// after a write), then returns that stdout.
-fn until(namesrv: &str, args: &[&str], check: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let out = admin(namesrv, args);
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        if out.status.success() && check(&stdout) {
-            return stdout;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "admin {args:?} never gave the expected output; last stdout: {stdout}\nstderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-fn json(text: &str) -> ferromq_client::admin::JsonValue {
-    ferromq_client::admin::json_from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
-}
+use ferromq_testkit::free_port;
 
 /// The cell under `header` in every table row (for tables whose headers and cells have no spaces).
 fn column(table: &str, header: &str) -> Vec<String> {
@@ -111,7 +50,7 @@ fn admin_commands_manage_topics_messages_and_groups_on_a_standalone_server() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("attempt to delete a nonexistent key"), "{again:?}");
     assert!(!attrs("+foo=1").status.success(), "unknown attribute");
 
-    let list = until(ns, &["topicList"], |out| out.lines().any(|l| l == topic));
+    let list = stdout(&until(ns, &["topicList"], |out| out.lines().any(|l| l == topic)));
     assert!(list.contains("TBW102"));
     let list = json(&ok(ns, &["topicList", "--json"]));
     assert!(list["topicList"].as_array().unwrap().iter().any(|t| t == topic));
@@ -133,13 +72,13 @@ fn admin_commands_manage_topics_messages_and_groups_on_a_standalone_server() {
     let total_max = |out: &str| -> i64 {
         json(out)["queues"].as_array().unwrap().iter().map(|q| q["maxOffset"].as_i64().unwrap()).sum()
     };
-    let status = until(ns, &["topicStatus", "-t", topic, "--json"], |out| total_max(out) == 1);
+    let status = stdout(&until(ns, &["topicStatus", "-t", topic, "--json"], |out| total_max(out) == 1));
     let status = json(&status);
     let queues = status["queues"].as_array().unwrap();
     assert_eq!(queues.len(), 4);
     assert_eq!(queues[usize::try_from(queue_id).unwrap()]["maxOffset"], 1);
 
-    let by_key = until(ns, &["queryMsgByKey", "-t", topic, "-k", "order-42"], |out| out.contains(&uniq_id));
+    let by_key = stdout(&until(ns, &["queryMsgByKey", "-t", topic, "-k", "order-42"], |out| out.contains(&uniq_id)));
     assert!(by_key.contains(&offset_msg_id), "{by_key}");
     let by_key = json(&ok(ns, &["queryMsgByKey", "-t", topic, "-k", "order-42", "--json"]));
     assert_eq!(by_key[0]["body"], "hello admin");
@@ -280,7 +219,7 @@ fn admin_updates_broker_config_lists_topic_clusters_groups_and_live_connections(
 
     // topicClusterList.
     ok(ns, &["updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "2", "-w", "2"]);
-    let listed = until(ns, &["topicClusterList", "-t", topic], |out| out == "DefaultCluster\n");
+    let listed = stdout(&until(ns, &["topicClusterList", "-t", topic], |out| out == "DefaultCluster\n"));
     assert_eq!(listed, "DefaultCluster\n");
     let listed = json(&ok(ns, &["topicClusterList", "-t", topic, "--json"]));
     assert_eq!(listed["clusters"], ferromq_client::admin::json!(["DefaultCluster"]), "{listed}");
@@ -490,7 +429,7 @@ fn admin_updates_broker_config_lists_topic_clusters_groups_and_live_connections(
     // queryMsgByUniqueKey, and the online client consuming the message again (-g -d).
     let sent = json(&ok(ns, &["sendMessage", "-t", topic, "-p", "direct", "--json"]));
     let uniq = sent["msgId"].as_str().unwrap().to_owned();
-    let found = until(ns, &["queryMsgByUniqueKey", "-i", &uniq, "-t", topic], |out| out.contains("direct"));
+    let found = stdout(&until(ns, &["queryMsgByUniqueKey", "-i", &uniq, "-t", topic], |out| out.contains("direct")));
     assert!(found.contains(&uniq), "{found}");
     let consumed = ok(ns, &["queryMsgByUniqueKey", "-i", &uniq, "-t", topic, "-g", group, "-d", client_id]);
     assert!(consumed.contains(r#""consumeResult":"CR_SUCCESS""#), "{consumed}");

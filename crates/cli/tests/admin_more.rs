@@ -9,17 +9,11 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::admin::{admin, fails, json, ok, send_all, stderr, stdout, until, wait_for_route, BIN};
-use ferromq_testkit::{send_request, start_standalone, start_standalone_with_conf, Standalone};
+use common::admin::{admin, fails, json, ok, send_all, start_server, stderr, stdout, until, wait_for_route, BIN};
+use ferromq_testkit::{send_request, start_standalone_with_conf};
 
 const CLUSTER: &str = "DefaultCluster";
 const BROKER: &str = "broker-a";
-
-fn start_server() -> Standalone {
-    let server = start_standalone(BIN);
-    wait_for_route(&server.namesrv, "TBW102");
-    server
-}
 
 /// Creates `topic` with `queues` queues on the cluster and waits for its route.
 fn create_topic(ns: &str, topic: &str, queues: u32) {

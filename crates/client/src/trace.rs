@@ -192,10 +192,7 @@ async fn flush(producer: &Producer, topic: &str, batch: &mut Vec<TraceRecord>) {
 pub(crate) fn pub_msg_type(properties: &MessageProperties) -> i32 {
     if properties.get(keys::TRAN_MSG).is_some_and(|v| v.eq_ignore_ascii_case("true")) {
         msg_type::TRANS_HALF
-    } else if [keys::DELAY, keys::TIMER_DELIVER_MS, keys::TIMER_DELAY_SEC, keys::TIMER_DELAY_MS]
-        .iter()
-        .any(|k| properties.get(k).is_some_and(|v| !v.is_empty() && v != "0"))
-    {
+    } else if keys::asks_for_delay(properties) {
         msg_type::DELAY
     } else {
         msg_type::NORMAL

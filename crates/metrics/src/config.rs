@@ -1,7 +1,9 @@
 //! The exporter settings under Java's keys (BrokerConfig, ProxyConfig and ControllerConfig
 //! carry the same ones; FerroMQ's name server reads them too).
 
-use ferromq_config::rocketmq_config;
+use std::collections::BTreeMap;
+
+use ferromq_config::{rocketmq_config, ConfigError, RocketMqConfig};
 
 /// `metricsExporterType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +63,19 @@ rocketmq_config! {
 }
 
 impl MetricsConfig {
+    /// The metrics keys among `unknown`, the keys another config struct kept without using
+    /// them (the name server's and the proxy's); the rest stay unknown here too.
+    ///
+    /// # Errors
+    /// A malformed value of a metrics key, named.
+    pub fn from_unknown(unknown: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
+        let mut metrics = MetricsConfig::default();
+        for (key, value) in unknown {
+            metrics.set(key, value)?;
+        }
+        Ok(metrics)
+    }
+
     /// The extra constant labels of `metricsLabel`.
     ///
     /// # Errors
@@ -85,8 +100,6 @@ impl MetricsConfig {
 
 #[cfg(test)]
 mod tests {
-    use ferromq_config::RocketMqConfig;
-
     use super::*;
 
     #[test]
@@ -99,6 +112,21 @@ mod tests {
         assert_eq!((c.metrics_exporter_type, c.metrics_prom_exporter_port), (ExporterType::Prom, 9100));
         assert!(c.set("metricsExporterType", "prom").is_err());
         assert!(!c.set("brokerName", "b").unwrap());
+    }
+
+    #[test]
+    fn from_unknown_takes_the_metrics_keys_and_names_a_bad_value() {
+        let unknown: BTreeMap<String, String> =
+            [("metricsExporterType", "PROM"), ("metricsPromExporterPort", "9100"), ("listenPort", "9876")]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect();
+        let c = MetricsConfig::from_unknown(&unknown).unwrap();
+        assert_eq!((c.metrics_exporter_type, c.metrics_prom_exporter_port), (ExporterType::Prom, 9100));
+        assert_eq!(c.unknown.keys().collect::<Vec<_>>(), ["listenPort"]);
+        assert_eq!(MetricsConfig::from_unknown(&BTreeMap::new()).unwrap().metrics_exporter_type, ExporterType::Disable);
+        let bad = BTreeMap::from([("metricsPromExporterPort".to_owned(), "x".to_owned())]);
+        assert!(MetricsConfig::from_unknown(&bad).unwrap_err().to_string().contains("metricsPromExporterPort"));
     }
 
     #[test]

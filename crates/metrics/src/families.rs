@@ -72,6 +72,26 @@ pub enum Kind {
 #[derive(Debug, Default)]
 pub struct Folded(pub Vec<(String, usize)>);
 
+/// Keeps at most `limit` (at least 1) of `series`: past it, the last one kept and those after
+/// it are replaced by the one `merge` sums from them, given their label names (`labels`) each
+/// with the value [`FOLDED`]; how many were folded away is noted in `folded` under `name`.
+fn fold<S>(
+    series: &mut Vec<S>,
+    limit: usize,
+    name: &str,
+    folded: &mut Folded,
+    labels: fn(&S) -> &[(&'static str, String)],
+    merge: impl FnOnce(Vec<(&'static str, String)>, &[S]) -> S,
+) {
+    let limit = limit.max(1);
+    if series.len() > limit {
+        let rest = series.split_off(limit - 1);
+        folded.0.push((name.to_owned(), rest.len()));
+        let folded_labels = labels(&rest[0]).iter().map(|(k, _)| (*k, FOLDED.to_owned())).collect();
+        series.push(merge(folded_labels, &rest));
+    }
+}
+
 /// Writes `family` with `series`, at most `limit` of them (the last standing for the rest).
 ///
 /// # Errors
@@ -83,13 +103,8 @@ pub fn emit(
     limit: usize,
     folded: &mut Folded,
 ) -> Result<(), Error> {
-    let limit = limit.max(1);
-    if series.len() > limit {
-        let rest = series.split_off(limit - 1);
-        folded.0.push((family.name.to_owned(), rest.len()));
-        let labels = rest[0].labels.iter().map(|(k, _)| (*k, FOLDED.to_owned())).collect();
-        series.push(Series { labels, value: rest.iter().map(|s| s.value).sum() });
-    }
+    let merge = |labels, rest: &[Series]| Series { labels, value: rest.iter().map(|s| s.value).sum() };
+    fold(&mut series, limit, family.name, folded, |s| &s.labels, merge);
     let unit = family.unit.map(|u| Unit::Other(u.to_owned()));
     let kind = match family.kind {
         Kind::Counter => MetricType::Counter,
@@ -131,19 +146,16 @@ pub fn emit_histogram(
     limit: usize,
     folded: &mut Folded,
 ) -> Result<(), Error> {
-    let limit = limit.max(1);
-    if series.len() > limit {
-        let rest = series.split_off(limit - 1);
-        folded.0.push((family.name.to_owned(), rest.len()));
+    let merge = |labels, rest: &[HistogramSeries]| {
         let mut counts = vec![0; bounds.len() + 1];
-        for s in &rest {
+        for s in rest {
             for (c, v) in counts.iter_mut().zip(&s.counts) {
                 *c += v;
             }
         }
-        let labels = rest[0].labels.iter().map(|(k, _)| (*k, FOLDED.to_owned())).collect();
-        series.push(HistogramSeries { labels, counts, sum: rest.iter().map(|s| s.sum).sum() });
-    }
+        HistogramSeries { labels, counts, sum: rest.iter().map(|s| s.sum).sum() }
+    };
+    fold(&mut series, limit, family.name, folded, |s| &s.labels, merge);
     let unit = family.unit.map(|u| Unit::Other(u.to_owned()));
     let mut metric = encoder.encode_descriptor(family.name, family.help, unit.as_ref(), MetricType::Histogram)?;
     for s in &series {
@@ -187,4 +199,56 @@ pub fn emit_one(
     value: impl Into<Number>,
 ) -> Result<(), Error> {
     emit(encoder, family, vec![Series::new(Vec::new(), value)], 1, &mut Folded::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use prometheus_client::collector::Collector;
+    use prometheus_client::registry::Registry;
+
+    use super::*;
+
+    /// Four gauge series and three histogram series, each family limited to two.
+    #[derive(Debug)]
+    struct PastTheLimit;
+
+    impl Collector for PastTheLimit {
+        fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), Error> {
+            let mut folded = Folded::default();
+            let family = |name| Family { name, help: "h", unit: None, kind: Kind::Gauge };
+            let series = (1..=4u64).map(|i| Series::new(vec![("topic", format!("t{i}"))], i)).collect();
+            emit(&mut encoder, family("queued"), series, 2, &mut folded)?;
+            let histograms = (1..=3u64)
+                .map(|i| HistogramSeries {
+                    labels: vec![("topic", format!("t{i}"))],
+                    counts: vec![i, 1],
+                    sum: i as f64,
+                })
+                .collect();
+            emit_histogram(&mut encoder, family("sizes"), &[10.0], histograms, 2, &mut folded)?;
+            emit_folded(&mut encoder, &folded)
+        }
+    }
+
+    #[test]
+    fn series_past_the_limit_are_summed_into_one_labelled_other() {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(PastTheLimit));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        // The first series stays; the rest are summed (bucket by bucket for the histogram).
+        for line in [
+            "queued{topic=\"t1\"} 1.0",
+            "queued{topic=\"_other\"} 9.0",
+            "sizes_bucket{le=\"10.0\",topic=\"t1\"} 1",
+            "sizes_sum{topic=\"_other\"} 5.0",
+            "sizes_bucket{le=\"10.0\",topic=\"_other\"} 5",
+            "sizes_bucket{le=\"+Inf\",topic=\"_other\"} 7",
+            "ferromq_metrics_folded_series{metric=\"queued\"} 3.0",
+            "ferromq_metrics_folded_series{metric=\"sizes\"} 2.0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no {line} in:\n{text}");
+        }
+        assert!(!text.contains("t2"), "{text}");
+    }
 }

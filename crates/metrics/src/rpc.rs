@@ -31,12 +31,10 @@ fn new_histogram() -> Histogram {
     Histogram::new(BUCKETS_MS)
 }
 
-/// A code's label: RocketMQ's constant name in lower case, else the number.
-fn code_label(name: Option<&'static str>, code: i32) -> std::borrow::Cow<'static, str> {
-    match name {
-        Some(n) => std::borrow::Cow::Owned(n.to_ascii_lowercase()),
-        None => std::borrow::Cow::Owned(code.to_string()),
-    }
+/// The label of a code without a RocketMQ constant name: its number (known codes take their
+/// name in lower case, made once in [`CodeNames`]).
+fn code_label(code: i32) -> std::borrow::Cow<'static, str> {
+    std::borrow::Cow::Owned(code.to_string())
 }
 
 /// The latency histogram, fed by the remoting servers it is set on.
@@ -89,14 +87,14 @@ impl RpcMetrics {
         let request = match (folded, self.names.requests.get(&rpc.request_code)) {
             (true, _) => std::borrow::Cow::Borrowed(crate::families::FOLDED),
             (false, Some(n)) => std::borrow::Cow::Borrowed(*n),
-            (false, None) => code_label(None, rpc.request_code),
+            (false, None) => code_label(rpc.request_code),
         };
         let response = match rpc.response_code {
             None => std::borrow::Cow::Borrowed(""),
             Some(_) if folded => std::borrow::Cow::Borrowed(crate::families::FOLDED),
             Some(code) => match self.names.responses.get(&code) {
                 Some(n) => std::borrow::Cow::Borrowed(*n),
-                None => code_label(None, code),
+                None => code_label(code),
             },
         };
         RpcLabels {

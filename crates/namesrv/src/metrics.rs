@@ -4,7 +4,6 @@
 
 use std::sync::{Arc, Weak};
 
-use ferromq_config::RocketMqConfig;
 use ferromq_metrics::families::{emit_one, Family, Kind};
 use ferromq_metrics::prometheus_client::collector::Collector;
 use ferromq_metrics::prometheus_client::encoding::DescriptorEncoder;
@@ -13,18 +12,6 @@ use ferromq_remoting::ServerConfig;
 
 use crate::processor::NamesrvState;
 use crate::{NamesrvConfig, NamesrvError};
-
-/// The metrics keys of `config` (kept among its unknown keys).
-///
-/// # Errors
-/// A malformed value, named.
-pub(crate) fn config_of(config: &NamesrvConfig) -> Result<MetricsConfig, NamesrvError> {
-    let mut metrics = MetricsConfig::default();
-    for (key, value) in &config.unknown {
-        metrics.set(key, value).map_err(|e| NamesrvError::Config(e.to_string()))?;
-    }
-    Ok(metrics)
-}
 
 /// With `metricsExporterType=PROM`: the bound exporter port and the registry (its RPC
 /// observer set in `server_config`).
@@ -36,7 +23,9 @@ pub(crate) async fn setup(
     local: Option<std::net::SocketAddr>,
     server_config: &mut ServerConfig,
 ) -> Result<Option<(tokio::net::TcpListener, Metrics)>, NamesrvError> {
-    let metrics_config = config_of(config)?;
+    // The metrics keys are kept among the config's unknown keys.
+    let metrics_config =
+        MetricsConfig::from_unknown(&config.unknown).map_err(|e| NamesrvError::Config(e.to_string()))?;
     let node = ferromq_metrics::registry::Node {
         cluster: String::new(),
         node_type: "namesrv",

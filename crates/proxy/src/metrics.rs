@@ -5,7 +5,6 @@
 
 use std::sync::{Arc, Weak};
 
-use ferromq_config::RocketMqConfig;
 use ferromq_metrics::exporter::Prepared;
 use ferromq_metrics::families::{emit_one, Family, Kind};
 use ferromq_metrics::prometheus_client::collector::Collector;
@@ -14,18 +13,6 @@ use ferromq_metrics::MetricsConfig;
 
 use crate::config::ProxyConfig;
 use crate::proxy::Proxy;
-
-/// The metrics keys of `config` (kept among its unknown keys).
-///
-/// # Errors
-/// A malformed value, named.
-pub fn config_of(config: &ProxyConfig) -> Result<MetricsConfig, String> {
-    let mut metrics = MetricsConfig::default();
-    for (key, value) in &config.unknown {
-        metrics.set(key, value).map_err(|e| e.to_string())?;
-    }
-    Ok(metrics)
-}
 
 /// The exporter `config` asks for, if any.
 ///
@@ -38,7 +25,9 @@ pub async fn prepare(config: &ProxyConfig) -> Result<Option<Prepared>, String> {
         node_id: config.proxy_name.clone(),
         extra: vec![("proxy_mode", config.proxy_mode.clone())],
     };
-    ferromq_metrics::exporter::prepare(&config_of(config)?, &node, &config.bind_address).await
+    // The metrics keys are kept among the config's unknown keys.
+    let metrics_config = MetricsConfig::from_unknown(&config.unknown).map_err(|e| e.to_string())?;
+    ferromq_metrics::exporter::prepare(&metrics_config, &node, &config.bind_address).await
 }
 
 /// What the proxy knows, read on each scrape.

@@ -162,13 +162,11 @@ impl Broker {
             self.pop.hold.wake_group(&h.topic, &h.consumer_group);
         }
         if !collected.messages.is_empty() {
-            self.stats.group_get_nums.add(
-                &BrokerStats::group_key(&h.topic, &h.consumer_group),
-                collected.messages.len() as u64,
-                clock_ms(),
-            );
+            let key = BrokerStats::group_key(&h.topic, &h.consumer_group);
+            let count = collected.messages.len() as u64;
+            self.stats.group_get_nums.add(&key, count, clock_ms());
             let bytes: usize = collected.messages.iter().map(|m| m.len()).sum();
-            self.metrics.message_out(&h.topic, &h.consumer_group, collected.messages.len() as u64, bytes as u64);
+            self.metrics.message_out(&key, count, bytes as u64);
             if self.config.enable_pop_log {
                 info!(topic = %h.topic, group = %h.consumer_group, queue_id = h.queue_id, found = collected.messages.len(), revive_qid = ctx.revive_qid, pop_time = ctx.pop_time, "pop");
             }

@@ -356,17 +356,10 @@ impl Broker {
             },
         );
         if code == response_code::SUCCESS {
-            self.stats.group_get_nums.add(
-                &BrokerStats::group_key(&h.topic, &h.consumer_group),
-                result.messages.len() as u64,
-                clock_ms(),
-            );
-            self.metrics.message_out(
-                &h.topic,
-                &h.consumer_group,
-                result.messages.len() as u64,
-                result.total_bytes() as u64,
-            );
+            let key = BrokerStats::group_key(&h.topic, &h.consumer_group);
+            let count = result.messages.len() as u64;
+            self.stats.group_get_nums.add(&key, count, clock_ms());
+            self.metrics.message_out(&key, count, result.total_bytes() as u64);
             let mut body = BytesMut::with_capacity(result.total_bytes());
             for m in &result.messages {
                 body.extend_from_slice(m);

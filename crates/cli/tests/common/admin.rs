@@ -9,12 +9,20 @@ use std::time::{Duration, Instant};
 use ferromq_protocol::header::{GetRouteInfoRequestHeader, SendMessageResponseHeader};
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
+use ferromq_testkit::{start_standalone, Standalone};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
 
 /// How long a command may keep giving the wrong answer while the server catches up (route
 /// registration, index dispatch).
 const CATCH_UP: Duration = Duration::from_secs(15);
+
+/// A `ferromq standalone` process whose name server already serves a route (TBW102's).
+pub fn start_server() -> Standalone {
+    let server = start_standalone(BIN);
+    wait_for_route(&server.namesrv, "TBW102");
+    server
+}
 
 /// Runs `ferromq admin <args> -n <namesrv>`.
 pub fn admin(namesrv: &str, args: &[&str]) -> Output {

@@ -1,8 +1,10 @@
-//! Names of the well-known message properties (fact sheet 3.3).
+//! Names of the well-known message properties (fact sheet 3.3), and [`asks_for_delay`] over them.
 //!
 //! Each constant is named after the string it holds where that string is a valid identifier, so
 //! `keys::TAGS == "TAGS"`; the Java constant is given in each doc for cross-reference.
 //! Java: `MessageConst`.
+
+use super::MessageProperties;
 
 /// Business keys, separated by [`KEY_SEPARATOR`]; indexed. Java: `PROPERTY_KEYS`.
 pub const KEYS: &str = "KEYS";
@@ -144,6 +146,16 @@ pub const DLQ_ORIGIN_MESSAGE_ID: &str = "DLQ_ORIGIN_MESSAGE_ID";
 /// Not in `MessageConst` (a string literal in the Java client and broker metrics).
 pub const START_DELIVER_TIME: &str = "__STARTDELIVERTIME";
 
+/// The keys that ask for a later delivery: a delay level or a 5.x timer.
+pub const DELAY_KEYS: [&str; 4] = [DELAY, TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS];
+
+/// Whether `properties` ask for a later delivery: one of [`DELAY_KEYS`] set to something
+/// other than empty or `0`. The client's trace type and the broker's `message_type` metric
+/// label read it (the broker also counts [`START_DELIVER_TIME`]).
+pub fn asks_for_delay(properties: &MessageProperties) -> bool {
+    DELAY_KEYS.iter().any(|k| properties.get(k).is_some_and(|v| !v.is_empty() && v != "0"))
+}
+
 /// Separator between business keys inside [`KEYS`]. Java: `MessageConst.KEY_SEPARATOR`.
 pub const KEY_SEPARATOR: &str = " ";
 
@@ -225,5 +237,23 @@ mod tests {
         assert!(!is_reserved(TRANSACTION_ID), "Java leaves the transaction id out of the set");
         assert!(!is_reserved("myKey"));
         assert!(is_transient(TRANSIENT_TOPIC_SYS_FLAG));
+    }
+
+    #[test]
+    fn a_delay_level_or_timer_key_other_than_empty_or_zero_asks_for_delay() {
+        let with = |key: &str, value: &str| {
+            let mut p = MessageProperties::default();
+            p.insert(TAGS, "a");
+            p.insert(key, value);
+            p
+        };
+        assert!(!asks_for_delay(&MessageProperties::default()));
+        for key in DELAY_KEYS {
+            assert!(asks_for_delay(&with(key, "3")), "{key}");
+            assert!(!asks_for_delay(&with(key, "0")), "{key}");
+            assert!(!asks_for_delay(&with(key, "")), "{key}");
+        }
+        assert!(!asks_for_delay(&with(START_DELIVER_TIME, "17000")), "not one of the delay keys");
+        assert!(!asks_for_delay(&with(KEYS, "3")));
     }
 }
