@@ -48,6 +48,12 @@ fn the_dashboard_works_in_a_browser() {
     // A backlog: ten traced messages consumed by the group, which then goes offline while
     // sends go on (one every 100 ms, for the TPS chart) until the browser is done.
     let (traced_id, backlog_start, producer_task) = runtime.block_on(async {
+        // Sends create their topic once the broker has registered.
+        let registered = Instant::now() + Duration::from_secs(20);
+        while admin.topic_route("TBW102").await.is_err() {
+            assert!(Instant::now() < registered, "the broker never registered");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         let producer = Producer::new(
             ProducerConfig { group: "BrowserProducer".into(), enable_msg_trace: true, ..ProducerConfig::default() },
             ClientConfig::with_namesrv(&s.namesrv),
