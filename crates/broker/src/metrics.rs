@@ -43,9 +43,7 @@ pub(crate) fn message_type(sys_flag: i32, properties: &MessageProperties) -> usi
         3
     } else if properties.get(keys::SHARDING_KEY).is_some() {
         1
-    } else if keys::asks_for_delay(properties)
-        || properties.get(keys::START_DELIVER_TIME).is_some_and(|v| !v.is_empty() && v != "0")
-    {
+    } else if keys::asks_for_delay(properties) {
         2
     } else {
         0

@@ -198,3 +198,24 @@ pub(crate) fn pub_msg_type(properties: &MessageProperties) -> i32 {
         msg_type::NORMAL
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pub_records_type_messages_as_javas_producer_does() {
+        let with = |pairs: &[(&str, &str)]| {
+            let mut p = MessageProperties::default();
+            for (k, v) in pairs {
+                p.insert(*k, *v);
+            }
+            pub_msg_type(&p)
+        };
+        assert_eq!(with(&[]), msg_type::NORMAL);
+        assert_eq!(with(&[(keys::TRAN_MSG, "true")]), msg_type::TRANS_HALF);
+        assert_eq!(with(&[(keys::DELAY, "3")]), msg_type::DELAY);
+        assert_eq!(with(&[(keys::START_DELIVER_TIME, "1700000000000")]), msg_type::DELAY);
+        assert_eq!(with(&[(keys::DELAY, "0")]), msg_type::NORMAL);
+    }
+}

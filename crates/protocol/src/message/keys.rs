@@ -147,11 +147,12 @@ pub const DLQ_ORIGIN_MESSAGE_ID: &str = "DLQ_ORIGIN_MESSAGE_ID";
 pub const START_DELIVER_TIME: &str = "__STARTDELIVERTIME";
 
 /// The keys that ask for a later delivery: a delay level or a 5.x timer.
-pub const DELAY_KEYS: [&str; 4] = [DELAY, TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS];
+pub const DELAY_KEYS: [&str; 5] = [DELAY, TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS, START_DELIVER_TIME];
 
-/// Whether `properties` ask for a later delivery: one of [`DELAY_KEYS`] set to something
-/// other than empty or `0`. The client's trace type and the broker's `message_type` metric
-/// label read it (the broker also counts [`START_DELIVER_TIME`]).
+/// Whether `properties` ask for a later delivery: one of [`DELAY_KEYS`] (the delay level, the
+/// 5.x timer keys, the cloud client's [`START_DELIVER_TIME`]) set to something other than
+/// empty or `0`. The client's trace type (Java: `Delay_Msg` for a delay level or
+/// `__STARTDELIVERTIME`) and the broker's `message_type` metric label read it.
 pub fn asks_for_delay(properties: &MessageProperties) -> bool {
     DELAY_KEYS.iter().any(|k| properties.get(k).is_some_and(|v| !v.is_empty() && v != "0"))
 }
@@ -253,7 +254,7 @@ mod tests {
             assert!(!asks_for_delay(&with(key, "0")), "{key}");
             assert!(!asks_for_delay(&with(key, "")), "{key}");
         }
-        assert!(!asks_for_delay(&with(START_DELIVER_TIME, "17000")), "not one of the delay keys");
+        assert!(asks_for_delay(&with(START_DELIVER_TIME, "17000")), "the cloud client's key too");
         assert!(!asks_for_delay(&with(KEYS, "3")));
     }
 }
