@@ -159,6 +159,8 @@ pub struct Broker {
     pub(crate) pop: crate::pop::PopState,
     /// Half messages waiting for their end, per topic (`rocketmq_half_messages`).
     pub(crate) half_messages: crate::transaction::HalfMessages,
+    /// Where each pull group's last pull left each queue (in flight against ready).
+    pub(crate) pull_offsets: crate::client::PullOffsets,
 }
 
 /// Groups remembered for the SQL92 refusal warning; beyond it, warnings stop.
@@ -923,6 +925,7 @@ pub async fn run_with_local_access(
         sql92_warned: Default::default(),
         pop,
         half_messages: crate::transaction::HalfMessages::default(),
+        pull_offsets: crate::client::PullOffsets::default(),
         timer: RwLock::new(timer.clone()),
         replication: RwLock::new(replication),
         role: RwLock::new(role),

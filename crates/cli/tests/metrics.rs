@@ -80,7 +80,7 @@ async fn standalone_metrics_count_traffic_lag_and_connections() {
             consumer_group: "cg".into(),
             topic: TOPIC.into(),
             queue_id: 0,
-            commit_offset: 4,
+            commit_offset: 2,
             broker_name: None,
         },
     );
@@ -116,12 +116,12 @@ async fn standalone_metrics_count_traffic_lag_and_connections() {
     assert_eq!(get(&m, "rocketmq_messages_out_total", &out), 4.0);
     assert!(get(&m, "rocketmq_throughput_out_total", &out) >= 4.0 * BODY.len() as f64);
 
-    // Lag of "cg" on the topic: 10 normal messages on queue 0, 4 committed (the delayed ones
-    // are not in the topic's queue yet).
+    // Lag of "cg" on the topic: 10 normal messages on queue 0 (the delayed ones are not in the
+    // topic's queue yet), 4 pulled, 2 committed: 8 behind, 2 of them in flight, 6 ready.
     let lag = [("consumer_group", "cg"), ("topic", TOPIC)];
-    assert_eq!(get(&m, "rocketmq_consumer_lag_messages", &lag), 6.0);
+    assert_eq!(get(&m, "rocketmq_consumer_lag_messages", &lag), 8.0);
     assert_eq!(get(&m, "rocketmq_consumer_ready_messages", &lag), 6.0);
-    assert_eq!(get(&m, "rocketmq_consumer_inflight_messages", &lag), 0.0);
+    assert_eq!(get(&m, "rocketmq_consumer_inflight_messages", &lag), 2.0);
     let age = get(&m, "rocketmq_consumer_lag_latency_milliseconds", &lag);
     assert!((0.0..600_000.0).contains(&age), "{age}");
 

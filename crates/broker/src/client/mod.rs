@@ -13,10 +13,12 @@ mod consumer_group_info;
 mod consumer_ids_notifier;
 mod consumer_manager;
 mod producer_manager;
+mod pull_offsets;
 mod rebalance_lock;
 
 pub use client_channel::{ClientChannelInfo, CHANNEL_EXPIRED_TIMEOUT_MS};
 pub use consumer_group_info::ConsumerGroupInfo;
 pub use consumer_manager::{ConsumerGroupEvent, ConsumerManager};
 pub use producer_manager::ProducerManager;
+pub use pull_offsets::PullOffsets;
 pub use rebalance_lock::{RebalanceLockManager, REBALANCE_LOCK_MAX_LIVE_TIME_MS};

@@ -305,6 +305,7 @@ impl Broker {
         if h.clean_offset == Some(true) {
             self.offsets().remove_offset(&h.group_name);
             self.pop.inflight.clear_group(&h.group_name);
+            self.pull_offsets.forget_group(&h.group_name);
         }
         success(req)
     }

@@ -242,11 +242,17 @@ impl Broker {
                     .as_ref()
                     .and_then(|b| b.latest_offset(&crate::pop::lock_key(topic, group, queue_id)))
                     .map_or(consumer_offset, |latest| latest.max(consumer_offset));
+                // A pull group's next pull offset (Java's pullOffset), never behind what it
+                // committed nor past the queue's end; a pop group's is its popped offset.
+                let pulled = self
+                    .pull_offsets
+                    .query(&crate::stats::BrokerStats::group_key(topic, group), queue_id)
+                    .map_or(consumer_offset, |p| p.clamp(consumer_offset, broker_offset.max(consumer_offset)));
                 let wrapper = OffsetWrapper {
                     broker_offset,
                     consumer_offset: (consumer_offset - in_flight).max(0),
                     last_timestamp,
-                    pull_offset: consumer_offset,
+                    pull_offset: if in_flight > 0 { consumer_offset } else { pulled },
                 };
                 (self.queue(topic, queue_id), wrapper)
             })
@@ -516,6 +522,7 @@ impl Broker {
             return Err((response_code::SYSTEM_ERROR, "No queues to reset.".to_owned()));
         }
         let mut body = ResetOffsetBody::default();
+        self.pull_offsets.forget(&crate::stats::BrokerStats::group_key(&h.topic, &h.group));
         for (queue_id, offset) in targets {
             self.offsets().reset_offset(&h.group, &h.topic, queue_id, offset);
             body.offset_table.insert(self.queue(&h.topic, queue_id), offset);

@@ -357,6 +357,7 @@ impl Broker {
         );
         if code == response_code::SUCCESS {
             let key = BrokerStats::group_key(&h.topic, &h.consumer_group);
+            self.pull_offsets.commit(&key, h.queue_id, result.next_begin_offset);
             let count = result.messages.len() as u64;
             self.stats.group_get_nums.add(&key, count, clock_ms());
             self.metrics.message_out(&key, count, result.total_bytes() as u64);
