@@ -6,16 +6,13 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, HOST, ORIGIN};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tracing::{debug, info, warn};
 
 use crate::error::ApiError;
@@ -24,9 +21,6 @@ use crate::state::Dashboard;
 
 /// Connections served at once (a browser opens about six); more wait for a slot.
 pub const CONNECTIONS_MAX: usize = 64;
-
-/// How long a connection may take to send its request head.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Binds the dashboard's port.
 ///
@@ -53,38 +47,9 @@ pub async fn serve(listener: TcpListener, dashboard: Arc<Dashboard>, shutdown: i
         info!(address = %local, "dashboard at {}", url(local));
     }
     let collector = tokio::spawn(crate::collector::run(dashboard.clone()));
-    let slots = Arc::new(Semaphore::new(CONNECTIONS_MAX));
-    tokio::pin!(shutdown);
-    loop {
-        let accepted = tokio::select! {
-            () = &mut shutdown => break,
-            accepted = listener.accept() => accepted,
-        };
-        let (stream, peer) = match accepted {
-            Ok(a) => a,
-            Err(e) => {
-                // Out of descriptors and the like: wait rather than spin.
-                warn!(error = %e, "dashboard cannot accept a connection");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let Ok(slot) = slots.clone().acquire_owned().await else { break };
-        let dashboard = dashboard.clone();
-        tokio::spawn(async move {
-            let _slot = slot;
-            let service = hyper::service::service_fn(move |request| answer(dashboard.clone(), request));
-            let served = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
-                .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-            if let Err(e) = served {
-                debug!(%peer, error = %e, "dashboard connection ended with an error");
-            }
-        });
-    }
+    let served = dashboard.clone();
+    let handler = move |request| answer(served.clone(), request);
+    ferromq_metrics::http::serve_http(listener, "dashboard", CONNECTIONS_MAX, shutdown, handler).await;
     collector.abort();
     dashboard.shutdown().await;
 }

@@ -6,25 +6,19 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use crate::registry::{Format, Metrics};
 
 /// Scrapes served at once; more connections wait for a slot.
 pub const CONNECTIONS_MAX: usize = 16;
-
-/// How long a connection may take to send its request head.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where `/metrics` listens: `host` (`metricsPromExporterHost`, else `fallback_host`) and port.
 pub fn listen_address(host: &str, fallback_host: &str, port: u16) -> String {
@@ -53,38 +47,8 @@ pub async fn bind(addr: &str) -> Result<TcpListener, String> {
 pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, shutdown: impl Future<Output = ()>) {
     let local = listener.local_addr().map_or_else(|_| "?".to_owned(), |a| a.to_string());
     info!(address = %local, "Prometheus metrics at http://{local}/metrics");
-    let slots = Arc::new(Semaphore::new(CONNECTIONS_MAX));
-    tokio::pin!(shutdown);
-    loop {
-        let accepted = tokio::select! {
-            () = &mut shutdown => return,
-            accepted = listener.accept() => accepted,
-        };
-        let (stream, peer) = match accepted {
-            Ok(a) => a,
-            Err(e) => {
-                // Out of descriptors and the like: wait rather than spin.
-                warn!(error = %e, "metrics exporter cannot accept a connection");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let Ok(slot) = slots.clone().acquire_owned().await else { return };
-        let metrics = metrics.clone();
-        tokio::spawn(async move {
-            let _slot = slot;
-            let service = hyper::service::service_fn(move |request| answer(metrics.clone(), request));
-            let served = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
-                .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-            if let Err(e) = served {
-                debug!(%peer, error = %e, "metrics connection ended with an error");
-            }
-        });
-    }
+    let handler = move |request| answer(metrics.clone(), request);
+    crate::http::serve_http(listener, "metrics", CONNECTIONS_MAX, shutdown, handler).await;
 }
 
 fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {

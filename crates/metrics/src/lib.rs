@@ -17,6 +17,7 @@ pub mod config;
 pub mod counters;
 pub mod exporter;
 pub mod families;
+pub mod http;
 pub mod process;
 pub mod registry;
 pub mod rpc;

@@ -8,7 +8,6 @@ use anyhow::Context;
 use ferromq_client::admin::json;
 use ferromq_client::{allocate_averagely, MessageQueue};
 
-use crate::admin::browse::subscribe_queues;
 use crate::admin::output::print_json;
 use crate::admin::Ctx;
 
@@ -29,7 +28,7 @@ pub(crate) async fn allocate_mq(ctx: &Ctx, a: AllocateMqArgs) -> anyhow::Result<
         anyhow::bail!("give the client ids to allocate among with -i (comma-separated)");
     }
     let route = ctx.client.topic_route(&a.topic).await.with_context(|| format!("no route for topic {}", a.topic))?;
-    let queues: Vec<MessageQueue> = subscribe_queues(&route, &a.topic).into_iter().map(|(mq, _)| mq).collect();
+    let queues: Vec<MessageQueue> = route.subscribe_queues(&a.topic).into_iter().map(|(mq, _)| mq).collect();
     let result = allocation(&queues, &client_ids);
     let value = json!({ "result": result });
     if ctx.json {

@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use anyhow::Context;
 use ferromq_client::admin::{json, JsonValue, PullStatus, TOOLS_CONSUMER_GROUP};
 use ferromq_client::MessageQueue;
-use ferromq_protocol::body::{perm, TopicRouteData};
 use ferromq_protocol::message::{keys, StoredMessage};
 
 use crate::admin::output::{parse_timestamp, print_json};
@@ -101,7 +100,7 @@ pub(crate) async fn print_msg(ctx: &Ctx, a: PrintMsgArgs) -> anyhow::Result<()> 
     let route_topic = a.lmq_parent_topic.as_deref().unwrap_or(&a.topic);
     let route =
         ctx.client.topic_route(route_topic).await.with_context(|| format!("no route for topic {route_topic}"))?;
-    let queues = subscribe_queues(&route, &a.topic);
+    let queues = route.subscribe_queues(&a.topic);
     if queues.is_empty() {
         anyhow::bail!("topic {} has no readable queue", a.topic);
     }
@@ -192,7 +191,8 @@ pub(crate) async fn print_msg_by_queue(ctx: &Ctx, a: PrintMsgByQueueArgs) -> any
     let charset = Charset::parse(&a.charset)?;
     let (begin, end) = (timestamp_arg(a.begin.as_deref(), "-b")?, timestamp_arg(a.end.as_deref(), "-e")?);
     let route = ctx.client.topic_route(&a.topic).await.with_context(|| format!("no route for topic {}", a.topic))?;
-    let (mq, addr) = subscribe_queues(&route, &a.topic)
+    let (mq, addr) = route
+        .subscribe_queues(&a.topic)
         .into_iter()
         .find(|(mq, _)| mq.broker_name == a.broker_name && mq.queue_id == a.queue_id)
         .with_context(|| {
@@ -232,25 +232,6 @@ pub(crate) async fn print_msg_by_queue(ctx: &Ctx, a: PrintMsgByQueueArgs) -> any
         println!("Tag: {tag:<30} Count: {count}");
     }
     Ok(())
-}
-
-/// The readable queues of `topic` in `route`, sorted, each with the address to pull from (the
-/// master, else a slave). Java: `MQClientInstance#topicRouteData2TopicSubscribeInfo`.
-pub(crate) fn subscribe_queues(route: &TopicRouteData, topic: &str) -> Vec<(MessageQueue, String)> {
-    let mut queues = Vec::new();
-    for q in route.queue_datas.iter().filter(|q| perm::is_readable(q.perm)) {
-        let Some(addr) =
-            route.broker_datas.iter().find(|b| b.broker_name == q.broker_name).and_then(|b| b.select_broker_addr())
-        else {
-            continue;
-        };
-        for queue_id in 0..q.read_queue_nums {
-            let mq = MessageQueue { topic: topic.to_owned(), broker_name: q.broker_name.clone(), queue_id };
-            queues.push((mq, addr.to_owned()));
-        }
-    }
-    queues.sort_by(|a, b| (&a.0.broker_name, a.0.queue_id).cmp(&(&b.0.broker_name, b.0.queue_id)));
-    queues
 }
 
 /// The offsets to read a queue between: its minimum and maximum, or the first message stored

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use ferromq_client::admin::{json, JsonValue, SendResult};
-use ferromq_protocol::body::perm;
 use ferromq_protocol::civil_date::civil_from_days;
 
 use crate::admin::output::print_json;
@@ -73,15 +72,8 @@ impl BrokerTopicSender {
         let route = ctx.client.topic_route(broker_name).await.with_context(|| {
             format!("no route for topic {broker_name}: is {broker_name} a broker name, with brokerTopicEnable=true?")
         })?;
-        let mut queues = Vec::new();
-        for q in route.queue_datas.iter().filter(|q| perm::is_writeable(q.perm)) {
-            let Some(addr) =
-                route.broker_datas.iter().find(|b| b.broker_name == q.broker_name).and_then(|b| b.master_addr())
-            else {
-                continue;
-            };
-            queues.extend((0..q.write_queue_nums).map(|id| (q.broker_name.clone(), addr.to_owned(), id)));
-        }
+        let queues: Vec<(String, String, i32)> =
+            route.publish_queues(broker_name).into_iter().map(|(q, addr)| (q.broker_name, addr, q.queue_id)).collect();
         if queues.is_empty() {
             anyhow::bail!("topic {broker_name} has no writable queue on a master");
         }

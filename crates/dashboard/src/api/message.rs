@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use ferromq_client::admin::{AdminClient, AdminError, PullStatus, TOOLS_CONSUMER_GROUP};
-use ferromq_protocol::body::{perm, MessageModel, MessageQueue, TopicRouteData};
+use ferromq_protocol::body::{MessageModel, MessageQueue, TopicRouteData};
 use ferromq_protocol::message::{create_offset_msg_id, keys, StoredMessage};
 use serde::Deserialize;
 use serde_json::{json, Value as JsonValue};
@@ -174,19 +174,7 @@ struct ReadQueue {
 }
 
 fn read_queues(route: &TopicRouteData, topic: &str) -> Vec<ReadQueue> {
-    let mut queues = Vec::new();
-    for q in route.queue_datas.iter().filter(|q| perm::is_readable(q.perm)) {
-        let Some(addr) =
-            route.broker_datas.iter().find(|b| b.broker_name == q.broker_name).and_then(|b| b.select_broker_addr())
-        else {
-            continue;
-        };
-        for id in 0..q.read_queue_nums {
-            queues
-                .push(ReadQueue { queue: MessageQueue::new(topic, q.broker_name.clone(), id), addr: addr.to_owned() });
-        }
-    }
-    queues
+    route.subscribe_queues(topic).into_iter().map(|(queue, addr)| ReadQueue { queue, addr }).collect()
 }
 
 /// Each queue's offsets that may hold messages stored within `[begin, end]`.

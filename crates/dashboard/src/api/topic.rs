@@ -238,31 +238,13 @@ pub(crate) async fn send_message(d: &Dashboard, r: &ApiRequest) -> Result<JsonVa
         return Err(ApiError::bad("messageBody must not be empty"));
     }
     let admin = d.admin();
-    let route = admin.topic_route(topic).await?;
-    let mut queues = Vec::new();
-    for q in route.queue_datas.iter().filter(|q| perm::is_writeable(q.perm)) {
-        let Some(addr) =
-            route.broker_datas.iter().find(|b| b.broker_name == q.broker_name).and_then(|b| b.master_addr())
-        else {
-            continue;
-        };
-        queues.extend((0..q.write_queue_nums).map(|id| (q.broker_name.clone(), addr.to_owned(), id)));
-    }
+    let queues = admin.topic_route(topic).await?.publish_queues(topic);
     if queues.is_empty() {
         return Err(ApiError::NotFound(format!("topic {topic} has no writable queue on a master")));
     }
-    let (broker_name, addr, queue_id) = &queues[NEXT_QUEUE.fetch_add(1, Ordering::Relaxed) % queues.len()];
-    let sent = admin
-        .send_message(
-            addr,
-            broker_name,
-            topic,
-            *queue_id,
-            m.message_body.as_bytes(),
-            m.tag.as_deref(),
-            m.key.as_deref(),
-        )
-        .await?;
+    let (mq, addr) = &queues[NEXT_QUEUE.fetch_add(1, Ordering::Relaxed) % queues.len()];
+    let (body, tag, key) = (m.message_body.as_bytes(), m.tag.as_deref(), m.key.as_deref());
+    let sent = admin.send_message(addr, &mq.broker_name, topic, mq.queue_id, body, tag, key).await?;
     Ok(json!({
         "sendStatus": "SEND_OK",
         "msgId": sent.msg_id,

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::body::{lenient, JsonBody};
+use crate::body::{lenient, JsonBody, MessageQueue};
 
 /// Broker id of a master in [`BrokerData::broker_addrs`]. Java: `MixAll.MASTER_ID`.
 pub const MASTER_ID: i64 = 0;
@@ -121,6 +121,36 @@ impl TopicRouteData {
             self.encode_fastjson()
         }
     }
+
+    /// The writable queues of `topic`, each with its broker group's master (groups without one
+    /// are left out), in route order. Java: `topicRouteData2TopicPublishInfo`.
+    pub fn publish_queues(&self, topic: &str) -> Vec<(MessageQueue, String)> {
+        self.queues(topic, true)
+    }
+
+    /// The readable queues of `topic`, sorted, each with the address to read from (the master,
+    /// else the lowest slave). Java: `topicRouteData2TopicSubscribeInfo`.
+    pub fn subscribe_queues(&self, topic: &str) -> Vec<(MessageQueue, String)> {
+        let mut queues = self.queues(topic, false);
+        queues.sort_by(|a, b| (&a.0.broker_name, a.0.queue_id).cmp(&(&b.0.broker_name, b.0.queue_id)));
+        queues
+    }
+
+    fn queues(&self, topic: &str, write: bool) -> Vec<(MessageQueue, String)> {
+        let mut queues = Vec::new();
+        for q in &self.queue_datas {
+            let (allowed, count) = if write {
+                (crate::body::perm::is_writeable(q.perm), q.write_queue_nums)
+            } else {
+                (crate::body::perm::is_readable(q.perm), q.read_queue_nums)
+            };
+            let group = self.broker_datas.iter().find(|b| b.broker_name == q.broker_name);
+            let addr = group.and_then(|b| if write { b.master_addr() } else { b.select_broker_addr() });
+            let (true, Some(addr)) = (allowed, addr) else { continue };
+            queues.extend((0..count).map(|id| (MessageQueue::new(topic, q.broker_name.clone(), id), addr.to_owned())));
+        }
+        queues
+    }
 }
 
 #[cfg(test)]
@@ -129,6 +159,50 @@ mod tests {
 
     fn addrs(entries: &[(i64, &str)]) -> BTreeMap<i64, String> {
         entries.iter().map(|(id, addr)| (*id, (*addr).to_owned())).collect()
+    }
+
+    #[test]
+    fn publish_and_subscribe_queues_follow_permissions_and_addresses() {
+        let queue = |name: &str, read, write, perm| QueueData {
+            broker_name: name.to_owned(),
+            read_queue_nums: read,
+            write_queue_nums: write,
+            perm,
+            ..QueueData::default()
+        };
+        let route = TopicRouteData {
+            queue_datas: vec![
+                queue("b", 2, 1, 6),
+                queue("a", 1, 2, 6),
+                queue("ro", 1, 1, 4),
+                queue("noMaster", 1, 1, 6),
+            ],
+            broker_datas: vec![
+                BrokerData::new("c", "a", addrs(&[(0, "ma")])),
+                BrokerData::new("c", "b", addrs(&[(0, "mb")])),
+                BrokerData::new("c", "ro", addrs(&[(0, "mr")])),
+                BrokerData::new("c", "noMaster", addrs(&[(1, "s")])),
+            ],
+            ..TopicRouteData::default()
+        };
+        let names = |qs: Vec<(MessageQueue, String)>| -> Vec<(String, i32, String)> {
+            qs.into_iter().map(|(q, a)| (q.broker_name, q.queue_id, a)).collect()
+        };
+        let s = |v: &str| v.to_owned();
+        assert_eq!(
+            names(route.publish_queues("T")),
+            vec![(s("b"), 0, s("mb")), (s("a"), 0, s("ma")), (s("a"), 1, s("ma"))]
+        );
+        assert_eq!(
+            names(route.subscribe_queues("T")),
+            vec![
+                (s("a"), 0, s("ma")),
+                (s("b"), 0, s("mb")),
+                (s("b"), 1, s("mb")),
+                (s("noMaster"), 0, s("s")),
+                (s("ro"), 0, s("mr"))
+            ]
+        );
     }
 
     #[test]
