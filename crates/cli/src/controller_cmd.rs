@@ -21,11 +21,23 @@ pub(crate) struct ControllerArgs {
 
 pub(crate) fn controller(args: ControllerArgs) -> anyhow::Result<()> {
     let mut config = ControllerConfig::default();
+    let mut metrics = ferromq_metrics::MetricsConfig::default();
     if let Some(path) = &args.config_file {
-        // `tls.*` keys are the TLS settings' (read when the node starts).
-        for key in config.load_file(path)?.into_iter().filter(|k| !TlsConfig::is_tls_key(k)) {
+        // `tls.*` keys are the TLS settings' (read when the node starts), `metrics*` the
+        // exporter's (Java's ControllerConfig has them too).
+        let metrics_keys = ferromq_metrics::MetricsConfig::KEYS;
+        for key in config
+            .load_file(path)?
+            .into_iter()
+            .filter(|k| !TlsConfig::is_tls_key(k) && !metrics_keys.contains(&k.as_str()))
+        {
             warn!(key = %key, "unknown controller config key ignored");
         }
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let entries = ferromq_protocol::properties_text::parse_map(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        metrics = ferromq_metrics::MetricsConfig::from_unknown(&entries)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     }
     if args.print_config {
         print!("{}", config.to_text());
@@ -36,8 +48,16 @@ pub(crate) fn controller(args: ControllerArgs) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(&me.addr).await.with_context(|| {
             format!("cannot listen on {} (controller {} in controllerDLegerPeers)", me.addr, me.name)
         })?;
+        let node = ferromq_metrics::registry::Node {
+            cluster: String::new(),
+            node_type: "controller",
+            node_id: me.name.clone(),
+            extra: Vec::new(),
+        };
+        let host = me.addr.rsplit_once(':').map_or(me.addr.as_str(), |(h, _)| h);
+        let exporter = ferromq_metrics::exporter::prepare(&metrics, &node, host).await.map_err(anyhow::Error::msg)?;
         crate::banner(format_args!("The Controller boot success. node={}, address={}", me.name, me.addr));
-        ferromq_controller::run(config, listener, crate::shutdown_signal()).await?;
+        ferromq_controller::run_with_metrics(config, listener, crate::shutdown_signal(), exporter).await?;
         Ok(())
     })
 }

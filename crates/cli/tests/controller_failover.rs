@@ -138,6 +138,8 @@ fn commit_log(store: &Path, upto: i64) -> Vec<u8> {
 struct Cluster {
     ns: String,
     controllers: Vec<String>,
+    /// The controllers' `/metrics` ports.
+    metrics_ports: Vec<u16>,
     ctrl: Vec<Proc>,
     brokers: Vec<Proc>,
     _ns_proc: ChildProcess,
@@ -167,6 +169,13 @@ fn cluster(dir: &Path, controller_addr: impl Fn(usize, &[String]) -> String) -> 
         .collect();
     let peers: Vec<String> = ctrl_ports.iter().enumerate().map(|(i, p)| format!("n{i}-127.0.0.1:{p}")).collect();
     let controllers: Vec<String> = ctrl_ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let metrics_ports: Vec<u16> = (0..3)
+        .map(|_| {
+            let p = port_away_from(&taken, free_port);
+            taken.push(p);
+            p
+        })
+        .collect();
     let mut ctrl: Vec<Proc> = (0..3)
         .map(|i| Proc {
             name: format!("n{i}"),
@@ -174,10 +183,12 @@ fn cluster(dir: &Path, controller_addr: impl Fn(usize, &[String]) -> String) -> 
             conf: format!(
                 "controllerDLegerGroup=g1\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\n\
                  controllerStorePath={}\nscanInactiveMasterInterval=300\nscanNotActiveBrokerInterval=300\n\
-                 controllerHeartBeatTimeoutMills=3000\nconfigStorePath={}\n",
+                 controllerHeartBeatTimeoutMills=3000\nconfigStorePath={}\n\
+                 metricsExporterType=PROM\nmetricsPromExporterHost=127.0.0.1\nmetricsPromExporterPort={}\n",
                 peers.join(";"),
                 dir.join(format!("ctrl-n{i}")).display(),
-                dir.join(format!("n{i}.properties")).display()
+                dir.join(format!("n{i}.properties")).display(),
+                metrics_ports[i]
             ),
             dir: dir.to_owned(),
             args: &["controller"],
@@ -212,7 +223,7 @@ fn cluster(dir: &Path, controller_addr: impl Fn(usize, &[String]) -> String) -> 
             }
         })
         .collect();
-    Cluster { ns, controllers, ctrl, brokers, _ns_proc: ns_proc }
+    Cluster { ns, controllers, metrics_ports, ctrl, brokers, _ns_proc: ns_proc }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -251,6 +262,23 @@ async fn the_master_is_killed_under_sync_load_and_a_replica_takes_over_losing_no
     .await;
     assert_eq!(state["data"]["enabled"], true, "{state}");
     assert!(state["data"]["controllers"].as_array().unwrap().iter().any(|c| c["isLeader"] == true), "{state}");
+    // Each controller's /metrics: one leader, and on it the three live replicas of the set.
+    let metrics_ports = c.metrics_ports.clone();
+    let scraped = wait_for("the controllers' metrics", Duration::from_secs(20), async || {
+        let mut texts = Vec::new();
+        for port in &metrics_ports {
+            texts.push(http_get(*port, "/metrics").await?);
+        }
+        let leaders: Vec<&String> = texts.iter().filter(|t| metric(t, "role", &[]) == Some(1.0)).collect();
+        let set = format!("broker_set=\"{BROKER_NAME}\"");
+        let alive =
+            leaders.first().and_then(|t| metric(t, "active_broker_num", &[&set, "cluster=\"FailoverCluster\""]));
+        (leaders.len() == 1 && alive == Some(3.0)).then_some(texts)
+    })
+    .await;
+    assert!(scraped
+        .iter()
+        .all(|t| t.contains("dledger_disk_usage_bytes") && t.contains("rocketmq_rpc_latency_milliseconds_bucket")));
     let killed = addrs.iter().position(|a| *a == first_master).expect("the master is one of ours");
     wait_for("the master to take writes", Duration::from_secs(20), async || {
         let r = client.invoke(&first_master, send("warmup"), T).await.ok()?;
@@ -442,8 +470,16 @@ async fn futures_poll_once<F: std::future::Future + Unpin>(f: &mut F) -> bool {
 }
 
 /// The controller leader's address, as the first controller that answers names it.
-/// A GET of the dashboard on 127.0.0.1:`port`: its JSON answer, or `None` while it is not up.
-async fn dashboard_get(port: u16, path: &str) -> Option<serde_json::Value> {
+/// The value of the first `name{labels} value` line of a Prometheus text whose labels include
+/// every one of `with`.
+fn metric(text: &str, name: &str, with: &[&str]) -> Option<f64> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) && with.iter().all(|w| l.contains(w)))
+        .find_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse().ok()))
+}
+
+/// The body of a GET on 127.0.0.1:`port`, or `None` while nothing answers there.
+async fn http_get(port: u16, path: &str) -> Option<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
     let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
@@ -451,7 +487,12 @@ async fn dashboard_get(port: u16, path: &str) -> Option<serde_json::Value> {
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).await.ok()?;
     let body = raw.windows(4).position(|w| w == b"\r\n\r\n").map(|at| &raw[at + 4..])?;
-    serde_json::from_slice(body).ok()
+    Some(String::from_utf8_lossy(body).into_owned())
+}
+
+/// A GET of the dashboard: its JSON answer, or `None` while it is not up.
+async fn dashboard_get(port: u16, path: &str) -> Option<serde_json::Value> {
+    serde_json::from_str(&http_get(port, path).await?).ok()
 }
 
 async fn controller_leader(client: &RemotingClient, controllers: &[String]) -> String {

@@ -49,6 +49,17 @@ pub struct LiveTable {
 }
 
 impl LiveTable {
+    /// Replicas alive at `now_ms`, by cluster and broker set.
+    pub fn active_counts(&self, now_ms: i64) -> std::collections::BTreeMap<(String, String), usize> {
+        let mut counts = std::collections::BTreeMap::new();
+        for ((cluster, set, _), info) in &self.entries {
+            if info.alive_at(now_ms) {
+                *counts.entry((cluster.clone(), set.clone())).or_default() += 1;
+            }
+        }
+        counts
+    }
+
     /// Records a heartbeat (replacing the replica's previous one).
     pub fn heartbeat(&mut self, info: BrokerLiveInfo) {
         self.entries.insert((info.cluster_name.clone(), info.broker_name.clone(), info.broker_id), info);

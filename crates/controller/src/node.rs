@@ -75,6 +75,8 @@ pub struct ControllerNode {
     /// Which connections the node's port takes (`tls.server.mode`), read at start.
     server_tls: ferromq_remoting::tls::ServerTls,
     leader_since: Mutex<Option<Instant>>,
+    /// Elections decided on this node, by Java's `election_result` label.
+    elections: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 impl std::fmt::Debug for ControllerNode {
@@ -146,6 +148,7 @@ impl ControllerNode {
             client,
             server_tls,
             leader_since: Mutex::new(None),
+            elections: Mutex::new(BTreeMap::new()),
         }))
     }
 
@@ -424,9 +427,51 @@ impl ControllerNode {
 
     /// An election, with the notification of the set's live replicas when the master changed.
     async fn elect(&self, req: &requests::ElectMaster) -> Result<Elected, ControllerError> {
-        let elected = self.decide(|r, s, live, now| r.elect_master(s, live, req, now)).await?;
+        let elected = self.decide(|r, s, live, now| r.elect_master(s, live, req, now)).await;
+        match &elected {
+            Ok(e) if e.still_exists => self.count_election("keep_current_master"),
+            Ok(_) => self.count_election("new_master_elected"),
+            Err(_) => self.count_election("no_master_elected"),
+        }
+        let elected = elected?;
         self.announce(&elected);
         Ok(elected)
+    }
+
+    fn count_election(&self, result: &'static str) {
+        *self.elections.lock().unwrap_or_else(|e| e.into_inner()).entry(result).or_default() += 1;
+    }
+
+    /// Elections decided on this node, by result (`new_master_elected`, `keep_current_master`,
+    /// `no_master_elected`).
+    pub fn election_counts(&self) -> Vec<(&'static str, u64)> {
+        self.elections.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, v)| (*k, *v)).collect()
+    }
+
+    /// Live replicas by cluster and broker set (Java's `active_broker_num`).
+    pub fn active_brokers(&self) -> Vec<((String, String), usize)> {
+        self.live().active_counts(now_ms()).into_iter().collect()
+    }
+
+    /// This node's name in `controllerDLegerPeers` and the group's name.
+    pub fn identity(&self) -> (String, String, String) {
+        (self.me.name.clone(), self.me.addr.clone(), self.config().group.clone())
+    }
+
+    /// Bytes the Raft log and snapshots take in `controllerStorePath`.
+    pub fn store_bytes(&self) -> u64 {
+        fn size(path: &std::path::Path) -> u64 {
+            let Ok(entries) = std::fs::read_dir(path) else { return 0 };
+            entries
+                .flatten()
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => size(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        }
+        size(&self.config().store_path.join("raft"))
     }
 
     /// Logs a changed master and tells the set's live replicas (`notifyBrokerRoleChanged`).
@@ -671,10 +716,18 @@ impl ControllerNode {
                 .await;
             match decided {
                 Ok(Some(elected)) => {
+                    self.count_election(if elected.still_exists {
+                        "keep_current_master"
+                    } else {
+                        "new_master_elected"
+                    });
                     self.announce(&elected);
                     return;
                 }
-                Ok(None) => return,
+                Ok(None) => {
+                    self.count_election("no_master_elected");
+                    return;
+                }
                 Err(e) => warn!(broker_name = %broker_name, attempt, error = %e, "election failed"),
             }
         }
@@ -729,8 +782,28 @@ pub async fn run(
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), RunError> {
+    run_with_metrics(config, listener, shutdown, None).await
+}
+
+/// [`run`], serving the controller's `/metrics` on `metrics` (an exporter prepared by
+/// `ferromq_metrics::exporter::prepare`) while it runs.
+///
+/// # Errors
+/// As [`run`].
+pub async fn run_with_metrics(
+    config: ControllerConfig,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()>,
+    metrics: Option<ferromq_metrics::exporter::Prepared>,
+) -> Result<(), RunError> {
     let node = ControllerNode::start(config).await?;
-    let server_config = ferromq_remoting::ServerConfig { tls: node.server_tls.clone(), ..Default::default() };
+    let mut server_config = ferromq_remoting::ServerConfig { tls: node.server_tls.clone(), ..Default::default() };
+    let exporter = metrics.map(|p| {
+        server_config.rpc_observer = Some(Arc::new(p.rpc));
+        let mut registry = p.metrics;
+        registry.register_collector(Box::new(crate::metrics::ControllerCollector { node: Arc::downgrade(&node) }));
+        tokio::spawn(ferromq_metrics::exporter::serve(p.listener, Arc::new(registry), std::future::pending::<()>()))
+    });
     let server = ferromq_remoting::RemotingServer::new(server_config, Arc::new(node.dispatcher()));
     info!(node = %node.me.name, addr = %node.me.addr, peers = node.peers.len(), tls = %node.server_tls, "controller listening");
     let (stop_scans, scans_stopped) = tokio::sync::oneshot::channel::<()>();
@@ -738,6 +811,9 @@ pub async fn run(
         let _ = scans_stopped.await;
     }));
     let served = server.serve(listener, shutdown).await;
+    if let Some(exporter) = exporter {
+        exporter.abort();
+    }
     let _ = stop_scans.send(());
     let _ = scans.await;
     node.shutdown().await;

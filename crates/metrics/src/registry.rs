@@ -10,7 +10,8 @@ use crate::config::MetricsConfig;
 /// What a process is, for the constant labels (observability.md §1.1).
 #[derive(Debug, Clone)]
 pub struct Node {
-    /// `cluster`: brokerClusterName (proxy: its cluster; name server: `""`).
+    /// `cluster`: brokerClusterName (proxy: its cluster); `""` (name server, controller):
+    /// no `cluster` label.
     pub cluster: String,
     /// `node_type`: `broker`, `proxy` or `namesrv`.
     pub node_type: &'static str,
@@ -51,11 +52,14 @@ impl Metrics {
     /// # Errors
     /// A malformed `metricsLabel`, named.
     pub fn new(node: &Node, config: &MetricsConfig) -> Result<Self, String> {
-        let mut labels: Vec<(Cow<'static, str>, Cow<'static, str>)> = vec![
-            (Cow::Borrowed("cluster"), Cow::Owned(node.cluster.clone())),
-            (Cow::Borrowed("node_type"), Cow::Borrowed(node.node_type)),
-            (Cow::Borrowed("node_id"), Cow::Owned(node.node_id.clone())),
-        ];
+        // A process outside any broker cluster (name server, controller) has no `cluster`
+        // label: its own series may carry a broker cluster under that name.
+        let mut labels: Vec<(Cow<'static, str>, Cow<'static, str>)> = Vec::new();
+        if !node.cluster.is_empty() {
+            labels.push((Cow::Borrowed("cluster"), Cow::Owned(node.cluster.clone())));
+        }
+        labels.push((Cow::Borrowed("node_type"), Cow::Borrowed(node.node_type)));
+        labels.push((Cow::Borrowed("node_id"), Cow::Owned(node.node_id.clone())));
         labels.extend(node.extra.iter().map(|(k, v)| (Cow::Borrowed(*k), Cow::Owned(v.clone()))));
         for (k, v) in config.extra_labels()? {
             if labels.iter().any(|(known, _)| *known == k) {

@@ -818,8 +818,9 @@ async fn metrics_keys_serve_prometheus_metrics() {
     };
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     for line in [
-        "ferromq_namesrv_live_brokers{cluster=\"\",node_type=\"namesrv\"",
-        "ferromq_namesrv_topics{cluster=\"\",node_type=\"namesrv\"",
+        // No cluster: no `cluster` label.
+        "ferromq_namesrv_live_brokers{node_type=\"namesrv\"",
+        "ferromq_namesrv_topics{node_type=\"namesrv\"",
         "request_code=\"register_broker\",response_code=\"success\",is_long_polling=\"false\",result=\"success\"} 1",
         "process_open_fds{",
     ] {
