@@ -160,6 +160,10 @@ impl RequestHandler for AuthGate {
         self.inner.handle(conn, request)
     }
 
+    fn runs_inline(&self, code: i32) -> bool {
+        self.inner.runs_inline(code)
+    }
+
     fn on_connection_closed(&self, conn: &Connection) {
         self.inner.on_connection_closed(conn);
     }

@@ -270,9 +270,11 @@ impl Broker {
 
     fn dispatcher(self: &Arc<Self>) -> Dispatcher {
         let mut d = Dispatcher::new();
+        // Sends are polled by the connection's reader first: under ASYNC_FLUSH the append is
+        // done and answered there, with no task of its own.
         for code in [request_code::SEND_MESSAGE, request_code::SEND_MESSAGE_V2, request_code::SEND_BATCH_MESSAGE] {
             let b = self.clone();
-            d.register(code, move |conn, req| {
+            d.register_inline(code, move |conn, req| {
                 let b = b.clone();
                 async move { Some(b.send(conn, req).await) }
             });

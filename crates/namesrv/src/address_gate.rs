@@ -76,6 +76,10 @@ impl RequestHandler for AddressGate {
         Box::pin(std::future::ready(answer))
     }
 
+    fn runs_inline(&self, code: i32) -> bool {
+        self.inner.runs_inline(code)
+    }
+
     fn on_connection_closed(&self, conn: &Connection) {
         self.inner.on_connection_closed(conn);
     }

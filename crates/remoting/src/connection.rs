@@ -237,19 +237,28 @@ impl Connection {
     }
 
     /// Frames and queues a response.
-    async fn write_response(&self, mut response: RemotingCommand) -> Result<(), RemotingError> {
+    async fn write_response(&self, response: RemotingCommand) -> Result<(), RemotingError> {
+        let mut out = BytesMut::new();
+        self.frame_response(response, &mut out)?;
+        self.enqueue(out.freeze()).await
+    }
+
+    /// Frames a response at the end of `out`. One too large to frame is replaced by a
+    /// SYSTEM_ERROR response, so the peer is not left waiting for its timeout.
+    fn frame_response(&self, mut response: RemotingCommand, out: &mut BytesMut) -> Result<(), RemotingError> {
         response.flag |= FLAG_RESPONSE;
-        let frame = match self.encode(&response) {
-            Ok(frame) => frame,
-            Err(e) => {
-                warn!(connection_id = self.id(), opaque = response.opaque, code = response.code, error = %e, "response cannot be framed");
-                let mut replacement =
-                    RemotingCommand::response(response_code::SYSTEM_ERROR, format!("response cannot be framed: {e}"));
-                replacement.opaque = response.opaque;
-                self.encode(&replacement)?
-            }
-        };
-        self.enqueue(frame).await
+        let mark = out.len();
+        if let Err(e) = encode_frame(&response, self.inner.serialize_type, out) {
+            out.truncate(mark);
+            warn!(connection_id = self.id(), opaque = response.opaque, code = response.code, error = %e, "response cannot be framed");
+            let mut replacement =
+                RemotingCommand::response(response_code::SYSTEM_ERROR, format!("response cannot be framed: {e}"));
+            replacement.opaque = response.opaque;
+            replacement.flag |= FLAG_RESPONSE;
+            encode_frame(&replacement, self.inner.serialize_type, out)
+                .map_err(|source| RemotingError::Encode { addr: self.addr_string(), source })?;
+        }
+        Ok(())
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<i32, oneshot::Sender<RemotingCommand>>> {
@@ -369,6 +378,10 @@ async fn read_loop<R: AsyncRead + Unpin>(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
+    // The answers of the requests the reader served itself during one read, written as one.
+    let mut answers = BytesMut::new();
+    // The reader's own waker, for polling inline handlers (see `RequestHandler::runs_inline`).
+    let waker = std::future::poll_fn(|cx| std::task::Poll::Ready(cx.waker().clone())).await;
     // Each request runs as a task of its own that sends its own response, so a finished
     // request does not wake this loop; finished tasks are reaped as the loop goes round, and
     // the set bounds how many run and lets close wait for (or abort) them.
@@ -402,7 +415,13 @@ async fn read_loop<R: AsyncRead + Unpin>(
                         break Stop::Eof;
                     }
                 }
-                if let Err(reason) = dispatch_frames(&conn, &mut buf, config, &handler, &mut in_flight) {
+                let mut reader = Reader { conn: &conn, handler: &handler, in_flight: &mut in_flight, answers: &mut answers, waker: &waker };
+                let dispatched = reader.dispatch_frames(&mut buf, config);
+                // Answers already made go out even when the read ends on a bad frame.
+                if !answers.is_empty() && conn.enqueue(answers.split().freeze()).await.is_err() {
+                    break Stop::Closed;
+                }
+                if let Err(reason) = dispatched {
                     warn!(connection_id = conn.id(), remote_addr = %conn.remote_addr(), error = %reason, "closing connection on bad frame");
                     break Stop::Closed;
                 }
@@ -442,25 +461,56 @@ fn log_join(conn: &Connection, done: Result<(), tokio::task::JoinError>) {
     }
 }
 
-fn dispatch_frames(
-    conn: &Connection,
-    buf: &mut BytesMut,
-    config: &ServerConfig,
-    handler: &Arc<dyn RequestHandler>,
-    in_flight: &mut JoinSet<()>,
-) -> Result<(), ferromq_protocol::FrameError> {
-    while let Some(cmd) = decode_frame(buf, config.max_frame_bytes)? {
-        if cmd.is_response() {
-            trace!(connection_id = conn.id(), opaque = cmd.opaque, code = cmd.code, "response");
-            conn.complete(cmd);
-            continue;
+/// What the read loop lends to the requests of one read.
+struct Reader<'a> {
+    conn: &'a Connection,
+    handler: &'a Arc<dyn RequestHandler>,
+    in_flight: &'a mut JoinSet<()>,
+    /// Answers of the requests served inline, framed back to back.
+    answers: &'a mut BytesMut,
+    waker: &'a std::task::Waker,
+}
+
+impl Reader<'_> {
+    fn dispatch_frames(
+        &mut self,
+        buf: &mut BytesMut,
+        config: &ServerConfig,
+    ) -> Result<(), ferromq_protocol::FrameError> {
+        let conn = self.conn;
+        while let Some(cmd) = decode_frame(buf, config.max_frame_bytes)? {
+            if cmd.is_response() {
+                trace!(connection_id = conn.id(), opaque = cmd.opaque, code = cmd.code, "response");
+                conn.complete(cmd);
+                continue;
+            }
+            debug!(connection_id = conn.id(), request_code = cmd.code, opaque = cmd.opaque, "request");
+            let call = Call { opaque: cmd.opaque, code: cmd.code, oneway: cmd.is_oneway(), arrived: Instant::now() };
+            let inline = self.handler.runs_inline(cmd.code);
+            let fut = self.handler.handle(conn.clone(), cmd);
+            if !inline {
+                self.in_flight.spawn(serve_request(conn.clone(), fut, call));
+                continue;
+            }
+            let mut fut = CatchUnwind(fut);
+            let mut cx = std::task::Context::from_waker(self.waker);
+            match std::future::Future::poll(std::pin::Pin::new(&mut fut), &mut cx) {
+                std::task::Poll::Ready(outcome) => {
+                    if let Some((response, failed)) = settle(conn, call, outcome) {
+                        let code = response.code;
+                        let framed = conn.frame_response(response, self.answers);
+                        observe(conn, call, Some(code), answered(failed, framed.is_ok()));
+                    }
+                }
+                // Waiting (a group commit, a replica): the rest runs in a task of its own,
+                // which polls it again with its own waker.
+                std::task::Poll::Pending => {
+                    self.in_flight.spawn(finish_request(conn.clone(), fut, call));
+                }
+            }
         }
-        debug!(connection_id = conn.id(), request_code = cmd.code, opaque = cmd.opaque, "request");
-        let call = Call { opaque: cmd.opaque, code: cmd.code, oneway: cmd.is_oneway(), arrived: Instant::now() };
-        let fut = handler.handle(conn.clone(), cmd);
-        in_flight.spawn(serve_request(conn.clone(), fut, call));
+        Ok(())
     }
-    Ok(())
 }
 
 /// What the serving task knows of its request.
@@ -479,8 +529,28 @@ const HELD_MAX: usize = 4096;
 /// Runs one request's handler and sends its response. A handler that panics gets its
 /// request answered with SYSTEM_ERROR, so the peer is not left waiting for its timeout.
 async fn serve_request(conn: Connection, handler: HandlerFuture, call: Call) {
+    finish_request(conn, CatchUnwind(handler), call).await
+}
+
+/// Awaits a handler (perhaps polled before by the reader) and sends its response.
+async fn finish_request(conn: Connection, handler: CatchUnwind, call: Call) {
+    let outcome = handler.await;
+    if let Some((response, failed)) = settle(&conn, call, outcome) {
+        let code = response.code;
+        let sent = conn.write_response(response).await;
+        if sent.is_err() {
+            debug!(connection_id = conn.id(), opaque = call.opaque, "response dropped: connection closed");
+        }
+        observe(&conn, call, Some(code), answered(failed, sent.is_ok()));
+    }
+}
+
+/// What a finished handler leaves to send: its response with the request's opaque, and
+/// whether the handler panicked; `None` when nothing is sent now (a oneway request, or a
+/// request held to be answered later through `send_response`).
+fn settle(conn: &Connection, call: Call, outcome: HandlerOutcome) -> Option<(RemotingCommand, bool)> {
     let Call { opaque, code, oneway, arrived } = call;
-    let (response, failed) = match CatchUnwind(handler).await {
+    let (response, failed) = match outcome {
         Ok(response) => (response, false),
         Err(panic) => {
             let what = panic
@@ -495,52 +565,59 @@ async fn serve_request(conn: Connection, handler: HandlerFuture, call: Call) {
             )
         }
     };
-    let observe = |response_code: Option<i32>, result: RpcResult| {
-        if let Some(observer) = &conn.inner.observer {
-            observer.observe(&Rpc {
-                request_code: code,
-                response_code,
-                long_polling: false,
-                result,
-                elapsed: arrived.elapsed(),
-            });
-        }
-    };
     if oneway {
-        observe(None, RpcResult::Oneway);
-        return;
+        observe(conn, call, None, RpcResult::Oneway);
+        return None;
     }
     match response {
         Some(mut response) => {
             response.opaque = opaque;
-            let response_code = response.code;
-            let sent = conn.write_response(response).await;
-            if sent.is_err() {
-                debug!(connection_id = conn.id(), opaque, "response dropped: connection closed");
-            }
-            let result = match (failed, sent.is_ok()) {
-                (true, _) => RpcResult::ProcessRequestFailed,
-                (false, true) => RpcResult::Success,
-                (false, false) => RpcResult::WriteChannelFailed,
-            };
-            observe(Some(response_code), result);
+            Some((response, failed))
         }
-        None if conn.inner.observer.is_some() => {
-            // Held to be answered later through `send_response`.
-            let mut held = conn.inner.held.lock().unwrap_or_else(|e| e.into_inner());
-            if held.len() < HELD_MAX {
-                held.insert(opaque, (code, arrived));
+        None => {
+            if conn.inner.observer.is_some() {
+                // Held to be answered later through `send_response`.
+                let mut held = conn.inner.held.lock().unwrap_or_else(|e| e.into_inner());
+                if held.len() < HELD_MAX {
+                    held.insert(opaque, (code, arrived));
+                }
             }
+            None
         }
-        None => {}
     }
 }
+
+/// Tells the observer of a request served.
+fn observe(conn: &Connection, call: Call, response_code: Option<i32>, result: RpcResult) {
+    if let Some(observer) = &conn.inner.observer {
+        observer.observe(&Rpc {
+            request_code: call.code,
+            response_code,
+            long_polling: false,
+            result,
+            elapsed: call.arrived.elapsed(),
+        });
+    }
+}
+
+/// The result observed for an answered request: whether its handler panicked, whether its
+/// answer was queued.
+fn answered(failed: bool, sent: bool) -> RpcResult {
+    match (failed, sent) {
+        (true, _) => RpcResult::ProcessRequestFailed,
+        (false, true) => RpcResult::Success,
+        (false, false) => RpcResult::WriteChannelFailed,
+    }
+}
+
+/// A handler's response, or the panic that ended it.
+type HandlerOutcome = Result<Option<RemotingCommand>, Box<dyn std::any::Any + Send>>;
 
 /// Polls a handler future, turning a panic into an error value.
 struct CatchUnwind(HandlerFuture);
 
 impl std::future::Future for CatchUnwind {
-    type Output = Result<Option<RemotingCommand>, Box<dyn std::any::Any + Send>>;
+    type Output = HandlerOutcome;
 
     fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
         // The future is dropped right after a panic and never polled again, so no broken

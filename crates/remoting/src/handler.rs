@@ -1,6 +1,6 @@
 //! Request handling: the `RequestHandler` trait and a dispatcher by request code.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -18,6 +18,16 @@ pub trait RequestHandler: Send + Sync + 'static {
     /// Handles one request. The transport fixes the response's `opaque` and response flag.
     fn handle(&self, conn: Connection, request: RemotingCommand) -> HandlerFuture;
 
+    /// Whether the connection's reader may poll the handler of `code` once itself before
+    /// giving it a task of its own. A handler that usually finishes without waiting (a send
+    /// under ASYNC_FLUSH) then answers with no task, no channel message and no wake-up of its
+    /// own, and its answer leaves with the others of the same read in one write; one that
+    /// waits (a group commit, a replica) continues in its own task. Only for handlers whose
+    /// first poll is short: the reader reads nothing else meanwhile.
+    fn runs_inline(&self, _code: i32) -> bool {
+        false
+    }
+
     /// Called once when a connection has closed.
     fn on_connection_closed(&self, _conn: &Connection) {}
 }
@@ -30,6 +40,8 @@ type CloseHook = Arc<dyn Fn(&Connection) + Send + Sync>;
 #[derive(Default, Clone)]
 pub struct Dispatcher {
     processors: HashMap<i32, Processor>,
+    /// Codes whose handlers the reader polls first (see [`RequestHandler::runs_inline`]).
+    inline: HashSet<i32>,
     close_hooks: Vec<CloseHook>,
 }
 
@@ -54,6 +66,20 @@ impl Dispatcher {
         Fut: Future<Output = Option<RemotingCommand>> + Send + 'static,
     {
         self.processors.insert(code, Arc::new(move |conn, req| Box::pin(f(conn, req))));
+        self.inline.remove(&code);
+        self
+    }
+
+    /// Serves `code` with an async function that the connection's reader polls once itself
+    /// (see [`RequestHandler::runs_inline`]): for requests that are usually answered at once
+    /// and whose first poll never blocks for long.
+    pub fn register_inline<F, Fut>(&mut self, code: i32, f: F) -> &mut Self
+    where
+        F: Fn(Connection, RemotingCommand) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Option<RemotingCommand>> + Send + 'static,
+    {
+        self.register(code, f);
+        self.inline.insert(code);
         self
     }
 
@@ -72,6 +98,7 @@ impl Dispatcher {
                 Box::pin(async move { f(&conn, &req) })
             }),
         );
+        self.inline.remove(&code);
         self
     }
 
@@ -102,6 +129,11 @@ impl RequestHandler for Dispatcher {
             Some(p) => p(conn, request),
             None => Box::pin(std::future::ready(Some(not_supported(&request)))),
         }
+    }
+
+    fn runs_inline(&self, code: i32) -> bool {
+        // An unknown code's answer is ready at once too.
+        self.inline.contains(&code) || !self.processors.contains_key(&code)
     }
 
     fn on_connection_closed(&self, conn: &Connection) {

@@ -421,3 +421,91 @@ async fn every_served_request_is_observed_with_its_outcome() {
     client.shutdown().await;
     server.stop().await;
 }
+
+/// Handlers the reader polls itself (`register_inline`): answered at once, waiting, held for
+/// a later answer, oneway and panicking, many at a time on one connection. Each is answered
+/// (or not, for oneway) exactly as a handler in its own task would be, and a waiting one does
+/// not hold up those behind it.
+#[tokio::test]
+async fn inline_handlers_answer_like_task_handlers_whether_ready_or_waiting() {
+    const NOW: i32 = 9101;
+    const LATER: i32 = 9102;
+    const HELD: i32 = 9103;
+    const ONEWAY: i32 = 9104;
+    const PANICS: i32 = 9105;
+    let oneways = Arc::new(AtomicUsize::new(0));
+    let mut d = Dispatcher::new();
+    d.register_inline(NOW, |_c, req| async move {
+        Some(RemotingCommand::response_to(&req, response_code::SUCCESS, req.remark.clone()).with_body(req.body.clone()))
+    });
+    d.register_inline(LATER, |_c, req| async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        Some(RemotingCommand::response_to(&req, response_code::SUCCESS, Some("later".to_owned())))
+    });
+    d.register_inline(HELD, |conn, req| async move {
+        let opaque = req.opaque;
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let mut late = RemotingCommand::response(response_code::PULL_NOT_FOUND, None);
+            late.opaque = opaque;
+            conn.send_response(late).await.unwrap();
+        });
+        None
+    });
+    let counter = oneways.clone();
+    d.register_inline(ONEWAY, move |_c, _req| {
+        let counter = counter.clone();
+        async move {
+            counter.fetch_add(1, Ordering::SeqCst);
+            None
+        }
+    });
+    d.register_inline(PANICS, |_c, _req| async move { panic!("inline bug") });
+    let server = Server::start(ServerConfig::default(), d).await;
+    let client = Arc::new(RemotingClient::new(ClientConfig::default()));
+    let t = Duration::from_secs(5);
+
+    // A waiting request first: the quick ones behind it on the same connection are answered
+    // before it.
+    let slow = {
+        let (client, addr) = (client.clone(), server.addr.clone());
+        tokio::spawn(async move { client.invoke(&addr, RemotingCommand::request(LATER), t).await.unwrap() })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..300 {
+        let (client, addr) = (client.clone(), server.addr.clone());
+        calls.spawn(async move {
+            let mut req = RemotingCommand::request(NOW).with_body(format!("m{i}").into_bytes());
+            req.remark = Some(format!("m{i}"));
+            let r = client.invoke(&addr, req, t).await.unwrap();
+            assert_eq!(
+                (r.code, r.body.as_ref(), r.remark.as_deref()),
+                (0, format!("m{i}").as_bytes(), Some(format!("m{i}").as_str()))
+            );
+        });
+    }
+    while let Some(done) = calls.join_next().await {
+        done.unwrap();
+    }
+    assert!(!slow.is_finished(), "the waiting request cannot be answered before its 300 ms");
+    assert_eq!(slow.await.unwrap().remark.as_deref(), Some("later"));
+
+    let held = client.invoke(&server.addr, RemotingCommand::request(HELD), t).await.unwrap();
+    assert_eq!(held.code, response_code::PULL_NOT_FOUND);
+    for _ in 0..5 {
+        client.invoke_oneway(&server.addr, RemotingCommand::request(ONEWAY)).await.unwrap();
+    }
+    let failed = client.invoke(&server.addr, RemotingCommand::request(PANICS), t).await.unwrap();
+    assert_eq!(failed.code, response_code::SYSTEM_ERROR);
+    assert!(failed.remark.as_deref().unwrap_or_default().contains("inline bug"), "{:?}", failed.remark);
+    // The connection keeps serving after the panic, and the oneways (sent before it on the
+    // same connection) were all handled.
+    let after = client.invoke(&server.addr, RemotingCommand::request(NOW).with_body(&b"after"[..]), t).await.unwrap();
+    assert_eq!(after.body, &b"after"[..]);
+    assert_eq!(oneways.load(Ordering::SeqCst), 5);
+    let unknown = client.invoke(&server.addr, RemotingCommand::request(9199), t).await.unwrap();
+    assert_eq!(unknown.code, response_code::REQUEST_CODE_NOT_SUPPORTED);
+    client.shutdown().await;
+    server.stop().await;
+}
