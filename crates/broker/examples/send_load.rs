@@ -1,8 +1,11 @@
-//! A small load client for the broker: N concurrent senders send 1 KiB messages with
-//! SEND_MESSAGE_V2 (JSON headers) for a while; prints messages per second and send latency
-//! percentiles as JSON. Bounded by time and count.
+//! A small load client for the broker: N concurrent senders send messages (1 KiB bodies unless
+//! told otherwise) with SEND_MESSAGE_V2 (JSON headers) for a while; prints messages per second
+//! and send latency percentiles as JSON. Bounded by time and count.
 //!
-//! `cargo run --release -p ferromq-broker --example send_load -- <broker addr> <senders> <seconds> [topic] [connections]`
+//! `cargo run --release -p ferromq-broker --example send_load -- <broker addr> <senders> <seconds> [topic] [connections] [body bytes]`
+//!
+//! Each message carries the properties a Java producer sets (UNIQ_KEY, WAIT, TAGS), so the
+//! broker parses and re-encodes what it does for real clients.
 //!
 //! With `FERROMQ_LOAD_CREDENTIALS=<accessKey>:<secretKey>` every request is signed (brokers
 //! with ACL on); each sender's frame is signed once, the broker verifies every copy.
@@ -37,9 +40,10 @@ fn main() {
     let seconds: u64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(5);
     let topic = args.get(4).cloned().unwrap_or_else(|| "LoadTopic".into());
     let connections: usize = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(4).clamp(1, senders);
+    let body_bytes: usize = args.get(6).and_then(|s| s.parse().ok()).unwrap_or(1024).min(MAX_FRAME_BYTES / 2);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     rt.block_on(async move {
-        let body = Bytes::from(vec![b'x'; 1024]);
+        let body = Bytes::from(vec![b'x'; body_bytes]);
         let stop = Arc::new(AtomicBool::new(false));
         let mut tasks = tokio::task::JoinSet::new();
         let started = Instant::now();
@@ -91,6 +95,10 @@ fn request_frame(topic: &str, sender: usize, slot: usize, body: Bytes) -> Bytes 
         default_topic_queue_nums: 8,
         queue_id: (sender % 8) as i32,
         born_timestamp: 1,
+        // As a Java producer sends them: the client-made message id, WAIT and a tag.
+        properties: Some(format!(
+            "UNIQ_KEY\u{1}7F00000100002A9F0000000000{sender:06X}\u{2}WAIT\u{1}true\u{2}TAGS\u{1}TagA\u{2}"
+        )),
         ..Default::default()
     }
     .into();

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -65,6 +65,10 @@ struct Inner {
     epoch: Instant,
     /// Told of each request served (the server's `rpc_observer`).
     observer: Option<Arc<dyn RpcObserver>>,
+    /// Request tasks still working towards an answer (spawned, not yet answered). The writer
+    /// waits for them to queue their answers (a group commit releases many at once) only
+    /// when there are any.
+    working: AtomicUsize,
     /// With an observer: the requests a handler held to answer later (a parked pull), by
     /// opaque, with their code and arrival, so their answer is observed as long polling.
     held: Mutex<HashMap<i32, (i32, Instant)>>,
@@ -345,6 +349,7 @@ where
             last_write_ms: AtomicU64::new(0),
             epoch: Instant::now(),
             observer: config.rpc_observer.clone(),
+            working: AtomicUsize::new(0),
             held: Mutex::new(HashMap::new()),
         }),
     };
@@ -489,7 +494,7 @@ impl Reader<'_> {
             let inline = self.handler.runs_inline(cmd.code);
             let fut = self.handler.handle(conn.clone(), cmd);
             if !inline {
-                self.in_flight.spawn(serve_request(conn.clone(), fut, call));
+                self.in_flight.spawn(serve_request(Working::start(conn), fut, call));
                 continue;
             }
             let mut fut = CatchUnwind(fut);
@@ -505,7 +510,7 @@ impl Reader<'_> {
                 // Waiting (a group commit, a replica): the rest runs in a task of its own,
                 // which polls it again with its own waker.
                 std::task::Poll::Pending => {
-                    self.in_flight.spawn(finish_request(conn.clone(), fut, call));
+                    self.in_flight.spawn(finish_request(Working::start(conn), fut, call));
                 }
             }
         }
@@ -526,15 +531,40 @@ struct Call {
 /// request's answer is not observed.
 const HELD_MAX: usize = 4096;
 
+/// A request task counted in `Inner::working` until it has its answer (or is dropped).
+struct Working(Connection);
+
+impl Working {
+    fn start(conn: &Connection) -> Working {
+        conn.inner.working.fetch_add(1, Ordering::AcqRel);
+        Working(conn.clone())
+    }
+
+    /// The connection, no longer counted as working.
+    fn done(self) -> Connection {
+        let conn = self.0.clone();
+        drop(self);
+        conn
+    }
+}
+
+impl Drop for Working {
+    fn drop(&mut self) {
+        self.0.inner.working.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Runs one request's handler and sends its response. A handler that panics gets its
 /// request answered with SYSTEM_ERROR, so the peer is not left waiting for its timeout.
-async fn serve_request(conn: Connection, handler: HandlerFuture, call: Call) {
-    finish_request(conn, CatchUnwind(handler), call).await
+async fn serve_request(working: Working, handler: HandlerFuture, call: Call) {
+    finish_request(working, CatchUnwind(handler), call).await
 }
 
 /// Awaits a handler (perhaps polled before by the reader) and sends its response.
-async fn finish_request(conn: Connection, handler: CatchUnwind, call: Call) {
+async fn finish_request(working: Working, handler: CatchUnwind, call: Call) {
     let outcome = handler.await;
+    // Uncounted before the answer is queued, so the writer that takes it sees only the others.
+    let conn = working.done();
     if let Some((response, failed)) = settle(&conn, call, outcome) {
         let code = response.code;
         let sent = conn.write_response(response).await;
@@ -641,11 +671,15 @@ async fn write_loop<W: AsyncWrite + Unpin>(conn: Connection, mut write_half: W, 
             _ = close_rx.wait_for(|closing| *closing) => None,
         };
         let Some(first) = first else { break };
-        // Let the tasks that are ready run first: a burst of responses (a group commit
-        // releases dozens of sends at once) then leaves in one write instead of one system
-        // call each. A waking task takes the scheduler's next slot, so without this yield the
-        // writer would run after each response in turn.
-        tokio::task::yield_now().await;
+        // While request tasks are still working, let those that are ready run first: a burst
+        // of responses (a group commit releases dozens of sends at once) then leaves in one
+        // write instead of one system call each. A waking task takes the scheduler's next
+        // slot, so without this yield the writer would run after each response in turn. With
+        // none working (answers made by the reader, one request in flight) the write goes at
+        // once: a yield costs a turn of the scheduler (and a poll of the I/O driver).
+        if conn.inner.working.load(Ordering::Acquire) > 0 {
+            tokio::task::yield_now().await;
+        }
         out.extend_from_slice(&first);
         // Coalesce whatever else is queued into the same write.
         while out.len() < 1024 * 1024 {

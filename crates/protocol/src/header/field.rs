@@ -10,7 +10,16 @@ pub trait HeaderField: Sized {
     /// # Errors
     /// [`HeaderError::MissingField`] for an absent required field,
     /// [`HeaderError::InvalidValue`] for unparsable text.
-    fn read(ext: &ExtFields, key: &'static str, header: &'static str) -> Result<Self, HeaderError>;
+    fn read(ext: &ExtFields, key: &'static str, header: &'static str) -> Result<Self, HeaderError> {
+        Self::from_text(ext.get(key), key, header)
+    }
+
+    /// The field from its text, `None` when the key is absent (headers read every field in
+    /// one pass over the map, then convert each).
+    ///
+    /// # Errors
+    /// As [`HeaderField::read`].
+    fn from_text(text: Option<&str>, key: &'static str, header: &'static str) -> Result<Self, HeaderError>;
 
     /// Writes the field under `key`; absent optional values write nothing.
     fn write(&self, ext: &mut ExtFields, key: &'static str);
@@ -87,8 +96,8 @@ fn parse_present<T: FieldValue>(text: &str, key: &'static str, header: &'static 
 }
 
 impl<T: FieldValue> HeaderField for T {
-    fn read(ext: &ExtFields, key: &'static str, header: &'static str) -> Result<Self, HeaderError> {
-        match ext.get(key) {
+    fn from_text(text: Option<&str>, key: &'static str, header: &'static str) -> Result<Self, HeaderError> {
+        match text {
             Some(text) => parse_present(text, key, header),
             None => Err(HeaderError::MissingField { header, field: key }),
         }
@@ -99,8 +108,8 @@ impl<T: FieldValue> HeaderField for T {
 }
 
 impl<T: FieldValue> HeaderField for Option<T> {
-    fn read(ext: &ExtFields, key: &'static str, header: &'static str) -> Result<Self, HeaderError> {
-        ext.get(key).map(|text| parse_present(text, key, header)).transpose()
+    fn from_text(text: Option<&str>, key: &'static str, header: &'static str) -> Result<Self, HeaderError> {
+        text.map(|text| parse_present(text, key, header)).transpose()
     }
     fn write(&self, ext: &mut ExtFields, key: &'static str) {
         if let Some(v) = self {

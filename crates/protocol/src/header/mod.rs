@@ -112,9 +112,18 @@ macro_rules! command_header {
             }
 
             fn read_ext_fields(ext: &$crate::command::ExtFields) -> Result<Self, $crate::header::HeaderError> {
+                // One pass over the map, each key matched against the header's names, instead
+                // of a lookup per field (a send header has fourteen).
+                $( let mut $field: Option<&str> = None; )*
+                for (key, text) in ext.iter() {
+                    match key {
+                        $( $key => $field = Some(text), )*
+                        _ => {}
+                    }
+                }
                 let _ = ext;
                 Ok($name {
-                    $( $field: $crate::header::HeaderField::read(ext, $key, stringify!($name))?, )*
+                    $( $field: $crate::header::HeaderField::from_text($field, $key, stringify!($name))?, )*
                 })
             }
         }
