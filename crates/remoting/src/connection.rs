@@ -31,6 +31,9 @@ use crate::error::RemotingError;
 use crate::handler::{HandlerFuture, RequestHandler};
 use crate::observe::{Rpc, RpcObserver, RpcResult};
 
+/// The write side of a connection's byte stream (TCP, TLS or an in-process pipe).
+type Sink = Box<dyn AsyncWrite + Send + Unpin>;
+
 /// Process-unique connection number, for logs and tables keyed by connection.
 pub type ConnectionId = u64;
 
@@ -52,6 +55,9 @@ struct Inner {
     local_addr: Option<SocketAddr>,
     /// Encoded frames waiting for the writer.
     outbound: mpsc::Sender<Bytes>,
+    /// The stream's write side: the writer's, and the reader's when it finds it free (answers
+    /// the reader made itself then leave without a hop through the writer).
+    sink: tokio::sync::Mutex<Sink>,
     serialize_type: SerializeType,
     /// Signs the requests this side sends.
     credentials: Option<Arc<SessionCredentials>>,
@@ -247,6 +253,54 @@ impl Connection {
         self.enqueue(out.freeze()).await
     }
 
+    /// Sends the answers the reader made: straight to the stream when the writer is not
+    /// writing (no wake-up of another task), else through the writer's queue. Answers are
+    /// matched by `opaque`, so their order against queued frames does not matter.
+    async fn write_answers(&self, answers: Bytes) -> Result<(), RemotingError> {
+        let Ok(mut sink) = self.inner.sink.try_lock() else {
+            return self.enqueue(answers).await;
+        };
+        if self.is_closed() {
+            return Err(RemotingError::ConnectionClosed { addr: self.addr_string() });
+        }
+        // As much as the stream takes now; a stream that takes nothing leaves the answers to
+        // the writer's queue (its buffering, not the socket's, absorbs a peer slow to read).
+        let mut written = 0;
+        let now = std::future::poll_fn(|cx| loop {
+            match std::pin::Pin::new(&mut **sink).poll_write(cx, &answers[written..]) {
+                std::task::Poll::Ready(Ok(0)) => {
+                    return std::task::Poll::Ready(Err(std::io::Error::from(std::io::ErrorKind::WriteZero)))
+                }
+                std::task::Poll::Ready(Ok(n)) => {
+                    written += n;
+                    if written == answers.len() {
+                        return std::task::Poll::Ready(Ok(()));
+                    }
+                }
+                std::task::Poll::Ready(Err(e)) => return std::task::Poll::Ready(Err(e)),
+                std::task::Poll::Pending => return std::task::Poll::Ready(Ok(())),
+            }
+        })
+        .await;
+        let outcome = match now {
+            Ok(()) if written == 0 => {
+                drop(sink);
+                return self.enqueue(answers).await;
+            }
+            // A frame begun must be finished before any other frame is written.
+            Ok(()) if written < answers.len() => sink.write_all(&answers[written..]).await,
+            other => other,
+        };
+        if let Err(e) = outcome {
+            debug!(connection_id = self.id(), error = %e, "write failed");
+            self.inner.closed.store(true, Ordering::Release);
+            self.inner.close_tx.send_replace(true);
+            return Err(RemotingError::ConnectionClosed { addr: self.addr_string() });
+        }
+        self.touch_write();
+        Ok(())
+    }
+
     /// Frames a response at the end of `out`. One too large to frame is replaced by a
     /// SYSTEM_ERROR response, so the peer is not left waiting for its timeout.
     fn frame_response(&self, mut response: RemotingCommand, out: &mut BytesMut) -> Result<(), RemotingError> {
@@ -340,6 +394,7 @@ where
             remote_addr,
             local_addr,
             outbound: tx,
+            sink: tokio::sync::Mutex::new(Box::new(writer)),
             serialize_type: config.serialize_type,
             credentials: config.credentials.clone(),
             pending: Mutex::new(HashMap::new()),
@@ -357,7 +412,7 @@ where
     let fut = async move {
         let conn = task_conn;
         debug!(connection_id = conn.id(), remote_addr = %remote_addr, "connection opened");
-        let writer = write_loop(conn.clone(), writer, rx);
+        let writer = write_loop(conn.clone(), rx);
         let reader = read_loop(conn.clone(), reader, &config, handler.clone(), shutdown);
         let ((), ()) = tokio::join!(reader, writer);
         conn.mark_closed();
@@ -423,7 +478,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 let mut reader = Reader { conn: &conn, handler: &handler, in_flight: &mut in_flight, answers: &mut answers, waker: &waker };
                 let dispatched = reader.dispatch_frames(&mut buf, config);
                 // Answers already made go out even when the read ends on a bad frame.
-                if !answers.is_empty() && conn.enqueue(answers.split().freeze()).await.is_err() {
+                if !answers.is_empty() && conn.write_answers(answers.split().freeze()).await.is_err() {
                     break Stop::Closed;
                 }
                 if let Err(reason) = dispatched {
@@ -661,7 +716,7 @@ impl std::future::Future for CatchUnwind {
     }
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(conn: Connection, mut write_half: W, mut rx: mpsc::Receiver<Bytes>) {
+async fn write_loop(conn: Connection, mut rx: mpsc::Receiver<Bytes>) {
     let mut close_rx = conn.inner.close_tx.subscribe();
     let mut out = BytesMut::with_capacity(64 * 1024);
     loop {
@@ -688,12 +743,15 @@ async fn write_loop<W: AsyncWrite + Unpin>(conn: Connection, mut write_half: W, 
                 Err(_) => break,
             }
         }
-        if let Err(e) = write_half.write_all(&out).await {
+        let mut sink = conn.inner.sink.lock().await;
+        if let Err(e) = sink.write_all(&out).await {
             debug!(connection_id = conn.id(), error = %e, "write failed");
+            *sink = Box::new(tokio::io::sink());
             conn.inner.closed.store(true, Ordering::Release);
             conn.inner.close_tx.send_replace(true);
             return;
         }
+        drop(sink);
         out.clear();
         conn.touch_write();
     }
@@ -701,8 +759,12 @@ async fn write_loop<W: AsyncWrite + Unpin>(conn: Connection, mut write_half: W, 
     while let Ok(frame) = rx.try_recv() {
         out.extend_from_slice(&frame);
     }
+    let mut sink = conn.inner.sink.lock().await;
     if !out.is_empty() {
-        let _ = write_half.write_all(&out).await;
+        let _ = sink.write_all(&out).await;
     }
-    let _ = write_half.shutdown().await;
+    let _ = sink.shutdown().await;
+    // The stream itself goes now, not with the last handle of the connection (handles live on
+    // in tables and parked requests): a later write finds an empty sink and the closed flag.
+    *sink = Box::new(tokio::io::sink());
 }
