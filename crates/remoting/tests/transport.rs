@@ -509,3 +509,46 @@ async fn inline_handlers_answer_like_task_handlers_whether_ready_or_waiting() {
     client.shutdown().await;
     server.stop().await;
 }
+
+/// A peer that sends many requests before reading any answer: the inline answers fill the
+/// socket, the reader falls back to the writer's queue or finishes a frame it began, and once
+/// the peer reads, every answer arrives whole, each exactly once.
+#[tokio::test]
+async fn inline_answers_to_a_peer_slow_to_read_arrive_whole_and_once() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const BIG: i32 = 9201;
+    let mut d = Dispatcher::new();
+    // 32 KiB answers: a few dozen fill the loopback socket's buffers.
+    d.register_inline(BIG, |_c, req| async move {
+        Some(RemotingCommand::response_to(&req, response_code::SUCCESS, None).with_body(vec![b'z'; 32 * 1024]))
+    });
+    let server = Server::start(ServerConfig::default(), d).await;
+    let mut stream = tokio::net::TcpStream::connect(&server.addr).await.unwrap();
+    const N: i32 = 600;
+    let mut out = bytes::BytesMut::new();
+    for opaque in 0..N {
+        let mut req = RemotingCommand::request(BIG);
+        req.opaque = opaque;
+        ferromq_protocol::encode_frame(&req, SerializeType::Json, &mut out).unwrap();
+    }
+    stream.write_all(&out).await.unwrap();
+    // Not reading for a while: the server's writes meet a full socket.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut seen = vec![false; N as usize];
+    let mut buf = bytes::BytesMut::new();
+    let mut answered = 0;
+    while answered < N {
+        let n =
+            tokio::time::timeout(Duration::from_secs(10), stream.read_buf(&mut buf)).await.expect("answers").unwrap();
+        assert!(n > 0, "closed after {answered} answers");
+        while let Some(answer) = ferromq_protocol::decode_frame(&mut buf, 16 * 1024 * 1024).expect("whole frames") {
+            assert_eq!((answer.code, answer.body.len()), (response_code::SUCCESS, 32 * 1024));
+            assert!(answer.body.iter().all(|&b| b == b'z'));
+            let slot = &mut seen[answer.opaque as usize];
+            assert!(!*slot, "answer {} twice", answer.opaque);
+            *slot = true;
+            answered += 1;
+        }
+    }
+    server.stop().await;
+}
