@@ -465,10 +465,19 @@ impl MappedFileQueue {
     }
 }
 
+/// How long the preallocator stops taking prefault requests after a pass that could reserve
+/// nothing ahead of the writer.
+const PREFAULT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// Creates and pre-touches the next segment on its own thread.
 #[derive(Debug)]
 struct Preallocator {
     shared: Arc<(Mutex<PreState>, Condvar)>,
+    /// A prefault is asked for and not yet done. Appends ask on every put while the space
+    /// ahead of them is short, and the worker takes a while (it reserves and faults a whole
+    /// step): without this flag each of those puts would take the lock and make a wake-up
+    /// system call.
+    prefault_pending: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -492,10 +501,15 @@ impl Preallocator {
     ) -> Preallocator {
         let shared: Arc<(Mutex<PreState>, Condvar)> = Arc::default();
         let worker = shared.clone();
+        let prefault_pending = Arc::new(AtomicBool::new(false));
+        let pending = prefault_pending.clone();
         let thread = std::thread::Builder::new()
             .name("segment-prealloc".into())
             .spawn(move || {
                 let (lock, cv) = &*worker;
+                // After a pass that could not reserve (the disk's free space is below what
+                // background reservations leave), puts are not heard again until then.
+                let mut backoff_until: Option<std::time::Instant> = None;
                 loop {
                     let from = {
                         let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -503,15 +517,32 @@ impl Preallocator {
                             if st.stop {
                                 return;
                             }
+                            if backoff_until.is_some_and(|t| t <= std::time::Instant::now()) {
+                                backoff_until = None;
+                                pending.store(false, Ordering::Release);
+                            }
                             if let Some(file) = st.prefault.take() {
                                 drop(st);
                                 // A failure here is left to the appender, which reserves what
                                 // it needs inline and reports the error to the put.
-                                if let Err(e) = file.reserve_ahead() {
-                                    debug!(file = %file.path().display(), error = %e, "cannot reserve ahead");
-                                }
+                                let reserved = match file.reserve_ahead() {
+                                    Ok(any) => any,
+                                    Err(e) => {
+                                        debug!(file = %file.path().display(), error = %e, "cannot reserve ahead");
+                                        false
+                                    }
+                                };
                                 if let Err(e) = file.prefault(file.wrote_position()) {
                                     debug!(error = %e, "page prefault unavailable");
+                                }
+                                if reserved || !file.wants_reserve_ahead() {
+                                    // Done: the next put that finds the space ahead short asks
+                                    // again (until then puts reserve inline what they need).
+                                    pending.store(false, Ordering::Release);
+                                } else {
+                                    // Nothing could be reserved: every put would ask again at
+                                    // once, each paying a wake-up of this thread for nothing.
+                                    backoff_until = Some(std::time::Instant::now() + PREFAULT_BACKOFF);
                                 }
                                 st = lock.lock().unwrap_or_else(|e| e.into_inner());
                                 continue;
@@ -520,7 +551,13 @@ impl Preallocator {
                                 st.in_progress = Some(from);
                                 break from;
                             }
-                            st = cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                            st = match backoff_until {
+                                Some(t) => {
+                                    let wait = t.saturating_duration_since(std::time::Instant::now());
+                                    cv.wait_timeout(st, wait).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0)
+                                }
+                                None => cv.wait(st).unwrap_or_else(|e| e.into_inner()),
+                            };
                         }
                     };
                     let result = open_segment(&dir, from, file_size, &append_path, &warm, &policy).map(|f| {
@@ -539,10 +576,13 @@ impl Preallocator {
                 }
             })
             .ok();
-        Preallocator { shared, thread }
+        Preallocator { shared, prefault_pending, thread }
     }
 
     fn prefault(&self, file: Arc<MappedFile>) {
+        if self.prefault_pending.swap(true, Ordering::AcqRel) {
+            return;
+        }
         let (lock, cv) = &*self.shared;
         let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
         st.prefault = Some(file);
