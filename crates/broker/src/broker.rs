@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ferromq_protocol::body::{perm, RegisterBrokerBody, TopicConfig, TopicConfigAndMappingSerializeWrapper};
+use ferromq_protocol::body::{RegisterBrokerBody, TopicConfig, TopicConfigAndMappingSerializeWrapper};
 use ferromq_protocol::header::{
     RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, UnRegisterBrokerRequestHeader,
 };
@@ -43,7 +43,7 @@ const SLAVE_MASTER_RETRY: Duration = Duration::from_secs(1);
 /// The first wait before a failed registration is tried again (doubling up to the period).
 const REGISTER_RETRY_MIN: Duration = Duration::from_millis(500);
 /// Time allowed for one name-server registration call.
-const NAMESRV_TIMEOUT: Duration = Duration::from_secs(6);
+pub(crate) const NAMESRV_TIMEOUT: Duration = Duration::from_secs(6);
 /// How long an admin request that changed topics waits for the name servers to hear of it.
 const REGISTERED_WAIT: Duration = Duration::from_secs(8);
 
@@ -124,6 +124,12 @@ pub struct Broker {
     pub(crate) ha_security: crate::ha::HaSecurity,
     /// Wakes the registration loop when a topic is created.
     register_now: tokio::sync::Notify,
+    /// What the next registration round sends: the whole table or the topics changed.
+    pub(crate) registration_queue: std::sync::Mutex<crate::registration_queue::RegistrationQueue>,
+    /// Name servers whose last full registration succeeded: they know this broker, so a
+    /// single-topic registration takes effect there (a name server ignores one for an
+    /// unknown broker).
+    pub(crate) namesrv_in_sync: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Registration rounds asked for (`register_requested`) and the last round the loop
     /// finished (`registered`): an admin request that created a topic answers once a round
     /// that includes it is done, so a client told "created" finds the route (Java registers
@@ -211,14 +217,24 @@ impl Broker {
         std::mem::replace(&mut *self.timer.write().unwrap_or_else(std::sync::PoisonError::into_inner), next)
     }
 
-    /// Registers with the name servers now rather than at the next period (a role change).
+    /// Registers the whole table with the name servers now rather than at the next period (a
+    /// role change).
     pub(crate) fn register_soon(&self) {
+        self.registration_queue().request_full();
         self.register_now.notify_one();
     }
 
-    /// A topic the broker created by itself: tell the name servers soon.
-    pub(crate) fn on_topic_created(&self, _config: &TopicConfig) {
+    /// A topic was created or changed: register it with the name servers soon (alone, unless
+    /// many changes are waiting).
+    pub(crate) fn on_topic_created(&self, config: &TopicConfig) {
+        self.registration_queue().topic_changed(&config.topic_name);
         self.register_now.notify_one();
+    }
+
+    /// The registration loop's pending work.
+    pub(crate) fn registration_queue(&self) -> std::sync::MutexGuard<'_, crate::registration_queue::RegistrationQueue> {
+        // A set and a flag, valid after any panic.
+        self.registration_queue.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Waits (at most `REGISTERED_WAIT`) until a registration round that began after this
@@ -543,7 +559,7 @@ impl Broker {
         if old != permission {
             info!(old, new = permission, "broker permission changed");
             self.topics().bump_data_version();
-            self.register_now.notify_one();
+            self.register_soon();
         }
     }
 
@@ -552,10 +568,8 @@ impl Broker {
         // A broker that is not both readable and writable registers every topic with the
         // broker's permission masked in, so clients route around it. Java: `registerBrokerAll`.
         let permission = self.permission();
-        if !perm::is_writeable(permission) || !perm::is_readable(permission) {
-            for topic in wrapper.topic_config_table.values_mut() {
-                topic.perm &= permission;
-            }
+        for topic in wrapper.topic_config_table.values_mut() {
+            topic.perm = crate::registration::masked_perm(topic.perm, permission);
         }
         let body = RegisterBrokerBody {
             filter_server_list: Vec::new(),
@@ -581,34 +595,41 @@ impl Broker {
             .with_body(body)
     }
 
-    /// Registers with every name server once. Java: `BrokerController#registerBrokerAll`.
-    /// Registers with every name server; returns whether each of them took the registration.
+    /// Registers the whole topic table with every name server; returns whether each of them
+    /// took the registration. Java: `BrokerController#registerBrokerAll` (forced).
     pub(crate) async fn register_all(&self) -> bool {
         if self.role().fenced {
             // Controller mode before the controller named a role.
             return true;
         }
-        let addrs = self.config.namesrv_addrs();
         let mut all = true;
-        for addr in &addrs {
-            let request = self.registration(self.config.compressed_register);
-            match self.namesrv.invoke(addr, request, NAMESRV_TIMEOUT).await {
-                Ok(r) if r.code == response_code::SUCCESS => {
-                    if let Ok(h) = r.decode_header::<RegisterBrokerResponseHeader>() {
-                        self.on_registered(addr, h);
-                    }
-                }
-                Ok(r) => {
-                    all = false;
-                    warn!(namesrv = %addr, code = r.code, remark = ?r.remark, "broker registration refused");
-                }
-                Err(e) => {
-                    all = false;
-                    warn!(namesrv = %addr, error = %e, "broker registration failed");
-                }
-            }
+        for addr in &self.config.namesrv_addrs() {
+            all &= self.register_with(addr).await;
         }
         all
+    }
+
+    /// REGISTER_BROKER with the whole table to one name server; returns whether it took it.
+    pub(crate) async fn register_with(&self, addr: &str) -> bool {
+        let request = self.registration(self.config.compressed_register);
+        let ok = match self.namesrv.invoke(addr, request, NAMESRV_TIMEOUT).await {
+            Ok(r) if r.code == response_code::SUCCESS => {
+                if let Ok(h) = r.decode_header::<RegisterBrokerResponseHeader>() {
+                    self.on_registered(addr, h);
+                }
+                true
+            }
+            Ok(r) => {
+                warn!(namesrv = %addr, code = r.code, remark = ?r.remark, "broker registration refused");
+                false
+            }
+            Err(e) => {
+                warn!(namesrv = %addr, error = %e, "broker registration failed");
+                false
+            }
+        };
+        self.set_namesrv_in_sync(addr, ok);
+        ok
     }
 
     /// A slave learns its master's addresses from the registration answer: the broker
@@ -921,6 +942,13 @@ pub async fn run_with_local_access(
         ha_security: ha_security.clone(),
         metrics: crate::metrics::BrokerMetrics::new(settings.metrics.metrics_otel_cardinality_limit),
         register_now: tokio::sync::Notify::new(),
+        registration_queue: std::sync::Mutex::new({
+            // The first round registers the whole table.
+            let mut queue = crate::registration_queue::RegistrationQueue::default();
+            queue.request_full();
+            queue
+        }),
+        namesrv_in_sync: Default::default(),
         register_requested: AtomicU64::new(0),
         registered: tokio::sync::watch::channel(0).0,
         tx_ops: Default::default(),
@@ -1079,11 +1107,17 @@ pub async fn run_with_local_access(
         let period = Duration::from_millis(config.register_name_server_period.clamp(10_000, 60_000));
         tasks.spawn(async move {
             let mut backoff = REGISTER_RETRY_MIN;
+            let mut periodic = false;
             loop {
-                // Everything asked for up to now is in this round: the topic tables are read
-                // after this load.
+                // Everything asked for up to now is in this round: the queue and the topic
+                // tables are read after this load.
                 let round = b.register_requested.load(Ordering::Acquire);
-                let registered = b.register_all().await;
+                let work = b.registration_queue().take();
+                let registered = b.register_round(work, periodic).await;
+                if !registered {
+                    // A name server that missed a change gets the whole table next time.
+                    b.registration_queue().request_full();
+                }
                 b.registered.send_if_modified(|done| {
                     let advanced = round > *done;
                     *done = (*done).max(round);
@@ -1104,10 +1138,10 @@ pub async fn run_with_local_access(
                     backoff = (backoff * 2).min(period);
                     wait
                 };
-                tokio::select! {
-                    _ = tokio::time::sleep(wait) => {}
-                    _ = b.register_now.notified() => {}
-                }
+                periodic = tokio::select! {
+                    _ = tokio::time::sleep(wait) => true,
+                    _ = b.register_now.notified() => false,
+                };
             }
         });
     }

@@ -127,6 +127,10 @@ rocketmq_config! {
         register_name_server_period: u64 = "registerNameServerPeriod", default 30_000;
         /// `compressedRegister`.
         compressed_register: bool = "compressedRegister", default false;
+        /// `forceRegister`: the periodic registration sends the whole topic table even when
+        /// the name server already has its data version (false: ask QUERY_DATA_VERSION first
+        /// and send it only to name servers whose version differs).
+        force_register: bool = "forceRegister", default true;
         /// `registerBrokerTimeoutMills`.
         register_broker_timeout_mills: u64 = "registerBrokerTimeoutMills", default 24_000;
         /// `brokerNotActiveTimeoutMillis`: heartbeat timeout announced to name servers.

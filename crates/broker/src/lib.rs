@@ -17,6 +17,8 @@ pub mod metadata;
 mod metrics;
 mod pop;
 mod processor;
+mod registration;
+mod registration_queue;
 pub mod replicas_manager;
 mod schedule;
 pub mod service;

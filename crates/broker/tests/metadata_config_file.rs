@@ -127,7 +127,10 @@ fn manager_recovers_from_backup_and_rewrites_the_file() {
     let path = dir.path().join(TOPICS_FILE_NAME);
     let topics = TopicConfigManager::load(&path, "b", "c", TopicConfigOptions::default()).unwrap();
     topics.update(TopicConfig::new("Kept", 2, 2)).unwrap();
+    topics.persist().unwrap();
     topics.update(TopicConfig::new("Lost", 2, 2)).unwrap();
+    topics.persist().unwrap();
+    drop(topics);
     std::fs::write(&path, b"{{{{").unwrap();
 
     let topics = TopicConfigManager::load(&path, "b", "c", TopicConfigOptions::default()).unwrap();

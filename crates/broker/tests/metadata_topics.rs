@@ -1,5 +1,5 @@
-//! The topic table against real files: Java-written topics.json, round trips, auto-creation
-//! from `TBW102`, retry topics and name validation.
+//! The topic table against real files: Java-written topics.json, round trips, the change
+//! journal, auto-creation from `TBW102`, retry topics and name validation.
 
 use std::path::PathBuf;
 
@@ -69,6 +69,8 @@ fn topics_round_trip_through_the_file() {
     let reloaded = load(&dir, TopicConfigOptions::default());
     assert_eq!(reloaded.select("Orders"), Some(config));
     assert_eq!(reloaded.all(), written);
+    // The change is in the journal until the periodic persist writes the file.
+    reloaded.persist().unwrap();
     let on_disk = TopicConfigSerializeWrapper::decode(&std::fs::read(topics_path(&dir)).unwrap()).unwrap();
     assert_eq!(on_disk, written);
 }
@@ -218,4 +220,55 @@ fn send_restrictions_and_system_topics() {
     let topics = load(&dir, TopicConfigOptions::default());
     assert!(topics.is_system_topic(CLUSTER) && topics.is_system_topic(BROKER));
     assert!(!is_system_topic(CLUSTER));
+}
+
+fn journal_path(dir: &tempfile::TempDir) -> PathBuf {
+    dir.path().join("config").join("topics.json.journal")
+}
+
+#[test]
+fn changes_since_the_last_persist_are_replayed_from_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let topics = load(&dir, TopicConfigOptions::default());
+    topics.update(TopicConfig::new("Kept", 2, 2)).unwrap();
+    topics.update(TopicConfig::new("Gone", 2, 2)).unwrap();
+    topics.persist().unwrap();
+    assert_eq!(std::fs::metadata(journal_path(&dir)).unwrap().len(), 0, "the persist covers every record");
+    // Changes after the persist: only in the journal when the process dies.
+    topics.update(TopicConfig::new("Kept", 4, 4)).unwrap();
+    assert!(topics.delete("Gone").unwrap());
+    topics.create_topic_in_send_back("%RETRY%g", 1, 6, 0).unwrap();
+    let expected = topics.all();
+    topics.wait_durable();
+    drop(topics);
+
+    let reloaded = load(&dir, TopicConfigOptions::default());
+    assert_eq!(reloaded.all(), expected, "topics and data version as before the crash");
+    assert!(reloaded.persist_if_dirty().unwrap(), "replayed changes are written at the next persist");
+    assert_eq!(std::fs::metadata(journal_path(&dir)).unwrap().len(), 0);
+    let on_disk = TopicConfigSerializeWrapper::decode(&std::fs::read(topics_path(&dir)).unwrap()).unwrap();
+    assert_eq!(on_disk, expected);
+}
+
+#[test]
+fn a_persist_keeps_the_records_appended_while_it_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let topics = std::sync::Arc::new(load(&dir, TopicConfigOptions::default()));
+    let writer = {
+        let topics = topics.clone();
+        std::thread::spawn(move || {
+            for i in 0..2_000 {
+                topics.update(TopicConfig::new(format!("T{i}"), 1, 1)).unwrap();
+            }
+        })
+    };
+    // Persists racing the updates: each drops only the records its copy covers.
+    while !writer.is_finished() {
+        topics.persist().unwrap();
+    }
+    writer.join().unwrap();
+    let expected = topics.all();
+    drop(topics);
+    let reloaded = load(&dir, TopicConfigOptions::default());
+    assert_eq!(reloaded.all(), expected);
 }

@@ -1,4 +1,4 @@
-//! `ferromq bench produce|consume|e2e|pop|revive`: the load tool (see the `ferromq-bench` crate). Option
+//! `ferromq bench produce|consume|e2e|pop|revive|topics`: the load tool (see the `ferromq-bench` crate). Option
 //! letters follow RocketMQ's `benchmark/Producer.java` where they exist.
 
 use std::io::Write as _;
@@ -36,6 +36,9 @@ enum BenchMode {
     GrpcProduce(GrpcArgs),
     /// Receive over gRPC from a 5.x proxy (batch 32) and acknowledge every message.
     GrpcReceive(GrpcArgs),
+    /// Create topics one by one and time each chunk; then measure a registration carrying
+    /// the whole topic table and a heartbeat listing many groups.
+    Topics(crate::bench_topics::TopicsArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -278,6 +281,7 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchMode::E2e(a) => (Mode::E2e, a.common, Some(a.send), false, Some(a.group), a.count),
         BenchMode::Visibility(a) => return runtime.block_on(visibility(a)),
         BenchMode::Revive(a) => return runtime.block_on(revive(a)),
+        BenchMode::Topics(a) => return runtime.block_on(crate::bench_topics::run(a)),
         // One HTTP/2 connection, as a 5.x client has: its connection task and the callers on
         // one thread, so requests queued in one turn go out in one write.
         BenchMode::GrpcProduce(a) => return single_thread()?.block_on(grpc(a, false)),

@@ -2,6 +2,7 @@
 
 mod admin;
 mod bench;
+mod bench_topics;
 mod controller_cmd;
 mod dashboard_cmd;
 mod log_sink;

@@ -3,7 +3,9 @@
 //! `<storePathRootDir>/config/` in RocketMQ's format, so a Java broker's files load unchanged.
 //!
 //! [`ConfigFile`] does the file handling for all four (crash-safe write, `.bak` fallback,
-//! dirty flag). Topic and group tables persist on every change, as Java does; the offset
+//! dirty flag). The topic table appends every change to a journal next to its file and
+//! rewrites the file periodically (see [`TopicConfigManager`]); the group table persists on
+//! every change, as Java does; the offset
 //! tables only change memory and are written by the periodic [`MetadataStore::persist_all`]
 //! (every [`PERSIST_INTERVAL`]) and at shutdown. Persisting blocks on fsync: call it from a
 //! blocking thread, not an async task.
@@ -17,12 +19,15 @@
 //! service, and consumer filter / POP / static-topic metadata.
 
 mod config_file;
+mod config_journal;
 mod consumer_offset_manager;
 mod delay_offset;
 mod error;
+mod journal_sync;
 mod message_request_mode;
 mod subscription_group_manager;
 pub(crate) mod topic_attributes;
+mod topic_change;
 mod topic_config_manager;
 mod topic_validator;
 

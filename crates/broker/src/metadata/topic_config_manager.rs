@@ -7,16 +7,19 @@
 //! are created by admin updates, by producers sending to an unknown topic (inheriting from
 //! `TBW102` or another default topic) and by consumers' retry/DLQ traffic.
 //!
-//! Every change bumps the table's `DataVersion`. Administrative changes (`update`, `delete`)
-//! are persisted before the call returns (blocking on fsync); topics the broker creates by
-//! itself on the request path are written at once without fsync and made durable by the
-//! periodic persist. Name
-//! validation and attribute modification lists (`+message.type=FIFO`) are the processors' job.
+//! Every change bumps the table's `DataVersion` and is appended to `topics.json.journal` before
+//! the call returns ([`ConfigJournal`]): one small write whatever the table's size, where Java
+//! rewrites the whole file on every change, so creating topics one by one costs the same for
+//! the 10,000th as for the first. The append survives the process being killed at once and is
+//! fdatasynced by a background thread right after (one sync for every append made meanwhile).
+//! The periodic persist (and shutdown) writes topics.json, crash-safely, and drops the journal
+//! records it covers; loading replays the journal over the file. Name validation and
+//! attribute modification lists (`+message.type=FIFO`) are the processors' job.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tracing::{info, warn};
 
@@ -24,6 +27,8 @@ use ferromq_protocol::body::perm::{self, PERM_INHERIT, PERM_READ, PERM_WRITE};
 use ferromq_protocol::body::{DataVersion, KVTable, TopicConfig, TopicConfigSerializeWrapper};
 
 use crate::metadata::config_file::ConfigFile;
+use crate::metadata::config_journal::{ConfigJournal, JournalWriter};
+use crate::metadata::topic_change::TopicChange;
 use crate::metadata::topic_validator::{
     self, reply_topic, revive_topic, AUTO_CREATE_TOPIC_KEY_TOPIC, RMQ_SYS_BENCHMARK_TOPIC, RMQ_SYS_OFFSET_MOVED_EVENT,
     RMQ_SYS_SCHEDULE_TOPIC, RMQ_SYS_SELF_TEST_TOPIC, RMQ_SYS_TRACE_TOPIC, RMQ_SYS_TRANS_HALF_TOPIC,
@@ -78,9 +83,13 @@ impl Default for TopicConfigOptions {
 pub type TopicCreatedHook = Box<dyn Fn(&TopicConfig) + Send + Sync>;
 
 /// The topic table. All methods take `&self`; a `RwLock` inside guards the table and is never
-/// held while a file is written.
+/// held while a file is written. Changes take the journal's lock first and append to it while
+/// holding it, so the journal lists them in the order they were made.
 pub struct TopicConfigManager {
     file: ConfigFile,
+    journal: ConfigJournal,
+    /// Serializes compactions (the periodic persist against shutdown or a slave's sync).
+    compaction: Mutex<()>,
     state: RwLock<TopicTable>,
     options: TopicConfigOptions,
     /// System topics named after this broker (cluster, broker, reply, revive...), in addition to
@@ -110,12 +119,13 @@ impl TopicConfigManager {
     /// them and takes the file's data version. Java: the `TopicConfigManager` constructor's
     /// `init()` followed by `load()`.
     ///
-    /// If the table did not come from `path` itself (missing, or recovered from the backup) it
-    /// is marked dirty, so the next periodic persist writes it.
+    /// If the table did not come from `path` itself (missing, or recovered from the backup) or
+    /// the journal held changes, it is marked dirty, so the next periodic persist writes it.
     ///
     /// # Errors
     ///
-    /// As [`ConfigFile::load`]: unreadable file, or corrupt file without a usable backup.
+    /// As [`ConfigFile::load`]: unreadable file, or corrupt file without a usable backup; an
+    /// unreadable journal.
     pub fn load(
         path: impl Into<PathBuf>,
         broker_name: &str,
@@ -130,7 +140,7 @@ impl TopicConfigManager {
         if loaded.needs_rewrite() {
             file.mark_dirty();
         }
-        let data_version = match loaded.into_value() {
+        let mut data_version = match loaded.into_value() {
             Some(wrapper) => {
                 info!(topics = wrapper.topic_config_table.len(), "topic configs loaded");
                 topics.extend(wrapper.topic_config_table);
@@ -138,8 +148,18 @@ impl TopicConfigManager {
             }
             None => DataVersion::now(),
         };
+        let (journal, changes) = ConfigJournal::open::<TopicChange>(file.path())?;
+        if !changes.is_empty() {
+            info!(changes = changes.len(), path = %journal.path().display(), "topic changes replayed from the journal");
+            for change in changes {
+                change.apply(&mut topics, &mut data_version);
+            }
+            file.mark_dirty();
+        }
         Ok(Self {
             file,
+            journal,
+            compaction: Mutex::new(()),
             state: RwLock::new(TopicTable { topics, data_version }),
             options,
             broker_system_topics,
@@ -173,51 +193,52 @@ impl TopicConfigManager {
         self.read().topics.is_empty()
     }
 
-    /// Adds or replaces a topic config as given, bumps the data version and persists.
-    /// Java: `updateTopicConfig` (attributes are stored as given, not merged).
+    /// Adds or replaces a topic config as given, bumps the data version and journals the
+    /// change. Java: `updateTopicConfig` (attributes are stored as given, not merged).
     ///
     /// # Errors
     ///
-    /// [`MetadataError::InvalidTopic`] for an empty name; persist failures (the change stays
-    /// in memory and the table stays dirty).
+    /// [`MetadataError::InvalidTopic`] for an empty name; journal failures (the change stays
+    /// in memory and the table stays dirty for the next persist).
     pub fn update(&self, config: TopicConfig) -> Result<(), MetadataError> {
         if config.topic_name.is_empty() {
             return Err(MetadataError::InvalidTopic { topic: String::new(), reason: "empty topic name".to_owned() });
         }
         let topic = config.topic_name.clone();
-        let old = {
+        let mut journal = self.journal.lock();
+        let (old, change) = {
             let mut state = self.write();
-            let old = state.topics.insert(topic.clone(), config);
+            let old = state.topics.insert(topic.clone(), config.clone());
             state.data_version.next_version();
-            self.file.mark_dirty();
-            old
+            (old, TopicChange::put(config, state.data_version))
         };
         info!(topic = %topic, created = old.is_none(), "topic config updated");
-        self.persist()
+        self.journal_change(&mut journal, &change)
     }
 
-    /// Removes a topic; returns whether it existed. Bumps the data version and persists only if
-    /// it did. Java: `deleteTopicConfig`.
+    /// Removes a topic; returns whether it existed. Bumps the data version and journals the
+    /// change only if it did. Java: `deleteTopicConfig`.
     ///
     /// # Errors
     ///
-    /// Persist failures (the topic stays deleted in memory).
+    /// Journal failures (the topic stays deleted in memory).
     pub fn delete(&self, topic: &str) -> Result<bool, MetadataError> {
-        let removed = {
+        let mut journal = self.journal.lock();
+        let change = {
             let mut state = self.write();
-            let removed = state.topics.remove(topic).is_some();
-            if removed {
+            if state.topics.remove(topic).is_none() {
+                None
+            } else {
                 state.data_version.next_version();
-                self.file.mark_dirty();
+                Some(TopicChange::delete(topic, state.data_version))
             }
-            removed
         };
-        if !removed {
+        let Some(change) = change else {
             warn!(topic, "delete topic config: topic does not exist");
             return Ok(false);
-        }
+        };
         info!(topic, "topic config deleted");
-        self.persist().map(|()| true)
+        self.journal_change(&mut journal, &change).map(|()| true)
     }
 
     /// The config of `topic`, creating it from `default_topic` if it does not exist.
@@ -336,26 +357,27 @@ impl TopicConfigManager {
     ///
     /// Persist failures.
     pub fn update_order_topic_config(&self, order_topics: &KVTable) -> Result<(), MetadataError> {
-        let changed = {
+        let mut journal = self.journal.lock();
+        let changes = {
             let mut state = self.write();
-            let mut changed = false;
+            let mut changed = Vec::new();
             for topic in order_topics.table.keys() {
                 if let Some(config) = state.topics.get_mut(topic) {
                     if !config.order {
                         config.order = true;
-                        changed = true;
+                        changed.push(config.clone());
                         info!(topic = %topic, "topic marked orderly by name server");
                     }
                 }
             }
-            if changed {
+            if !changed.is_empty() {
                 state.data_version.next_version();
-                self.file.mark_dirty();
             }
-            changed
+            let version = state.data_version;
+            changed.into_iter().map(|c| TopicChange::put(c, version)).collect::<Vec<_>>()
         };
-        if changed {
-            self.persist()?;
+        for change in &changes {
+            self.journal_change(&mut journal, change)?;
         }
         Ok(())
     }
@@ -397,8 +419,16 @@ impl TopicConfigManager {
     /// registered perms is computed at registration). Java: `getDataVersion().nextVersion()`
     /// in `AdminBrokerProcessor#updateBrokerConfig`.
     pub fn bump_data_version(&self) {
-        self.write().data_version.next_version();
-        self.file.mark_dirty();
+        let mut journal = self.journal.lock();
+        let version = {
+            let mut state = self.write();
+            state.data_version.next_version();
+            state.data_version
+        };
+        if let Err(e) = self.journal_change(&mut journal, &TopicChange::version(version)) {
+            // Only the version is lost on a crash, and a restarted broker registers in full.
+            warn!(error = %e, "topic table version change not journaled");
+        }
     }
 
     /// The table's current version.
@@ -419,6 +449,10 @@ impl TopicConfigManager {
     ///
     /// Persist failures (the new table stays in memory and the table stays dirty).
     pub fn replace_all(&self, master: TopicConfigSerializeWrapper) -> Result<Option<ReplaceSummary>, MetadataError> {
+        // The whole table changes without journal records: the file is rewritten while the
+        // journal stays locked, so no change can slip in between.
+        let _compacting = self.compaction.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut journal = self.journal.lock();
         let summary = {
             let mut state = self.write();
             if state.data_version == master.data_version {
@@ -436,7 +470,9 @@ impl TopicConfigManager {
             self.file.mark_dirty();
             summary
         };
-        self.persist()?;
+        self.file.persist(|| self.all())?;
+        let end = journal.len();
+        journal.drop_before(end)?;
         Ok(Some(summary))
     }
 
@@ -445,22 +481,52 @@ impl TopicConfigManager {
         &self.options
     }
 
-    /// Writes topics.json now.
+    /// Writes topics.json now (synced, crash-safe) and drops the journal records it covers.
+    /// Changes go on meanwhile: the table is copied under the journal's lock, written without
+    /// it, and only the records appended before the copy are dropped.
     ///
     /// # Errors
     ///
-    /// As [`ConfigFile::persist`].
+    /// As [`ConfigFile::persist`]; journal rewrite failures (the journal then keeps records
+    /// the file covers, which replay harmlessly).
     pub fn persist(&self) -> Result<(), MetadataError> {
-        self.file.persist(|| self.all())
+        let _compacting = self.compaction.lock().unwrap_or_else(PoisonError::into_inner);
+        let (snapshot, mark) = {
+            let journal = self.journal.lock();
+            (self.all(), journal.len())
+        };
+        self.file.persist(|| snapshot)?;
+        let mut journal = self.journal.lock();
+        journal.drop_before(mark)?;
+        if !journal.is_empty() {
+            // Changes made after the copy: the file does not hold them yet.
+            self.file.mark_dirty();
+        }
+        Ok(())
     }
 
     /// Writes topics.json if the table changed since the last write; returns whether it wrote.
     ///
     /// # Errors
     ///
-    /// As [`ConfigFile::persist`].
+    /// As [`TopicConfigManager::persist`].
     pub fn persist_if_dirty(&self) -> Result<bool, MetadataError> {
-        self.file.persist_if_dirty(|| self.all())
+        if !self.file.is_dirty() {
+            return Ok(false);
+        }
+        self.persist().map(|()| true)
+    }
+
+    /// Blocks until every change made so far is on disk (the journal's background sync
+    /// covers it).
+    pub fn wait_durable(&self) {
+        self.journal.lock().wait_durable();
+    }
+
+    /// Appends `change` (already made in memory) to the journal and marks the table dirty.
+    fn journal_change(&self, journal: &mut JournalWriter, change: &TopicChange) -> Result<(), MetadataError> {
+        self.file.mark_dirty();
+        journal.append(change)
     }
 
     /// Returns the existing config, or inserts what `build` makes from the table (`None`:
@@ -473,7 +539,8 @@ impl TopicConfigManager {
         if let Some(existing) = self.select(topic) {
             return Ok(Some(existing));
         }
-        let created = {
+        let mut journal = self.journal.lock();
+        let (created, change) = {
             let mut state = self.write();
             if let Some(existing) = state.topics.get(topic) {
                 return Ok(Some(existing.clone()));
@@ -483,16 +550,15 @@ impl TopicConfigManager {
             };
             state.topics.insert(topic.to_owned(), config.clone());
             state.data_version.next_version();
-            self.file.mark_dirty();
-            config
+            (config.clone(), TopicChange::put(config, state.data_version))
         };
-        // Written here without fsync, as Java writes it inline, so a killed process keeps the
-        // topic (its messages are acknowledged, and pulls of an unknown topic fail); the
-        // periodic persist makes it durable off the request path. An fsync here took seconds
-        // while the store was flushing.
-        if let Err(e) = self.file.persist_unsynced(|| self.all()) {
-            warn!(topic, error = %e, "created topic not written yet; the periodic persist retries");
+        // Journaled here, so a killed process keeps the topic (its messages are acknowledged,
+        // and pulls of an unknown topic fail); the journal's background sync makes it durable
+        // off the request path (an fsync here took seconds while the store was flushing).
+        if let Err(e) = self.journal_change(&mut journal, &change) {
+            warn!(topic, error = %e, "created topic not journaled; the periodic persist retries");
         }
+        drop(journal);
         if let Some(hook) = self.created_hook.get() {
             hook(&created);
         }
