@@ -502,7 +502,11 @@ mod tests {
         let master = master_tables(&master_dir);
         let fake = FakeMaster::start(master.clone()).await;
         let slave = Arc::new(tables(&slave_dir));
+        // Two changes: the slave's version (counter 2) cannot equal the master's (counter 1)
+        // even when both tables changed in the same millisecond, as Java compares versions,
+        // not contents.
         slave.topics().update(TopicConfig::new("OnlyOnSlave", 1, 1)).unwrap();
+        slave.topics().update(TopicConfig::new("OnlyOnSlave", 2, 2)).unwrap();
         slave.offsets().commit_offset("c", "reader", "OnlyOnSlave", 0, 9);
         let mut sync = SlaveSync::new(slave.clone());
 
