@@ -292,13 +292,18 @@ impl Connection {
             other => other,
         };
         if let Err(e) = outcome {
-            debug!(connection_id = self.id(), error = %e, "write failed");
-            self.inner.closed.store(true, Ordering::Release);
-            self.inner.close_tx.send_replace(true);
+            self.write_failed(&e);
             return Err(RemotingError::ConnectionClosed { addr: self.addr_string() });
         }
         self.touch_write();
         Ok(())
+    }
+
+    /// A write to the stream failed: the connection is closed (its tasks stop and drain).
+    fn write_failed(&self, e: &std::io::Error) {
+        debug!(connection_id = self.id(), error = %e, "write failed");
+        self.inner.closed.store(true, Ordering::Release);
+        self.inner.close_tx.send_replace(true);
     }
 
     /// Frames a response at the end of `out`. One too large to frame is replaced by a
@@ -549,7 +554,7 @@ impl Reader<'_> {
             let inline = self.handler.runs_inline(cmd.code);
             let fut = self.handler.handle(conn.clone(), cmd);
             if !inline {
-                self.in_flight.spawn(serve_request(Working::start(conn), fut, call));
+                self.in_flight.spawn(finish_request(Working::start(conn), CatchUnwind(fut), call));
                 continue;
             }
             let mut fut = CatchUnwind(fut);
@@ -609,13 +614,9 @@ impl Drop for Working {
     }
 }
 
-/// Runs one request's handler and sends its response. A handler that panics gets its
-/// request answered with SYSTEM_ERROR, so the peer is not left waiting for its timeout.
-async fn serve_request(working: Working, handler: HandlerFuture, call: Call) {
-    finish_request(working, CatchUnwind(handler), call).await
-}
-
-/// Awaits a handler (perhaps polled before by the reader) and sends its response.
+/// Awaits a handler (perhaps polled before by the reader) and sends its response. A handler
+/// that panics gets its request answered with SYSTEM_ERROR, so the peer is not left waiting
+/// for its timeout.
 async fn finish_request(working: Working, handler: CatchUnwind, call: Call) {
     let outcome = handler.await;
     // Uncounted before the answer is queued, so the writer that takes it sees only the others.
@@ -745,10 +746,8 @@ async fn write_loop(conn: Connection, mut rx: mpsc::Receiver<Bytes>) {
         }
         let mut sink = conn.inner.sink.lock().await;
         if let Err(e) = sink.write_all(&out).await {
-            debug!(connection_id = conn.id(), error = %e, "write failed");
             *sink = Box::new(tokio::io::sink());
-            conn.inner.closed.store(true, Ordering::Release);
-            conn.inner.close_tx.send_replace(true);
+            conn.write_failed(&e);
             return;
         }
         drop(sink);

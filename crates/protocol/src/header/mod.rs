@@ -121,7 +121,6 @@ macro_rules! command_header {
                         _ => {}
                     }
                 }
-                let _ = ext;
                 Ok($name {
                     $( $field: $crate::header::HeaderField::from_text($field, $key, stringify!($name))?, )*
                 })
