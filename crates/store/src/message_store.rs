@@ -338,7 +338,7 @@ impl MessageStore {
             stats: StatsRecorder::new(crate::commit_log::now_ms()),
             bit_map: RwLock::new(None),
             dispatch_errors: LogLimiter::new(),
-            disk_guard: Arc::new(DiskGuard::new(&config, Arc::new(crate::disk_used_percent))),
+            disk_guard: Arc::new(DiskGuard::new(&config, crate::default_disk_usage_probe())),
         });
         shared.disk_guard.check();
 

@@ -60,8 +60,35 @@ pub const MANUAL_DELETE_RUNS: u32 = 20;
 const HOUR_MS: i64 = 60 * 60 * 1000;
 
 /// Measures how full the disk holding a path is: used space in percent (0 to 100), or `None`
-/// when it cannot tell. The default is [`disk_used_percent`]; tests inject their own.
+/// when it cannot tell. The default is [`default_disk_usage_probe`]; tests inject their own.
 pub type DiskUsageProbe = Arc<dyn Fn(&Path) -> Option<f64> + Send + Sync>;
+
+/// The environment variable that, set to `off`, stops the store from measuring its disks'
+/// used ratios: neither `diskSpaceWarningLevelRatio` (refusing puts) nor
+/// `diskMaxUsedSpaceRatio` / `diskSpaceCleanForciblyRatio` (deleting early) apply, while
+/// time-based retention and the per-put block reservation (a put the disk has no room for is
+/// refused) still do. The test suite sets it: its stores live in temp dirs on a disk shared
+/// with other work, whose ratio says nothing about the few MiB a test writes.
+pub const DISK_RATIO_CHECK_ENV: &str = "FERROMQ_DISK_RATIO_CHECK";
+
+/// The probe a store measures its disks with: [`disk_used_percent`], or none at all (every
+/// disk unmeasurable) when [`DISK_RATIO_CHECK_ENV`] is `off`.
+pub fn default_disk_usage_probe() -> DiskUsageProbe {
+    match std::env::var(DISK_RATIO_CHECK_ENV) {
+        Ok(v) if v.eq_ignore_ascii_case("off") => {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                warn!(
+                    env = DISK_RATIO_CHECK_ENV,
+                    "disk used ratios are not measured: puts are refused only when the disk has no room \
+                     for them, and segments are deleted only when expired"
+                );
+            });
+            Arc::new(|_| None)
+        }
+        _ => Arc::new(disk_used_percent),
+    }
+}
 
 /// What one retention run saw and did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -161,7 +188,7 @@ impl RetentionService {
                 .then(|| config.disk_space_clean_forcibly_percent()),
             watched_dirs,
             manual_runs_left: AtomicU32::new(0),
-            disk_usage: RwLock::new(Arc::new(disk_used_percent)),
+            disk_usage: RwLock::new(default_disk_usage_probe()),
             state: Mutex::new(RunState::default()),
         }
     }
