@@ -135,8 +135,14 @@ pub struct RemotingCommand {
     pub remark: Option<String>,
     /// Typed header fields as strings, keyed by Java field name.
     pub ext_fields: ExtFields,
-    /// Payload; may be empty.
+    /// Payload; may be empty. With [`Self::body_tail`], its first part.
     pub body: Bytes,
+    /// The rest of the payload, after `body`, as buffers that already exist elsewhere: a pull
+    /// answers with the stored messages as slices of the mapped CommitLog, and the connection
+    /// writes them with vectored writes instead of copying them into one buffer. Empty for
+    /// nearly every command (a decoded frame never has one); whoever reads a body that may
+    /// have a tail uses [`Self::body_len`] or [`Self::join_body`].
+    pub body_tail: Vec<Bytes>,
 }
 
 impl RemotingCommand {
@@ -150,6 +156,7 @@ impl RemotingCommand {
             remark: None,
             ext_fields: ExtFields::new(),
             body: Bytes::new(),
+            body_tail: Vec::new(),
         }
     }
 
@@ -184,6 +191,37 @@ impl RemotingCommand {
     pub fn with_body(mut self, body: impl Into<Bytes>) -> Self {
         self.body = body.into();
         self
+    }
+
+    /// Sets the body as `parts`, written one after another without being copied into one
+    /// buffer (see [`Self::body_tail`]).
+    pub fn with_body_parts(mut self, mut parts: Vec<Bytes>) -> Self {
+        if parts.is_empty() {
+            self.body = Bytes::new();
+        } else {
+            self.body = parts.remove(0);
+        }
+        self.body_tail = parts;
+        self
+    }
+
+    /// The payload's length, tail included.
+    pub fn body_len(&self) -> usize {
+        self.body.len() + self.body_tail.iter().map(Bytes::len).sum::<usize>()
+    }
+
+    /// Makes the payload one buffer: `body` then holds all of it and the tail is empty. Copies
+    /// only when there is a tail.
+    pub fn join_body(&mut self) -> &Bytes {
+        if !self.body_tail.is_empty() {
+            let mut joined = bytes::BytesMut::with_capacity(self.body_len());
+            joined.extend_from_slice(&self.body);
+            for part in self.body_tail.drain(..) {
+                joined.extend_from_slice(&part);
+            }
+            self.body = joined.freeze();
+        }
+        &self.body
     }
 
     /// Sets the correlation id.
@@ -248,5 +286,16 @@ mod tests {
         assert_eq!(resp.opaque, 42);
         assert!(resp.is_response());
         assert_eq!(resp.language, LanguageCode::Java);
+    }
+
+    #[test]
+    fn a_body_in_parts_joins_into_one_buffer_in_order() {
+        let parts = vec![Bytes::from_static(b"ab"), Bytes::new(), Bytes::from_static(b"cde"), Bytes::from_static(b"f")];
+        let mut cmd = RemotingCommand::response(0, None).with_body_parts(parts);
+        assert_eq!((cmd.body.as_ref(), cmd.body_tail.len(), cmd.body_len()), (&b"ab"[..], 3, 6));
+        assert_eq!(cmd.join_body().as_ref(), b"abcdef");
+        assert!(cmd.body_tail.is_empty());
+        let empty = RemotingCommand::response(0, None).with_body_parts(Vec::new());
+        assert_eq!((empty.body_len(), empty.body_tail.len()), (0, 0));
     }
 }

@@ -98,7 +98,7 @@ pub enum FrameError {
 }
 
 /// Appends the whole frame for `cmd` (length field included) to `out`, with the header in
-/// `serialize_type`.
+/// `serialize_type`; a body in parts ([`RemotingCommand::body_tail`]) is copied in after it.
 ///
 /// # Errors
 /// [`FrameError::HeaderTooLarge`] when the header exceeds 16 MiB - 1,
@@ -109,16 +109,35 @@ pub fn encode_frame(
     serialize_type: SerializeType,
     out: &mut BytesMut,
 ) -> Result<(), FrameError> {
+    encode_frame_head(cmd, serialize_type, out)?;
+    for part in &cmd.body_tail {
+        out.put_slice(part);
+    }
+    Ok(())
+}
+
+/// Appends the frame for `cmd` up to the end of `cmd.body` to `out`: the length field
+/// (counting the whole body, tail included), the header and `cmd.body`. The caller writes the
+/// parts of [`RemotingCommand::body_tail`] after it, in order, to complete the frame.
+///
+/// # Errors
+/// As [`encode_frame`].
+pub fn encode_frame_head(
+    cmd: &RemotingCommand,
+    serialize_type: SerializeType,
+    out: &mut BytesMut,
+) -> Result<(), FrameError> {
     let mut header = Vec::with_capacity(256);
     header_codec::encode_header(cmd, serialize_type, &mut header)?;
     if header.len() > MAX_HEADER_BYTES {
         return Err(FrameError::HeaderTooLarge(header.len()));
     }
-    let length = 4 + header.len() + cmd.body.len();
+    let body_len = cmd.body_len();
+    let length = 4 + header.len() + body_len;
     if length + 4 > MAX_FRAME_BYTES {
         return Err(FrameError::TooLarge { length: length + 4, max: MAX_FRAME_BYTES });
     }
-    out.reserve(4 + length);
+    out.reserve(4 + length - (body_len - cmd.body.len()));
     out.put_i32(length as i32);
     out.put_u32(((serialize_type.code() as u32) << 24) | header.len() as u32);
     out.put_slice(&header);

@@ -200,5 +200,15 @@ fn decode_binary(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
         }
         ext_fields.insert(key, value);
     }
-    Ok(RemotingCommand { code, language, version, opaque, flag, remark, ext_fields, body: bytes::Bytes::new() })
+    Ok(RemotingCommand {
+        code,
+        language,
+        version,
+        opaque,
+        flag,
+        remark,
+        ext_fields,
+        body: bytes::Bytes::new(),
+        body_tail: Vec::new(),
+    })
 }

@@ -48,6 +48,7 @@ pub(crate) fn decode_json(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
         remark: None,
         ext_fields: ExtFields::new(),
         body: bytes::Bytes::new(),
+        body_tail: Vec::new(),
     };
     p.expect(b'{', "expected an object")?;
     if p.peek() == Some(b'}') {

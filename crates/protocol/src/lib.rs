@@ -27,5 +27,5 @@ mod json_header;
 
 pub use code::{request_code, response_code};
 pub use command::{ExtFields, LanguageCode, RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE};
-pub use frame::{decode_frame, encode_frame, FrameError, MAX_FRAME_BYTES};
+pub use frame::{decode_frame, encode_frame, encode_frame_head, FrameError, MAX_FRAME_BYTES};
 pub use header::{CommandHeader, HeaderError};

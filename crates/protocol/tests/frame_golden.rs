@@ -6,8 +6,8 @@ use ferromq_protocol::header::{
     GetRouteInfoRequestHeader, RegisterBrokerRequestHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2,
 };
 use ferromq_protocol::{
-    decode_frame, encode_frame, request_code, CommandHeader, FrameError, HeaderError, LanguageCode, RemotingCommand,
-    SerializeType, MAX_FRAME_BYTES,
+    decode_frame, encode_frame, encode_frame_head, request_code, CommandHeader, FrameError, HeaderError, LanguageCode,
+    RemotingCommand, SerializeType, MAX_FRAME_BYTES,
 };
 
 fn route_request() -> RemotingCommand {
@@ -24,6 +24,29 @@ fn frame_by_hand(type_code: u8, header: &[u8], body: &[u8]) -> Vec<u8> {
     v.put_slice(header);
     v.put_slice(body);
     v
+}
+
+#[test]
+fn a_body_in_parts_frames_as_its_bytes_in_order() {
+    let header = br#"{"code":105,"extFields":{"topic":"TopicTest"},"flag":0,"language":"JAVA","opaque":3,"serializeTypeCurrentRPC":"JSON","version":479}"#;
+    let expected = frame_by_hand(0, header, b"first;second;third");
+    let parts = vec![
+        bytes::Bytes::from_static(b"first;"),
+        bytes::Bytes::from_static(b"second;"),
+        bytes::Bytes::new(),
+        bytes::Bytes::from_static(b"third"),
+    ];
+    let cmd = route_request().with_body_parts(parts);
+    let mut out = BytesMut::new();
+    encode_frame(&cmd, SerializeType::Json, &mut out).unwrap();
+    assert_eq!(&out[..], &expected[..]);
+    // The head: the length counts the whole body, the first part follows the header, the
+    // tail is the writer's to append.
+    let mut head = BytesMut::new();
+    encode_frame_head(&cmd, SerializeType::Json, &mut head).unwrap();
+    assert_eq!(&head[..], &expected[..expected.len() - b"second;third".len()]);
+    let decoded = decode_frame(&mut out, MAX_FRAME_BYTES).unwrap().unwrap();
+    assert_eq!((decoded.body.as_ref(), decoded.body_tail.len()), (&b"first;second;third"[..], 0));
 }
 
 #[test]

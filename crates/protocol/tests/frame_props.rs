@@ -27,6 +27,7 @@ fn command() -> impl Strategy<Value = RemotingCommand> {
             remark,
             ext_fields: ext.into_iter().collect::<ExtFields>(),
             body: body.into(),
+            body_tail: Vec::new(),
         })
 }
 

@@ -17,7 +17,8 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use ferromq_protocol::signature::SessionCredentials;
 use ferromq_protocol::{
-    decode_frame, encode_frame, response_code, RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE,
+    decode_frame, encode_frame, encode_frame_head, response_code, RemotingCommand, SerializeType, FLAG_ONEWAY,
+    FLAG_RESPONSE,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -30,6 +31,7 @@ use crate::config::{ServerConfig, WRITE_QUEUE_CAPACITY};
 use crate::error::RemotingError;
 use crate::handler::{HandlerFuture, RequestHandler};
 use crate::observe::{Rpc, RpcObserver, RpcResult};
+use crate::outgoing::{Batch, Outgoing};
 
 /// The write side of a connection's byte stream (TCP, TLS or an in-process pipe).
 type Sink = Box<dyn AsyncWrite + Send + Unpin>;
@@ -54,7 +56,7 @@ struct Inner {
     /// This side's address, when the transport knows it.
     local_addr: Option<SocketAddr>,
     /// Encoded frames waiting for the writer.
-    outbound: mpsc::Sender<Bytes>,
+    outbound: mpsc::Sender<Outgoing>,
     /// The stream's write side: the writer's, and the reader's when it finds it free (answers
     /// the reader made itself then leave without a hop through the writer).
     sink: tokio::sync::Mutex<Sink>,
@@ -155,7 +157,7 @@ impl Connection {
         Ok(out.freeze())
     }
 
-    async fn enqueue(&self, frame: Bytes) -> Result<(), RemotingError> {
+    async fn enqueue(&self, frame: Outgoing) -> Result<(), RemotingError> {
         if self.is_closed() {
             return Err(RemotingError::ConnectionClosed { addr: self.addr_string() });
         }
@@ -181,7 +183,7 @@ impl Connection {
         let (tx, rx) = oneshot::channel();
         self.pending().insert(opaque, tx);
         let outcome = tokio::time::timeout(timeout, async {
-            self.enqueue(frame).await?;
+            self.enqueue(Outgoing::Frames(frame)).await?;
             rx.await.map_err(|_| RemotingError::ConnectionClosed { addr: self.addr_string() })
         })
         .await;
@@ -209,7 +211,7 @@ impl Connection {
         request.opaque = self.fresh_opaque();
         self.sign(&mut request);
         let frame = self.encode(&request)?;
-        self.enqueue(frame).await
+        self.enqueue(Outgoing::Frames(frame)).await
     }
 
     /// Signs `request` last, after every field is set (the signature covers them all).
@@ -246,11 +248,13 @@ impl Connection {
         sent
     }
 
-    /// Frames and queues a response.
+    /// Frames and queues a response; a body in parts is queued as its parts, for the writer
+    /// to write where they are.
     async fn write_response(&self, response: RemotingCommand) -> Result<(), RemotingError> {
         let mut out = BytesMut::new();
-        self.frame_response(response, &mut out)?;
-        self.enqueue(out.freeze()).await
+        let tail = self.frame_response(response, &mut out)?;
+        let head = out.freeze();
+        self.enqueue(if tail.is_empty() { Outgoing::Frames(head) } else { Outgoing::Parts(head, tail) }).await
     }
 
     /// Sends the answers the reader made: straight to the stream when the writer is not
@@ -258,7 +262,7 @@ impl Connection {
     /// matched by `opaque`, so their order against queued frames does not matter.
     async fn write_answers(&self, answers: Bytes) -> Result<(), RemotingError> {
         let Ok(mut sink) = self.inner.sink.try_lock() else {
-            return self.enqueue(answers).await;
+            return self.enqueue(Outgoing::Frames(answers)).await;
         };
         if self.is_closed() {
             return Err(RemotingError::ConnectionClosed { addr: self.addr_string() });
@@ -285,7 +289,7 @@ impl Connection {
         let outcome = match now {
             Ok(()) if written == 0 => {
                 drop(sink);
-                return self.enqueue(answers).await;
+                return self.enqueue(Outgoing::Frames(answers)).await;
             }
             // A frame begun must be finished before any other frame is written.
             Ok(()) if written < answers.len() => sink.write_all(&answers[written..]).await,
@@ -306,12 +310,13 @@ impl Connection {
         self.inner.close_tx.send_replace(true);
     }
 
-    /// Frames a response at the end of `out`. One too large to frame is replaced by a
-    /// SYSTEM_ERROR response, so the peer is not left waiting for its timeout.
-    fn frame_response(&self, mut response: RemotingCommand, out: &mut BytesMut) -> Result<(), RemotingError> {
+    /// Frames a response at the end of `out` up to its body's tail, and returns the tail
+    /// ([`RemotingCommand::body_tail`]), which completes the frame. One too large to frame is
+    /// replaced by a SYSTEM_ERROR response, so the peer is not left waiting for its timeout.
+    fn frame_response(&self, mut response: RemotingCommand, out: &mut BytesMut) -> Result<Vec<Bytes>, RemotingError> {
         response.flag |= FLAG_RESPONSE;
         let mark = out.len();
-        if let Err(e) = encode_frame(&response, self.inner.serialize_type, out) {
+        if let Err(e) = encode_frame_head(&response, self.inner.serialize_type, out) {
             out.truncate(mark);
             warn!(connection_id = self.id(), opaque = response.opaque, code = response.code, error = %e, "response cannot be framed");
             let mut replacement =
@@ -320,8 +325,9 @@ impl Connection {
             replacement.flag |= FLAG_RESPONSE;
             encode_frame(&replacement, self.inner.serialize_type, out)
                 .map_err(|source| RemotingError::Encode { addr: self.addr_string(), source })?;
+            return Ok(Vec::new());
         }
-        Ok(())
+        Ok(response.body_tail)
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<i32, oneshot::Sender<RemotingCommand>>> {
@@ -563,7 +569,12 @@ impl Reader<'_> {
                 std::task::Poll::Ready(outcome) => {
                     if let Some((response, failed)) = settle(conn, call, outcome) {
                         let code = response.code;
-                        let framed = conn.frame_response(response, self.answers);
+                        // An inline answer is small (a send's): a body in parts is copied in.
+                        let framed = conn.frame_response(response, self.answers).map(|tail| {
+                            for part in tail {
+                                self.answers.extend_from_slice(&part);
+                            }
+                        });
                         observe(conn, call, Some(code), answered(failed, framed.is_ok()));
                     }
                 }
@@ -717,9 +728,9 @@ impl std::future::Future for CatchUnwind {
     }
 }
 
-async fn write_loop(conn: Connection, mut rx: mpsc::Receiver<Bytes>) {
+async fn write_loop(conn: Connection, mut rx: mpsc::Receiver<Outgoing>) {
     let mut close_rx = conn.inner.close_tx.subscribe();
-    let mut out = BytesMut::with_capacity(64 * 1024);
+    let mut batch = Batch::default();
     loop {
         let first = tokio::select! {
             biased;
@@ -736,31 +747,30 @@ async fn write_loop(conn: Connection, mut rx: mpsc::Receiver<Bytes>) {
         if conn.inner.working.load(Ordering::Acquire) > 0 {
             tokio::task::yield_now().await;
         }
-        out.extend_from_slice(&first);
+        batch.push(first);
         // Coalesce whatever else is queued into the same write.
-        while out.len() < 1024 * 1024 {
+        while !batch.is_full() {
             match rx.try_recv() {
-                Ok(frame) => out.extend_from_slice(&frame),
+                Ok(item) => batch.push(item),
                 Err(_) => break,
             }
         }
         let mut sink = conn.inner.sink.lock().await;
-        if let Err(e) = sink.write_all(&out).await {
+        if let Err(e) = batch.write_to(&mut *sink).await {
             *sink = Box::new(tokio::io::sink());
             conn.write_failed(&e);
             return;
         }
         drop(sink);
-        out.clear();
         conn.touch_write();
     }
     // Closing: flush what is still queued, then end the stream.
-    while let Ok(frame) = rx.try_recv() {
-        out.extend_from_slice(&frame);
+    while let Ok(item) = rx.try_recv() {
+        batch.push(item);
     }
     let mut sink = conn.inner.sink.lock().await;
-    if !out.is_empty() {
-        let _ = sink.write_all(&out).await;
+    if !batch.is_empty() {
+        let _ = batch.write_to(&mut *sink).await;
     }
     let _ = sink.shutdown().await;
     // The stream itself goes now, not with the last handle of the connection (handles live on

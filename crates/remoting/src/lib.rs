@@ -20,6 +20,7 @@ mod error;
 mod handler;
 mod in_process;
 mod observe;
+mod outgoing;
 pub mod proxy_protocol;
 mod server;
 pub mod tls;

@@ -552,3 +552,54 @@ async fn inline_answers_to_a_peer_slow_to_read_arrive_whole_and_once() {
     }
     server.stop().await;
 }
+
+/// The body a PARTS request asks for: `count` parts of sizes cycling through the classes the
+/// writer copies or writes where they are (70 KB ones only in bodies of under 100 parts, so a
+/// frame stays under 16 MiB), each part's bytes derived from its index.
+fn body_parts(seed: u32, count: usize) -> Vec<bytes::Bytes> {
+    let classes = if count < 100 { 6 } else { 5 };
+    (0..count)
+        .map(|i| {
+            let len = [0, 7, 255, 256, 1100, 70_000][(i + seed as usize) % classes];
+            (0..len).map(|j| (seed as usize + i * 31 + j) as u8).collect::<Vec<u8>>().into()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_body_in_parts_arrives_whole_among_other_answers() {
+    const PARTS: i32 = 9010;
+    let mut d = echo_dispatcher();
+    d.register_sync(PARTS, |_c, req| {
+        let seed: u32 = req.remark.as_deref().unwrap_or("0").parse().unwrap();
+        let count = if seed % 10 == 0 { 1500 } else { (seed % 40) as usize };
+        Some(RemotingCommand::response_to(req, response_code::SUCCESS, None).with_body_parts(body_parts(seed, count)))
+    });
+    let server = Server::start(ServerConfig::default(), d).await;
+    let client = Arc::new(RemotingClient::new(ClientConfig::default()));
+    let mut calls = tokio::task::JoinSet::new();
+    for seed in 0..120u32 {
+        let client = client.clone();
+        let addr = server.addr.clone();
+        calls.spawn(async move {
+            let mut req = if seed % 3 == 0 { echo(&format!("e{seed}")) } else { RemotingCommand::request(PARTS) };
+            if seed % 3 != 0 {
+                req.remark = Some(seed.to_string());
+            }
+            let r = client.invoke(&addr, req, Duration::from_secs(10)).await.unwrap();
+            assert_eq!(r.code, response_code::SUCCESS);
+            if seed % 3 == 0 {
+                assert_eq!(r.body, format!("e{seed}").into_bytes());
+            } else {
+                let count = if seed % 10 == 0 { 1500 } else { (seed % 40) as usize };
+                let expected: Vec<u8> = body_parts(seed, count).concat();
+                assert!(r.body == expected, "seed {seed}: {} bytes, expected {}", r.body.len(), expected.len());
+            }
+        });
+    }
+    while let Some(done) = calls.join_next().await {
+        done.unwrap();
+    }
+    client.shutdown().await;
+    server.stop().await;
+}

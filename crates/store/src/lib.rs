@@ -52,8 +52,8 @@ pub use message_store::{ArrivalListener, BitMapCalculator, CommitLogListener, Me
 pub use put_result::{AppendResult, PutMessageResult, PutMessageStatus};
 pub use read::MessageFilter;
 pub use retention::{
-    default_disk_usage_probe, disk_space, disk_used_percent, DiskSpace, DISK_RATIO_CHECK_ENV, DiskUsageProbe, RetentionReport, DELETE_FILES_BATCH_MAX,
-    MANUAL_DELETE_RUNS, RETENTION_INITIAL_DELAY, RETENTION_INTERVAL,
+    default_disk_usage_probe, disk_space, disk_used_percent, DiskSpace, DiskUsageProbe, RetentionReport,
+    DELETE_FILES_BATCH_MAX, DISK_RATIO_CHECK_ENV, MANUAL_DELETE_RUNS, RETENTION_INITIAL_DELAY, RETENTION_INTERVAL,
 };
 pub use stats::{
     java_double, DailyTotals, StatsRecorder, StoreStats, Tps, PUT_LATENCY_BUCKET_NAMES, SAMPLES_MAX, SAMPLE_INTERVAL,

@@ -125,21 +125,28 @@ pub(crate) fn get_message(
     let mut bytes = 0usize;
     let mut max_phy_pulling = 0i64;
     let mut scanned = 0usize;
-    while next < max && scanned < scan_limit && result.messages.is_empty() {
-        let units = cq.iter_from_with_ext(next, scan_limit - scanned);
+    // Units are read a batch's worth at a time, not the whole filter scan limit at once: a
+    // pull usually takes the first `max_msg_nums` units, and decoding 800 to use 32 was most
+    // of a pull's cost. When a filter lets few through, the steps double.
+    let mut step = max_msg_nums.clamp(1, scan_limit);
+    'scan: while next < max && scanned < scan_limit && result.messages.len() < max_msg_nums {
+        let units = cq.iter_from_with_ext(next, step.min(scan_limit - scanned));
         if units.is_empty() {
-            result.status = GetMessageStatus::OffsetFoundNull;
+            if result.messages.is_empty() {
+                result.status = GetMessageStatus::OffsetFoundNull;
+            }
             break;
         }
+        step = (step * 2).min(scan_limit);
         for (unit, ext) in units {
             if next >= max {
-                break;
+                break 'scan;
             }
             scanned += 1;
             let size = unit.size.max(0) as usize;
             let in_memory = max_phy - unit.commit_log_offset <= view.memory_budget_bytes;
             if batch_full(view, size, max_msg_nums, max_bytes, bytes, result.messages.len(), in_memory) {
-                break;
+                break 'scan;
             }
             next = unit.queue_offset + 1;
             max_phy_pulling = unit.commit_log_offset;
@@ -167,9 +174,6 @@ pub(crate) fn get_message(
                     }
                 }
             }
-        }
-        if result.status == GetMessageStatus::Found {
-            break;
         }
     }
     result.next_begin_offset = next;

@@ -3,7 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
 use ferromq_protocol::body::{perm, MessageModel, SubscriptionData};
 use ferromq_protocol::header::{forbidden_type, pull_sys_flag, PullMessageRequestHeader, PullMessageResponseHeader};
 use ferromq_protocol::{response_code, RemotingCommand};
@@ -361,11 +360,9 @@ impl Broker {
             let count = result.messages.len() as u64;
             self.stats.group_get_nums.add(&key, count, clock_ms());
             self.metrics.message_out(&key, count, result.total_bytes() as u64);
-            let mut body = BytesMut::with_capacity(result.total_bytes());
-            for m in &result.messages {
-                body.extend_from_slice(m);
-            }
-            response.body = body.freeze();
+            // The stored records as they are (slices of the mapped CommitLog): the connection
+            // writes them with vectored writes, no copy into one body.
+            response = response.with_body_parts(result.messages);
         }
         PullOutcome::Respond(response)
     }
