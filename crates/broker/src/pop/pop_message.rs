@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use ferromq_protocol::body::{perm, PopCheckPoint, TopicConfig};
 use ferromq_protocol::header::{PeekMessageRequestHeader, PopMessageRequestHeader, PopMessageResponseHeader};
 use ferromq_protocol::message::{keys, StoredMessage};
@@ -646,13 +646,9 @@ impl Broker {
             )
             .with_header(&header);
         }
-        let mut body = BytesMut::new();
-        for m in &messages {
-            body.extend_from_slice(m);
-        }
         RemotingCommand::response_to(req, response_code::SUCCESS, Some("FOUND".into()))
             .with_header(&header)
-            .with_body(body.freeze())
+            .with_body_parts(messages)
     }
 }
 

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use bytes::BytesMut;
 use ferromq_protocol::header::{PopMessageRequestHeader, PopMessageResponseHeader};
 use ferromq_protocol::{response_code, RemotingCommand};
 use ferromq_remoting::Connection;
@@ -53,7 +52,7 @@ impl Broker {
     }
 }
 
-/// The POP_MESSAGE answer: FOUND with the records joined as the body, or the "nothing"
+/// The POP_MESSAGE answer: FOUND with the records as the body (in parts), or the "nothing"
 /// codes with the header, or the refusal.
 fn pop_answer(req: &RemotingCommand, answer: Result<Popped, ServiceError>) -> RemotingCommand {
     let p = match answer {
@@ -78,9 +77,6 @@ fn pop_answer(req: &RemotingCommand, answer: Result<Popped, ServiceError>) -> Re
     if p.messages.is_empty() {
         return response;
     }
-    let mut body = BytesMut::with_capacity(p.messages.iter().map(|m| m.len()).sum());
-    for m in &p.messages {
-        body.extend_from_slice(m);
-    }
-    response.with_body(body.freeze())
+    // The records as stored, written where they are (see `RemotingCommand::body_tail`).
+    response.with_body_parts(p.messages)
 }
