@@ -399,3 +399,79 @@ async fn transactions_survive_sigkill_with_commits_rollbacks_and_undecided_halve
     client.shutdown().await;
     producer.shutdown().await;
 }
+
+/// Topics and subscription groups an admin created, changed and deleted, each change answered,
+/// are all there after a SIGKILL right after the last answer: they were journaled, not waiting
+/// for the periodic persist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_changes_to_topics_and_groups_survive_sigkill() {
+    use ferromq_protocol::body::TopicConfigSerializeWrapper;
+    use ferromq_protocol::body::{JsonBody, SubscriptionGroupConfig, SubscriptionGroupWrapper, TopicConfig};
+    use ferromq_protocol::header::{
+        CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader,
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let (ns_port, broker_port) = (free_port(), free_broker_port());
+    let broker = format!("127.0.0.1:{broker_port}");
+    let mut process = start(dir.path(), ns_port, broker_port);
+    let client = RemotingClient::new(ClientConfig::default());
+    wait_ready(&client, &broker).await;
+    let call = |req: RemotingCommand| {
+        let (client, broker) = (&client, &broker);
+        async move {
+            let r = client.invoke(broker, req, Duration::from_secs(5)).await.unwrap();
+            assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+            r
+        }
+    };
+    const N: usize = 300;
+    for i in 0..N {
+        let h = CreateTopicRequestHeader {
+            topic: format!("Kept{i}"),
+            default_topic: "TBW102".into(),
+            read_queue_nums: 2,
+            write_queue_nums: 2,
+            perm: 6,
+            topic_filter_type: "SINGLE_TAG".into(),
+            ..Default::default()
+        };
+        call(RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC).with_header(&h)).await;
+        let mut group = SubscriptionGroupConfig::new(format!("kept_{i}"));
+        group.retry_max_times = (i % 16) as i32;
+        call(RemotingCommand::request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).with_body(group.encode()))
+            .await;
+    }
+    for i in (0..N).step_by(10) {
+        let h = DeleteTopicRequestHeader { topic: format!("Kept{i}") };
+        call(RemotingCommand::request(request_code::DELETE_TOPIC_IN_BROKER).with_header(&h)).await;
+        let h = DeleteSubscriptionGroupRequestHeader { group_name: format!("kept_{i}"), clean_offset: None };
+        call(RemotingCommand::request(request_code::DELETE_SUBSCRIPTIONGROUP).with_header(&h)).await;
+    }
+    process.0.kill().unwrap(); // SIGKILL, right after the last answer
+    process.0.wait().unwrap();
+    client.shutdown().await;
+    drop(process);
+
+    let _process = start(dir.path(), ns_port, broker_port);
+    let client = RemotingClient::new(ClientConfig::default());
+    wait_ready(&client, &broker).await;
+    let call = |code| {
+        let (client, broker) = (&client, &broker);
+        async move { client.invoke(broker, RemotingCommand::request(code), Duration::from_secs(5)).await.unwrap() }
+    };
+    let topics = TopicConfigSerializeWrapper::decode(&call(request_code::GET_ALL_TOPIC_CONFIG).await.body).unwrap();
+    let groups =
+        SubscriptionGroupWrapper::decode(&call(request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG).await.body).unwrap();
+    for i in 0..N {
+        let deleted = i % 10 == 0;
+        let topic: Option<&TopicConfig> = topics.topic_config_table.get(&format!("Kept{i}"));
+        assert_eq!(topic.is_none(), deleted, "topic Kept{i}");
+        let group = groups.subscription_group_table.get(&format!("kept_{i}"));
+        assert_eq!(group.is_none(), deleted, "group kept_{i}");
+        if let Some(g) = group {
+            assert_eq!(g.retry_max_times, (i % 16) as i32, "group kept_{i} as last updated");
+        }
+    }
+    client.shutdown().await;
+}

@@ -572,7 +572,7 @@ async fn a_body_in_parts_arrives_whole_among_other_answers() {
     let mut d = echo_dispatcher();
     d.register_sync(PARTS, |_c, req| {
         let seed: u32 = req.remark.as_deref().unwrap_or("0").parse().unwrap();
-        let count = if seed % 10 == 0 { 1500 } else { (seed % 40) as usize };
+        let count = if seed.is_multiple_of(10) { 1500 } else { (seed % 40) as usize };
         Some(RemotingCommand::response_to(req, response_code::SUCCESS, None).with_body_parts(body_parts(seed, count)))
     });
     let server = Server::start(ServerConfig::default(), d).await;
@@ -582,16 +582,16 @@ async fn a_body_in_parts_arrives_whole_among_other_answers() {
         let client = client.clone();
         let addr = server.addr.clone();
         calls.spawn(async move {
-            let mut req = if seed % 3 == 0 { echo(&format!("e{seed}")) } else { RemotingCommand::request(PARTS) };
-            if seed % 3 != 0 {
+            let mut req = if seed.is_multiple_of(3) { echo(&format!("e{seed}")) } else { RemotingCommand::request(PARTS) };
+            if !seed.is_multiple_of(3) {
                 req.remark = Some(seed.to_string());
             }
             let r = client.invoke(&addr, req, Duration::from_secs(10)).await.unwrap();
             assert_eq!(r.code, response_code::SUCCESS);
-            if seed % 3 == 0 {
+            if seed.is_multiple_of(3) {
                 assert_eq!(r.body, format!("e{seed}").into_bytes());
             } else {
-                let count = if seed % 10 == 0 { 1500 } else { (seed % 40) as usize };
+                let count = if seed.is_multiple_of(10) { 1500 } else { (seed % 40) as usize };
                 let expected: Vec<u8> = body_parts(seed, count).concat();
                 assert!(r.body == expected, "seed {seed}: {} bytes, expected {}", r.body.len(), expected.len());
             }

@@ -203,27 +203,6 @@ impl ConfigFile {
         self.persist(snapshot).map(|()| true)
     }
 
-    /// Writes `snapshot()` now without waiting for the disk (no fsync, no backup): the file
-    /// survives the process being killed, as the page cache keeps it, though not a power
-    /// loss. The table stays dirty, so the next periodic [`persist`](Self::persist) makes it
-    /// durable. For changes made on the request path, which Java writes inline without
-    /// fsync, and where an fsync could stall behind the store's own flushing.
-    ///
-    /// # Errors
-    ///
-    /// Encoding or I/O failures.
-    pub fn persist_unsynced<T: Serialize>(&self, snapshot: impl FnOnce() -> T) -> Result<(), MetadataError> {
-        let _serialized = self.lock_write_state();
-        let json = serde_json::to_vec_pretty(&snapshot())
-            .map_err(|source| MetadataError::Encode { path: self.path.clone(), source })?;
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| MetadataError::Io { path: dir.to_owned(), source })?;
-        }
-        let temp = self.temp_path();
-        std::fs::write(&temp, &json).map_err(|source| MetadataError::Io { path: temp.clone(), source })?;
-        std::fs::rename(&temp, &self.path).map_err(|source| MetadataError::Io { path: self.path.clone(), source })
-    }
-
     fn write(&self, json: &[u8], keep_backup: bool) -> Result<(), MetadataError> {
         let dir = parent_dir(&self.path);
         std::fs::create_dir_all(&dir).map_err(|source| MetadataError::Io { path: dir.clone(), source })?;

@@ -23,6 +23,7 @@ mod config_journal;
 mod consumer_offset_manager;
 mod delay_offset;
 mod error;
+mod group_change;
 mod journal_sync;
 mod message_request_mode;
 mod subscription_group_manager;

@@ -5,19 +5,24 @@
 //! At load Java's predefined groups are created in memory and the file's groups laid over them.
 //! Unknown groups are created with defaults on first use when the broker allows it
 //! (`autoCreateSubscriptionGroup`, or a `CID_RMQ_SYS_*` group with `enableCreateSysGroup`).
-//! Changes bump the data version. `update` and `delete` are persisted before the call returns
-//! (blocking on fsync); auto-created groups only mark the table dirty for the periodic persist.
+//! Every change bumps the data version and is appended to `subscriptionGroup.json.journal`
+//! before the call returns (see [`ConfigJournal`]): one small write, fdatasynced by a background
+//! thread right after, where Java rewrites the whole file per change, so the 10,000th group
+//! costs what the first did. The periodic persist (and shutdown) writes the file and drops the
+//! records it covers; loading replays the journal over the file.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tracing::{debug, info, warn};
 
 use ferromq_protocol::body::DataVersion;
 
 use crate::metadata::config_file::ConfigFile;
+use crate::metadata::config_journal::{ConfigJournal, JournalWriter};
+use crate::metadata::group_change::{set_forbidden, GroupChange, GroupTables};
 use crate::metadata::topic_validator::validate_group;
 use crate::metadata::{MetadataError, ReplaceSummary};
 use ferromq_protocol::body::{SubscriptionGroupConfig, SubscriptionGroupWrapper};
@@ -97,9 +102,13 @@ impl Default for SubscriptionGroupOptions {
 }
 
 /// The consumer-group table. All methods take `&self`; a `RwLock` inside guards the table and
-/// is never held while a file is written.
+/// is never held while a file is written. Changes take the journal's lock first and append to
+/// it while holding it, so the journal lists them in the order they were made.
 pub struct SubscriptionGroupManager {
     file: ConfigFile,
+    journal: ConfigJournal,
+    /// Serializes compactions (the periodic persist against shutdown or a slave's sync).
+    compaction: Mutex<()>,
     state: RwLock<GroupTable>,
     options: SubscriptionGroupOptions,
 }
@@ -123,12 +132,12 @@ impl fmt::Debug for SubscriptionGroupManager {
 
 impl SubscriptionGroupManager {
     /// Creates the predefined groups in memory, then lays the groups and forbidden table of
-    /// `path` (or its `.bak`) over them and takes the file's data version. Java: constructor
-    /// `init()` followed by `load()`.
+    /// `path` (or its `.bak`) over them, takes the file's data version and replays the
+    /// journal's changes. Java: constructor `init()` followed by `load()`.
     ///
     /// # Errors
     ///
-    /// As [`ConfigFile::load`].
+    /// As [`ConfigFile::load`]; an unreadable journal.
     pub fn load(path: impl Into<PathBuf>, options: SubscriptionGroupOptions) -> Result<Self, MetadataError> {
         let file = ConfigFile::new(path);
         let mut groups: HashMap<String, SubscriptionGroupConfig> =
@@ -137,7 +146,7 @@ impl SubscriptionGroupManager {
         if loaded.needs_rewrite() {
             file.mark_dirty();
         }
-        let (forbidden, data_version) = match loaded.into_value() {
+        let (mut forbidden, mut data_version) = match loaded.into_value() {
             Some(wrapper) => {
                 info!(groups = wrapper.subscription_group_table.len(), "subscription groups loaded");
                 groups.extend(wrapper.subscription_group_table);
@@ -145,16 +154,34 @@ impl SubscriptionGroupManager {
             }
             None => (BTreeMap::new(), DataVersion::now()),
         };
-        Ok(Self { file, state: RwLock::new(GroupTable { groups, forbidden, data_version }), options })
+        let (journal, changes) = ConfigJournal::open::<GroupChange>(file.path())?;
+        if !changes.is_empty() {
+            info!(changes = changes.len(), path = %journal.path().display(), "subscription group changes replayed from the journal");
+            for change in changes {
+                change.apply(GroupTables {
+                    groups: &mut groups,
+                    forbidden: &mut forbidden,
+                    data_version: &mut data_version,
+                });
+            }
+            file.mark_dirty();
+        }
+        Ok(Self {
+            file,
+            journal,
+            compaction: Mutex::new(()),
+            state: RwLock::new(GroupTable { groups, forbidden, data_version }),
+            options,
+        })
     }
 
-    /// The config of `group`. An unknown group is created with Java's defaults (and persisted)
+    /// The config of `group`. An unknown group is created with Java's defaults (and journaled)
     /// when `auto_create` (the broker's `autoCreateSubscriptionGroup`) is set, or when it is a
     /// `CID_RMQ_SYS_*` group and `enable_create_sys_group` is set; never for a name that fails
     /// [`validate_group`]. Java: `findSubscriptionGroupConfig`.
     ///
-    /// A failed persist is logged and the group kept in memory (the table stays dirty, so the
-    /// periodic persist retries): a consumer should not fail because of it.
+    /// A failed journal append is logged and the group kept in memory (the table stays dirty,
+    /// so the periodic persist retries): a consumer should not fail because of it.
     pub fn find(&self, group: &str, auto_create: bool) -> Option<SubscriptionGroupConfig> {
         if let Some(config) = self.read().groups.get(group) {
             return Some(config.clone());
@@ -167,25 +194,24 @@ impl SubscriptionGroupManager {
             debug!(group, reason = %reason, "subscription group not auto-created: invalid name");
             return None;
         }
-        let (config, created) = {
+        let mut journal = self.journal.lock();
+        let (config, change) = {
             let mut state = self.write();
             match state.groups.get(group) {
-                Some(existing) => (existing.clone(), false),
+                Some(existing) => (existing.clone(), None),
                 None => {
                     let config = SubscriptionGroupConfig::new(group);
                     state.groups.insert(group.to_owned(), config.clone());
                     state.data_version.next_version();
-                    self.file.mark_dirty();
-                    (config, true)
+                    (config.clone(), Some(GroupChange::put(config, state.data_version)))
                 }
             }
         };
-        if created {
-            // Written at once without fsync (as topics created on the request path are, see
-            // `TopicConfigManager::create_if_absent`), so a killed broker keeps the group; the
-            // periodic persist makes it durable.
-            if let Err(e) = self.file.persist_unsynced(|| self.all()) {
-                warn!(group, error = %e, "auto-created group not written yet; the periodic persist retries");
+        if let Some(change) = change {
+            // Journaled at once (a killed broker keeps the group); the journal's background
+            // sync makes it durable off the request path.
+            if let Err(e) = self.journal_change(&mut journal, &change) {
+                warn!(group, error = %e, "auto-created group not journaled; the periodic persist retries");
             }
             info!(group, "subscription group auto-created");
         }
@@ -197,62 +223,78 @@ impl SubscriptionGroupManager {
         self.read().groups.contains_key(group)
     }
 
-    /// Adds or replaces a group config as given, bumps the data version and persists.
-    /// Java: `updateSubscriptionGroupConfig` (attributes are stored as given, not merged).
+    /// Adds or replaces a group config as given, bumps the data version and journals the
+    /// change. Java: `updateSubscriptionGroupConfig` (attributes are stored as given, not
+    /// merged).
     ///
     /// # Errors
     ///
-    /// [`MetadataError::InvalidGroup`] for an empty name; persist failures (the change stays in
-    /// memory and the table stays dirty).
+    /// [`MetadataError::InvalidGroup`] for an empty name; journal failures (the change stays in
+    /// memory and the table stays dirty for the next persist).
     pub fn update(&self, config: SubscriptionGroupConfig) -> Result<(), MetadataError> {
         if config.group_name.is_empty() {
             return Err(MetadataError::InvalidGroup { group: String::new(), reason: "empty group name".to_owned() });
         }
         let group = config.group_name.clone();
-        let old = {
+        let mut journal = self.journal.lock();
+        let (old, change) = {
             let mut state = self.write();
-            let old = state.groups.insert(group.clone(), config);
+            let old = state.groups.insert(group.clone(), config.clone());
             state.data_version.next_version();
-            self.file.mark_dirty();
-            old
+            (old, GroupChange::put(config, state.data_version))
         };
         info!(group = %group, created = old.is_none(), "subscription group updated");
-        self.persist()
+        self.journal_change(&mut journal, &change)
     }
 
-    /// Removes a group and its forbidden entries; returns whether the group existed. Persists
-    /// only if it did. Java: `deleteSubscriptionGroupConfig`.
+    /// Removes a group and its forbidden entries; returns whether the group existed. Journals
+    /// the change only if it did. Java: `deleteSubscriptionGroupConfig`.
     ///
     /// # Errors
     ///
-    /// Persist failures (the group stays deleted in memory).
+    /// Journal failures (the group stays deleted in memory).
     pub fn delete(&self, group: &str) -> Result<bool, MetadataError> {
-        let removed = {
+        let mut journal = self.journal.lock();
+        let change = {
             let mut state = self.write();
-            state.forbidden.remove(group);
-            let removed = state.groups.remove(group).is_some();
-            if removed {
+            let had_forbidden = state.forbidden.remove(group).is_some();
+            if state.groups.remove(group).is_some() {
                 state.data_version.next_version();
-                self.file.mark_dirty();
+                Some(GroupChange::delete(group, state.data_version))
+            } else {
+                if had_forbidden {
+                    // Forbidden entries of a group that does not exist: gone from memory, and
+                    // from the file at the next persist.
+                    self.file.mark_dirty();
+                }
+                None
             }
-            removed
         };
-        if !removed {
+        let Some(change) = change else {
             warn!(group, "delete subscription group: group does not exist");
             return Ok(false);
-        }
+        };
         info!(group, "subscription group deleted");
-        self.persist().map(|()| true)
+        self.journal_change(&mut journal, &change).map(|()| true)
     }
 
-    /// Turns consumption of `group` off in memory (persisted with the next periodic persist);
-    /// returns whether the group exists. Java: `disableConsume`.
+    /// Turns consumption of `group` off; returns whether the group exists. Java:
+    /// `disableConsume`, which changes memory only until the periodic persist; here the change
+    /// is journaled like any other (a failed append is logged, and the periodic persist writes
+    /// it).
     pub fn disable_consume(&self, group: &str) -> bool {
-        let mut state = self.write();
-        let Some(config) = state.groups.get_mut(group) else { return false };
-        config.consume_enable = false;
-        state.data_version.next_version();
-        self.file.mark_dirty();
+        let mut journal = self.journal.lock();
+        let change = {
+            let mut state = self.write();
+            let Some(config) = state.groups.get_mut(group) else { return false };
+            config.consume_enable = false;
+            let config = config.clone();
+            state.data_version.next_version();
+            GroupChange::put(config, state.data_version)
+        };
+        if let Err(e) = self.journal_change(&mut journal, &change) {
+            warn!(group, error = %e, "disabled consumption not journaled; the periodic persist retries");
+        }
         true
     }
 
@@ -269,13 +311,13 @@ impl SubscriptionGroupManager {
     }
 
     /// Sets or clears bit `index` (0..=30) of `group`'s forbidden bits on `topic`, bumps the
-    /// data version and persists; returns the new bits. A cleared entry is removed, and an
+    /// data version and journals the change; returns the new bits. A cleared entry is removed, and an
     /// index outside 0..=30 changes nothing. Java: `updateForbidden` (which, unlike this,
     /// drops the group's entries for every topic when one topic's bits become 0).
     ///
     /// # Errors
     ///
-    /// Persist failures.
+    /// Journal failures (the change stays in memory).
     pub fn update_forbidden(
         &self,
         group: &str,
@@ -287,25 +329,17 @@ impl SubscriptionGroupManager {
             warn!(group, topic, index, "forbidden bit index out of range");
             return Ok(self.forbidden(group, topic));
         };
-        let value = {
+        let mut journal = self.journal.lock();
+        let (value, change) = {
             let mut state = self.write();
-            let topics = state.forbidden.entry(group.to_owned()).or_default();
-            let old = topics.get(topic).copied().unwrap_or(0).max(0);
+            let old = state.forbidden.get(group).and_then(|t| t.get(topic)).copied().unwrap_or(0).max(0);
             let value = if forbidden { old | bit } else { old & !bit };
-            if value == 0 {
-                topics.remove(topic);
-                if topics.is_empty() {
-                    state.forbidden.remove(group);
-                }
-            } else {
-                topics.insert(topic.to_owned(), value);
-            }
+            set_forbidden(&mut state.forbidden, group, topic, value);
             state.data_version.next_version();
-            self.file.mark_dirty();
-            value
+            (value, GroupChange::forbidden(group, topic, value, state.data_version))
         };
         info!(group, topic, forbidden = value, "group forbidden bits updated");
-        self.persist().map(|()| value)
+        self.journal_change(&mut journal, &change).map(|()| value)
     }
 
     /// A copy of the whole table: subscriptionGroup.json's content and the
@@ -336,6 +370,10 @@ impl SubscriptionGroupManager {
     ///
     /// Persist failures (the new table stays in memory and the table stays dirty).
     pub fn replace_all(&self, master: SubscriptionGroupWrapper) -> Result<Option<ReplaceSummary>, MetadataError> {
+        // The whole table changes without journal records: the file is rewritten while the
+        // journal stays locked, so no change can slip in between.
+        let _compacting = self.compaction.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut journal = self.journal.lock();
         let summary = {
             let mut state = self.write();
             if state.data_version == master.data_version {
@@ -355,17 +393,34 @@ impl SubscriptionGroupManager {
             self.file.mark_dirty();
             summary
         };
-        self.persist()?;
+        self.file.persist(|| self.all())?;
+        let end = journal.len();
+        journal.drop_before(end)?;
         Ok(Some(summary))
     }
 
-    /// Writes subscriptionGroup.json now.
+    /// Writes subscriptionGroup.json now (synced, crash-safe) and drops the journal records it
+    /// covers. Changes go on meanwhile: the table is copied under the journal's lock, written
+    /// without it, and only the records appended before the copy are dropped.
     ///
     /// # Errors
     ///
-    /// As [`ConfigFile::persist`].
+    /// As [`ConfigFile::persist`]; journal rewrite failures (the journal then keeps records
+    /// the file covers, which replay harmlessly).
     pub fn persist(&self) -> Result<(), MetadataError> {
-        self.file.persist(|| self.all())
+        let _compacting = self.compaction.lock().unwrap_or_else(PoisonError::into_inner);
+        let (snapshot, mark) = {
+            let journal = self.journal.lock();
+            (self.all(), journal.len())
+        };
+        self.file.persist(|| snapshot)?;
+        let mut journal = self.journal.lock();
+        journal.drop_before(mark)?;
+        if !journal.is_empty() {
+            // Changes made after the copy: the file does not hold them yet.
+            self.file.mark_dirty();
+        }
+        Ok(())
     }
 
     /// Writes subscriptionGroup.json if the table changed since the last write; returns whether
@@ -373,9 +428,24 @@ impl SubscriptionGroupManager {
     ///
     /// # Errors
     ///
-    /// As [`ConfigFile::persist`].
+    /// As [`SubscriptionGroupManager::persist`].
     pub fn persist_if_dirty(&self) -> Result<bool, MetadataError> {
-        self.file.persist_if_dirty(|| self.all())
+        if !self.file.is_dirty() {
+            return Ok(false);
+        }
+        self.persist().map(|()| true)
+    }
+
+    /// Blocks until every change made so far is on disk (the journal's background sync
+    /// covers it).
+    pub fn wait_durable(&self) {
+        self.journal.lock().wait_durable();
+    }
+
+    /// Appends `change` (already made in memory) to the journal and marks the table dirty.
+    fn journal_change(&self, journal: &mut JournalWriter, change: &GroupChange) -> Result<(), MetadataError> {
+        self.file.mark_dirty();
+        journal.append(change)
     }
 
     fn read(&self) -> RwLockReadGuard<'_, GroupTable> {
@@ -473,5 +543,62 @@ mod tests {
         assert!(!groups.disable_consume("nope"));
         assert!(groups.persist_if_dirty().unwrap());
         assert!(!load(&dir).find(TOOLS_CONSUMER_GROUP, false).unwrap().consume_enable);
+    }
+
+    fn journal_len(dir: &tempfile::TempDir) -> u64 {
+        std::fs::metadata(dir.path().join("subscriptionGroup.json.journal")).unwrap().len()
+    }
+
+    #[test]
+    fn changes_since_the_last_persist_are_replayed_from_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let groups = load(&dir);
+        groups.update(SubscriptionGroupConfig::new("gone")).unwrap();
+        groups.persist().unwrap();
+        assert_eq!(journal_len(&dir), 0, "the persist covers every record");
+        // Changes after the persist: only in the journal when the process dies.
+        for i in 0..50 {
+            groups.update(SubscriptionGroupConfig::new(format!("g{i}"))).unwrap();
+        }
+        assert!(groups.delete("gone").unwrap());
+        assert!(groups.delete("g7").unwrap());
+        groups.update_forbidden("g8", "T", 1, true).unwrap();
+        groups.update_forbidden("g8", "U", 2, true).unwrap();
+        groups.update_forbidden("g8", "U", 2, false).unwrap();
+        assert!(groups.find("auto", true).is_some());
+        assert!(groups.disable_consume("g9"));
+        let expected = groups.all();
+        groups.wait_durable();
+        drop(groups);
+
+        let reloaded = load(&dir);
+        assert_eq!(reloaded.all(), expected, "groups, forbidden bits and data version as before the crash");
+        assert!(reloaded.persist_if_dirty().unwrap(), "replayed changes are written at the next persist");
+        assert_eq!(journal_len(&dir), 0);
+        assert!(!reloaded.persist_if_dirty().unwrap());
+        drop(reloaded);
+        assert_eq!(load(&dir).all(), expected);
+    }
+
+    #[test]
+    fn a_persist_keeps_the_records_appended_while_it_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let groups = std::sync::Arc::new(load(&dir));
+        let writer = {
+            let groups = groups.clone();
+            std::thread::spawn(move || {
+                for i in 0..2_000 {
+                    groups.update(SubscriptionGroupConfig::new(format!("G{i}"))).unwrap();
+                }
+            })
+        };
+        // Persists racing the updates: each drops only the records its copy covers.
+        while !writer.is_finished() {
+            groups.persist().unwrap();
+        }
+        writer.join().unwrap();
+        let expected = groups.all();
+        drop(groups);
+        assert_eq!(load(&dir).all(), expected);
     }
 }
