@@ -582,7 +582,8 @@ async fn a_body_in_parts_arrives_whole_among_other_answers() {
         let client = client.clone();
         let addr = server.addr.clone();
         calls.spawn(async move {
-            let mut req = if seed.is_multiple_of(3) { echo(&format!("e{seed}")) } else { RemotingCommand::request(PARTS) };
+            let mut req =
+                if seed.is_multiple_of(3) { echo(&format!("e{seed}")) } else { RemotingCommand::request(PARTS) };
             if !seed.is_multiple_of(3) {
                 req.remark = Some(seed.to_string());
             }
