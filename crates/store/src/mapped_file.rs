@@ -40,6 +40,11 @@ pub struct ReservePolicy {
     /// below shrinks to what the append needs, and fails if even that would. The CommitLog
     /// keeps room this way for the consume queues and the index of what it has accepted.
     keep_free: std::sync::atomic::AtomicU64,
+    /// Percent of the disk (as the disk guard measures it: used + available to unprivileged
+    /// users) a background reservation leaves free: a tenth more than the disk guard's
+    /// `diskSpaceWarningLevelRatio` does, so blocks reserved ahead (counted as used) never
+    /// make the guard refuse puts by themselves.
+    background_free_percent: std::sync::atomic::AtomicU64,
     /// Reserve by writing zeros (and syncing them) rather than with `fallocate`: see
     /// [`reserve::reserve_zeroed`]. For files written by write calls and flushed often
     /// (the CommitLog under SYNC_FLUSH).
@@ -52,6 +57,7 @@ impl ReservePolicy {
         ReservePolicy {
             step: step.max(OS_PAGE_SIZE),
             keep_free: std::sync::atomic::AtomicU64::new(0),
+            background_free_percent: std::sync::atomic::AtomicU64::new(DEFAULT_BACKGROUND_FREE_PERCENT),
             zero_fill: AtomicBool::new(false),
         }
     }
@@ -74,6 +80,15 @@ impl ReservePolicy {
     fn keep_free(&self) -> u64 {
         self.keep_free.load(Ordering::Relaxed)
     }
+
+    /// Sets the percent of the disk background reservations leave free (at most 100).
+    pub fn set_background_free_percent(&self, percent: u64) {
+        self.background_free_percent.store(percent.min(100), Ordering::Relaxed);
+    }
+
+    fn background_free_percent(&self) -> u64 {
+        self.background_free_percent.load(Ordering::Relaxed)
+    }
 }
 
 impl Default for ReservePolicy {
@@ -85,8 +100,15 @@ impl Default for ReservePolicy {
 /// The most an append reserves past its end when it has to reserve inline.
 const INLINE_RESERVE_MAX: usize = 1024 * 1024;
 
-/// A background reservation leaves at least 1/this of the disk free.
-const BACKGROUND_FREE_DIVISOR: u64 = 5;
+/// The percent of the disk a background reservation leaves free unless told otherwise (for
+/// Java's default `diskSpaceWarningLevelRatio`, 90; see [`background_free_percent`]).
+const DEFAULT_BACKGROUND_FREE_PERCENT: u64 = 20;
+
+/// The percent of the disk background reservations leave free for a disk guard refusing puts
+/// above `warning_percent` used: ten points more, so reserving ahead alone never crosses it.
+pub(crate) fn background_free_percent(warning_percent: u64) -> u64 {
+    (100 - warning_percent.min(100) + 10).min(100)
+}
 
 /// What the background reserves under one hold of the reservation lock.
 const RESERVE_CHUNK: usize = 4 * 1024 * 1024;
@@ -399,9 +421,9 @@ impl MappedFile {
         }
         let mut keep_free = self.policy.keep_free();
         if keep_free > 0 || background {
-            if let Ok((free, total)) = reserve::free_space(&self.file) {
+            if let Ok((free, usable_total)) = reserve::free_space(&self.file) {
                 if background {
-                    keep_free = keep_free.max(total / BACKGROUND_FREE_DIVISOR);
+                    keep_free = keep_free.max(usable_total / 100 * self.policy.background_free_percent());
                 }
                 if free < (to - from) as u64 + keep_free {
                     to = need.max(from);
@@ -893,6 +915,14 @@ impl MappedFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn background_reservations_stop_ten_points_before_the_disk_guard() {
+        assert_eq!(background_free_percent(90), 20, "Java's default warning ratio");
+        assert_eq!(background_free_percent(35), 75);
+        assert_eq!(background_free_percent(100), 10);
+        assert_eq!(background_free_percent(0), 100);
+    }
 
     #[test]
     fn appends_are_readable_as_slices_that_outlive_the_file() {

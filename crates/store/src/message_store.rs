@@ -289,6 +289,10 @@ impl MessageStore {
         if let Some(space) = crate::disk_space(&commit_dir) {
             policy.set_keep_free(dispatch_headroom(space.total_bytes()));
         }
+        // Background reservations stop short of where the disk guard refuses puts.
+        policy.set_background_free_percent(crate::mapped_file::background_free_percent(
+            config.disk_space_warning_level_percent() as u64,
+        ));
         if config.flush_disk_type == crate::FlushDiskType::SyncFlush {
             queue.set_append_path(crate::AppendPath::WriteCall);
             // Every group commit flushes a few pages: into zero-filled blocks that is a data

@@ -19,7 +19,8 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-/// Free bytes (available to this process) and total bytes of the filesystem holding `file`.
+/// Free bytes (available to unprivileged users) and the usable size (used + that) of the
+/// filesystem holding `file`.
 ///
 /// # Errors
 /// `fstatvfs` failed.
@@ -35,7 +36,11 @@ pub fn free_space(file: &File) -> io::Result<(u64, u64)> {
         buf.assume_init()
     };
     let block = stat.f_frsize as u64;
-    Ok(((stat.f_bavail as u64).saturating_mul(block), (stat.f_blocks as u64).saturating_mul(block)))
+    // As Java's `UtilAll.getDiskPartitionSpaceUsedPercent` sees the disk: what is used plus
+    // what is available to unprivileged users (blocks reserved for root count as neither).
+    let used = (stat.f_blocks as u64).saturating_sub(stat.f_bfree as u64);
+    let available = stat.f_bavail as u64;
+    Ok((available.saturating_mul(block), used.saturating_add(available).saturating_mul(block)))
 }
 
 /// The error of a reservation that did not fit: `StorageFull`, naming the path and the space.
