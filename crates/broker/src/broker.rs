@@ -612,22 +612,11 @@ impl Broker {
     /// REGISTER_BROKER with the whole table to one name server; returns whether it took it.
     pub(crate) async fn register_with(&self, addr: &str) -> bool {
         let request = self.registration(self.config.compressed_register);
-        let ok = match self.namesrv.invoke(addr, request, NAMESRV_TIMEOUT).await {
-            Ok(r) if r.code == response_code::SUCCESS => {
-                if let Ok(h) = r.decode_header::<RegisterBrokerResponseHeader>() {
-                    self.on_registered(addr, h);
-                }
-                true
-            }
-            Ok(r) => {
-                warn!(namesrv = %addr, code = r.code, remark = ?r.remark, "broker registration refused");
-                false
-            }
-            Err(e) => {
-                warn!(namesrv = %addr, error = %e, "broker registration failed");
-                false
-            }
-        };
+        let answer = self.call_namesrv(addr, request, "broker registration").await;
+        let ok = answer.is_some();
+        if let Some(h) = answer.and_then(|r| r.decode_header::<RegisterBrokerResponseHeader>().ok()) {
+            self.on_registered(addr, h);
+        }
         self.set_namesrv_in_sync(addr, ok);
         ok
     }

@@ -96,15 +96,27 @@ impl Broker {
         let request = RemotingCommand::request(request_code::REGISTER_TOPIC_IN_NAMESRV)
             .with_header(&RegisterTopicRequestHeader { topic: topic.to_owned() })
             .with_body(body);
+        self.call_namesrv(addr, request, "topic registration").await.is_some()
+    }
+
+    /// Sends `request` to the name server at `addr` and returns its SUCCESS answer; a refusal
+    /// or a failure is logged as `what` refused / failed and gives `None`.
+    pub(crate) async fn call_namesrv(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+        what: &str,
+    ) -> Option<RemotingCommand> {
+        let code = request.code;
         match self.namesrv.invoke(addr, request, NAMESRV_TIMEOUT).await {
-            Ok(r) if r.code == response_code::SUCCESS => true,
+            Ok(r) if r.code == response_code::SUCCESS => Some(r),
             Ok(r) => {
-                warn!(namesrv = %addr, topic, code = r.code, remark = ?r.remark, "topic registration refused");
-                false
+                warn!(namesrv = %addr, request_code = code, code = r.code, remark = ?r.remark, "{what} refused");
+                None
             }
             Err(e) => {
-                warn!(namesrv = %addr, topic, error = %e, "topic registration failed");
-                false
+                warn!(namesrv = %addr, request_code = code, error = %e, "{what} failed");
+                None
             }
         }
     }
@@ -120,19 +132,8 @@ impl Broker {
                 broker_id: self.role().broker_id,
             })
             .with_body(version.encode());
-        match self.namesrv.invoke(addr, request, NAMESRV_TIMEOUT).await {
-            Ok(r) if r.code == response_code::SUCCESS => {
-                r.decode_header::<QueryDataVersionResponseHeader>().ok().map(|h| h.changed)
-            }
-            Ok(r) => {
-                warn!(namesrv = %addr, code = r.code, remark = ?r.remark, "data version query refused");
-                None
-            }
-            Err(e) => {
-                warn!(namesrv = %addr, error = %e, "data version query failed");
-                None
-            }
-        }
+        let r = self.call_namesrv(addr, request, "data version query").await?;
+        r.decode_header::<QueryDataVersionResponseHeader>().ok().map(|h| h.changed)
     }
 
     fn is_namesrv_in_sync(&self, addr: &str) -> bool {
