@@ -49,6 +49,11 @@ pub struct ReservePolicy {
     /// [`reserve::reserve_zeroed`]. For files written by write calls and flushed often
     /// (the CommitLog under SYNC_FLUSH).
     zero_fill: AtomicBool,
+    /// Map the files for random access (`MADV_RANDOM`): a page fault reads that page only,
+    /// not the kernel's read-around window. For many small files read a few pages at a time
+    /// (consume queues): with read-around, the first touch of each of 10,000 queues read (and,
+    /// for reserved blocks, zero-filled) a window of pages, and a restart took 50 s.
+    random_access: AtomicBool,
 }
 
 impl ReservePolicy {
@@ -59,7 +64,17 @@ impl ReservePolicy {
             keep_free: std::sync::atomic::AtomicU64::new(0),
             background_free_percent: std::sync::atomic::AtomicU64::new(DEFAULT_BACKGROUND_FREE_PERCENT),
             zero_fill: AtomicBool::new(false),
+            random_access: AtomicBool::new(false),
         }
+    }
+
+    /// Maps the files opened from now on for random access (see the field).
+    pub fn set_random_access(&self, random: bool) {
+        self.random_access.store(random, Ordering::Relaxed);
+    }
+
+    fn random_access(&self) -> bool {
+        self.random_access.load(Ordering::Relaxed)
     }
 
     /// Chooses zero-filling over `fallocate` for reservations from now on.
@@ -320,6 +335,12 @@ impl MappedFile {
         let reserved = if data_end == file_size { data_end } else { data_end - data_end % OS_PAGE_SIZE };
         let readable = page_up(data_end).min(file_size);
         let map = MmapRaw::map_raw(&file)?;
+        if policy.random_access() {
+            // Advice only: without it reads are slower, never wrong.
+            if let Err(e) = map.advise(memmap2::Advice::Random) {
+                tracing::debug!(path = %path.display(), error = %e, "MADV_RANDOM refused");
+            }
+        }
         Ok(MappedFile {
             path,
             file_from_offset: from,

@@ -1,0 +1,49 @@
+//! Restart time with many consume queues: `queue_restart <queues> <dir>` puts 3 messages into
+//! each of <queues> queues (8 per topic), shuts down cleanly, reopens and reports the times.
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use ferromq_protocol::message::StoredMessage;
+use ferromq_store::{MessageStore, PutMessageStatus, StoreConfig};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let queues: usize = args[1].parse().unwrap();
+    let root = std::path::PathBuf::from(&args[2]);
+    let host: SocketAddr = "127.0.0.1:10911".parse().unwrap();
+    let r2 = root.clone();
+    let config = move || StoreConfig { mapped_file_size_commit_log: 256 * 1024 * 1024, ..StoreConfig::with_root(&r2) };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async move {
+        if !root.join("commitlog").exists() {
+            let t = Instant::now();
+            let store = MessageStore::open(config(), host).unwrap();
+            for round in 0..3 {
+                for q in 0..queues {
+                    let msg = StoredMessage {
+                        topic: format!("T{}", q / 8),
+                        queue_id: (q % 8) as i32,
+                        body: Bytes::from_static(&[b'x'; 1024]),
+                        born_host: host,
+                        store_host: host,
+                        ..StoredMessage::default()
+                    };
+                    assert_eq!(store.put_message(msg).await.status, PutMessageStatus::PutOk, "round {round}");
+                }
+            }
+            let last = format!("T{}", (queues - 1) / 8);
+            while store.max_offset_in_queue(&last, ((queues - 1) % 8) as i32) < 3 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            println!("seeded {queues} queues in {:?}", t.elapsed());
+            let t = Instant::now();
+            store.shutdown();
+            println!("shutdown {:?}", t.elapsed());
+        }
+        let t = Instant::now();
+        let store = MessageStore::open(config(), host).unwrap();
+        println!("reopened in {:?}", t.elapsed());
+        store.shutdown();
+    });
+}
