@@ -83,9 +83,11 @@ fn groups_round_trip_through_the_file() {
     groups.update_forbidden("g1", "T", 3, true).unwrap();
     let written = groups.all();
 
+    // Reloaded from the journal alone, then from the file the periodic persist writes.
     let reloaded = load(&dir);
     assert_eq!(reloaded.find("g1", false), Some(config));
     assert_eq!(reloaded.all(), written);
+    groups.persist().unwrap();
     let on_disk = SubscriptionGroupWrapper::decode(&std::fs::read(groups_path(&dir)).unwrap()).unwrap();
     assert_eq!(on_disk, written);
 }
@@ -104,7 +106,7 @@ fn unknown_group_is_auto_created_only_when_allowed() {
     // The second lookup finds it without bumping.
     assert_eq!(groups.find("newGroup", true), Some(created.clone()));
     assert_eq!(groups.data_version().counter, version.counter + 1);
-    // Written at once (without fsync) and still dirty: the periodic persist makes it durable.
+    // Journaled at once and still dirty: the periodic persist writes the file.
     assert_eq!(load(&dir).find("newGroup", false), Some(created.clone()));
     assert!(groups.persist_if_dirty().unwrap());
     assert_eq!(load(&dir).find("newGroup", false), Some(created));
