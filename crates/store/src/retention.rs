@@ -74,20 +74,24 @@ pub const DISK_RATIO_CHECK_ENV: &str = "FERROMQ_DISK_RATIO_CHECK";
 /// The probe a store measures its disks with: [`disk_used_percent`], or none at all (every
 /// disk unmeasurable) when [`DISK_RATIO_CHECK_ENV`] is `off`.
 pub fn default_disk_usage_probe() -> DiskUsageProbe {
-    match std::env::var(DISK_RATIO_CHECK_ENV) {
-        Ok(v) if v.eq_ignore_ascii_case("off") => {
-            static WARNED: std::sync::Once = std::sync::Once::new();
-            WARNED.call_once(|| {
-                warn!(
-                    env = DISK_RATIO_CHECK_ENV,
-                    "disk used ratios are not measured: puts are refused only when the disk has no room \
-                     for them, and segments are deleted only when expired"
-                );
-            });
-            Arc::new(|_| None)
-        }
-        _ => Arc::new(disk_used_percent),
+    if !disk_ratio_check_off() {
+        return Arc::new(disk_used_percent);
     }
+    static TOLD: std::sync::Once = std::sync::Once::new();
+    // INFO, not WARN: whoever set the variable asked for this.
+    TOLD.call_once(|| {
+        info!(
+            env = DISK_RATIO_CHECK_ENV,
+            "disk used ratios are not measured: puts are refused only when the disk has no room \
+             for them, and segments are deleted only when expired"
+        );
+    });
+    Arc::new(|_| None)
+}
+
+/// Whether [`DISK_RATIO_CHECK_ENV`] turns the ratio checks off.
+fn disk_ratio_check_off() -> bool {
+    std::env::var(DISK_RATIO_CHECK_ENV).is_ok_and(|v| v.eq_ignore_ascii_case("off"))
 }
 
 /// What one retention run saw and did.
@@ -277,7 +281,7 @@ impl RetentionService {
             .iter()
             .filter_map(|dir| probe(dir))
             .fold(None, |max: Option<f64>, p| Some(max.map_or(p, |m| m.max(p))));
-        if used.is_none() && !state.warned_unmeasurable {
+        if used.is_none() && !state.warned_unmeasurable && !disk_ratio_check_off() {
             state.warned_unmeasurable = true;
             warn!(dirs = ?self.watched_dirs, "cannot measure store disk usage; diskMaxUsedSpaceRatio is not enforced");
         }
