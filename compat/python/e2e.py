@@ -121,6 +121,9 @@ def parse_args(argv):
                     help="produce-messages: file with the JSON list of messages to send")
     ap.add_argument("--send-timeout-ms", type=int, default=None,
                     help="per-attempt send timeout (client default 3000; it makes 3 attempts)")
+    ap.add_argument("--pause-after-failure-ms", type=int, default=0,
+                    help="produce modes: wait this long after a failed send before the next one, as an "
+                         "application that backs off would (default 0)")
     # consumers
     ap.add_argument("--expression", default="*", help="consumers: subscription expression (default *)")
     ap.add_argument("--expect", type=int, default=None,
@@ -222,6 +225,11 @@ def message_identity(rec):
     return rec.get("uniq_key") or (rec.get("queue_id"), rec.get("queue_offset"), rec.get("body"))
 
 
+def pause_after_failure(args):
+    if args.pause_after_failure_ms > 0:
+        time.sleep(args.pause_after_failure_ms / 1000.0)
+
+
 def set_credentials(args, client):
     """Signs the client's requests (the C++ client's ClientRPCHook) when --access-key is given."""
     if args.access_key:
@@ -263,6 +271,7 @@ def produce(args, dll, client):
             except Exception as e:
                 failed += 1
                 emit(dict(event="send_failed", error_type=type(e).__name__, error=str(e), **fields))
+                pause_after_failure(args)
                 continue
             ok = res.status == SendStatus.OK
             sent += ok
@@ -292,6 +301,7 @@ def produce(args, dll, client):
                 except Exception as e:
                     failed += 1
                     emit(dict(event="send_failed", error_type=type(e).__name__, error=str(e), **fields, **chosen))
+                    pause_after_failure(args)
                     continue
                 ok = res.status == SendStatus.OK
                 sent += ok
