@@ -30,6 +30,9 @@ rocketmq_config! {
         grpc_server_port: u16 = "grpcServerPort", default 8081;
         /// `remotingListenPort`: the proxy's remoting port (cluster mode; 0 turns it off).
         remoting_listen_port: u16 = "remotingListenPort", default 8080;
+        /// `enableRemotingLocalProxyGrpc`: gRPC clients served on the remoting port too (a
+        /// connection starting with the HTTP/2 preface goes to the gRPC server).
+        enable_remoting_local_proxy_grpc: bool = "enableRemotingLocalProxyGrpc", default true;
         /// `bindAddress` (Java 5's `NettyServerConfig` key; cluster mode): the address the gRPC
         /// and remoting ports listen on.
         bind_address: String = "bindAddress", default "0.0.0.0".to_owned();

@@ -64,6 +64,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_stream::Stream;
 use tonic::transport::server::Connected;
 
+use ferromq_remoting::handoff::{HandedConnection, HandedIo, Prefixed};
 use ferromq_remoting::tls::TLS_HANDSHAKE_RECORD;
 
 use crate::tls::{TlsError, TlsMode};
@@ -122,6 +123,8 @@ enum Io {
     Plain(TcpStream),
     // Boxed: a rustls connection is large, and plaintext connections should not pay for it.
     Tls(Box<TlsStream<TcpStream>>),
+    /// From the remoting port ([`ferromq_remoting::handoff`]), its TLS (if any) already removed.
+    Handed(Prefixed<Box<dyn HandedIo>>),
 }
 
 /// One accepted connection, plaintext or TLS (handshake done), as tonic serves it.
@@ -142,7 +145,7 @@ impl MaybeTlsStream {
 
     /// Whether the connection is TLS.
     pub fn is_tls(&self) -> bool {
-        matches!(self.io, Io::Tls(_))
+        self.info.tls
     }
 }
 
@@ -165,6 +168,7 @@ impl AsyncRead for MaybeTlsStream {
         match &mut self.get_mut().io {
             Io::Plain(s) => Pin::new(s).poll_read(cx, buf),
             Io::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Io::Handed(s) => Pin::new(s).poll_read(cx, buf),
         }
     }
 }
@@ -174,6 +178,7 @@ impl AsyncWrite for MaybeTlsStream {
         match &mut self.get_mut().io {
             Io::Plain(s) => Pin::new(s).poll_write(cx, buf),
             Io::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Io::Handed(s) => Pin::new(s).poll_write(cx, buf),
         }
     }
 
@@ -185,6 +190,7 @@ impl AsyncWrite for MaybeTlsStream {
         match &mut self.get_mut().io {
             Io::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
             Io::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+            Io::Handed(s) => Pin::new(s).poll_write_vectored(cx, bufs),
         }
     }
 
@@ -192,6 +198,7 @@ impl AsyncWrite for MaybeTlsStream {
         match &self.io {
             Io::Plain(s) => s.is_write_vectored(),
             Io::Tls(s) => s.is_write_vectored(),
+            Io::Handed(s) => s.is_write_vectored(),
         }
     }
 
@@ -199,6 +206,7 @@ impl AsyncWrite for MaybeTlsStream {
         match &mut self.get_mut().io {
             Io::Plain(s) => Pin::new(s).poll_flush(cx),
             Io::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Io::Handed(s) => Pin::new(s).poll_flush(cx),
         }
     }
 
@@ -206,6 +214,7 @@ impl AsyncWrite for MaybeTlsStream {
         match &mut self.get_mut().io {
             Io::Plain(s) => Pin::new(s).poll_shutdown(cx),
             Io::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Io::Handed(s) => Pin::new(s).poll_shutdown(cx),
         }
     }
 }
@@ -275,21 +284,48 @@ impl GrpcIncoming {
         options: ListenerOptions,
         parts: usize,
     ) -> Result<Vec<IncomingPart>, TlsError> {
+        GrpcIncoming::partitioned_with_handoff(listener, mode, tls, options, parts, None)
+    }
+
+    /// [`GrpcIncoming::partitioned`], also serving the connections a remoting port hands over
+    /// on `handed` ([`ferromq_remoting::Http2Handoff`]): each takes a slot of the port's
+    /// `max_connections` and goes to the parts in turn, as the port's own do.
+    ///
+    /// # Errors
+    /// As [`GrpcIncoming::new`].
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn partitioned_with_handoff(
+        listener: TcpListener,
+        mode: TlsMode,
+        tls: Option<Arc<ServerConfig>>,
+        options: ListenerOptions,
+        parts: usize,
+        handed: Option<mpsc::Receiver<HandedConnection>>,
+    ) -> Result<Vec<IncomingPart>, TlsError> {
         let shared = Arc::new(shared(mode, tls, &options)?);
         let max_connections = options.max_connections.clamp(1, Semaphore::MAX_PERMITS);
         let slots = Arc::new(Semaphore::new(max_connections));
+        let capacity = options.channel_capacity.max(1);
         let mut senders = Vec::new();
+        let mut readies = Vec::new();
         let mut out = Vec::new();
         for _ in 0..parts.max(1) {
-            let (tx, rx) = mpsc::channel(options.channel_capacity.max(1));
+            let (tx, rx) = mpsc::channel(capacity);
+            let (ready_tx, ready_rx) = mpsc::channel(capacity);
             senders.push(tx);
+            readies.push(ready_tx.downgrade());
             out.push(IncomingPart {
                 accepted: rx,
                 shared: Arc::clone(&shared),
                 slots: Arc::clone(&slots),
                 max_connections,
-                channel_capacity: options.channel_capacity.max(1),
+                ready: (ready_tx, ready_rx),
             });
+        }
+        if let Some(handed) = handed {
+            tokio::spawn(distribute_handed(handed, readies, Arc::clone(&slots), max_connections));
         }
         tokio::spawn(distribute(listener, senders, slots, max_connections, options.accept_error_backoff));
         Ok(out)
@@ -370,7 +406,8 @@ pub struct IncomingPart {
     shared: Arc<Shared>,
     slots: Arc<Semaphore>,
     max_connections: usize,
-    channel_capacity: usize,
+    /// Its connections ready for tonic (made here so handed-over ones can queue before start).
+    ready: (mpsc::Sender<MaybeTlsStream>, mpsc::Receiver<MaybeTlsStream>),
 }
 
 impl fmt::Debug for IncomingPart {
@@ -385,7 +422,7 @@ impl IncomingPart {
     /// # Panics
     /// Outside a tokio runtime.
     pub fn start(self) -> GrpcIncoming {
-        let (tx, ready) = mpsc::channel(self.channel_capacity);
+        let (tx, ready) = self.ready;
         let mode = self.shared.mode;
         let accept_task = tokio::spawn(accept_loop(
             Source::Handed(self.accepted),
@@ -557,6 +594,41 @@ async fn distribute(
         }
         if handed.is_some() {
             tracing::warn!(%peer, "every gRPC serving thread is busy taking connections; closing the new one");
+        }
+    }
+}
+
+/// Takes the connections a remoting port hands over until it stops handing or every part is
+/// gone: each gets a slot and goes to the next part with room (closed, logged, when none has).
+/// The parts are held weakly, so their streams still end when tonic drops them.
+async fn distribute_handed(
+    mut handed: mpsc::Receiver<HandedConnection>,
+    mut parts: Vec<mpsc::WeakSender<MaybeTlsStream>>,
+    slots: Arc<Semaphore>,
+    max_connections: usize,
+) {
+    let mut full_warning = Throttle::new();
+    let mut next_part = 0usize;
+    while let Some(conn) = handed.recv().await {
+        let HandedConnection { stream, peer, local_addr, tls } = conn;
+        let Some(slot) = take_slot(&slots, max_connections, peer, &mut full_warning) else { continue };
+        let info = GrpcConnectInfo { remote_addr: peer, local_addr, tls };
+        let mut ready = Some(MaybeTlsStream { io: Io::Handed(stream), info, _slot: slot });
+        parts.retain(|p| p.strong_count() > 0);
+        if parts.is_empty() {
+            return;
+        }
+        for _ in 0..parts.len() {
+            let part = parts[next_part % parts.len()].upgrade();
+            next_part = next_part.wrapping_add(1);
+            let Some(part) = part else { continue };
+            match part.try_send(ready.take().expect("not handed yet")) {
+                Ok(()) => break,
+                Err(mpsc::error::TrySendError::Full(c) | mpsc::error::TrySendError::Closed(c)) => ready = Some(c),
+            }
+        }
+        if ready.is_some() {
+            tracing::warn!(%peer, "every gRPC serving thread is busy taking connections; closing one from the remoting port");
         }
     }
 }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferromq_protocol::signature::SessionCredentials;
+use ferromq_remoting::handoff::HANDOFF_QUEUE;
 use ferromq_remoting::tls::{ClientTls, ServerTls};
+use ferromq_remoting::{HandedConnection, Http2Handoff};
 use ferromq_remoting::{ClientConfig, RemotingClient};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -68,6 +70,16 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
+    serve_with_handoff(proxy, listener, None, shutdown).await
+}
+
+/// [`serve`], also serving the gRPC connections the remoting port hands over on `handed`.
+async fn serve_with_handoff(
+    proxy: Arc<Proxy>,
+    listener: TcpListener,
+    handed: Option<tokio::sync::mpsc::Receiver<HandedConnection>>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
     let config = &proxy.config;
     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
     let tls_config = match config.tls_server_mode {
@@ -83,7 +95,8 @@ pub async fn serve(
         0 => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
         n => n,
     };
-    let parts = GrpcIncoming::partitioned(listener, config.tls_server_mode, tls_config, options, threads)?;
+    let parts =
+        GrpcIncoming::partitioned_with_handoff(listener, config.tls_server_mode, tls_config, options, threads, handed)?;
     let limit = config.grpc_max_inbound_message_size;
     let service = MessagingServiceServer::new(MessagingServiceImpl::new(proxy.clone()))
         .max_decoding_message_size(limit)
@@ -210,7 +223,13 @@ fn cluster_setup(config: ProxyConfig) -> Result<ClusterSetup, ServeError> {
     // The remoting port and the connections to name servers and brokers follow the `tls.*`
     // settings (the gRPC port has its own, `serve`).
     let tls = config.tls_config()?;
-    let remoting_tls = tls.server_tls("FerroMQ proxy (self-signed)")?;
+    // gRPC over TLS on the remoting port needs `h2` negotiated; remoting clients ask for no
+    // protocol and are served as before.
+    let alpn: &[&[u8]] = match config.enable_remoting_local_proxy_grpc {
+        true => &[b"h2", b"http/1.1"],
+        false => &[],
+    };
+    let remoting_tls = tls.server_tls_with_alpn("FerroMQ proxy (self-signed)", alpn)?;
     let client_tls = if tls.server_process_clients_use_tls() { Some(tls.client_tls()?) } else { None };
     let auth = ProxyAuthConfig::from_config(&config)?;
     warn_about(&auth);
@@ -250,10 +269,19 @@ pub async fn run_cluster(
             let _ = rx.wait_for(|s| *s).await;
         }
     };
+    // gRPC clients may use the remoting port too (`enableRemotingLocalProxyGrpc`).
+    let (handoff, handed) = match remoting.is_some() && proxy.config.enable_remoting_local_proxy_grpc {
+        true => {
+            let (handoff, handed) = Http2Handoff::channel(HANDOFF_QUEUE);
+            (Some(handoff), Some(handed))
+        }
+        false => (None, None),
+    };
     let mut remoting = remoting.map(|l| {
-        tokio::spawn(crate::remoting::serve(proxy.clone(), l, (remoting_tls, rpc_observer), until(&remoting_rx)))
+        let serving = crate::remoting::Serving { tls: remoting_tls, rpc_observer, http2_handoff: handoff };
+        tokio::spawn(crate::remoting::serve(proxy.clone(), l, serving, until(&remoting_rx)))
     });
-    let grpc = serve(proxy, listener, until(&grpc_rx));
+    let grpc = serve_with_handoff(proxy, listener, handed, until(&grpc_rx));
     tokio::pin!(grpc);
     tokio::pin!(shutdown);
     let mut remoting_result = None;

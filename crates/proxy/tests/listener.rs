@@ -477,3 +477,101 @@ async fn a_partitioned_port_spreads_connections_over_its_threads_under_one_limit
     drop(clients);
     drop(threads);
 }
+
+// --- gRPC on the remoting port ----------------------------------------------------------------
+
+/// Serves one part of a partitioned port with tonic (the echo service) on a thread of its own.
+fn serve_echo_on_thread(part: ferromq_proxy::listener::IncomingPart) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let _ = tonic::transport::Server::builder().serve_with_incoming(EchoServer, part.start()).await;
+        });
+    })
+}
+
+/// A remoting port (TLS permissive, ALPN h2 offered) answering one request code, with its
+/// HTTP/2 connections handed to `handoff` when given.
+async fn remoting_port(handoff: Option<ferromq_remoting::Http2Handoff>) -> (SocketAddr, AbortOnDrop) {
+    use ferromq_remoting::tls::{ServerTls, TlsMode as RemotingTlsMode};
+    use ferromq_remoting::{Dispatcher, RemotingServer, ServerConfig};
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let tls = ServerTls::new(RemotingTlsMode::Permissive, Some(server_config(None, None).unwrap())).unwrap();
+    let mut d = Dispatcher::new();
+    d.register_sync(ferromq_protocol::request_code::GET_BROKER_CLUSTER_INFO, |_conn, req| {
+        Some(ferromq_protocol::RemotingCommand::response_to(req, ferromq_protocol::response_code::SUCCESS, None))
+    });
+    let server =
+        RemotingServer::new(ServerConfig { tls, http2_handoff: handoff, ..ServerConfig::default() }, Arc::new(d));
+    let task = tokio::spawn(async move {
+        let _ = server.serve(listener, std::future::pending()).await;
+    });
+    (addr, AbortOnDrop(task))
+}
+
+async fn remoting_answers(addr: SocketAddr) -> bool {
+    let client = ferromq_remoting::RemotingClient::new(ferromq_remoting::ClientConfig::default());
+    let req = ferromq_protocol::RemotingCommand::request(ferromq_protocol::request_code::GET_BROKER_CLUSTER_INFO);
+    let answer = client.invoke(&addr.to_string(), req, WAIT).await;
+    client.shutdown().await;
+    answer.is_ok_and(|r| r.code == ferromq_protocol::response_code::SUCCESS)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_remoting_port_hands_grpc_to_the_grpc_port_plaintext_and_tls() {
+    let grpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let grpc_addr = grpc.local_addr().unwrap();
+    let (handoff, handed) = ferromq_remoting::Http2Handoff::channel(8);
+    let options = ListenerOptions { max_connections: 3, ..ListenerOptions::default() };
+    let tls = Some(server_config(None, None).unwrap());
+    let parts =
+        GrpcIncoming::partitioned_with_handoff(grpc, TlsMode::Permissive, tls, options, 2, Some(handed)).unwrap();
+    let _threads: Vec<_> = parts.into_iter().map(serve_echo_on_thread).collect();
+    let (remoting, _remoting_task) = remoting_port(Some(handoff)).await;
+
+    // gRPC on the remoting port, plaintext and TLS (the handler sees the client and the TLS).
+    let answer = echo(remoting, "plain").await.unwrap();
+    assert!(answer.starts_with("plain|tls=false|peer=127.0.0.1:"), "{answer}");
+    let (forwarder, _forwarder_task) = tls_forwarder(remoting).await;
+    let answer = echo(forwarder, "secure").await.unwrap();
+    assert!(answer.starts_with("secure|tls=true|peer=127.0.0.1:"), "{answer}");
+    // Remoting on the same port as before, and the gRPC port itself.
+    assert!(remoting_answers(remoting).await, "a remoting request on the shared port");
+    let answer = echo(grpc_addr, "direct").await.unwrap();
+    assert!(answer.starts_with("direct|tls=false"), "{answer}");
+
+    // Handed connections count against the gRPC port's limit (3): three served (the server's
+    // SETTINGS arrive; the echo clients' slots come back as their connections close)...
+    let mut held = Vec::new();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while held.len() < 3 {
+        let mut c = TcpStream::connect(remoting).await.unwrap();
+        c.write_all(PREFACE).await.unwrap();
+        let mut buf = [0u8; 64];
+        match tokio::time::timeout(Duration::from_secs(1), c.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => held.push(c),
+            _ => assert!(tokio::time::Instant::now() < deadline, "handed connections not served"),
+        }
+    }
+    // ...and a fourth closed at once.
+    let mut c = TcpStream::connect(remoting).await.unwrap();
+    c.write_all(PREFACE).await.unwrap();
+    assert_closed_by_server(&mut c).await;
+    drop(held);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_handoff_the_remoting_port_closes_grpc_connections() {
+    let (remoting, _task) = remoting_port(None).await;
+    assert!(echo(remoting, "plain").await.is_err(), "gRPC served without a handoff");
+    assert!(remoting_answers(remoting).await);
+    // A handoff whose gRPC server is gone closes the connection too; remoting goes on.
+    let (handoff, handed) = ferromq_remoting::Http2Handoff::channel(8);
+    drop(handed);
+    let (remoting, _task) = remoting_port(Some(handoff)).await;
+    let mut c = TcpStream::connect(remoting).await.unwrap();
+    c.write_all(PREFACE).await.unwrap();
+    assert_closed_by_server(&mut c).await;
+    assert!(remoting_answers(remoting).await);
+}

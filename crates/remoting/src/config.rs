@@ -46,6 +46,9 @@ pub struct ServerConfig {
     pub proxy_protocol_trusted: Arc<[IpBlock]>,
     /// Told of every request served (the `rocketmq_rpc_latency` metric); `None`: nobody.
     pub rpc_observer: Option<Arc<dyn crate::observe::RpcObserver>>,
+    /// Where connections that start with the HTTP/2 preface go (the proxy's remoting port,
+    /// `enableRemotingLocalProxyGrpc`; [`crate::handoff`]); `None`: every connection is remoting.
+    pub http2_handoff: Option<crate::handoff::Http2Handoff>,
 }
 
 impl Default for ServerConfig {
@@ -62,6 +65,7 @@ impl Default for ServerConfig {
             tls: ServerTls::disabled(),
             proxy_protocol_trusted: Arc::from(Vec::new()),
             rpc_observer: None,
+            http2_handoff: None,
         }
     }
 }
@@ -80,6 +84,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("tls", &self.tls)
             .field("proxy_protocol_trusted", &self.proxy_protocol_trusted)
             .field("rpc_observer", &self.rpc_observer.is_some())
+            .field("http2_handoff", &self.http2_handoff.is_some())
             .finish()
     }
 }

@@ -18,6 +18,7 @@ mod config;
 mod connection;
 mod error;
 mod handler;
+pub mod handoff;
 mod in_process;
 mod observe;
 mod outgoing;
@@ -30,6 +31,7 @@ pub use config::{ClientConfig, ServerConfig, ROCKETMQ_ZONE_ENV, ROCKETMQ_ZONE_MO
 pub use connection::{Connection, ConnectionId};
 pub use error::RemotingError;
 pub use handler::{Dispatcher, HandlerFuture, RequestHandler};
+pub use handoff::{HandedConnection, Http2Handoff};
 pub use in_process::{in_process_pair, InProcessClient, InProcessServer, IN_PROCESS_BUFFER_BYTES};
 pub use observe::{Rpc, RpcObserver, RpcResult};
 pub use server::RemotingServer;

@@ -41,6 +41,46 @@ pub fn may_start_header(first: u8) -> bool {
     first == V1_PREFIX[0] || first == V2_SIGNATURE[0]
 }
 
+/// Whether the connection's first bytes `seen` start a PROXY header: `Some(true)` once they
+/// hold a whole v1 prefix (`PROXY `) or v2 signature, `Some(false)` as soon as they differ from
+/// both (`PRI * HTTP/2.0`, the HTTP/2 preface, also starts with `P`), `None` while too few
+/// have arrived to tell.
+pub fn starts_header(seen: &[u8]) -> Option<bool> {
+    let mut undecided = false;
+    for signature in [&V1_PREFIX[..], &V2_SIGNATURE[..]] {
+        let n = seen.len().min(signature.len());
+        if seen[..n] == signature[..n] {
+            if n == signature.len() {
+                return Some(true);
+            }
+            undecided = true;
+        }
+    }
+    (!undecided).then_some(false)
+}
+
+/// Peeks at a connection's first bytes until [`starts_header`] can tell (within `timeout`;
+/// a connection that ends or stays silent first is taken as not starting one, as is one whose
+/// first read fails). The header's first byte when it starts one.
+async fn peek_header_start(stream: &TcpStream, timeout: Duration) -> Option<u8> {
+    let mut seen = [0u8; 12];
+    let look = async {
+        loop {
+            let n = match stream.peek(&mut seen).await {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => n,
+            };
+            match starts_header(&seen[..n]) {
+                Some(decided) => return decided.then_some(seen[0]),
+                // Part of a signature so far: wait a moment for the rest (peek returns at
+                // once while any byte is buffered).
+                None => tokio::time::sleep(Duration::from_millis(2)).await,
+            }
+        }
+    };
+    tokio::time::timeout(timeout, look).await.unwrap_or(None)
+}
+
 /// Parses a v1 line (`PROXY TCP4 <src> <dst> <sport> <dport>\r\n`, or `PROXY UNKNOWN...`):
 /// `Some(source)` for TCP4/TCP6, `None` for UNKNOWN (the connection's own address stands).
 ///
@@ -114,19 +154,17 @@ pub(crate) async fn accept(
     trusted: &[IpBlock],
     timeout: Duration,
 ) -> Result<SocketAddr, ()> {
-    let mut first = [0u8; 1];
-    match tokio::time::timeout(timeout, stream.peek(&mut first)).await {
-        Ok(Ok(n)) if n > 0 && may_start_header(first[0]) => {}
-        // Not a header (or nothing yet, which TLS detection handles): the connection as is.
-        _ => return Ok(peer),
-    }
+    // Not a header (or nothing yet, which TLS detection handles): the connection as is.
+    let Some(first) = peek_header_start(stream, timeout).await else {
+        return Ok(peer);
+    };
     if !trusted.iter().any(|b| b.contains(peer.ip())) {
         warn!(remote_addr = %peer,
             "refusing a PROXY protocol header from an address not in proxyProtocolTrustedAddresses (list the load balancers there)");
         return Err(());
     }
     let read = async {
-        if first[0] == V1_PREFIX[0] {
+        if first == V1_PREFIX[0] {
             let mut line = Vec::with_capacity(V1_MAX);
             while !line.ends_with(b"\r\n") {
                 if line.len() >= V1_MAX {
@@ -210,6 +248,14 @@ mod tests {
 
     #[test]
     fn first_bytes_tell_headers_from_frames_and_tls() {
+        assert_eq!(starts_header(b"PROXY TCP4 "), Some(true));
+        assert_eq!(starts_header(b"PROX"), None, "not yet");
+        assert_eq!(starts_header(b"PRI * HTTP/2.0"), Some(false), "the HTTP/2 preface");
+        assert_eq!(starts_header(b"PRI"), Some(false));
+        assert_eq!(starts_header(&V2_SIGNATURE[..]), Some(true));
+        assert_eq!(starts_header(&V2_SIGNATURE[..5]), None);
+        assert_eq!(starts_header(b"\r\n\r\nX"), Some(false));
+        assert_eq!(starts_header(&[0, 0, 0, 40]), Some(false), "a remoting frame");
         assert!(may_start_header(b'P'));
         assert!(may_start_header(0x0D));
         assert!(!may_start_header(0x00), "a remoting frame under 16 MiB");

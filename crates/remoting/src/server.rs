@@ -1,5 +1,6 @@
 //! The accept loop, and each connection's set-up: plaintext or TLS by its first byte
-//! ([`ServerTls::accept`]), then the connection machinery of `connection.rs`.
+//! ([`ServerTls::accept`]), on a port that hands gRPC over its first four bytes
+//! ([`crate::handoff`]), then the connection machinery of `connection.rs`.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -15,6 +16,7 @@ use crate::config::ServerConfig;
 use crate::connection;
 use crate::error::RemotingError;
 use crate::handler::RequestHandler;
+use crate::handoff::{read_first_bytes, HandedConnection, HandedIo, Prefixed, HTTP2_PREFACE_START};
 use crate::tls::{Accepted, ServerTls};
 
 /// Serves remoting connections on a listener until shutdown.
@@ -138,18 +140,63 @@ async fn serve_connection(
         Some(Accepted::Plain(stream)) => {
             let local_addr = stream.local_addr().ok();
             let _ = stream.set_nodelay(true);
+            let Some((stream, first)) = remoting_or_handed(stream, peer, (local_addr, false), &config, stopping).await
+            else {
+                return;
+            };
             // `into_split` halves need no lock between the reader and the writer.
             let (reader, writer) = stream.into_split();
+            let reader = Prefixed::new(first.bytes(), reader);
             let (_conn, task) = connection::start_io(reader, writer, (peer, local_addr), config, handler, shutdown);
             task.await;
         }
         Some(Accepted::Tls(stream)) => {
             let local_addr = stream.get_ref().0.local_addr().ok();
+            let Some((stream, first)) = remoting_or_handed(stream, peer, (local_addr, true), &config, stopping).await
+            else {
+                return;
+            };
             let (reader, writer) = tokio::io::split(*stream);
+            let reader = Prefixed::new(first.bytes(), reader);
             let (_conn, task) = connection::start_io(reader, writer, (peer, local_addr), config, handler, shutdown);
             task.await;
         }
     }
+}
+
+/// The bytes a connection's classification read before its remoting frames.
+struct FirstBytes([u8; 4], usize);
+
+impl FirstBytes {
+    fn bytes(&self) -> &[u8] {
+        &self.0[..self.1]
+    }
+}
+
+/// On a port with an [`crate::ServerConfig::http2_handoff`], reads a connection's first bytes and
+/// hands it to the gRPC server when they start the HTTP/2 preface (`None`), or gives it back
+/// with them to be served as remoting. Without one, gives it back at once. `None` too when the
+/// connection ends, stays silent for the idle time, or the server stops first.
+async fn remoting_or_handed<S: HandedIo>(
+    mut stream: S,
+    peer: SocketAddr,
+    (local_addr, tls): (Option<SocketAddr>, bool),
+    config: &ServerConfig,
+    mut stopping: watch::Receiver<bool>,
+) -> Option<(S, FirstBytes)> {
+    let Some(handoff) = &config.http2_handoff else {
+        return Some((stream, FirstBytes([0; 4], 0)));
+    };
+    let (first, n) = tokio::select! {
+        first = read_first_bytes(&mut stream, peer, config.idle_timeout) => first?,
+        _ = stopping.wait_for(|stop| *stop) => return None,
+    };
+    if first[..n] == HTTP2_PREFACE_START {
+        let stream = Prefixed::new(&first[..n], stream).boxed();
+        handoff.hand(HandedConnection { stream, peer, local_addr, tls });
+        return None;
+    }
+    Some((stream, FirstBytes(first, n)))
 }
 
 fn is_transient(e: &std::io::Error) -> bool {

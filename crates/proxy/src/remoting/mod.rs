@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use ferromq_protocol::request_code;
 use ferromq_remoting::tls::ServerTls;
-use ferromq_remoting::{Connection, Dispatcher, RemotingError, RemotingServer, ServerConfig};
+use ferromq_remoting::{Connection, Dispatcher, Http2Handoff, RemotingError, RemotingServer, ServerConfig};
 use tokio::net::TcpListener;
 use tracing::info;
 
@@ -91,20 +91,41 @@ pub fn handler(proxy: &Arc<Proxy>) -> Dispatcher {
     d
 }
 
-/// Serves the remoting port on `listener` until `shutdown` completes; `tls` says which
-/// connections it takes (`tls.server.mode`); `rpc_observer` is told of each request served.
+/// How the remoting port serves its connections.
+pub struct Serving {
+    /// Which connections it takes (`tls.server.mode`).
+    pub tls: ServerTls,
+    /// Told of each request served.
+    pub rpc_observer: Option<Arc<dyn ferromq_remoting::RpcObserver>>,
+    /// Where gRPC connections go (`enableRemotingLocalProxyGrpc`); `None`: remoting only.
+    pub http2_handoff: Option<Http2Handoff>,
+}
+
+impl std::fmt::Debug for Serving {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Serving")
+            .field("tls", &self.tls)
+            .field("rpc_observer", &self.rpc_observer.is_some())
+            .field("http2_handoff", &self.http2_handoff.is_some())
+            .finish()
+    }
+}
+
+/// Serves the remoting port on `listener` until `shutdown` completes.
 ///
 /// # Errors
 /// [`RemotingError::Accept`] when the listener fails for good.
 pub async fn serve(
     proxy: Arc<Proxy>,
     listener: TcpListener,
-    (tls, rpc_observer): (ServerTls, Option<Arc<dyn ferromq_remoting::RpcObserver>>),
+    Serving { tls, rpc_observer, http2_handoff }: Serving,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), RemotingError> {
     let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
-    info!(addr, tls = %tls, "proxy remoting port listening (RocketMQ remoting clients)");
+    let grpc_too = http2_handoff.is_some();
+    info!(addr, tls = %tls, grpc_too, "proxy remoting port listening (RocketMQ remoting clients)");
     let gated = gate::AuthGate::new(handler(&proxy), proxy.clone());
-    let server = RemotingServer::new(ServerConfig { tls, rpc_observer, ..ServerConfig::default() }, Arc::new(gated));
+    let config = ServerConfig { tls, rpc_observer, http2_handoff, ..ServerConfig::default() };
+    let server = RemotingServer::new(config, Arc::new(gated));
     server.serve(listener, shutdown).await
 }

@@ -206,10 +206,21 @@ impl TlsConfig {
     /// Unreadable or unusable certificate, key or trust files (named with their key), a
     /// setting another needs that is empty.
     pub fn server_tls(&self, common_name: &str) -> Result<ServerTls, TlsError> {
+        self.server_tls_with_alpn(common_name, &[])
+    }
+
+    /// [`TlsConfig::server_tls`] offering the application protocols `alpn` (in order of
+    /// preference) to clients that ask for one; a client that asks for none is served too.
+    /// The proxy's remoting port offers `h2` so gRPC clients over TLS can use it.
+    ///
+    /// # Errors
+    /// As [`TlsConfig::server_tls`].
+    pub fn server_tls_with_alpn(&self, common_name: &str, alpn: &[&[u8]]) -> Result<ServerTls, TlsError> {
         if !self.server_mode.accepts_tls() {
             return Ok(ServerTls::disabled());
         }
-        let (config, certificate) = self.server_config(common_name)?;
+        let (mut config, certificate) = self.server_config(common_name)?;
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         let tls = ServerTls::new(self.server_mode, Some(Arc::new(config)))?;
         let client_auth = match self.server_need_client_auth {
             ClientAuth::None => "",
