@@ -12,6 +12,10 @@
 //!   check-back the broker sends through the proxy to the producer.
 //! - The official C++ client (4.x; PyPI `rocketmq` through `compat/python/e2e.py`), which names
 //!   no broker, produces and push-consumes on the one-group topic through the proxy.
+//! - GET_CONSUMER_CONNECTION_LIST (mqadmin `consumerConnection`) answered by the proxy: its
+//!   remoting and gRPC members, CONSUMER_NOT_ONLINE for a group with none.
+//! - gRPC on the remoting port (`enableRemotingLocalProxyGrpc`): a SendMessage reaches the
+//!   remoting push consumer; the gRPC consumers below connect there too.
 //! - Two gRPC consumers of one group through the proxy: the first leaving does not unregister
 //!   the group from the brokers (they know the proxy's clients by its connection).
 //! - broker-b is SIGKILLed: sends carry on on broker-a, and every acknowledged message sent
@@ -28,9 +32,13 @@ use ferromq_client::{
     ClientConfig, ConsumeFromWhere, ConsumeStatus, LocalTransactionState, Message, MessageExt, Producer,
     ProducerConfig, PushConsumer, PushConsumerConfig, SendStatus, TransactionListener, TransactionProducer,
 };
-use ferromq_protocol::body::{ConsumerListByGroupResponseBody, JsonBody, TopicRouteData};
-use ferromq_protocol::header::{GetConsumerListByGroupRequestHeader, GetRouteInfoRequestHeader};
-use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use ferromq_protocol::body::{
+    ConsumeType, ConsumerConnection, ConsumerListByGroupResponseBody, JsonBody, TopicRouteData,
+};
+use ferromq_protocol::header::{
+    GetConsumerConnectionListRequestHeader, GetConsumerListByGroupRequestHeader, GetRouteInfoRequestHeader,
+};
+use ferromq_protocol::{request_code, response_code, LanguageCode, RemotingCommand};
 use ferromq_remoting::RemotingClient;
 use ferromq_testkit::{free_port, send_request, ChildProcess};
 
@@ -60,8 +68,6 @@ struct Cluster {
     proxy: ChildProcess,
     /// The proxy's remoting port address.
     remoting_addr: String,
-    /// The proxy's gRPC port address.
-    grpc_addr: String,
     client: RemotingClient,
 }
 
@@ -82,7 +88,7 @@ impl Cluster {
         );
         let remoting_port = port_away_from(&taken, free_port);
         taken.push(remoting_port);
-        let (proxy, grpc_port) = start_on_free_port(
+        let (proxy, _grpc_port) = start_on_free_port(
             || port_away_from(&taken, free_port),
             |port| {
                 let json = format!(
@@ -115,7 +121,6 @@ impl Cluster {
             brokers,
             proxy,
             remoting_addr,
-            grpc_addr: format!("127.0.0.1:{grpc_port}"),
             client: RemotingClient::new(ferromq_remoting::ClientConfig::default()),
         }
     }
@@ -160,6 +165,15 @@ impl Cluster {
         }
     }
 
+    /// GET_CONSUMER_CONNECTION_LIST of `group`, asked of the proxy.
+    async fn connection_list(&self, group: &str) -> RemotingCommand {
+        self.call(
+            RemotingCommand::request(request_code::GET_CONSUMER_CONNECTION_LIST)
+                .with_header(&GetConsumerConnectionListRequestHeader { consumer_group: group.into() }),
+        )
+        .await
+    }
+
     async fn call(&self, req: RemotingCommand) -> RemotingCommand {
         self.client
             .invoke(&self.remoting_addr, req, RPC)
@@ -192,6 +206,23 @@ impl Cluster {
             instance_name: instance.to_owned(),
             ..ClientConfig::with_namesrv(&self.remoting_addr)
         }
+    }
+}
+
+/// A normal message as a 5.x client sends it.
+fn grpc_message(topic: &str, body: &str) -> pb::Message {
+    pb::Message {
+        topic: res(topic),
+        user_properties: Default::default(),
+        system_properties: Some(pb::SystemProperties {
+            message_id: format!("01{:030X}", body.len()),
+            body_encoding: pb::Encoding::Identity as i32,
+            message_type: pb::MessageType::Normal as i32,
+            born_timestamp: Some(prost_types::Timestamp { seconds: 1_700_000_000, nanos: 0 }),
+            born_host: "127.0.0.1".into(),
+            ..Default::default()
+        }),
+        body: body.as_bytes().to_vec(),
     }
 }
 
@@ -322,6 +353,17 @@ async fn remoting_clients_through_the_cluster_proxy() {
     let ids = ConsumerListByGroupResponseBody::decode(&list.body).unwrap().consumer_id_list;
     assert_eq!(ids.len(), 1, "{ids:?}");
     assert!(ids[0].contains("proxy-consumer"), "{ids:?}");
+    // mqadmin consumerConnection through the proxy: the member, how it consumes and what.
+    let conns = c.connection_list(GROUP).await;
+    assert_eq!(conns.code, response_code::SUCCESS, "{:?}", conns.remark);
+    let conns = ConsumerConnection::decode(&conns.body).unwrap();
+    assert_eq!(conns.connection_set.len(), 1, "{conns:?}");
+    assert!(conns.connection_set[0].client_id.contains("proxy-consumer"), "{conns:?}");
+    assert!(conns.connection_set[0].client_addr.starts_with("127.0.0.1:"), "{conns:?}");
+    assert_eq!(conns.consume_type, ConsumeType::ConsumePassively);
+    assert!(conns.subscription_table.contains_key(TWO), "{conns:?}");
+    let nobody = c.connection_list("NoSuchGroupHere").await;
+    assert_eq!(nobody.code, response_code::CONSUMER_NOT_ONLINE, "{:?}", nobody.remark);
 
     // A transaction left UNKNOWN is committed by the check-back relayed through the proxy.
     let listener = Arc::new(CommitOnCheck { checked: Mutex::default() });
@@ -375,11 +417,27 @@ async fn remoting_clients_through_the_cluster_proxy() {
         }
     }
 
+    // A gRPC client on the remoting port (the HTTP/2 preface hands it to the gRPC server,
+    // `enableRemotingLocalProxyGrpc`): its message reaches the remoting push consumer.
+    let mut on_remoting_port = connect(&c.remoting_addr).await;
+    let sent = on_remoting_port
+        .send_message(req(
+            "grpc-on-8080",
+            pb::SendMessageRequest { messages: vec![grpc_message(TWO, "via-remoting-port")] },
+        ))
+        .await
+        .unwrap_or_else(|e| panic!("gRPC SendMessage on the remoting port: {e}\n{}", c.logs()))
+        .into_inner();
+    assert_eq!(code(&sent.status), Code::Ok, "{sent:?}");
+    want.insert("via-remoting-port".to_owned());
+    wait_for_all(&c, &seen, &want, "a gRPC send on the remoting port").await;
+
     // Two gRPC consumers of one group: brokers know the proxy's clients by its connection, so
-    // the first one leaving must not unregister the group the second still consumes for.
+    // the first one leaving must not unregister the group the second still consumes for. They
+    // also connect through the remoting port (Telemetry streams and all).
     let grpc_group = "ProxyRemotingGrpcG";
     let broker_a = c.brokers[0].addr();
-    let mut g = connect(&c.grpc_addr).await;
+    let mut g = on_remoting_port;
     let mut streams = Vec::new();
     for id in ["grpc-c1", "grpc-c2"] {
         streams.push(telemetry(&mut g, id, consumer_settings(ClientType::SimpleConsumer, grpc_group, TWO)).await);
@@ -394,6 +452,15 @@ async fn remoting_clients_through_the_cluster_proxy() {
         assert_eq!(code(&hb.status), Code::Ok, "{hb:?}");
     }
     assert!(!c.broker_consumers(&broker_a, grpc_group).await.is_empty(), "registered with broker-a\n{}", c.logs());
+    let conns = c.connection_list(grpc_group).await;
+    assert_eq!(conns.code, response_code::SUCCESS, "{:?}", conns.remark);
+    let conns = ConsumerConnection::decode(&conns.body).unwrap();
+    let ids: Vec<&str> = conns.connection_set.iter().map(|m| m.client_id.as_str()).collect();
+    assert_eq!(ids, ["grpc-c1", "grpc-c2"], "{conns:?}");
+    assert!(conns.connection_set.iter().all(|m| m.language == LanguageCode::Rust), "{conns:?}");
+    // Java's parse of the version: "5.0.0" is no version name, so its own version.
+    assert!(conns.connection_set.iter().all(|m| m.version == ferromq_protocol::version::CURRENT), "{conns:?}");
+    assert_eq!(conns.consume_type, ConsumeType::ConsumeActively, "simple consumers");
     let bye = g
         .notify_client_termination(req("grpc-c1", pb::NotifyClientTerminationRequest { group: res(grpc_group) }))
         .await

@@ -65,8 +65,28 @@ pub fn name(ordinal: i32) -> String {
     "HIGHER_VERSION".to_owned()
 }
 
+/// Java's `MQVersion.Version.valueOf(name).ordinal()`: the ordinal of a version name such as
+/// `V5_0_0` (as [`name`] spells it); `None` for a name Java's enum does not have.
+pub fn ordinal(version_name: &str) -> Option<i32> {
+    if !version_name.starts_with('V') && version_name != "HIGHER_VERSION" {
+        return None;
+    }
+    // The enum has fewer than 1,000 constants; past the last, `name` says HIGHER_VERSION.
+    (0..1_000).find(|&i| name(i) == version_name)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn names_give_their_ordinals_back() {
+        for i in [0, 15, 28, 213, 413, 479] {
+            assert_eq!(super::ordinal(&super::name(i)), Some(i));
+        }
+        assert_eq!(super::ordinal("V5_0_0"), Some(super::V5_0_0));
+        assert_eq!(super::ordinal("5.0.0"), None, "a gRPC client's version string is not a name");
+        assert_eq!(super::ordinal("V9_9_9"), None);
+    }
+
     #[test]
     fn ordinals_name_javas_versions() {
         assert_eq!(super::name(0), "V3_0_0_SNAPSHOT");

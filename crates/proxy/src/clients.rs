@@ -245,6 +245,17 @@ impl ClientRegistry {
         Some(live.swap_remove(i))
     }
 
+    /// The known consumers of `group`, by client id.
+    pub fn consumer_ids_of(&self, group: &str) -> Vec<String> {
+        let mut ids: Vec<String> = lock(&self.clients)
+            .iter()
+            .filter(|(_, r)| r.is_consumer() && r.group.as_deref() == Some(group))
+            .map(|(id, _)| id.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+
     /// Whether a known client is a consumer of `group`.
     pub fn has_consumer_of(&self, group: &str) -> bool {
         lock(&self.clients).values().any(|r| r.is_consumer() && r.group.as_deref() == Some(group))

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use ferromq_protocol::body::{
-    ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, JsonBody, MessageModel, ProducerData,
+    self, ConsumeFromWhere, ConsumeType, ConsumerConnection, ConsumerData, HeartbeatData, JsonBody, MessageModel,
+    ProducerData,
 };
 use ferromq_protocol::header::{CheckTransactionStateRequestHeader, UnregisterClientRequestHeader};
 use ferromq_protocol::message::{keys, StoredMessage};
@@ -304,6 +305,42 @@ impl Proxy {
             }
             (hb, topics, r.language.clone())
         })
+    }
+
+    /// The consumer group's members connected to this proxy, remoting and gRPC clients alike,
+    /// as GET_CONSUMER_CONNECTION_LIST on the remoting port answers (Java: the proxy's
+    /// `ConsumerManager`); `None` when none is. The group's settings are its first member's
+    /// (by client id); the subscriptions are every member's.
+    pub fn consumer_connection(&self, group: &str) -> Option<ConsumerConnection> {
+        let mut members = self.remoting_clients.consumer_members(group);
+        for id in self.clients.consumer_ids_of(group) {
+            let Some((mut hb, _, language)) = self.heartbeat_of(&id) else { continue };
+            let Some(data) = hb.consumer_data_set.pop() else { continue };
+            let Some((peer, version)) = self.clients.with(&id, |r| (r.peer, r.version.clone())) else { continue };
+            let connection = body::Connection {
+                client_addr: peer.map(|p| p.to_string()).unwrap_or_default(),
+                client_id: id,
+                language: remoting_language(&language),
+                // Java's parse: a version name (`V5_0_0`), else its own version.
+                version: ferromq_protocol::version::ordinal(&version.to_ascii_uppercase())
+                    .unwrap_or(ferromq_protocol::version::CURRENT),
+            };
+            members.push((connection, data));
+        }
+        let first = members.first()?.1.clone();
+        let mut body = ConsumerConnection {
+            consume_from_where: first.consume_from_where,
+            consume_type: first.consume_type,
+            message_model: first.message_model,
+            ..ConsumerConnection::default()
+        };
+        for (connection, data) in members {
+            for sub in data.subscription_data_set {
+                body.subscription_table.insert(sub.topic.clone(), sub);
+            }
+            body.connection_set.push(connection);
+        }
+        Some(body)
     }
 
     /// Registers the client with every master of its topics (Java: the proxy's

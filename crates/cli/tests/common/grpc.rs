@@ -58,6 +58,8 @@ pub async fn telemetry(client: &mut Client, client_id: &str, settings: pb::Setti
     tx.send(pb::TelemetryCommand { status: None, command: Some(Tc::Settings(settings)) }).await.unwrap();
     let mut r = tonic::Request::new(ReceiverStream::new(rx));
     r.metadata_mut().insert("x-mq-client-id", client_id.parse().unwrap());
+    r.metadata_mut().insert("x-mq-language", "RUST".parse().unwrap());
+    r.metadata_mut().insert("x-mq-client-version", "5.0.0".parse().unwrap());
     let mut inbound = tokio::time::timeout(RPC_TIMEOUT, client.telemetry(r))
         .await
         .expect("telemetry opens in time")

@@ -242,6 +242,27 @@ impl RemotingClients {
         ids
     }
 
+    /// The group's consumers connected here: each one's connection as GET_CONSUMER_CONNECTION_LIST
+    /// shows it and its last heartbeat's data for the group, by client id.
+    pub fn consumer_members(&self, group: &str) -> Vec<(ferromq_protocol::body::Connection, ConsumerData)> {
+        let mut members: Vec<_> = lock(&self.table)
+            .by_conn
+            .values()
+            .filter_map(|c| {
+                let data = c.consumer_groups.get(group)?;
+                let conn = ferromq_protocol::body::Connection {
+                    client_addr: c.conn.remote_addr().to_string(),
+                    client_id: c.client_id.clone(),
+                    language: c.language,
+                    version: c.version,
+                };
+                Some((conn, data.clone()))
+            })
+            .collect();
+        members.sort_by(|a, b| a.0.client_id.cmp(&b.0.client_id));
+        members
+    }
+
     /// The connections of the group's consumers (to tell them the group changed).
     pub fn consumer_connections(&self, group: &str) -> Vec<Connection> {
         lock(&self.table)

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use ferromq_protocol::body::{CheckClientRequestBody, ConsumerListByGroupResponseBody, HeartbeatData, JsonBody};
 use ferromq_protocol::header::{
-    GetConsumerListByGroupRequestHeader, GetRouteInfoRequestHeader, NotifyConsumerIdsChangedRequestHeader,
+    GetConsumerConnectionListRequestHeader, GetConsumerListByGroupRequestHeader, GetRouteInfoRequestHeader, NotifyConsumerIdsChangedRequestHeader,
     UnregisterClientRequestHeader,
 };
 use ferromq_protocol::{request_code, response_code, version, RemotingCommand};
@@ -259,6 +259,25 @@ pub fn consumer_list(p: &Proxy, req: &RemotingCommand) -> RemotingCommand {
         return failure(req, response_code::SYSTEM_ERROR, format!("no consumer for this group, {}", h.consumer_group));
     }
     success(req).with_body(ConsumerListByGroupResponseBody { consumer_id_list: ids }.encode())
+}
+
+/// GET_CONSUMER_CONNECTION_LIST: the group's members connected to this proxy, remoting and gRPC
+/// clients (mqadmin `consumerConnection` pointed at the proxy); CONSUMER_NOT_ONLINE when none is.
+pub fn consumer_connection_list(p: &Proxy, req: &RemotingCommand) -> RemotingCommand {
+    let h: GetConsumerConnectionListRequestHeader = match req.decode_header() {
+        Ok(h) => h,
+        Err(e) => {
+            return failure(req, response_code::SYSTEM_ERROR, format!("bad GET_CONSUMER_CONNECTION_LIST header: {e}"))
+        }
+    };
+    match p.consumer_connection(&h.consumer_group) {
+        Some(body) => success(req).with_body(body.encode()),
+        None => failure(
+            req,
+            response_code::CONSUMER_NOT_ONLINE,
+            format!("the consumer group[{}] not online", h.consumer_group),
+        ),
+    }
 }
 
 /// CHECK_CLIENT_CONFIG: checked by a master of the subscribed topic (the broker validates the

@@ -71,6 +71,10 @@ pub fn handler(proxy: &Arc<Proxy>) -> Dispatcher {
     let p = proxy.clone();
     d.register_sync(request_code::GET_CONSUMER_LIST_BY_GROUP, move |_conn, req| Some(local::consumer_list(&p, req)));
     let p = proxy.clone();
+    d.register_sync(request_code::GET_CONSUMER_CONNECTION_LIST, move |_conn, req| {
+        Some(local::consumer_connection_list(&p, req))
+    });
+    let p = proxy.clone();
     d.register(request_code::CHECK_CLIENT_CONFIG, move |conn: Connection, req| {
         let p = p.clone();
         async move { local::check_client_config(&p, &conn, req).await }
