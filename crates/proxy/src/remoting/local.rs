@@ -138,30 +138,53 @@ async fn forward_heartbeat(
         });
     }
     let mut refused = None;
-    let collect = async {
-        while let Some(done) = calls.join_next().await {
-            let Ok((addr, result)) = done else { continue };
-            match result {
-                Ok(resp) if resp.code == response_code::SUCCESS => {}
-                Ok(resp) => {
-                    debug!(broker = %addr, code = resp.code, remark = ?resp.remark, "broker refused a forwarded heartbeat");
-                    refused = Some(Refusal {
-                        code: resp.code,
-                        remark: format!("broker {addr}: {}", resp.remark.unwrap_or_default()),
-                    });
-                }
-                Err(e) => {
-                    // Sent again with the next heartbeat.
-                    debug!(broker = %addr, error = %e, "forwarding a heartbeat failed");
-                    p.remoting_clients.forget_broker(conn, &addr);
-                }
+    let deadline = tokio::time::Instant::now() + HEARTBEAT_FORWARD_TIMEOUT;
+    loop {
+        match tokio::time::timeout_at(deadline, calls.join_next()).await {
+            Ok(Some(Ok((addr, result)))) => refused = settle_forward(p, conn, &addr, result).or(refused),
+            Ok(Some(Err(_))) => {}
+            Ok(None) => break,
+            Err(_) => {
+                // The client is answered now; the calls still out finish in the background (each
+                // bounded by its own timeout), so a slow broker still gets the heartbeat, and a
+                // failed one is forgotten and sent again before the client's next request there.
+                debug!(pending = calls.len(), "forwarding a heartbeat takes longer than {HEARTBEAT_FORWARD_TIMEOUT:?}; answering the client");
+                let (p, conn) = (p.clone(), conn.clone());
+                tokio::spawn(async move {
+                    while let Some(done) = calls.join_next().await {
+                        if let Ok((addr, result)) = done {
+                            settle_forward(&p, &conn, &addr, result);
+                        }
+                    }
+                });
+                break;
             }
         }
-    };
-    if tokio::time::timeout(HEARTBEAT_FORWARD_TIMEOUT, collect).await.is_err() {
-        debug!("forwarding a heartbeat took longer than {HEARTBEAT_FORWARD_TIMEOUT:?}; answering the client");
     }
     refused
+}
+
+/// One forwarded heartbeat's outcome: a broker's refusal to pass on to the client; a failed
+/// call makes the broker one the client's heartbeat has not reached.
+fn settle_forward(
+    p: &Proxy,
+    conn: &Connection,
+    addr: &str,
+    result: crate::status::ProxyResult<RemotingCommand>,
+) -> Option<Refusal> {
+    match result {
+        Ok(resp) if resp.code == response_code::SUCCESS => None,
+        Ok(resp) => {
+            debug!(broker = %addr, code = resp.code, remark = ?resp.remark, "broker refused a forwarded heartbeat");
+            Some(Refusal { code: resp.code, remark: format!("broker {addr}: {}", resp.remark.unwrap_or_default()) })
+        }
+        Err(e) => {
+            // Sent again with the next heartbeat.
+            debug!(broker = %addr, error = %e, "forwarding a heartbeat failed");
+            p.remoting_clients.forget_broker(conn, addr);
+            None
+        }
+    }
 }
 
 /// Before the first request of a client to the broker at `addr`: forwards its heartbeat there.
