@@ -41,6 +41,50 @@ pub(crate) fn scan(bytes: &[u8], offset: i64, check_crc: bool, delays: &DelayLev
     }
 }
 
+/// What is at a CommitLog position, checked as [`scan`] checks it but not turned into a
+/// dispatch request (recovery of records the consume queues already hold).
+#[derive(Debug)]
+pub(crate) enum Checked {
+    /// A valid record of this many bytes.
+    Record(usize),
+    /// The end-of-file blank.
+    Blank,
+    /// The end of the data, or a torn/corrupt record.
+    End(Option<MessageError>),
+}
+
+impl Checked {
+    /// Paired with the dispatch request when one was built.
+    pub(crate) fn with(self, req: Option<DispatchRequest>) -> (Checked, Option<DispatchRequest>) {
+        (self, req)
+    }
+}
+
+/// [`scan`] without building the dispatch request: the same checks (layout, body CRC with
+/// `check_crc`, a UTF-8 topic and properties) and no allocation.
+pub(crate) fn check(bytes: &[u8], check_crc: bool) -> Checked {
+    if bytes.len() >= 4 && bytes[..4] == [0, 0, 0, 0] {
+        return Checked::End(None);
+    }
+    let view = match RecordView::parse(bytes) {
+        Ok(RecordOrBlank::Blank { .. }) => return Checked::Blank,
+        Ok(RecordOrBlank::Record(v)) => v,
+        Err(e) => return Checked::End(Some(e)),
+    };
+    let checks = || -> Result<(), MessageError> {
+        if check_crc {
+            view.verify_body_crc()?;
+        }
+        view.topic_str()?;
+        view.properties_str()?;
+        Ok(())
+    };
+    match checks() {
+        Ok(()) => Checked::Record(view.total_size),
+        Err(e) => Checked::End(Some(e)),
+    }
+}
+
 fn request_from(
     view: &RecordView<'_>,
     offset: i64,
@@ -110,6 +154,61 @@ mod tests {
         match scan(&bytes, 0, true, &delays, true) {
             Scanned::Record(req) => req,
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// The outcome of `check` as `scan` would report it, for comparing the two.
+    fn outcome_of_scan(bytes: &[u8], check_crc: bool) -> String {
+        match scan(bytes, 0, check_crc, &DelayLevels::default(), false) {
+            Scanned::Record(req) => format!("record {}", req.msg_size),
+            Scanned::Blank => "blank".into(),
+            Scanned::End(reason) => format!("end {}", reason.is_some()),
+        }
+    }
+
+    fn outcome_of_check(bytes: &[u8], check_crc: bool) -> String {
+        match check(bytes, check_crc) {
+            Checked::Record(size) => format!("record {size}"),
+            Checked::Blank => "blank".into(),
+            Checked::End(reason) => format!("end {}", reason.is_some()),
+        }
+    }
+
+    #[test]
+    fn check_agrees_with_scan_on_good_blank_torn_and_corrupt_records() {
+        let host = "127.0.0.1:10911".parse().unwrap();
+        let msg = StoredMessage {
+            topic: "TopicX".into(),
+            body: bytes::Bytes::from_static(b"the body"),
+            born_host: host,
+            store_host: host,
+            properties: "TAGS\u{1}a\u{2}".into(),
+            ..StoredMessage::default()
+        };
+        let good = msg.encode().unwrap().to_vec();
+        let mut bad_crc = good.clone();
+        let body_at = good.windows(8).position(|w| w == b"the body").unwrap();
+        bad_crc[body_at] ^= 0xFF;
+        let mut bad_topic = good.clone();
+        let topic_at = good.windows(6).position(|w| w == b"TopicX").unwrap();
+        bad_topic[topic_at] = 0xFF;
+        let mut blank = vec![0u8; 64];
+        blank[..4].copy_from_slice(&64u32.to_be_bytes());
+        blank[4..8].copy_from_slice(&ferromq_protocol::message::BLANK_MAGIC_CODE.to_be_bytes());
+        let cases: [(&str, &[u8], bool, &str); 8] = [
+            ("good", &good, true, "record"),
+            ("zeros", &[0u8; 64], true, "end false"),
+            ("blank", &blank, true, "blank"),
+            ("torn", &good[..good.len() / 2], true, "end true"),
+            ("bad CRC, checked", &bad_crc, true, "end true"),
+            ("bad CRC, not checked", &bad_crc, false, "record"),
+            ("topic not UTF-8", &bad_topic, true, "end true"),
+            ("garbage", &[0x7F, 0xFF, 0x00, 0x01, 0x02, 0x03, 0x04, 0x05], true, "end true"),
+        ];
+        for (what, bytes, check_crc, want) in cases {
+            let (by_scan, by_check) = (outcome_of_scan(bytes, check_crc), outcome_of_check(bytes, check_crc));
+            assert_eq!(by_check, by_scan, "{what}");
+            assert!(by_check.starts_with(want), "{what}: {by_check}");
         }
     }
 

@@ -353,6 +353,7 @@ impl MessageStore {
         // are remembered, so new puts never take one of them again.
         let mut undispatched: Option<i64> = None;
         let mut scanned_next: HashMap<String, HashMap<i32, i64>> = HashMap::new();
+        let recovery_started = std::time::Instant::now();
         let summary =
             recovery::recover(&shared.config, &commit_log, &checkpoint, &shared.consume_queues, last_exit_ok, |req| {
                 if goes_to_consume_queue(req) {
@@ -391,6 +392,7 @@ impl MessageStore {
             bytes_checked = summary.bytes_checked,
             bytes_truncated = summary.bytes_truncated,
             redispatched = summary.redispatched,
+            commit_log_check_ms = recovery_started.elapsed().as_millis() as u64,
             physical_offset = summary.max_phy_offset,
             min_physical_offset = commit_log.min_offset(),
             queues = shared.consume_queues.all().len(),

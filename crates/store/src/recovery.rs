@@ -15,7 +15,7 @@ use crate::checkpoint::Checkpoint;
 use crate::commit_log::CommitLog;
 use crate::config::StoreConfig;
 use crate::consume_queue::ConsumeQueueStore;
-use crate::dispatch::{scan, Scanned};
+use crate::dispatch::{check, scan, Checked, Scanned};
 use crate::dispatch_request::DispatchRequest;
 use crate::DelayLevels;
 
@@ -76,26 +76,35 @@ pub(crate) fn recover(
                 // there (appends reserve first), so this is the end of the data.
                 break 'files;
             }
-            let scanned = file.with_allocated(pos, valid_len.saturating_sub(pos), |bytes| {
-                scan(bytes, from + pos as i64, check_crc, delays, false)
+            let at = from + pos as i64;
+            // After a clean stop the consume queues hold the records before `dispatched_to`:
+            // those are checked, not decoded into dispatch requests.
+            let decode = !last_exit_ok || at >= dispatched_to;
+            let found = file.with_allocated(pos, valid_len.saturating_sub(pos), |bytes| match decode {
+                true => match scan(bytes, at, check_crc, delays, false) {
+                    Scanned::Record(req) => Checked::Record(req.msg_size as usize).with(Some(req)),
+                    Scanned::Blank => Checked::Blank.with(None),
+                    Scanned::End(reason) => Checked::End(reason).with(None),
+                },
+                false => check(bytes, check_crc).with(None),
             });
-            match scanned {
-                Some(Scanned::Record(req)) => {
-                    pos += req.msg_size as usize;
+            match found {
+                Some((Checked::Record(size), req)) => {
+                    pos += size;
                     end = from + pos as i64;
-                    if !last_exit_ok || req.commit_log_offset >= dispatched_to {
+                    if let Some(req) = req {
                         dispatch(&req);
                         summary.redispatched += 1;
                     }
                 }
-                Some(Scanned::Blank) => {
+                Some((Checked::Blank, _)) => {
                     end = from + file_size as i64;
                     continue 'files;
                 }
-                Some(Scanned::End(reason)) => {
+                Some((Checked::End(reason), _)) => {
                     if let Some(e) = reason {
                         torn = true;
-                        warn!(physical_offset = from + pos as i64, error = %e, "invalid record: recovery ends here");
+                        warn!(physical_offset = at, error = %e, "invalid record: recovery ends here");
                     }
                     break 'files;
                 }
