@@ -248,7 +248,8 @@ mod tests {
         let peer: SocketAddr = "127.0.0.1:2".parse().unwrap();
         let conn = |_: u8| {
             let (near, far) = tokio::io::duplex(8);
-            let c = HandedConnection { stream: Prefixed::new(b"PRI ", far).boxed(), peer, local_addr: None, tls: false };
+            let c =
+                HandedConnection { stream: Prefixed::new(b"PRI ", far).boxed(), peer, local_addr: None, tls: false };
             (near, c)
         };
         let (_kept, first) = conn(1);

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use ferromq_protocol::body::{CheckClientRequestBody, ConsumerListByGroupResponseBody, HeartbeatData, JsonBody};
 use ferromq_protocol::header::{
-    GetConsumerConnectionListRequestHeader, GetConsumerListByGroupRequestHeader, GetRouteInfoRequestHeader, NotifyConsumerIdsChangedRequestHeader,
-    UnregisterClientRequestHeader,
+    GetConsumerConnectionListRequestHeader, GetConsumerListByGroupRequestHeader, GetRouteInfoRequestHeader,
+    NotifyConsumerIdsChangedRequestHeader, UnregisterClientRequestHeader,
 };
 use ferromq_protocol::{request_code, response_code, version, RemotingCommand};
 use ferromq_remoting::Connection;
@@ -148,7 +148,10 @@ async fn forward_heartbeat(
                 // The client is answered now; the calls still out finish in the background (each
                 // bounded by its own timeout), so a slow broker still gets the heartbeat, and a
                 // failed one is forgotten and sent again before the client's next request there.
-                debug!(pending = calls.len(), "forwarding a heartbeat takes longer than {HEARTBEAT_FORWARD_TIMEOUT:?}; answering the client");
+                debug!(
+                    pending = calls.len(),
+                    "forwarding a heartbeat takes longer than {HEARTBEAT_FORWARD_TIMEOUT:?}; answering the client"
+                );
                 let (p, conn) = (p.clone(), conn.clone());
                 tokio::spawn(async move {
                     while let Some(done) = calls.join_next().await {
