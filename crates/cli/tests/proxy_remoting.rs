@@ -57,6 +57,8 @@ const TWO: &str = "ProxyRemotingTwo";
 const ONE: &str = "ProxyRemotingOne";
 const GROUP: &str = "ProxyRemotingG";
 const TX_GROUP: &str = "ProxyRemotingTxPG";
+/// On both broker groups, `message.type=TRANSACTION`.
+const TX_TOPIC: &str = "ProxyRemotingTx";
 const WAIT: Duration = Duration::from_secs(40);
 const RPC: Duration = Duration::from_secs(5);
 
@@ -135,9 +137,15 @@ impl Cluster {
     /// `admin updateTopic -b <broker>` on each of `brokers`, then waits until the name server
     /// routes the topic to exactly those groups.
     async fn create_topic(&self, topic: &str, brokers: &[usize]) {
+        self.create_topic_with(topic, brokers, &[]).await;
+    }
+
+    /// [`Cluster::create_topic`] with more `updateTopic` arguments (attributes).
+    async fn create_topic_with(&self, topic: &str, brokers: &[usize], more: &[&str]) {
         for &i in brokers {
             let out = Command::new(BIN)
                 .args(["admin", "updateTopic", "-b", &self.brokers[i].addr(), "-t", topic, "-r", "4", "-w", "4"])
+                .args(more)
                 .args(["-n", &self.namesrv])
                 .output()
                 .expect("admin runs");
@@ -271,6 +279,7 @@ async fn remoting_clients_through_the_cluster_proxy() {
     let mut c = Cluster::start();
     c.create_topic(TWO, &[0, 1]).await;
     c.create_topic(ONE, &[0]).await;
+    c.create_topic_with(TX_TOPIC, &[0, 1], &["-a", "+message.type=TRANSACTION"]).await;
 
     // Routes: both groups, every address the proxy's.
     let route =
@@ -314,6 +323,7 @@ async fn remoting_clients_through_the_cluster_proxy() {
         c.client_config("proxy-consumer"),
     );
     consumer.subscribe(TWO, "*").await.unwrap();
+    consumer.subscribe(TX_TOPIC, "*").await.unwrap();
     let seen: Seen = Arc::default();
     let log = seen.clone();
     consumer.register_listener(move |msgs| {
@@ -373,8 +383,18 @@ async fn remoting_clients_through_the_cluster_proxy() {
         listener.clone(),
     );
     tx.start().await.unwrap();
+    // The proxy checks a send's type against its topic's `message.type`, as Java's does: a
+    // transaction to a NORMAL topic is refused, normal messages to the TRANSACTION topic too.
+    let refused = tx.send_message_in_transaction(Message::new(TWO, "tx-to-normal"), ()).await;
+    let refused = refused.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(refused.contains("expected type is NORMAL, but actual type is TRANSACTION"), "{refused}");
+    // (Checked before the request is routed: no broker named, two groups.)
+    let normal_to_tx = c.call(send_request(TX_TOPIC, 0, b"normal-to-tx", &[])).await;
+    assert_eq!(normal_to_tx.code, response_code::MESSAGE_ILLEGAL, "{:?}", normal_to_tx.remark);
     for body in ["commit-0", "check-0"] {
-        tx.send_message_in_transaction(Message::new(TWO, body), ()).await.unwrap_or_else(|e| panic!("{body}: {e}"));
+        tx.send_message_in_transaction(Message::new(TX_TOPIC, body), ())
+            .await
+            .unwrap_or_else(|e| panic!("{body}: {e}"));
         want.insert(body.to_owned());
     }
     wait_for_all(&c, &seen, &want, "transactional messages").await;

@@ -1,5 +1,8 @@
-//! Restart time with many consume queues: `queue_restart <queues> <dir>` puts 3 messages into
-//! each of <queues> queues (8 per topic), shuts down cleanly, reopens and reports the times.
+//! Restart time with many consume queues: `queue_restart <queues> <dir> [bulk MiB]` puts 3
+//! messages into each of <queues> queues (8 per topic) and, with a bulk size, that many MiB of
+//! 1 KiB messages into topic Bulk (the CommitLog recovery re-checks its last three 256 MiB
+//! segments at a clean restart), shuts down cleanly, reopens and reports the times. A second run
+//! on the same <dir> only reopens.
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -11,6 +14,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let queues: usize = args[1].parse().unwrap();
     let root = std::path::PathBuf::from(&args[2]);
+    let bulk_mib: usize = args.get(3).map_or(0, |a| a.parse().unwrap());
     let host: SocketAddr = "127.0.0.1:10911".parse().unwrap();
     let r2 = root.clone();
     let config = move || StoreConfig { mapped_file_size_commit_log: 256 * 1024 * 1024, ..StoreConfig::with_root(&r2) };
@@ -32,8 +36,21 @@ fn main() {
                     assert_eq!(store.put_message(msg).await.status, PutMessageStatus::PutOk, "round {round}");
                 }
             }
+            for i in 0..bulk_mib * 1024 {
+                let msg = StoredMessage {
+                    topic: "Bulk".to_owned(),
+                    queue_id: (i % 8) as i32,
+                    body: Bytes::from_static(&[b'x'; 1024]),
+                    born_host: host,
+                    store_host: host,
+                    ..StoredMessage::default()
+                };
+                assert_eq!(store.put_message(msg).await.status, PutMessageStatus::PutOk, "bulk {i}");
+            }
             let last = format!("T{}", (queues - 1) / 8);
-            while store.max_offset_in_queue(&last, ((queues - 1) % 8) as i32) < 3 {
+            while store.max_offset_in_queue(&last, ((queues - 1) % 8) as i32) < 3
+                || store.dispatch_behind_bytes() > 0
+            {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
             println!("seeded {queues} queues in {:?}", t.elapsed());

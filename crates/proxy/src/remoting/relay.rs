@@ -12,10 +12,13 @@ use std::time::{Duration, Instant};
 use ferromq_protocol::body::{JsonBody, LockBatchRequestBody};
 use ferromq_protocol::message::{find_property, keys, sysflag};
 use ferromq_protocol::pop::ExtraInfo;
+use ferromq_protocol::topic_validator::is_retry_or_dlq_topic;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::Connection;
 use tracing::{debug, warn};
 
+use crate::brokers::TopicMessageType;
+use crate::convert::check_message_type;
 use crate::pb::Code;
 use crate::proxy::{Proxy, TransactionData};
 use crate::status::ProxyError;
@@ -215,6 +218,9 @@ pub fn timeout_of(p: &Proxy, req: &RemotingCommand) -> Duration {
 /// (`super::gate`); the broker connection signs it as the proxy when the proxy has
 /// `innerClientAuthenticationCredentials`, replacing the client's signature.
 pub async fn relay(p: &Arc<Proxy>, conn: &Connection, req: RemotingCommand) -> Option<RemotingCommand> {
+    if let Some(refusal) = message_type_refusal(p, &req).await {
+        return (!req.is_oneway()).then(|| refusal.answer(&req));
+    }
     let target = match resolve(p, &req).await {
         Ok(t) => t,
         Err(refusal) => {
@@ -269,6 +275,45 @@ pub async fn relay(p: &Arc<Proxy>, conn: &Connection, req: RemotingCommand) -> O
     }
 }
 
+/// The type of a message by its properties, as Java's proxy reads it
+/// (`TopicMessageType.parseFromMessageProperty`): a transaction half, then any delay key, then a
+/// message group, else normal.
+fn message_type_of(properties: &str) -> TopicMessageType {
+    if find_property(properties, keys::TRAN_MSG) == Some("true") {
+        TopicMessageType::Transaction
+    } else if [keys::DELAY, keys::TIMER_DELIVER_MS, keys::TIMER_DELAY_SEC, keys::TIMER_DELAY_MS]
+        .iter()
+        .any(|k| find_property(properties, k).is_some())
+    {
+        TopicMessageType::Delay
+    } else if find_property(properties, keys::SHARDING_KEY).is_some() {
+        TopicMessageType::Fifo
+    } else {
+        TopicMessageType::Normal
+    }
+}
+
+/// A send whose message type its topic's `message.type` does not take (`enableTopicMessageTypeCheck`,
+/// as Java's proxy checks remoting sends; retry and DLQ topics and transferred messages are not
+/// checked): MESSAGE_ILLEGAL with Java's remark.
+async fn message_type_refusal(p: &Proxy, req: &RemotingCommand) -> Option<Refusal> {
+    let (topic, properties) = match req.code {
+        request_code::SEND_MESSAGE => (req.ext("topic"), req.ext("properties")),
+        request_code::SEND_MESSAGE_V2 | request_code::SEND_BATCH_MESSAGE => (req.ext("b"), req.ext("i")),
+        _ => return None,
+    };
+    let (topic, properties) = (topic?, properties.unwrap_or_default());
+    if !p.config.enable_topic_message_type_check
+        || find_property(properties, keys::TRANSFER_FLAG).is_some()
+        || is_retry_or_dlq_topic(topic)
+    {
+        return None;
+    }
+    let topic_type = p.brokers.topic_message_type(topic).await;
+    let refused = check_message_type(topic_type, message_type_of(properties)).err()?;
+    Some(Refusal::new(response_code::MESSAGE_ILLEGAL, refused.message))
+}
+
 /// A half message being sent: remembered so the producer's END_TRANSACTION finds its broker.
 struct TransactionalSend {
     group: String,
@@ -320,6 +365,31 @@ impl TransactionalSend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn message_types_by_properties_in_javas_order() {
+        let props = |pairs: &[(&str, &str)]| -> String {
+            pairs.iter().map(|(k, v)| format!("{k}\u{1}{v}\u{2}")).collect()
+        };
+        assert_eq!(message_type_of(""), TopicMessageType::Normal);
+        assert_eq!(message_type_of(&props(&[(keys::TAGS, "a")])), TopicMessageType::Normal);
+        assert_eq!(message_type_of(&props(&[(keys::SHARDING_KEY, "g")])), TopicMessageType::Fifo);
+        // Any delay key counts, even level 0, and wins over a message group.
+        assert_eq!(message_type_of(&props(&[(keys::DELAY, "0")])), TopicMessageType::Delay);
+        assert_eq!(
+            message_type_of(&props(&[(keys::SHARDING_KEY, "g"), (keys::TIMER_DELAY_SEC, "5")])),
+            TopicMessageType::Delay
+        );
+        assert_eq!(message_type_of(&props(&[(keys::TIMER_DELIVER_MS, "1")])), TopicMessageType::Delay);
+        assert_eq!(message_type_of(&props(&[(keys::TIMER_DELAY_MS, "1")])), TopicMessageType::Delay);
+        // START_DELIVER_TIME is not one of Java's four.
+        assert_eq!(message_type_of(&props(&[(keys::START_DELIVER_TIME, "1")])), TopicMessageType::Normal);
+        assert_eq!(
+            message_type_of(&props(&[(keys::TRAN_MSG, "true"), (keys::DELAY, "2")])),
+            TopicMessageType::Transaction
+        );
+        assert_eq!(message_type_of(&props(&[(keys::TRAN_MSG, "false")])), TopicMessageType::Normal);
+    }
 
     #[test]
     fn broker_and_topic_fields_by_request_code() {
