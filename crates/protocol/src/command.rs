@@ -141,7 +141,7 @@ pub struct RemotingCommand {
     /// answers with the stored messages as slices of the mapped CommitLog, and the connection
     /// writes them with vectored writes instead of copying them into one buffer. Empty for
     /// nearly every command (a decoded frame never has one); whoever reads a body that may
-    /// have a tail uses [`Self::body_len`] or [`Self::join_body`].
+    /// have a tail uses [`Self::body_len`]; encoding the frame writes the tail after `body`.
     pub body_tail: Vec<Bytes>,
 }
 
@@ -210,20 +210,6 @@ impl RemotingCommand {
         self.body.len() + self.body_tail.iter().map(Bytes::len).sum::<usize>()
     }
 
-    /// Makes the payload one buffer: `body` then holds all of it and the tail is empty. Copies
-    /// only when there is a tail.
-    pub fn join_body(&mut self) -> &Bytes {
-        if !self.body_tail.is_empty() {
-            let mut joined = bytes::BytesMut::with_capacity(self.body_len());
-            joined.extend_from_slice(&self.body);
-            for part in self.body_tail.drain(..) {
-                joined.extend_from_slice(&part);
-            }
-            self.body = joined.freeze();
-        }
-        &self.body
-    }
-
     /// Sets the correlation id.
     pub fn with_opaque(mut self, opaque: i32) -> Self {
         self.opaque = opaque;
@@ -289,12 +275,12 @@ mod tests {
     }
 
     #[test]
-    fn a_body_in_parts_joins_into_one_buffer_in_order() {
+    fn a_body_in_parts_keeps_the_first_as_body_and_the_rest_in_order() {
         let parts = vec![Bytes::from_static(b"ab"), Bytes::new(), Bytes::from_static(b"cde"), Bytes::from_static(b"f")];
-        let mut cmd = RemotingCommand::response(0, None).with_body_parts(parts);
+        let cmd = RemotingCommand::response(0, None).with_body_parts(parts);
         assert_eq!((cmd.body.as_ref(), cmd.body_tail.len(), cmd.body_len()), (&b"ab"[..], 3, 6));
-        assert_eq!(cmd.join_body().as_ref(), b"abcdef");
-        assert!(cmd.body_tail.is_empty());
+        let tail: Vec<u8> = cmd.body_tail.iter().flat_map(|p| p.iter().copied()).collect();
+        assert_eq!(tail, b"cdef");
         let empty = RemotingCommand::response(0, None).with_body_parts(Vec::new());
         assert_eq!((empty.body_len(), empty.body_tail.len()), (0, 0));
     }

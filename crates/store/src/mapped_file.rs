@@ -115,14 +115,20 @@ impl Default for ReservePolicy {
 /// The most an append reserves past its end when it has to reserve inline.
 const INLINE_RESERVE_MAX: usize = 1024 * 1024;
 
-/// The percent of the disk a background reservation leaves free unless told otherwise (for
-/// Java's default `diskSpaceWarningLevelRatio`, 90; see [`background_free_percent`]).
-const DEFAULT_BACKGROUND_FREE_PERCENT: u64 = 20;
+/// The percent of the disk a background reservation leaves free unless told otherwise: that of
+/// Java's default `diskSpaceWarningLevelRatio`, 90.
+const DEFAULT_BACKGROUND_FREE_PERCENT: u64 = background_free_percent(90);
 
 /// The percent of the disk background reservations leave free for a disk guard refusing puts
 /// above `warning_percent` used: ten points more, so reserving ahead alone never crosses it.
-pub(crate) fn background_free_percent(warning_percent: u64) -> u64 {
-    (100 - warning_percent.min(100) + 10).min(100)
+pub(crate) const fn background_free_percent(warning_percent: u64) -> u64 {
+    let warning = if warning_percent < 100 { warning_percent } else { 100 };
+    let free = 100 - warning + 10;
+    if free < 100 {
+        free
+    } else {
+        100
+    }
 }
 
 /// What the background reserves under one hold of the reservation lock.
