@@ -48,9 +48,7 @@ fn main() {
                 assert_eq!(store.put_message(msg).await.status, PutMessageStatus::PutOk, "bulk {i}");
             }
             let last = format!("T{}", (queues - 1) / 8);
-            while store.max_offset_in_queue(&last, ((queues - 1) % 8) as i32) < 3
-                || store.dispatch_behind_bytes() > 0
-            {
+            while store.max_offset_in_queue(&last, ((queues - 1) % 8) as i32) < 3 || store.dispatch_behind_bytes() > 0 {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
             println!("seeded {queues} queues in {:?}", t.elapsed());

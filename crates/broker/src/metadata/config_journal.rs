@@ -28,6 +28,7 @@ use tracing::warn;
 
 use ferromq_config::file::{parent_dir, sync_dir, with_suffix, write_synced};
 
+use crate::metadata::config_file::ConfigFile;
 use crate::metadata::journal_sync::Syncer;
 use crate::metadata::MetadataError;
 
@@ -95,6 +96,127 @@ impl ConfigJournal {
     pub fn lock(&self) -> MutexGuard<'_, JournalWriter> {
         // A panic mid-append leaves at worst a torn last line, which `open` cuts off.
         self.writer.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A metadata file kept with its journal (topics.json, subscriptionGroup.json): each change
+/// is made in memory and appended to the journal under its lock ([`JournaledFile::lock`],
+/// [`JournaledFile::append`]); a persist writes the whole table and drops the records it
+/// covers. The table itself stays with its manager.
+#[derive(Debug)]
+pub struct JournaledFile {
+    file: ConfigFile,
+    journal: ConfigJournal,
+    /// Serializes compactions (the periodic persist against shutdown or a slave's sync).
+    compaction: Mutex<()>,
+}
+
+impl JournaledFile {
+    /// `file` (loaded already) with the journal beside it, and the changes the journal holds,
+    /// to be replayed over what the file held; when there are any the file is marked dirty, so
+    /// the next persist writes them into it.
+    ///
+    /// # Errors
+    /// As [`ConfigJournal::open`].
+    pub fn open<R: DeserializeOwned>(file: ConfigFile) -> Result<(JournaledFile, Vec<R>), MetadataError> {
+        let (journal, changes) = ConfigJournal::open::<R>(file.path())?;
+        if !changes.is_empty() {
+            file.mark_dirty();
+        }
+        Ok((JournaledFile { file, journal, compaction: Mutex::new(()) }, changes))
+    }
+
+    /// The metadata file's path.
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// The journal's path.
+    pub fn journal_path(&self) -> &Path {
+        self.journal.path()
+    }
+
+    /// Locks the journal for a change: make it in memory, then [`JournaledFile::append`] it,
+    /// both while holding this.
+    pub fn lock(&self) -> MutexGuard<'_, JournalWriter> {
+        self.journal.lock()
+    }
+
+    /// Appends `change` (already made in memory) to the journal and marks the file dirty.
+    ///
+    /// # Errors
+    /// As [`JournalWriter::append`] (the change stays in memory; the next persist writes it).
+    pub fn append<R: Serialize>(&self, journal: &mut JournalWriter, change: &R) -> Result<(), MetadataError> {
+        self.file.mark_dirty();
+        journal.append(change)
+    }
+
+    /// Marks the file as behind the table.
+    pub fn mark_dirty(&self) {
+        self.file.mark_dirty();
+    }
+
+    /// Writes the file now (synced, crash-safe) and drops the journal records it covers.
+    /// Changes go on meanwhile: `snapshot` copies the table under the journal's lock, the file is
+    /// written without it, and only the records appended before the copy are dropped.
+    ///
+    /// # Errors
+    /// As [`ConfigFile::persist`]; journal rewrite failures (the journal then keeps records the
+    /// file covers, which replay harmlessly).
+    pub fn persist<T: Serialize>(&self, snapshot: impl FnOnce() -> T) -> Result<(), MetadataError> {
+        let _compacting = self.compaction.lock().unwrap_or_else(PoisonError::into_inner);
+        let (snapshot, mark) = {
+            let journal = self.journal.lock();
+            (snapshot(), journal.len())
+        };
+        self.file.persist(|| snapshot)?;
+        let mut journal = self.journal.lock();
+        journal.drop_before(mark)?;
+        if !journal.is_empty() {
+            // Changes made after the copy: the file does not hold them yet.
+            self.file.mark_dirty();
+        }
+        Ok(())
+    }
+
+    /// [`JournaledFile::persist`] if the table changed since the last write; returns whether
+    /// it wrote.
+    ///
+    /// # Errors
+    /// As [`JournaledFile::persist`].
+    pub fn persist_if_dirty<T: Serialize>(&self, snapshot: impl FnOnce() -> T) -> Result<bool, MetadataError> {
+        if !self.file.is_dirty() {
+            return Ok(false);
+        }
+        self.persist(snapshot).map(|()| true)
+    }
+
+    /// Blocks until every change made so far is on disk (the journal's background sync
+    /// covers it).
+    pub fn wait_durable(&self) {
+        self.journal.lock().wait_durable();
+    }
+
+    /// Changes the whole table without journal records (a slave taking its master's table):
+    /// `change` runs with the journal locked and returns `None` when there is nothing to do;
+    /// otherwise the file is rewritten from `snapshot` and the journal emptied before the lock
+    /// is let go, so no change can slip in between.
+    ///
+    /// # Errors
+    /// As [`JournaledFile::persist`] (the changed table stays in memory and the file dirty).
+    pub fn replace<S, T: Serialize>(
+        &self,
+        change: impl FnOnce() -> Option<S>,
+        snapshot: impl FnOnce() -> T,
+    ) -> Result<Option<S>, MetadataError> {
+        let _compacting = self.compaction.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut journal = self.journal.lock();
+        let Some(summary) = change() else { return Ok(None) };
+        self.file.mark_dirty();
+        self.file.persist(snapshot)?;
+        let end = journal.len();
+        journal.drop_before(end)?;
+        Ok(Some(summary))
     }
 }
 

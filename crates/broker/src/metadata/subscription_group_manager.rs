@@ -14,14 +14,14 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tracing::{debug, info, warn};
 
 use ferromq_protocol::body::DataVersion;
 
 use crate::metadata::config_file::ConfigFile;
-use crate::metadata::config_journal::{ConfigJournal, JournalWriter};
+use crate::metadata::config_journal::JournaledFile;
 use crate::metadata::group_change::{set_forbidden, GroupChange, GroupTables};
 use crate::metadata::topic_validator::validate_group;
 use crate::metadata::{MetadataError, ReplaceSummary};
@@ -105,10 +105,7 @@ impl Default for SubscriptionGroupOptions {
 /// is never held while a file is written. Changes take the journal's lock first and append to
 /// it while holding it, so the journal lists them in the order they were made.
 pub struct SubscriptionGroupManager {
-    file: ConfigFile,
-    journal: ConfigJournal,
-    /// Serializes compactions (the periodic persist against shutdown or a slave's sync).
-    compaction: Mutex<()>,
+    file: JournaledFile,
     state: RwLock<GroupTable>,
     options: SubscriptionGroupOptions,
 }
@@ -154,9 +151,9 @@ impl SubscriptionGroupManager {
             }
             None => (BTreeMap::new(), DataVersion::now()),
         };
-        let (journal, changes) = ConfigJournal::open::<GroupChange>(file.path())?;
+        let (file, changes) = JournaledFile::open::<GroupChange>(file)?;
         if !changes.is_empty() {
-            info!(changes = changes.len(), path = %journal.path().display(), "subscription group changes replayed from the journal");
+            info!(changes = changes.len(), path = %file.journal_path().display(), "subscription group changes replayed from the journal");
             for change in changes {
                 change.apply(GroupTables {
                     groups: &mut groups,
@@ -164,15 +161,8 @@ impl SubscriptionGroupManager {
                     data_version: &mut data_version,
                 });
             }
-            file.mark_dirty();
         }
-        Ok(Self {
-            file,
-            journal,
-            compaction: Mutex::new(()),
-            state: RwLock::new(GroupTable { groups, forbidden, data_version }),
-            options,
-        })
+        Ok(Self { file, state: RwLock::new(GroupTable { groups, forbidden, data_version }), options })
     }
 
     /// The config of `group`. An unknown group is created with Java's defaults (and journaled)
@@ -194,7 +184,7 @@ impl SubscriptionGroupManager {
             debug!(group, reason = %reason, "subscription group not auto-created: invalid name");
             return None;
         }
-        let mut journal = self.journal.lock();
+        let mut journal = self.file.lock();
         let (config, change) = {
             let mut state = self.write();
             match state.groups.get(group) {
@@ -210,7 +200,7 @@ impl SubscriptionGroupManager {
         if let Some(change) = change {
             // Journaled at once (a killed broker keeps the group); the journal's background
             // sync makes it durable off the request path.
-            if let Err(e) = self.journal_change(&mut journal, &change) {
+            if let Err(e) = self.file.append(&mut journal, &change) {
                 warn!(group, error = %e, "auto-created group not journaled; the periodic persist retries");
             }
             info!(group, "subscription group auto-created");
@@ -236,7 +226,7 @@ impl SubscriptionGroupManager {
             return Err(MetadataError::InvalidGroup { group: String::new(), reason: "empty group name".to_owned() });
         }
         let group = config.group_name.clone();
-        let mut journal = self.journal.lock();
+        let mut journal = self.file.lock();
         let (old, change) = {
             let mut state = self.write();
             let old = state.groups.insert(group.clone(), config.clone());
@@ -244,7 +234,7 @@ impl SubscriptionGroupManager {
             (old, GroupChange::put(config, state.data_version))
         };
         info!(group = %group, created = old.is_none(), "subscription group updated");
-        self.journal_change(&mut journal, &change)
+        self.file.append(&mut journal, &change)
     }
 
     /// Removes a group and its forbidden entries; returns whether the group existed. Journals
@@ -254,7 +244,7 @@ impl SubscriptionGroupManager {
     ///
     /// Journal failures (the group stays deleted in memory).
     pub fn delete(&self, group: &str) -> Result<bool, MetadataError> {
-        let mut journal = self.journal.lock();
+        let mut journal = self.file.lock();
         let change = {
             let mut state = self.write();
             let had_forbidden = state.forbidden.remove(group).is_some();
@@ -275,7 +265,7 @@ impl SubscriptionGroupManager {
             return Ok(false);
         };
         info!(group, "subscription group deleted");
-        self.journal_change(&mut journal, &change).map(|()| true)
+        self.file.append(&mut journal, &change).map(|()| true)
     }
 
     /// Turns consumption of `group` off; returns whether the group exists. Java:
@@ -283,7 +273,7 @@ impl SubscriptionGroupManager {
     /// is journaled like any other (a failed append is logged, and the periodic persist writes
     /// it).
     pub fn disable_consume(&self, group: &str) -> bool {
-        let mut journal = self.journal.lock();
+        let mut journal = self.file.lock();
         let change = {
             let mut state = self.write();
             let Some(config) = state.groups.get_mut(group) else { return false };
@@ -292,7 +282,7 @@ impl SubscriptionGroupManager {
             state.data_version.next_version();
             GroupChange::put(config, state.data_version)
         };
-        if let Err(e) = self.journal_change(&mut journal, &change) {
+        if let Err(e) = self.file.append(&mut journal, &change) {
             warn!(group, error = %e, "disabled consumption not journaled; the periodic persist retries");
         }
         true
@@ -329,7 +319,7 @@ impl SubscriptionGroupManager {
             warn!(group, topic, index, "forbidden bit index out of range");
             return Ok(self.forbidden(group, topic));
         };
-        let mut journal = self.journal.lock();
+        let mut journal = self.file.lock();
         let (value, change) = {
             let mut state = self.write();
             let old = state.forbidden.get(group).and_then(|t| t.get(topic)).copied().unwrap_or(0).max(0);
@@ -339,7 +329,7 @@ impl SubscriptionGroupManager {
             (value, GroupChange::forbidden(group, topic, value, state.data_version))
         };
         info!(group, topic, forbidden = value, "group forbidden bits updated");
-        self.journal_change(&mut journal, &change).map(|()| value)
+        self.file.append(&mut journal, &change).map(|()| value)
     }
 
     /// A copy of the whole table: subscriptionGroup.json's content and the
@@ -370,14 +360,10 @@ impl SubscriptionGroupManager {
     ///
     /// Persist failures (the new table stays in memory and the table stays dirty).
     pub fn replace_all(&self, master: SubscriptionGroupWrapper) -> Result<Option<ReplaceSummary>, MetadataError> {
-        // The whole table changes without journal records: the file is rewritten while the
-        // journal stays locked, so no change can slip in between.
-        let _compacting = self.compaction.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut journal = self.journal.lock();
-        let summary = {
+        let change = || {
             let mut state = self.write();
             if state.data_version == master.data_version {
-                return Ok(None);
+                return None;
             }
             let mut groups: HashMap<String, SubscriptionGroupConfig> =
                 master.subscription_group_table.into_iter().collect();
@@ -390,37 +376,19 @@ impl SubscriptionGroupManager {
             state.groups = groups;
             state.forbidden = master.forbidden_table;
             state.data_version = master.data_version;
-            self.file.mark_dirty();
-            summary
+            Some(summary)
         };
-        self.file.persist(|| self.all())?;
-        let end = journal.len();
-        journal.drop_before(end)?;
-        Ok(Some(summary))
+        self.file.replace(change, || self.all())
     }
 
     /// Writes subscriptionGroup.json now (synced, crash-safe) and drops the journal records it
-    /// covers. Changes go on meanwhile: the table is copied under the journal's lock, written
-    /// without it, and only the records appended before the copy are dropped.
+    /// covers ([`JournaledFile::persist`]).
     ///
     /// # Errors
     ///
-    /// As [`ConfigFile::persist`]; journal rewrite failures (the journal then keeps records
-    /// the file covers, which replay harmlessly).
+    /// As [`JournaledFile::persist`].
     pub fn persist(&self) -> Result<(), MetadataError> {
-        let _compacting = self.compaction.lock().unwrap_or_else(PoisonError::into_inner);
-        let (snapshot, mark) = {
-            let journal = self.journal.lock();
-            (self.all(), journal.len())
-        };
-        self.file.persist(|| snapshot)?;
-        let mut journal = self.journal.lock();
-        journal.drop_before(mark)?;
-        if !journal.is_empty() {
-            // Changes made after the copy: the file does not hold them yet.
-            self.file.mark_dirty();
-        }
-        Ok(())
+        self.file.persist(|| self.all())
     }
 
     /// Writes subscriptionGroup.json if the table changed since the last write; returns whether
@@ -430,22 +398,13 @@ impl SubscriptionGroupManager {
     ///
     /// As [`SubscriptionGroupManager::persist`].
     pub fn persist_if_dirty(&self) -> Result<bool, MetadataError> {
-        if !self.file.is_dirty() {
-            return Ok(false);
-        }
-        self.persist().map(|()| true)
+        self.file.persist_if_dirty(|| self.all())
     }
 
     /// Blocks until every change made so far is on disk (the journal's background sync
     /// covers it).
     pub fn wait_durable(&self) {
-        self.journal.lock().wait_durable();
-    }
-
-    /// Appends `change` (already made in memory) to the journal and marks the table dirty.
-    fn journal_change(&self, journal: &mut JournalWriter, change: &GroupChange) -> Result<(), MetadataError> {
-        self.file.mark_dirty();
-        journal.append(change)
+        self.file.wait_durable();
     }
 
     fn read(&self) -> RwLockReadGuard<'_, GroupTable> {

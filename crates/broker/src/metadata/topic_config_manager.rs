@@ -19,7 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tracing::{info, warn};
 
@@ -27,7 +27,7 @@ use ferromq_protocol::body::perm::{self, PERM_INHERIT, PERM_READ, PERM_WRITE};
 use ferromq_protocol::body::{DataVersion, KVTable, TopicConfig, TopicConfigSerializeWrapper};
 
 use crate::metadata::config_file::ConfigFile;
-use crate::metadata::config_journal::{ConfigJournal, JournalWriter};
+use crate::metadata::config_journal::JournaledFile;
 use crate::metadata::topic_change::TopicChange;
 use crate::metadata::topic_validator::{
     self, reply_topic, revive_topic, AUTO_CREATE_TOPIC_KEY_TOPIC, RMQ_SYS_BENCHMARK_TOPIC, RMQ_SYS_OFFSET_MOVED_EVENT,
@@ -86,10 +86,7 @@ pub type TopicCreatedHook = Box<dyn Fn(&TopicConfig) + Send + Sync>;
 /// held while a file is written. Changes take the journal's lock first and append to it while
 /// holding it, so the journal lists them in the order they were made.
 pub struct TopicConfigManager {
-    file: ConfigFile,
-    journal: ConfigJournal,
-    /// Serializes compactions (the periodic persist against shutdown or a slave's sync).
-    compaction: Mutex<()>,
+    file: JournaledFile,
     state: RwLock<TopicTable>,
     options: TopicConfigOptions,
     /// System topics named after this broker (cluster, broker, reply, revive...), in addition to
@@ -148,18 +145,15 @@ impl TopicConfigManager {
             }
             None => DataVersion::now(),
         };
-        let (journal, changes) = ConfigJournal::open::<TopicChange>(file.path())?;
+        let (file, changes) = JournaledFile::open::<TopicChange>(file)?;
         if !changes.is_empty() {
-            info!(changes = changes.len(), path = %journal.path().display(), "topic changes replayed from the journal");
+            info!(changes = changes.len(), path = %file.journal_path().display(), "topic changes replayed from the journal");
             for change in changes {
                 change.apply(&mut topics, &mut data_version);
             }
-            file.mark_dirty();
         }
         Ok(Self {
             file,
-            journal,
-            compaction: Mutex::new(()),
             state: RwLock::new(TopicTable { topics, data_version }),
             options,
             broker_system_topics,
@@ -205,7 +199,7 @@ impl TopicConfigManager {
             return Err(MetadataError::InvalidTopic { topic: String::new(), reason: "empty topic name".to_owned() });
         }
         let topic = config.topic_name.clone();
-        let mut journal = self.journal.lock();
+        let mut journal = self.file.lock();
         let (old, change) = {
             let mut state = self.write();
             let old = state.topics.insert(topic.clone(), config.clone());
@@ -213,7 +207,7 @@ impl TopicConfigManager {
             (old, TopicChange::put(config, state.data_version))
         };
         info!(topic = %topic, created = old.is_none(), "topic config updated");
-        self.journal_change(&mut journal, &change)
+        self.file.append(&mut journal, &change)
     }
 
     /// Removes a topic; returns whether it existed. Bumps the data version and journals the
@@ -223,7 +217,7 @@ impl TopicConfigManager {
     ///
     /// Journal failures (the topic stays deleted in memory).
     pub fn delete(&self, topic: &str) -> Result<bool, MetadataError> {
-        let mut journal = self.journal.lock();
+        let mut journal = self.file.lock();
         let change = {
             let mut state = self.write();
             if state.topics.remove(topic).is_none() {
@@ -238,7 +232,7 @@ impl TopicConfigManager {
             return Ok(false);
         };
         info!(topic, "topic config deleted");
-        self.journal_change(&mut journal, &change).map(|()| true)
+        self.file.append(&mut journal, &change).map(|()| true)
     }
 
     /// The config of `topic`, creating it from `default_topic` if it does not exist.
@@ -357,7 +351,7 @@ impl TopicConfigManager {
     ///
     /// Persist failures.
     pub fn update_order_topic_config(&self, order_topics: &KVTable) -> Result<(), MetadataError> {
-        let mut journal = self.journal.lock();
+        let mut journal = self.file.lock();
         let changes = {
             let mut state = self.write();
             let mut changed = Vec::new();
@@ -377,7 +371,7 @@ impl TopicConfigManager {
             changed.into_iter().map(|c| TopicChange::put(c, version)).collect::<Vec<_>>()
         };
         for change in &changes {
-            self.journal_change(&mut journal, change)?;
+            self.file.append(&mut journal, change)?;
         }
         Ok(())
     }
@@ -419,13 +413,13 @@ impl TopicConfigManager {
     /// registered perms is computed at registration). Java: `getDataVersion().nextVersion()`
     /// in `AdminBrokerProcessor#updateBrokerConfig`.
     pub fn bump_data_version(&self) {
-        let mut journal = self.journal.lock();
+        let mut journal = self.file.lock();
         let version = {
             let mut state = self.write();
             state.data_version.next_version();
             state.data_version
         };
-        if let Err(e) = self.journal_change(&mut journal, &TopicChange::version(version)) {
+        if let Err(e) = self.file.append(&mut journal, &TopicChange::version(version)) {
             // Only the version is lost on a crash, and a restarted broker registers in full.
             warn!(error = %e, "topic table version change not journaled");
         }
@@ -449,14 +443,10 @@ impl TopicConfigManager {
     ///
     /// Persist failures (the new table stays in memory and the table stays dirty).
     pub fn replace_all(&self, master: TopicConfigSerializeWrapper) -> Result<Option<ReplaceSummary>, MetadataError> {
-        // The whole table changes without journal records: the file is rewritten while the
-        // journal stays locked, so no change can slip in between.
-        let _compacting = self.compaction.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut journal = self.journal.lock();
-        let summary = {
+        let change = || {
             let mut state = self.write();
             if state.data_version == master.data_version {
-                return Ok(None);
+                return None;
             }
             let mut topics: HashMap<String, TopicConfig> = master.topic_config_table.into_iter().collect();
             for name in &self.broker_system_topics {
@@ -467,13 +457,9 @@ impl TopicConfigManager {
             let summary = ReplaceSummary::between(&state.topics, &topics);
             state.topics = topics;
             state.data_version = master.data_version;
-            self.file.mark_dirty();
-            summary
+            Some(summary)
         };
-        self.file.persist(|| self.all())?;
-        let end = journal.len();
-        journal.drop_before(end)?;
-        Ok(Some(summary))
+        self.file.replace(change, || self.all())
     }
 
     /// The options the table was loaded with.
@@ -481,28 +467,14 @@ impl TopicConfigManager {
         &self.options
     }
 
-    /// Writes topics.json now (synced, crash-safe) and drops the journal records it covers.
-    /// Changes go on meanwhile: the table is copied under the journal's lock, written without
-    /// it, and only the records appended before the copy are dropped.
+    /// Writes topics.json now (synced, crash-safe) and drops the journal records it covers
+    /// ([`JournaledFile::persist`]).
     ///
     /// # Errors
     ///
-    /// As [`ConfigFile::persist`]; journal rewrite failures (the journal then keeps records
-    /// the file covers, which replay harmlessly).
+    /// As [`JournaledFile::persist`].
     pub fn persist(&self) -> Result<(), MetadataError> {
-        let _compacting = self.compaction.lock().unwrap_or_else(PoisonError::into_inner);
-        let (snapshot, mark) = {
-            let journal = self.journal.lock();
-            (self.all(), journal.len())
-        };
-        self.file.persist(|| snapshot)?;
-        let mut journal = self.journal.lock();
-        journal.drop_before(mark)?;
-        if !journal.is_empty() {
-            // Changes made after the copy: the file does not hold them yet.
-            self.file.mark_dirty();
-        }
-        Ok(())
+        self.file.persist(|| self.all())
     }
 
     /// Writes topics.json if the table changed since the last write; returns whether it wrote.
@@ -511,22 +483,13 @@ impl TopicConfigManager {
     ///
     /// As [`TopicConfigManager::persist`].
     pub fn persist_if_dirty(&self) -> Result<bool, MetadataError> {
-        if !self.file.is_dirty() {
-            return Ok(false);
-        }
-        self.persist().map(|()| true)
+        self.file.persist_if_dirty(|| self.all())
     }
 
     /// Blocks until every change made so far is on disk (the journal's background sync
     /// covers it).
     pub fn wait_durable(&self) {
-        self.journal.lock().wait_durable();
-    }
-
-    /// Appends `change` (already made in memory) to the journal and marks the table dirty.
-    fn journal_change(&self, journal: &mut JournalWriter, change: &TopicChange) -> Result<(), MetadataError> {
-        self.file.mark_dirty();
-        journal.append(change)
+        self.file.wait_durable();
     }
 
     /// Returns the existing config, or inserts what `build` makes from the table (`None`:
@@ -539,7 +502,7 @@ impl TopicConfigManager {
         if let Some(existing) = self.select(topic) {
             return Ok(Some(existing));
         }
-        let mut journal = self.journal.lock();
+        let mut journal = self.file.lock();
         let (created, change) = {
             let mut state = self.write();
             if let Some(existing) = state.topics.get(topic) {
@@ -555,7 +518,7 @@ impl TopicConfigManager {
         // Journaled here, so a killed process keeps the topic (its messages are acknowledged,
         // and pulls of an unknown topic fail); the journal's background sync makes it durable
         // off the request path (an fsync here took seconds while the store was flushing).
-        if let Err(e) = self.journal_change(&mut journal, &change) {
+        if let Err(e) = self.file.append(&mut journal, &change) {
             warn!(topic, error = %e, "created topic not journaled; the periodic persist retries");
         }
         drop(journal);

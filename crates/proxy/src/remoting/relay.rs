@@ -368,9 +368,8 @@ mod tests {
 
     #[test]
     fn message_types_by_properties_in_javas_order() {
-        let props = |pairs: &[(&str, &str)]| -> String {
-            pairs.iter().map(|(k, v)| format!("{k}\u{1}{v}\u{2}")).collect()
-        };
+        let props =
+            |pairs: &[(&str, &str)]| -> String { pairs.iter().map(|(k, v)| format!("{k}\u{1}{v}\u{2}")).collect() };
         assert_eq!(message_type_of(""), TopicMessageType::Normal);
         assert_eq!(message_type_of(&props(&[(keys::TAGS, "a")])), TopicMessageType::Normal);
         assert_eq!(message_type_of(&props(&[(keys::SHARDING_KEY, "g")])), TopicMessageType::Fifo);
