@@ -578,7 +578,7 @@ impl ConsumeQueue {
             ext.recover().map_err(|e| self.context(e, "recovering the ext files"))?;
             self.cut_ext_after_last_unit()?;
         }
-        info!(topic = %self.topic, queue_id = self.queue_id, min_offset = min / UNIT, max_offset = end / UNIT,
+        debug!(topic = %self.topic, queue_id = self.queue_id, min_offset = min / UNIT, max_offset = end / UNIT,
             max_physic, "consume queue recovered");
         Ok(())
     }
@@ -785,6 +785,31 @@ impl ConsumeQueue {
 /// Topic -> queue id -> queue.
 type QueueTable = HashMap<String, HashMap<i32, Arc<ConsumeQueue>>>;
 
+/// Queues below which loading and recovery stay on the calling thread.
+const PARALLEL_FROM: usize = 256;
+
+/// `f` over `items`, in order, on up to four threads (as many as there are CPUs) when there are
+/// at least [`PARALLEL_FROM`]: a restart opens and checks every queue, and 10,000 queues one
+/// after the other took most of a second. The first error (in item order) is returned.
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> io::Result<R> + Sync) -> io::Result<Vec<R>> {
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).min(4);
+    if items.len() < PARALLEL_FROM || threads < 2 {
+        return items.iter().map(&f).collect();
+    }
+    let f = &f;
+    std::thread::scope(|s| {
+        let parts: Vec<_> = items
+            .chunks(items.len().div_ceil(threads))
+            .map(|chunk| s.spawn(move || chunk.iter().map(f).collect::<io::Result<Vec<R>>>()))
+            .collect();
+        let mut out = Vec::with_capacity(items.len());
+        for part in parts {
+            out.extend(part.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))?);
+        }
+        Ok(out)
+    })
+}
+
 /// Every ConsumeQueue of the store, by topic and queue id. Java: `ConsumeQueueStore`.
 #[derive(Debug)]
 pub struct ConsumeQueueStore {
@@ -812,7 +837,7 @@ impl ConsumeQueueStore {
     pub fn load_with_ext(root: &Path, file_size: usize, ext: Option<ExtOptions>) -> io::Result<ConsumeQueueStore> {
         std::fs::create_dir_all(root)
             .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", root.display())))?;
-        let mut table = QueueTable::new();
+        let mut found = Vec::new();
         for topic_entry in read_dir(root)? {
             let Some(topic) = dir_name(&topic_entry)? else { continue };
             for queue_entry in read_dir(&topic_entry.path())? {
@@ -821,9 +846,16 @@ impl ConsumeQueueStore {
                     debug!(path = %queue_entry.path().display(), "ignoring non-numeric consume queue directory");
                     continue;
                 };
-                let queue = ConsumeQueue::open_with_ext(root, &topic, queue_id, file_size, ext.as_ref())?;
-                table.entry(topic.clone()).or_default().insert(queue_id, Arc::new(queue));
+                found.push((topic.clone(), queue_id));
             }
+        }
+        // Opening is a few system calls per file: with thousands of queues, spread over threads.
+        let opened = in_parallel(&found, |(topic, queue_id)| {
+            ConsumeQueue::open_with_ext(root, topic, *queue_id, file_size, ext.as_ref())
+        })?;
+        let mut table = QueueTable::new();
+        for ((topic, queue_id), queue) in found.into_iter().zip(opened) {
+            table.entry(topic).or_default().insert(queue_id, Arc::new(queue));
         }
         let queues: usize = table.values().map(HashMap::len).sum();
         info!(root = %root.display(), topics = table.len(), queues, "consume queues loaded");
@@ -878,7 +910,11 @@ impl ConsumeQueueStore {
     /// # Errors
     /// The first queue that failed.
     pub fn recover_all(&self) -> io::Result<()> {
-        self.all().iter().try_for_each(|(_, _, q)| q.recover())
+        let started = std::time::Instant::now();
+        let queues = self.all();
+        in_parallel(&queues, |(_, _, q)| q.recover())?;
+        info!(queues = queues.len(), elapsed_ms = started.elapsed().as_millis() as u64, "consume queues recovered");
+        Ok(())
     }
 
     /// Cuts every queue back to the recovered CommitLog end (see [`ConsumeQueue::truncate_dirty`]).

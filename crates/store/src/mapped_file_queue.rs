@@ -119,7 +119,9 @@ impl MappedFileQueue {
             files.push(Arc::new(f));
         }
         if !files.is_empty() {
-            info!(dir = %dir.display(), segments = files.len(), "segments loaded");
+            // One per consume queue at start: 10,000 queues would make 10,000 INFO lines (the
+            // store logs totals).
+            debug!(dir = %dir.display(), segments = files.len(), "segments loaded");
         }
         let append_path = Arc::new(SharedAppendPath::default());
         let warm = Arc::new(AtomicBool::new(false));
