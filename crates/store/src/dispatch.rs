@@ -7,51 +7,23 @@ use ferromq_protocol::message::{iter_properties, keys, sysflag, MessageError, Re
 use crate::dispatch_request::DispatchRequest;
 use crate::DelayLevels;
 
-/// What is at a CommitLog position.
+/// What is at a CommitLog position: a valid record (as `R` says it), the end-of-file blank, or
+/// the end of the data.
 #[derive(Debug)]
-pub(crate) enum Scanned {
+pub(crate) enum Found<R> {
     /// A valid record.
-    Record(DispatchRequest),
+    Record(R),
     /// The end-of-file blank: the rest of the segment is unused.
     Blank,
     /// No valid record here: the end of the data (zeros) or a torn/corrupt record.
     End(Option<MessageError>),
 }
 
-/// Parses the record at the start of `bytes`, which sits at CommitLog `offset`. With
-/// `check_crc` the body CRC must match. `delays` gives schedule-topic records their delivery
-/// time as tagsCode.
-pub(crate) fn scan(bytes: &[u8], offset: i64, check_crc: bool, delays: &DelayLevels, keep_properties: bool) -> Scanned {
-    if bytes.len() >= 4 && bytes[..4] == [0, 0, 0, 0] {
-        return Scanned::End(None);
-    }
-    let view = match RecordView::parse(bytes) {
-        Ok(RecordOrBlank::Blank { .. }) => return Scanned::Blank,
-        Ok(RecordOrBlank::Record(v)) => v,
-        Err(e) => return Scanned::End(Some(e)),
-    };
-    if check_crc {
-        if let Err(e) = view.verify_body_crc() {
-            return Scanned::End(Some(e));
-        }
-    }
-    match request_from(&view, offset, delays, keep_properties) {
-        Ok(req) => Scanned::Record(req),
-        Err(e) => Scanned::End(Some(e)),
-    }
-}
+/// A record decoded into its dispatch request ([`scan`]).
+pub(crate) type Scanned = Found<DispatchRequest>;
 
-/// What is at a CommitLog position, checked as [`scan`] checks it but not turned into a
-/// dispatch request (recovery of records the consume queues already hold).
-#[derive(Debug)]
-pub(crate) enum Checked {
-    /// A valid record of this many bytes.
-    Record(usize),
-    /// The end-of-file blank.
-    Blank,
-    /// The end of the data, or a torn/corrupt record.
-    End(Option<MessageError>),
-}
+/// A record checked, not decoded: its size ([`check`]).
+pub(crate) type Checked = Found<usize>;
 
 impl Checked {
     /// Paired with the dispatch request when one was built.
@@ -60,28 +32,48 @@ impl Checked {
     }
 }
 
-/// [`scan`] without building the dispatch request: the same checks (layout, body CRC with
-/// `check_crc`, a UTF-8 topic and properties) and no allocation.
-pub(crate) fn check(bytes: &[u8], check_crc: bool) -> Checked {
+/// The record at the start of `bytes`, its body CRC verified with `check_crc`; what is there
+/// instead when it is no valid record.
+fn record_at<R>(bytes: &[u8], check_crc: bool) -> Result<RecordView<'_>, Found<R>> {
     if bytes.len() >= 4 && bytes[..4] == [0, 0, 0, 0] {
-        return Checked::End(None);
+        return Err(Found::End(None));
     }
     let view = match RecordView::parse(bytes) {
-        Ok(RecordOrBlank::Blank { .. }) => return Checked::Blank,
+        Ok(RecordOrBlank::Blank { .. }) => return Err(Found::Blank),
         Ok(RecordOrBlank::Record(v)) => v,
-        Err(e) => return Checked::End(Some(e)),
+        Err(e) => return Err(Found::End(Some(e))),
     };
-    let checks = || -> Result<(), MessageError> {
-        if check_crc {
-            view.verify_body_crc()?;
-        }
-        view.topic_str()?;
-        view.properties_str()?;
-        Ok(())
+    if check_crc {
+        view.verify_body_crc().map_err(|e| Found::End(Some(e)))?;
+    }
+    Ok(view)
+}
+
+/// Parses the record at the start of `bytes`, which sits at CommitLog `offset`. With
+/// `check_crc` the body CRC must match. `delays` gives schedule-topic records their delivery
+/// time as tagsCode.
+pub(crate) fn scan(bytes: &[u8], offset: i64, check_crc: bool, delays: &DelayLevels, keep_properties: bool) -> Scanned {
+    let view = match record_at(bytes, check_crc) {
+        Ok(view) => view,
+        Err(found) => return found,
     };
-    match checks() {
-        Ok(()) => Checked::Record(view.total_size),
-        Err(e) => Checked::End(Some(e)),
+    match request_from(&view, offset, delays, keep_properties) {
+        Ok(req) => Found::Record(req),
+        Err(e) => Found::End(Some(e)),
+    }
+}
+
+/// [`scan`] without building the dispatch request (recovery of records the consume queues
+/// already hold): the same checks (layout, body CRC with `check_crc`, a UTF-8 topic and
+/// properties) and no allocation.
+pub(crate) fn check(bytes: &[u8], check_crc: bool) -> Checked {
+    let view = match record_at(bytes, check_crc) {
+        Ok(view) => view,
+        Err(found) => return found,
+    };
+    match view.topic_str().and_then(|_| view.properties_str()) {
+        Ok(_) => Found::Record(view.total_size),
+        Err(e) => Found::End(Some(e)),
     }
 }
 
