@@ -164,6 +164,42 @@ async fn clean_restart_keeps_everything_and_continues_offsets() {
 }
 
 #[tokio::test]
+async fn a_corrupt_record_after_a_clean_stop_ends_recovery_there() {
+    // A clean restart re-checks the last segments (their checks run side by side, then the walk
+    // goes on from where each stopped): a record whose body no longer matches its CRC ends the
+    // data there, in whichever segment it is, and nothing after it survives.
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = MessageStore::open(config(dir.path(), FlushDiskType::AsyncFlush), host()).unwrap();
+        put_all(&store, "R", 0, 50).await;
+        store.shutdown();
+    }
+    let commit_log = dir.path().join("commitlog");
+    let mut segments: Vec<_> = std::fs::read_dir(&commit_log).unwrap().map(|e| e.unwrap().path()).collect();
+    segments.sort();
+    assert!(segments.len() >= 3, "several segments: {segments:?}");
+    let (path, at) = segments
+        .iter()
+        .find_map(|p| {
+            let bytes = std::fs::read(p).unwrap();
+            // The body, then the topic's length (one byte) and the topic.
+            bytes.windows(5).position(|w| w == b"m30\x01R").map(|at| (p.clone(), at))
+        })
+        .expect("m30's body followed by its topic");
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[at + 1] ^= 0x01;
+    std::fs::write(&path, &bytes).unwrap();
+
+    let store = MessageStore::open(config(dir.path(), FlushDiskType::AsyncFlush), host()).unwrap();
+    assert_eq!(store.max_offset_in_queue("R", 0), 30, "m30 and everything after it are gone");
+    let kept = bodies(&store, "R", 0);
+    assert_eq!(kept, (0..30).map(|i| format!("m{i}")).collect::<Vec<_>>());
+    // New messages go on from there.
+    let r = store.put_message(msg("R", 0, "again", "even", "k")).await;
+    assert_eq!(r.append.unwrap().logics_offset, 30);
+}
+
+#[tokio::test]
 async fn warmed_segments_are_written_through_before_use_and_recover_like_any_other() {
     use std::os::unix::fs::MetadataExt;
     let dir = tempfile::tempdir().unwrap();
