@@ -271,4 +271,7 @@ case $MODE in
   all) restart_part; memory_part ;;
 esac
 log "done"
-column -t -s $'\t' "$OUT/restart.tsv" 2>/dev/null; column -t -s $'\t' "$OUT/memory.tsv" 2>/dev/null
+# Only the parts that ran wrote their table (the script used to end with 1 when one had not).
+for table in restart memory; do
+  if [ -f "$OUT/$table.tsv" ]; then column -t -s $'\t' "$OUT/$table.tsv"; fi
+done
