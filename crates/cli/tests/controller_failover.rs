@@ -4,7 +4,9 @@
 //! (AutoSwitchHA) and join the SyncStateSet. The master is SIGKILLed under SYNC load: a member
 //! of the SyncStateSet becomes master with no person involved, every acknowledged message is
 //! on it (once), producing resumes there, and the old master, started again on its store,
-//! comes back as a replica whose CommitLog is byte-for-byte the new master's.
+//! comes back as a replica whose CommitLog is byte-for-byte the new master's. A replica that
+//! stays connected but stops acknowledging (SIGSTOP) leaves the SyncStateSet after
+//! `haMaxTimeSlaveNotCatchup`, writes go on without it, and it rejoins once caught up.
 
 mod common;
 
@@ -673,5 +675,72 @@ async fn the_cpp_client_keeps_producing_through_a_failover() {
     }
     let lost: Vec<_> = sent.iter().filter(|(b, _)| !stored.contains(b)).map(|(b, _)| b.clone()).collect();
     assert!(lost.is_empty(), "{} acknowledged messages lost, e.g. {:?}", lost.len(), &lost[..lost.len().min(5)]);
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lagging_replica_leaves_the_sync_state_set_and_rejoins_when_caught_up() {
+    // A replica that stays connected but stops acknowledging (SIGSTOP: its socket stays open)
+    // holds every write of an allAckInSyncStateSet master until the master drops it from the
+    // SyncStateSet after haMaxTimeSlaveNotCatchup; once it runs again it catches up and the
+    // master takes it back in.
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cluster(dir.path(), |_, controllers| controllers.join(";"));
+    for b in &mut c.brokers {
+        b.conf.push_str("haMaxTimeSlaveNotCatchup=3000\n");
+        b.start();
+    }
+    let client = RemotingClient::new(ClientConfig::default());
+    let (controllers, addrs): (Vec<String>, Vec<String>) =
+        (c.controllers.clone(), c.brokers.iter().map(Proc::addr).collect());
+    let (master, full) = wait_for("a full SyncStateSet", Duration::from_secs(60), async || {
+        replica_info(&client, &controllers).await.filter(|(_, set)| set.len() == 3)
+    })
+    .await;
+    wait_for("the master to take writes", Duration::from_secs(20), async || {
+        let r = client.invoke(&master, send("before"), T).await.ok()?;
+        (r.code == response_code::SUCCESS).then_some(())
+    })
+    .await;
+    let lagging = addrs.iter().position(|a| *a != master).unwrap();
+
+    signal(&c.brokers[lagging], "-STOP");
+    let stopped_at = Instant::now();
+    // Writes go on once the set no longer waits for it (each attempt bounded; the first ones
+    // may time out while the master still counts the stopped replica).
+    wait_for("a write acknowledged without the stopped replica", Duration::from_secs(60), async || {
+        let r = client.invoke(&master, send("while-lagging"), Duration::from_secs(10)).await.ok()?;
+        (r.code == response_code::SUCCESS).then_some(())
+    })
+    .await;
+    let (still_master, shrunk) = wait_for("the SyncStateSet without it", Duration::from_secs(60), async || {
+        replica_info(&client, &controllers).await.filter(|(_, set)| set.len() == 2)
+    })
+    .await;
+    println!("SyncStateSet {full:?} -> {shrunk:?} {:?} after SIGSTOP", stopped_at.elapsed());
+    assert_eq!(still_master, master, "a lagging replica is no reason to change the master");
+    assert!(shrunk.is_subset(&full));
+    for i in 0..10 {
+        let r = client.invoke(&master, send(&format!("lagging-{i}")), T).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    }
+
+    signal(&c.brokers[lagging], "-CONT");
+    let end = max_offset(&client, &master).await.unwrap();
+    wait_for("the replica caught up", Duration::from_secs(60), async || {
+        let info = runtime_info(&client, &addrs[lagging]).await?;
+        (info.get("commitLogMaxOffset")?.parse::<i64>().ok()? >= end).then_some(())
+    })
+    .await;
+    let (master_after, set) = wait_for("the SyncStateSet whole again", Duration::from_secs(60), async || {
+        replica_info(&client, &controllers).await.filter(|(_, set)| set.len() == 3)
+    })
+    .await;
+    assert_eq!((master_after, set), (master.clone(), full));
+    let (theirs, ours) = (
+        commit_log(&c.brokers[lagging].store(), end),
+        commit_log(&c.brokers[addrs.iter().position(|a| *a == master).unwrap()].store(), end),
+    );
+    assert!(theirs == ours, "the replica's CommitLog is the master's");
     client.shutdown().await;
 }
