@@ -36,7 +36,8 @@ use ferromq_protocol::body::{
     ConsumeType, ConsumerConnection, ConsumerListByGroupResponseBody, JsonBody, TopicRouteData,
 };
 use ferromq_protocol::header::{
-    GetConsumerConnectionListRequestHeader, GetConsumerListByGroupRequestHeader, GetRouteInfoRequestHeader,
+    pull_sys_flag, GetConsumerConnectionListRequestHeader, GetConsumerListByGroupRequestHeader,
+    GetRouteInfoRequestHeader, PullMessageRequestHeader,
 };
 use ferromq_protocol::{request_code, response_code, LanguageCode, RemotingCommand};
 use ferromq_remoting::RemotingClient;
@@ -57,6 +58,8 @@ const TWO: &str = "ProxyRemotingTwo";
 const ONE: &str = "ProxyRemotingOne";
 const GROUP: &str = "ProxyRemotingG";
 const TX_GROUP: &str = "ProxyRemotingTxPG";
+/// On broker-a only, never written: a pull there waits at the broker (long polling).
+const IDLE: &str = "ProxyRemotingIdle";
 /// On both broker groups, `message.type=TRANSACTION`.
 const TX_TOPIC: &str = "ProxyRemotingTx";
 const WAIT: Duration = Duration::from_secs(40);
@@ -279,6 +282,7 @@ async fn remoting_clients_through_the_cluster_proxy() {
     let mut c = Cluster::start();
     c.create_topic(TWO, &[0, 1]).await;
     c.create_topic(ONE, &[0]).await;
+    c.create_topic(IDLE, &[0]).await;
     c.create_topic_with(TX_TOPIC, &[0, 1], &["-a", "+message.type=TRANSACTION"]).await;
 
     // Routes: both groups, every address the proxy's.
@@ -522,11 +526,32 @@ async fn remoting_clients_through_the_cluster_proxy() {
     // The proxy still answers.
     assert!(c.route_at(&c.remoting_addr, ONE).await.is_some(), "{}", c.logs());
 
-    // SIGTERM: the remoting port drains, then gRPC, then the broker connections close; a
-    // clean exit. (A relayed long poll still waiting on its broker holds the drain up to the
-    // connection's 10 s grace.)
+    // SIGTERM: a relayed long poll waiting at its broker is answered at once (SYSTEM_BUSY, the
+    // client pulls again elsewhere), the remoting port drains, then gRPC, then the broker
+    // connections close; a clean exit.
+    let pull = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&PullMessageRequestHeader {
+        consumer_group: "ProxyRemotingIdleG".into(),
+        topic: IDLE.into(),
+        queue_id: 0,
+        queue_offset: 0,
+        max_msg_nums: 32,
+        sys_flag: pull_sys_flag::SUSPEND | pull_sys_flag::SUBSCRIPTION,
+        suspend_timeout_millis: 30_000,
+        subscription: Some("*".into()),
+        expression_type: Some("TAG".into()),
+        ..Default::default()
+    });
+    let long_poll = {
+        let (client, addr) = (RemotingClient::new(ferromq_remoting::ClientConfig::default()), c.remoting_addr.clone());
+        tokio::spawn(async move { client.invoke(&addr, pull, Duration::from_secs(40)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!long_poll.is_finished(), "the pull of an empty queue waits at the broker");
     let pid = c.proxy.0.id().to_string();
     assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let answered = long_poll.await.unwrap().unwrap_or_else(|e| panic!("the long poll was cut, not answered: {e}"));
+    assert_eq!(answered.code, response_code::SYSTEM_BUSY, "{:?}", answered.remark);
+    assert!(answered.remark.unwrap_or_default().contains("shutting down"));
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     loop {
         if let Some(status) = c.proxy.0.try_wait().unwrap() {

@@ -160,6 +160,8 @@ pub struct Proxy {
     pub auth: std::sync::OnceLock<Arc<ferromq_auth::v2::AuthService>>,
     /// Refusals of ACL 2.0, logged at most once a minute per user and resource.
     pub denials: crate::auth::DenialLog,
+    /// Set when the proxy stops: long polls relayed for remoting clients are answered at once.
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 /// How long a broker that could not be reached is avoided (Java: latency fault tolerance).
@@ -241,8 +243,20 @@ impl Proxy {
                 isolated: Mutex::new(HashMap::new()),
                 auth: std::sync::OnceLock::new(),
                 denials: crate::auth::DenialLog::default(),
+                stopping: tokio::sync::watch::channel(false).0,
             }
         })
+    }
+
+    /// The proxy is stopping: long polls in flight are to end now ([`Proxy::stopped`]).
+    pub fn stop(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    /// Completes once [`Proxy::stop`] was called.
+    pub async fn stopped(&self) {
+        let mut rx = self.stopping.subscribe();
+        let _ = rx.wait_for(|stopping| *stopping).await;
     }
 
     /// A broker could not be reached: avoid it for [`ISOLATION`] and look its topic up again.

@@ -281,6 +281,7 @@ pub async fn run_cluster(
         let serving = crate::remoting::Serving { tls: remoting_tls, rpc_observer, http2_handoff: handoff };
         tokio::spawn(crate::remoting::serve(proxy.clone(), l, serving, until(&remoting_rx)))
     });
+    let stopping = proxy.clone();
     let grpc = serve_with_handoff(proxy, listener, handed, until(&grpc_rx));
     tokio::pin!(grpc);
     tokio::pin!(shutdown);
@@ -288,6 +289,7 @@ pub async fn run_cluster(
     let result = tokio::select! {
         r = &mut grpc => r,
         () = &mut shutdown => {
+            stopping.stop();
             stop_remoting.send_replace(true);
             if let Some(task) = remoting.take() {
                 remoting_result = Some(task.await);
@@ -303,6 +305,7 @@ pub async fn run_cluster(
             (&mut grpc).await
         }
     };
+    stopping.stop();
     stop_remoting.send_replace(true);
     if remoting_result.is_none() {
         if let Some(task) = remoting {

@@ -252,7 +252,28 @@ pub async fn relay(p: &Arc<Proxy>, conn: &Connection, req: RemotingCommand) -> O
     let (code, opaque) = (req.code, req.opaque);
     let mut forwarded = req;
     forwarded.flag = 0;
-    match p.brokers.invoke(&target.addr, forwarded, Some(timeout)).await {
+    let long_poll =
+        matches!(code, request_code::PULL_MESSAGE | request_code::LITE_PULL_MESSAGE | request_code::POP_MESSAGE);
+    let relayed = p.brokers.invoke(&target.addr, forwarded, Some(timeout));
+    let answered = if long_poll {
+        // A long poll may wait at its broker for tens of seconds; a stopping proxy answers it at
+        // once, so the client pulls again (elsewhere, once this proxy is gone) instead of the
+        // proxy's exit waiting out its connection drain. What the broker answers later is
+        // dropped: a pull holds no state there, and a POP's messages come back after their
+        // invisible time.
+        tokio::select! {
+            r = relayed => r,
+            () = p.stopped() => {
+                return Some(
+                    RemotingCommand::response(response_code::SYSTEM_BUSY, "the proxy is shutting down; try again")
+                        .with_opaque(opaque),
+                );
+            }
+        }
+    } else {
+        relayed.await
+    };
+    match answered {
         Ok(resp) => {
             if let Some(send) = sent.filter(|_| resp.code == response_code::SUCCESS) {
                 send.remember(p, &target, &resp);
