@@ -265,7 +265,7 @@ pub async fn relay(p: &Arc<Proxy>, conn: &Connection, req: RemotingCommand) -> O
             r = relayed => r,
             () = p.stopped() => {
                 return Some(
-                    RemotingCommand::response(response_code::SYSTEM_BUSY, "the proxy is shutting down; try again")
+                    RemotingCommand::response(response_code::SYSTEM_BUSY, "the proxy is shutting down; try again".to_owned())
                         .with_opaque(opaque),
                 );
             }
