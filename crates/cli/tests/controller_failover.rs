@@ -687,7 +687,7 @@ async fn a_lagging_replica_leaves_the_sync_state_set_and_rejoins_when_caught_up(
     let dir = tempfile::tempdir().unwrap();
     let mut c = cluster(dir.path(), |_, controllers| controllers.join(";"));
     for b in &mut c.brokers {
-        b.conf.push_str("haMaxTimeSlaveNotCatchup=3000\n");
+        b.conf.push_str("haMaxTimeSlaveNotCatchup=10000\n");
         b.start();
     }
     let client = RemotingClient::new(ClientConfig::default());
@@ -706,6 +706,16 @@ async fn a_lagging_replica_leaves_the_sync_state_set_and_rejoins_when_caught_up(
 
     signal(&c.brokers[lagging], "-STOP");
     let stopped_at = Instant::now();
+    // A write the stopped replica does not acknowledge puts it behind from now on.
+    let first = {
+        let (client, master) = (RemotingClient::new(ClientConfig::default()), master.clone());
+        tokio::spawn(async move { client.invoke(&master, send("behind"), Duration::from_secs(30)).await })
+    };
+    // Behind for less than haMaxTimeSlaveNotCatchup (10 s) it stays in the set, even though the
+    // controllers stopped hearing from it after their 3 s heartbeat timeout.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let (_, set) = replica_info(&client, &controllers).await.unwrap();
+    assert_eq!(set, full, "still a member {:?} after SIGSTOP", stopped_at.elapsed());
     // Writes go on once the set no longer waits for it (each attempt bounded; the first ones
     // may time out while the master still counts the stopped replica).
     wait_for("a write acknowledged without the stopped replica", Duration::from_secs(60), async || {
@@ -720,6 +730,8 @@ async fn a_lagging_replica_leaves_the_sync_state_set_and_rejoins_when_caught_up(
     println!("SyncStateSet {full:?} -> {shrunk:?} {:?} after SIGSTOP", stopped_at.elapsed());
     assert_eq!(still_master, master, "a lagging replica is no reason to change the master");
     assert!(shrunk.is_subset(&full));
+    assert!(stopped_at.elapsed() >= Duration::from_secs(10), "not before haMaxTimeSlaveNotCatchup");
+    let _ = first.await;
     for i in 0..10 {
         let r = client.invoke(&master, send(&format!("lagging-{i}")), T).await.unwrap();
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
