@@ -112,7 +112,7 @@ async fn send(p: &Proxy, ctx: &CallContext, req: pb::SendMessageRequest) -> Prox
                 message_id: o.message_id.clone(),
                 expires: Instant::now()
                     + Duration::from_secs(o.check_immunity_secs.unwrap_or(60))
-                    + Duration::from_millis(p.config.transaction_data_expire_millis.max(0) as u64 * 4),
+                    + p.transaction_data_ttl(),
             };
             if !p.remember_transaction(&topic, &tid, data) {
                 tracing::warn!(

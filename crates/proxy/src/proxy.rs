@@ -281,6 +281,15 @@ impl Proxy {
         )
     }
 
+    /// How long the proxy keeps what routes a transaction's END_TRANSACTION (its broker and
+    /// offsets). Java keeps it `transactionDataExpireMillis` (30 s) from the send; here four
+    /// times as long (at least 1 s each), so a local transaction that takes longer still ends by
+    /// its producer's call rather than by the broker's check-back. The table stays bounded by
+    /// `transactionDataMaxNum` and `transactionDataMaxTotal` (docs/decisions/0012).
+    pub fn transaction_data_ttl(&self) -> Duration {
+        Duration::from_millis(self.config.transaction_data_expire_millis.max(1000) as u64 * 4)
+    }
+
     /// The brokers avoided now.
     pub fn isolated_brokers(&self) -> Vec<String> {
         let now = Instant::now();
@@ -549,7 +558,7 @@ async fn relay_transaction_check(p: &Proxy, conn: &Connection, req: &RemotingCom
         tran_state_table_offset: h.tran_state_table_offset,
         commit_log_offset: h.commit_log_offset,
         message_id,
-        expires: Instant::now() + Duration::from_millis(p.config.transaction_data_expire_millis.max(1000) as u64 * 4),
+        expires: Instant::now() + p.transaction_data_ttl(),
     };
     if !p.remember_transaction(&group, &transaction_id, data) {
         warn!(topic, "transaction table full (transactionDataMaxTotal); check dropped, the broker asks again");

@@ -366,8 +366,7 @@ impl TransactionalSend {
                 ids.push(k);
             }
         }
-        let expires =
-            Instant::now() + Duration::from_millis(p.config.transaction_data_expire_millis.max(1000) as u64 * 4);
+        let expires = Instant::now() + p.transaction_data_ttl();
         for id in ids {
             let data = TransactionData {
                 broker_name: target.broker_name.clone(),
