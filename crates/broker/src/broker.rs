@@ -980,6 +980,8 @@ pub async fn run_with_local_access(
     }
     let mut server_config = ServerConfig {
         idle_timeout: Duration::from_secs(config.server_channel_max_idle_time_seconds),
+        max_connections: config.server_max_connections.max(1),
+        max_connections_per_ip: config.server_max_connections_per_address.max(1),
         tls: server_tls,
         proxy_protocol_trusted: ferromq_config::IpBlock::parse_list(
             "proxyProtocolTrustedAddresses",

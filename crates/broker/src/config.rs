@@ -192,6 +192,13 @@ rocketmq_config! {
         slave_sync_interval: u64 = "slaveSyncInterval", default 10_000;
         /// `serverChannelMaxIdleTimeSeconds`.
         server_channel_max_idle_time_seconds: u64 = "serverChannelMaxIdleTimeSeconds", default 120;
+        /// `serverMaxConnections` (FerroMQ): connections the broker's ports serve at once; a
+        /// new one beyond it is closed at once (Java has no bound). At least 1.
+        server_max_connections: usize = "serverMaxConnections", default 10_000;
+        /// `serverMaxConnectionsPerAddress` (FerroMQ): connections one client address may hold
+        /// at once, so one host cannot take every slot; raise it for many clients behind one
+        /// NAT or load balancer address. At least 1.
+        server_max_connections_per_address: usize = "serverMaxConnectionsPerAddress", default 1_000;
         // POP consumption (`../shared/reference/pop-consumption.md` section 14).
         /// `reviveQueueNum`: queues of the revive topic, one revive task each.
         revive_queue_num: i32 = "reviveQueueNum", default 8;

@@ -636,3 +636,43 @@ async fn a_pull_after_send_ok_reads_the_message_sent() {
     client.shutdown().await;
     c.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_per_client_address_follow_server_max_connections_per_address() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // broker.conf's `serverMaxConnectionsPerAddress=2`: two connections from 127.0.0.1 are
+    // served, a third is closed at once, and one closing frees its slot.
+    let c = Cluster::start(|s| {
+        assert!(s.apply_text("serverMaxConnectionsPerAddress=2\n").unwrap().is_empty(), "a known key");
+    })
+    .await;
+    let mut ask = bytes::BytesMut::new();
+    let req = RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO);
+    ferromq_protocol::encode_frame(&req, ferromq_protocol::SerializeType::Json, &mut ask).unwrap();
+    // Served: a request on it is answered (its frame length arrives).
+    async fn served(s: &mut tokio::net::TcpStream, ask: &[u8]) -> bool {
+        if s.write_all(ask).await.is_err() {
+            return false;
+        }
+        let mut len = [0u8; 4];
+        matches!(tokio::time::timeout(T, s.read_exact(&mut len)).await, Ok(Ok(_)))
+    }
+    let mut first = tokio::net::TcpStream::connect(&c.broker_addr).await.unwrap();
+    let mut second = tokio::net::TcpStream::connect(&c.broker_addr).await.unwrap();
+    assert!(served(&mut first, &ask).await && served(&mut second, &ask).await);
+    let mut third = tokio::net::TcpStream::connect(&c.broker_addr).await.unwrap();
+    let mut buf = [0u8; 1];
+    let closed = tokio::time::timeout(T, third.read(&mut buf)).await.expect("the third is closed, not kept waiting");
+    assert!(matches!(closed, Ok(0) | Err(_)), "a third connection from the address was served: {closed:?}");
+    drop(first);
+    let deadline = Instant::now() + T;
+    loop {
+        let mut again = tokio::net::TcpStream::connect(&c.broker_addr).await.unwrap();
+        if served(&mut again, &ask).await {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the closed connection's slot never came back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    c.stop().await;
+}

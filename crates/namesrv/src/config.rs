@@ -55,6 +55,12 @@ rocketmq_config! {
         enable_controller_in_namesrv: bool = "enableControllerInNamesrv", default false;
         /// `serverChannelMaxIdleTimeSeconds`: idle connections close after this.
         server_channel_max_idle_time_seconds: u64 = "serverChannelMaxIdleTimeSeconds", default 120;
+        /// `serverMaxConnections` (FerroMQ): connections served at once; a new one beyond it
+        /// is closed at once. At least 1.
+        server_max_connections: usize = "serverMaxConnections", default 10_000;
+        /// `serverMaxConnectionsPerAddress` (FerroMQ): connections one client address may hold
+        /// at once. At least 1.
+        server_max_connections_per_address: usize = "serverMaxConnectionsPerAddress", default 1_000;
         /// `brokerRegisterWhiteList` (FerroMQ): addresses and CIDR blocks brokers may register,
         /// unregister and heartbeat from; empty: any.
         broker_register_white_list: String = "brokerRegisterWhiteList", default String::new();

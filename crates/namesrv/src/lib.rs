@@ -68,8 +68,14 @@ pub async fn run(
         ferromq_config::IpBlock::parse_list("proxyProtocolTrustedAddresses", &config.proxy_protocol_trusted_addresses)
             .map_err(NamesrvError::Config)?
             .into();
-    let mut server_config =
-        ServerConfig { idle_timeout: config.idle_timeout(), tls, proxy_protocol_trusted, ..ServerConfig::default() };
+    let mut server_config = ServerConfig {
+        idle_timeout: config.idle_timeout(),
+        tls,
+        proxy_protocol_trusted,
+        max_connections: config.server_max_connections.max(1),
+        max_connections_per_ip: config.server_max_connections_per_address.max(1),
+        ..ServerConfig::default()
+    };
     let mut metrics = metrics::setup(&config, listener.local_addr().ok(), &mut server_config).await?;
     let state = Arc::new(processor::NamesrvState {
         config: RwLock::new(config),
