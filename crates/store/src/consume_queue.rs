@@ -785,30 +785,10 @@ impl ConsumeQueue {
 /// Topic -> queue id -> queue.
 type QueueTable = HashMap<String, HashMap<i32, Arc<ConsumeQueue>>>;
 
-/// Queues below which loading and recovery stay on the calling thread.
+/// Queues below which loading and recovery stay on the calling thread ([`crate::parallel::map`]:
+/// opening is a few system calls per file, and 10,000 queues one after the other took most of a
+/// second).
 const PARALLEL_FROM: usize = 256;
-
-/// `f` over `items`, in order, on up to four threads (as many as there are CPUs) when there are
-/// at least [`PARALLEL_FROM`]: a restart opens and checks every queue, and 10,000 queues one
-/// after the other took most of a second. The first error (in item order) is returned.
-fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> io::Result<R> + Sync) -> io::Result<Vec<R>> {
-    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).min(4);
-    if items.len() < PARALLEL_FROM || threads < 2 {
-        return items.iter().map(&f).collect();
-    }
-    let f = &f;
-    std::thread::scope(|s| {
-        let parts: Vec<_> = items
-            .chunks(items.len().div_ceil(threads))
-            .map(|chunk| s.spawn(move || chunk.iter().map(f).collect::<io::Result<Vec<R>>>()))
-            .collect();
-        let mut out = Vec::with_capacity(items.len());
-        for part in parts {
-            out.extend(part.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))?);
-        }
-        Ok(out)
-    })
-}
 
 /// Every ConsumeQueue of the store, by topic and queue id. Java: `ConsumeQueueStore`.
 #[derive(Debug)]
@@ -849,10 +829,11 @@ impl ConsumeQueueStore {
                 found.push((topic.clone(), queue_id));
             }
         }
-        // Opening is a few system calls per file: with thousands of queues, spread over threads.
-        let opened = in_parallel(&found, |(topic, queue_id)| {
+        let opened = crate::parallel::map(&found, found.len() >= PARALLEL_FROM, |(topic, queue_id)| {
             ConsumeQueue::open_with_ext(root, topic, *queue_id, file_size, ext.as_ref())
-        })?;
+        })
+        .into_iter()
+        .collect::<io::Result<Vec<_>>>()?;
         let mut table = QueueTable::new();
         for ((topic, queue_id), queue) in found.into_iter().zip(opened) {
             table.entry(topic).or_default().insert(queue_id, Arc::new(queue));
@@ -912,7 +893,9 @@ impl ConsumeQueueStore {
     pub fn recover_all(&self) -> io::Result<()> {
         let started = std::time::Instant::now();
         let queues = self.all();
-        in_parallel(&queues, |(_, _, q)| q.recover())?;
+        crate::parallel::map(&queues, queues.len() >= PARALLEL_FROM, |(_, _, q)| q.recover())
+            .into_iter()
+            .collect::<io::Result<()>>()?;
         info!(queues = queues.len(), elapsed_ms = started.elapsed().as_millis() as u64, "consume queues recovered");
         Ok(())
     }

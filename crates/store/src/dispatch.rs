@@ -25,10 +25,14 @@ pub(crate) type Scanned = Found<DispatchRequest>;
 /// A record checked, not decoded: its size ([`check`]).
 pub(crate) type Checked = Found<usize>;
 
-impl Checked {
-    /// Paired with the dispatch request when one was built.
-    pub(crate) fn with(self, req: Option<DispatchRequest>) -> (Checked, Option<DispatchRequest>) {
-        (self, req)
+impl<R> Found<R> {
+    /// The same finding with the record told by `f`.
+    pub(crate) fn map<S>(self, f: impl FnOnce(R) -> S) -> Found<S> {
+        match self {
+            Found::Record(r) => Found::Record(f(r)),
+            Found::Blank => Found::Blank,
+            Found::End(reason) => Found::End(reason),
+        }
     }
 }
 

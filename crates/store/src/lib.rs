@@ -25,6 +25,7 @@ mod log_limiter;
 mod mapped_file;
 mod mapped_file_queue;
 mod message_store;
+mod parallel;
 mod put_result;
 mod read;
 mod recovery;

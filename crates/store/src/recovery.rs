@@ -16,7 +16,7 @@ use crate::checkpoint::Checkpoint;
 use crate::commit_log::CommitLog;
 use crate::config::StoreConfig;
 use crate::consume_queue::ConsumeQueueStore;
-use crate::dispatch::{check, scan, Checked, Found, Scanned};
+use crate::dispatch::{check, scan, Found, Scanned};
 use crate::dispatch_request::DispatchRequest;
 use crate::DelayLevels;
 use crate::MappedFile;
@@ -92,15 +92,11 @@ pub(crate) fn recover(
             // those are checked, not decoded into dispatch requests.
             let decode = !last_exit_ok || at >= dispatched_to;
             let found = file.with_allocated(pos, valid_len.saturating_sub(pos), |bytes| match decode {
-                true => match scan(bytes, at, check_crc, delays, false) {
-                    Scanned::Record(req) => Checked::Record(req.msg_size as usize).with(Some(req)),
-                    Scanned::Blank => Checked::Blank.with(None),
-                    Scanned::End(reason) => Checked::End(reason).with(None),
-                },
-                false => check(bytes, check_crc).with(None),
+                true => scan(bytes, at, check_crc, delays, false).map(|req| (req.msg_size as usize, Some(req))),
+                false => check(bytes, check_crc).map(|size| (size, None)),
             });
             match found {
-                Some((Checked::Record(size), req)) => {
+                Some(Found::Record((size, req))) => {
                     pos += size;
                     end = from + pos as i64;
                     if let Some(req) = req {
@@ -108,11 +104,11 @@ pub(crate) fn recover(
                         summary.redispatched += 1;
                     }
                 }
-                Some((Checked::Blank, _)) => {
+                Some(Found::Blank) => {
                     end = from + file_size as i64;
                     continue 'files;
                 }
-                Some((Checked::End(reason), _)) => {
+                Some(Found::End(reason)) => {
                     if let Some(e) = reason {
                         torn = true;
                         warn!(physical_offset = at, error = %e, "invalid record: recovery ends here");
@@ -140,8 +136,8 @@ pub(crate) fn recover(
 /// For each of `files`, the length of its prefix of valid records that start before `limit`
 /// (records the consume queues hold after a clean stop): where the sequential walk of
 /// [`recover`] would stop merely checking in that segment (at a blank, an invalid record, the
-/// end of its data, or `limit`), so it can start there. The segments are checked on threads of
-/// their own (at most eight at once): a clean restart re-checks up to three 1 GiB segments.
+/// end of its data, or `limit`), so it can start there. The segments are checked side by side
+/// ([`crate::parallel::map`]): a clean restart re-checks up to three 1 GiB segments.
 fn checked_prefixes(files: &[Arc<MappedFile>], file_size: usize, limit: i64, check_crc: bool) -> Vec<usize> {
     let prefix = |file: &Arc<MappedFile>| {
         let from = file.file_from_offset();
@@ -155,17 +151,7 @@ fn checked_prefixes(files: &[Arc<MappedFile>], file_size: usize, limit: i64, che
         }
         pos
     };
-    if files.len() < 2 {
-        return files.iter().map(prefix).collect();
-    }
-    let per_thread = files.len().div_ceil(8);
-    std::thread::scope(|s| {
-        let parts: Vec<_> = files
-            .chunks(per_thread)
-            .map(|chunk| s.spawn(move || chunk.iter().map(prefix).collect::<Vec<usize>>()))
-            .collect();
-        parts.into_iter().flat_map(|p| p.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-    })
+    crate::parallel::map(files, true, prefix)
 }
 
 /// Index of the newest segment whose first record was stored before `min_timestamp` (all
