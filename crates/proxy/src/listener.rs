@@ -64,13 +64,10 @@ use tokio_rustls::TlsAcceptor;
 use tokio_stream::Stream;
 use tonic::transport::server::Connected;
 
-use ferromq_remoting::handoff::{HandedConnection, HandedIo, Prefixed};
+use ferromq_remoting::handoff::{HandedConnection, HandedIo, Prefixed, HTTP2_PREFACE_START};
 use ferromq_remoting::tls::TLS_HANDSHAKE_RECORD;
 
 use crate::tls::{TlsError, TlsMode};
-
-/// The start of the HTTP/2 connection preface a plaintext gRPC client sends first.
-const HTTP2_PREFACE_START: &[u8] = b"PRI ";
 
 /// Limits of a [`GrpcIncoming`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -672,7 +669,7 @@ async fn prepare(
         if !shared.mode.accepts_plaintext() {
             tracing::warn!(
                 %peer,
-                http2_preface = seen.starts_with(HTTP2_PREFACE_START),
+                http2_preface = seen.starts_with(&HTTP2_PREFACE_START),
                 "refusing a plaintext gRPC connection: tls.server.mode=enforcing accepts TLS only \
                  (enable TLS in the client, or set tls.server.mode=permissive)"
             );

@@ -36,11 +36,6 @@ pub enum ProxyHeaderError {
     Malformed(String),
 }
 
-/// Whether `first` (the connection's first byte) may start a PROXY header.
-pub fn may_start_header(first: u8) -> bool {
-    first == V1_PREFIX[0] || first == V2_SIGNATURE[0]
-}
-
 /// Whether the connection's first bytes `seen` start a PROXY header: `Some(true)` once they
 /// hold a whole v1 prefix (`PROXY `) or v2 signature, `Some(false)` as soon as they differ from
 /// both (`PRI * HTTP/2.0`, the HTTP/2 preface, also starts with `P`), `None` while too few
@@ -256,9 +251,9 @@ mod tests {
         assert_eq!(starts_header(&V2_SIGNATURE[..5]), None);
         assert_eq!(starts_header(b"\r\n\r\nX"), Some(false));
         assert_eq!(starts_header(&[0, 0, 0, 40]), Some(false), "a remoting frame");
-        assert!(may_start_header(b'P'));
-        assert!(may_start_header(0x0D));
-        assert!(!may_start_header(0x00), "a remoting frame under 16 MiB");
-        assert!(!may_start_header(0x16), "a TLS record");
+        assert_eq!(starts_header(b"P"), None, "a P may start either");
+        assert_eq!(starts_header(&[0x0D]), None, "a CR may start v2");
+        assert_eq!(starts_header(&[0x00]), Some(false), "a remoting frame under 16 MiB");
+        assert_eq!(starts_header(&[0x16]), Some(false), "a TLS record");
     }
 }
