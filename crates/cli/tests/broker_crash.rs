@@ -85,12 +85,27 @@ async fn wait_ready(client: &RemotingClient, broker: &str) {
     }
 }
 
+/// SIGKILLs the standalone and waits until the process is gone.
+fn sigkill(mut process: Standalone) {
+    process.0.kill().unwrap();
+    process.0.wait().unwrap();
+}
+
+/// Starts the standalone again on its store and ports; returns it with a client once its broker
+/// takes writes.
+async fn restart(dir: &std::path::Path, ns_port: u16, broker_port: u16, broker: &str) -> (Standalone, RemotingClient) {
+    let process = start(dir, ns_port, broker_port);
+    let client = RemotingClient::new(ClientConfig::default());
+    wait_ready(&client, broker).await;
+    (process, client)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_acknowledged_message_survives_sigkill_under_sync_flush() {
     let dir = tempfile::tempdir().unwrap();
     let (ns_port, broker_port) = (free_port(), free_broker_port());
     let broker = format!("127.0.0.1:{broker_port}");
-    let mut process = start(dir.path(), ns_port, broker_port);
+    let process = start(dir.path(), ns_port, broker_port);
     let client = Arc::new(RemotingClient::new(ClientConfig::default()));
     wait_ready(&client, &broker).await;
 
@@ -115,17 +130,13 @@ async fn every_acknowledged_message_survives_sigkill_under_sync_flush() {
         300 + (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_millis() % 700);
     println!("killing the broker after {kill_after} ms of load");
     tokio::time::sleep(Duration::from_millis(u64::from(kill_after))).await;
-    process.0.kill().unwrap(); // SIGKILL
-    process.0.wait().unwrap();
+    sigkill(process);
     while senders.join_next().await.is_some() {}
     client.shutdown().await;
     let acked = acked.lock().unwrap().clone();
     assert!(acked.len() > 10, "the load ran ({} acks)", acked.len());
 
-    drop(process);
-    let _process = start(dir.path(), ns_port, broker_port);
-    let client = RemotingClient::new(ClientConfig::default());
-    wait_ready(&client, &broker).await;
+    let (_process, client) = restart(dir.path(), ns_port, broker_port, &broker).await;
     let found = pull_all(&client, &broker, TOPIC).await;
     let lost: Vec<&String> = acked.difference(&found).collect();
     assert!(
@@ -175,7 +186,7 @@ async fn delayed_messages_survive_sigkill_in_the_middle_of_their_schedule() {
     let dir = tempfile::tempdir().unwrap();
     let (ns_port, broker_port) = (free_port(), free_broker_port());
     let broker = format!("127.0.0.1:{broker_port}");
-    let mut process = start(dir.path(), ns_port, broker_port);
+    let process = start(dir.path(), ns_port, broker_port);
     let client = RemotingClient::new(ClientConfig::default());
     wait_ready(&client, &broker).await;
 
@@ -204,14 +215,10 @@ async fn delayed_messages_survive_sigkill_in_the_middle_of_their_schedule() {
     println!("sent in {:?}; killing the broker {kill_after} ms after the first send", began.elapsed());
     tokio::time::sleep(Duration::from_millis(u64::from(kill_after)).saturating_sub(began.elapsed())).await;
     let before_kill = pull_all(&client, &broker, DELAYED).await.len();
-    process.0.kill().unwrap(); // SIGKILL
-    process.0.wait().unwrap();
+    sigkill(process);
     client.shutdown().await;
-    drop(process);
 
-    let _process = start(dir.path(), ns_port, broker_port);
-    let client = RemotingClient::new(ClientConfig::default());
-    wait_ready(&client, &broker).await;
+    let (_process, client) = restart(dir.path(), ns_port, broker_port, &broker).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     let found = loop {
         let found = pull_all(&client, &broker, DELAYED).await;
@@ -297,7 +304,7 @@ async fn transactions_survive_sigkill_with_commits_rollbacks_and_undecided_halve
     let dir = tempfile::tempdir().unwrap();
     let (ns_port, broker_port) = (free_port(), free_broker_port());
     let broker = format!("127.0.0.1:{broker_port}");
-    let mut process = start(dir.path(), ns_port, broker_port);
+    let process = start(dir.path(), ns_port, broker_port);
 
     // The producer answers check-backs on its own connection, by the message body.
     let mut d = ferromq_remoting::Dispatcher::new();
@@ -365,12 +372,8 @@ async fn transactions_survive_sigkill_with_commits_rollbacks_and_undecided_halve
     }
     // The early undecided ones are checked before the kill; the last second's only after.
     let before = pull_all(&producer, &broker, TX).await;
-    process.0.kill().unwrap(); // SIGKILL
-    process.0.wait().unwrap();
-    drop(process);
-    let _process = start(dir.path(), ns_port, broker_port);
-    let client = RemotingClient::new(ClientConfig::default());
-    wait_ready(&client, &broker).await;
+    sigkill(process);
+    let (_process, client) = restart(dir.path(), ns_port, broker_port, &broker).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     let found = loop {
         let found = pull_all(&client, &broker, TX).await;
@@ -414,7 +417,7 @@ async fn admin_changes_to_topics_and_groups_survive_sigkill() {
     let dir = tempfile::tempdir().unwrap();
     let (ns_port, broker_port) = (free_port(), free_broker_port());
     let broker = format!("127.0.0.1:{broker_port}");
-    let mut process = start(dir.path(), ns_port, broker_port);
+    let process = start(dir.path(), ns_port, broker_port);
     let client = RemotingClient::new(ClientConfig::default());
     wait_ready(&client, &broker).await;
     let call = |req: RemotingCommand| {
@@ -448,14 +451,10 @@ async fn admin_changes_to_topics_and_groups_survive_sigkill() {
         let h = DeleteSubscriptionGroupRequestHeader { group_name: format!("kept_{i}"), clean_offset: None };
         call(RemotingCommand::request(request_code::DELETE_SUBSCRIPTIONGROUP).with_header(&h)).await;
     }
-    process.0.kill().unwrap(); // SIGKILL, right after the last answer
-    process.0.wait().unwrap();
+    sigkill(process); // right after the last answer
     client.shutdown().await;
-    drop(process);
 
-    let _process = start(dir.path(), ns_port, broker_port);
-    let client = RemotingClient::new(ClientConfig::default());
-    wait_ready(&client, &broker).await;
+    let (_process, client) = restart(dir.path(), ns_port, broker_port, &broker).await;
     let call = |code| {
         let (client, broker) = (&client, &broker);
         async move { client.invoke(broker, RemotingCommand::request(code), Duration::from_secs(5)).await.unwrap() }
