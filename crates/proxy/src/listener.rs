@@ -580,19 +580,25 @@ async fn distribute(
                 continue;
             }
         };
-        let mut handed = Some((socket, peer, slot));
-        for _ in 0..parts.len() {
-            let part = &parts[next_part % parts.len()];
-            next_part = next_part.wrapping_add(1);
-            match part.try_send(handed.take().expect("not handed yet")) {
-                Ok(()) => break,
-                Err(mpsc::error::TrySendError::Full(h) | mpsc::error::TrySendError::Closed(h)) => handed = Some(h),
-            }
-        }
-        if handed.is_some() {
+        if offer_in_turn(&parts, &mut next_part, (socket, peer, slot)).is_err() {
             tracing::warn!(%peer, "every gRPC serving thread is busy taking connections; closing the new one");
         }
     }
+}
+
+/// Offers `item` to each of `parts` once, in turn from `*next` (which moves on); gives it back
+/// when every part is full or gone.
+fn offer_in_turn<T>(parts: &[mpsc::Sender<T>], next: &mut usize, item: T) -> Result<(), T> {
+    let mut item = item;
+    for _ in 0..parts.len() {
+        let part = &parts[*next % parts.len()];
+        *next = next.wrapping_add(1);
+        match part.try_send(item) {
+            Ok(()) => return Ok(()),
+            Err(mpsc::error::TrySendError::Full(back) | mpsc::error::TrySendError::Closed(back)) => item = back,
+        }
+    }
+    Err(item)
 }
 
 /// Takes the connections a remoting port hands over until it stops handing or every part is
@@ -600,7 +606,7 @@ async fn distribute(
 /// The parts are held weakly, so their streams still end when tonic drops them.
 async fn distribute_handed(
     mut handed: mpsc::Receiver<HandedConnection>,
-    mut parts: Vec<mpsc::WeakSender<MaybeTlsStream>>,
+    parts: Vec<mpsc::WeakSender<MaybeTlsStream>>,
     slots: Arc<Semaphore>,
     max_connections: usize,
 ) {
@@ -610,21 +616,12 @@ async fn distribute_handed(
         let HandedConnection { stream, peer, local_addr, tls } = conn;
         let Some(slot) = take_slot(&slots, max_connections, peer, &mut full_warning) else { continue };
         let info = GrpcConnectInfo { remote_addr: peer, local_addr, tls };
-        let mut ready = Some(MaybeTlsStream { io: Io::Handed(stream), info, _slot: slot });
-        parts.retain(|p| p.strong_count() > 0);
-        if parts.is_empty() {
+        let ready = MaybeTlsStream { io: Io::Handed(stream), info, _slot: slot };
+        let live: Vec<_> = parts.iter().filter_map(mpsc::WeakSender::upgrade).collect();
+        if live.is_empty() {
             return;
         }
-        for _ in 0..parts.len() {
-            let part = parts[next_part % parts.len()].upgrade();
-            next_part = next_part.wrapping_add(1);
-            let Some(part) = part else { continue };
-            match part.try_send(ready.take().expect("not handed yet")) {
-                Ok(()) => break,
-                Err(mpsc::error::TrySendError::Full(c) | mpsc::error::TrySendError::Closed(c)) => ready = Some(c),
-            }
-        }
-        if ready.is_some() {
+        if offer_in_turn(&live, &mut next_part, ready).is_err() {
             tracing::warn!(%peer, "every gRPC serving thread is busy taking connections; closing one from the remoting port");
         }
     }
