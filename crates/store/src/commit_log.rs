@@ -76,6 +76,12 @@ struct WriterState {
     /// On a replica: the first bytes of a record whose rest has not arrived from the master
     /// yet. Only whole records are written, so a torn record never reaches the file.
     replica_pending: Vec<u8>,
+    /// Next queue offset of each light queue used since the table was last rebuilt; one that
+    /// is missing is looked up in its consume queue before a put uses it (Java keeps them in
+    /// `lmqTopicQueueTable`).
+    light_next: HashMap<Box<str>, i64>,
+    /// Light queues that exist (found at open or created since), for `maxLmqConsumeQueueNum`.
+    light_total: usize,
 }
 
 impl WriterState {
@@ -557,9 +563,122 @@ impl CommitLog {
     pub fn set_topic_queue_table(&self, table: impl IntoIterator<Item = ((String, i32), i64)>) {
         let mut state = self.writer();
         state.topic_queue_table.clear();
+        // Light queues are looked up again, in their consume queues, when next used.
+        state.light_next.clear();
         for ((topic, queue_id), next) in table {
             state.advance(&topic, queue_id, next);
         }
+    }
+
+    /// Sets how many light queues exist and the next offsets of those that recovery saw in
+    /// records (a record whose unit could not be written still holds its offset).
+    pub fn set_light_queues(&self, total: usize, next: impl IntoIterator<Item = (String, i64)>) {
+        let mut state = self.writer();
+        state.light_total = total;
+        for (name, offset) in next {
+            let slot = state.light_next.entry(name.into_boxed_str()).or_insert(0);
+            *slot = (*slot).max(offset);
+        }
+    }
+
+    /// Appends one message that is also dispatched to the light queues `names`: each one's
+    /// next offset is taken under the append lock and written into the record's
+    /// `INNER_MULTI_QUEUE_OFFSET` (which is why the record is encoded under the lock), then
+    /// advanced. A light queue this CommitLog has not used yet is looked up first, outside the
+    /// lock, by `next_in_queue`: its consume queue's end, or `None` when it has none and would
+    /// be created, which `max_light_queues` bounds. Java: `LmqDispatch`.
+    ///
+    /// # Errors
+    /// As [`append`](Self::append); LMQ_CONSUME_QUEUE_NUM_EXCEEDED past `max_light_queues`;
+    /// UNKNOWN_ERROR when a light queue's consume queue cannot be read.
+    pub fn append_light(
+        &self,
+        msg: &StoredMessage,
+        names: &[&str],
+        max_light_queues: usize,
+        next_in_queue: &dyn Fn(&str) -> io::Result<Option<i64>>,
+    ) -> Result<AppendResult, AppendError> {
+        if self.is_poisoned() {
+            return Err(AppendError::new(PutMessageStatus::ServiceNotAvailable, "store poisoned after a failed flush"));
+        }
+        let max_message_size = self.max_message_size();
+        if msg.body.len() > max_message_size {
+            return Err(AppendError::new(
+                PutMessageStatus::MessageIllegal,
+                format!("message body of {} bytes exceeds maxMessageSize {max_message_size}", msg.body.len()),
+            ));
+        }
+        loop {
+            let missing: Vec<&str> = {
+                let mut state = self.writer();
+                let missing: Vec<&str> = names.iter().copied().filter(|n| !state.light_next.contains_key(*n)).collect();
+                if missing.is_empty() {
+                    let (append, file) = self.append_light_locked(&mut state, msg, names)?;
+                    drop(state);
+                    self.queue.reserve_ahead(&file);
+                    return Ok(append);
+                }
+                missing
+            };
+            let mut found = Vec::with_capacity(missing.len());
+            for name in missing {
+                let next = next_in_queue(name).map_err(|e| {
+                    AppendError::new(PutMessageStatus::UnknownError, format!("light queue {name}: {e}"))
+                })?;
+                found.push((name, next));
+            }
+            let mut state = self.writer();
+            let created = found.iter().filter(|(n, next)| next.is_none() && !state.light_next.contains_key(*n)).count();
+            if created > 0 && state.light_total + created > max_light_queues {
+                return Err(AppendError::new(
+                    PutMessageStatus::LmqConsumeQueueNumExceeded,
+                    format!(
+                        "[LMQ_CONSUME_QUEUE_NUM_EXCEEDED]broker config enableLmq and enableMultiDispatch, lmq \
+                         consumeQueue num exceed maxLmqConsumeQueueNum config num {max_light_queues} ({} exist)",
+                        state.light_total
+                    ),
+                ));
+            }
+            state.light_total += created;
+            for (name, next) in found {
+                state.light_next.entry(name.into()).or_insert(next.unwrap_or(0));
+            }
+        }
+    }
+
+    fn append_light_locked(
+        &self,
+        state: &mut WriterState,
+        msg: &StoredMessage,
+        names: &[&str],
+    ) -> Result<(AppendResult, Arc<crate::MappedFile>), AppendError> {
+        let offsets: Vec<i64> = names.iter().map(|n| state.light_next.get(*n).copied().unwrap_or(0)).collect();
+        let mut props = msg.properties_map();
+        props.insert(ferromq_protocol::message::keys::INNER_MULTI_QUEUE_OFFSET, crate::lmq::offsets_property(&offsets));
+        let mut owned = msg.clone();
+        owned.set_properties(&props);
+        owned.store_host = self.store_host;
+        let mut buf = BytesMut::with_capacity(owned.encoded_len());
+        owned.encode_into(&mut buf).map_err(illegal)?;
+        let total = buf.len();
+        if total + BLANK_MARKER_LEN > self.queue.file_size() {
+            return Err(AppendError::new(
+                PutMessageStatus::MessageIllegal,
+                format!("{total} bytes do not fit a {}-byte segment", self.queue.file_size()),
+            ));
+        }
+        let mut sizes = smallvec_lite::Sizes::default();
+        sizes.push(total);
+        self.begin_time_in_lock.store(now_ms(), Ordering::Relaxed);
+        let result = self.write_under_lock(state, &mut buf, &sizes, &owned, total);
+        self.begin_time_in_lock.store(0, Ordering::Relaxed);
+        let (append, file) = result?;
+        for (name, offset) in names.iter().zip(&offsets) {
+            if let Some(next) = state.light_next.get_mut(*name) {
+                *next = offset + 1;
+            }
+        }
+        Ok((append, file))
     }
 
     /// Next queue offset of a topic queue.

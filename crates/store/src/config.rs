@@ -145,6 +145,15 @@ rocketmq_config! {
         timer_congest_num_each_slot: i32 = "timerCongestNumEachSlot", default i32::MAX;
         /// `messageDelayLevel`: the delay of each level, level 1 first.
         message_delay_level: crate::DelayLevels = "messageDelayLevel", default crate::DelayLevels::default();
+        /// `enableLmq`: light message queues (`%LMQ%...`, advanced-topics.md section 2): their
+        /// queue offsets are assigned at append and their consume queues open when used.
+        enable_lmq: bool = "enableLmq", default false;
+        /// `enableMultiDispatch`: a message's `INNER_MULTI_DISPATCH` light queues get a unit
+        /// each at dispatch. LMQ works with both keys on.
+        enable_multi_dispatch: bool = "enableMultiDispatch", default false;
+        /// `maxLmqConsumeQueueNum`: light queues a broker may hold; a send that would create one
+        /// more is refused (LMQ_CONSUME_QUEUE_NUM_EXCEEDED).
+        max_lmq_consume_queue_num: u64 = "maxLmqConsumeQueueNum", default 20_000;
         /// `flushDelayOffsetInterval` (ms): how often delay-level progress is written.
         flush_delay_offset_interval_ms: u64 = "flushDelayOffsetInterval", default 10_000;
     }
@@ -209,6 +218,11 @@ impl StoreConfig {
     /// `diskSpaceCleanForciblyRatio` within Java's bounds (30 to 85 %).
     pub fn disk_space_clean_forcibly_percent(&self) -> f64 {
         self.disk_space_clean_forcibly_ratio.clamp(30, 85) as f64
+    }
+
+    /// Whether sends are dispatched to light queues (`enableLmq` and `enableMultiDispatch`).
+    pub fn light_queues(&self) -> bool {
+        self.enable_lmq && self.enable_multi_dispatch
     }
 
     /// `syncFlushTimeout` as a duration.

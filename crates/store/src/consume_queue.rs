@@ -22,6 +22,7 @@ use tracing::{debug, info, warn};
 
 use crate::consume_queue_ext::{is_ext_addr, ConsumeQueueExt, CqExtUnit};
 use crate::dispatch_request::DispatchRequest;
+use crate::lmq::{is_lmq, LightQueues, LMQ_OPEN_QUEUES_MAX};
 use crate::mapped_file::ReservePolicy;
 use crate::mapped_file_queue::MappedFileQueue;
 
@@ -224,6 +225,29 @@ impl ConsumeQueue {
         file_size: usize,
         ext: Option<&ExtOptions>,
     ) -> io::Result<ConsumeQueue> {
+        ConsumeQueue::open_with_policy(root, topic, queue_id, file_size, ext, queue_file_policy())
+    }
+
+    /// Opens a light queue's consume queue (`consumequeue/<name>/0`, no extension files). A
+    /// broker may hold a million of them, most with a unit or two: they reserve a page ahead,
+    /// not [`CQ_RESERVE_STEP`].
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub fn open_light(root: &Path, name: &str, file_size: usize) -> io::Result<ConsumeQueue> {
+        let policy = ReservePolicy::new(crate::OS_PAGE_SIZE);
+        policy.set_random_access(true);
+        ConsumeQueue::open_with_policy(root, name, crate::LMQ_QUEUE_ID, file_size, None, policy)
+    }
+
+    fn open_with_policy(
+        root: &Path,
+        topic: &str,
+        queue_id: i32,
+        file_size: usize,
+        ext: Option<&ExtOptions>,
+        policy: ReservePolicy,
+    ) -> io::Result<ConsumeQueue> {
         if file_size == 0 || !file_size.is_multiple_of(CQ_STORE_UNIT_SIZE) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -232,7 +256,7 @@ impl ConsumeQueue {
         }
         check_topic_path(topic)?;
         let dir = root.join(topic).join(queue_id.to_string());
-        let files = MappedFileQueue::load_with(&dir, file_size, false, Arc::new(queue_file_policy())).map_err(|e| {
+        let files = MappedFileQueue::load_with(&dir, file_size, false, Arc::new(policy)).map_err(|e| {
             io::Error::new(e.kind(), format!("consume queue {topic}/{queue_id}: loading {}: {e}", dir.display()))
         })?;
         let min = files.min_offset();
@@ -797,6 +821,9 @@ pub struct ConsumeQueueStore {
     file_size: usize,
     ext: Option<ExtOptions>,
     table: RwLock<QueueTable>,
+    /// With `enableLmq`: the light queues (`%LMQ%...`), kept apart from `table` because there
+    /// may be a million of them, opened when used.
+    light: Option<LightQueues>,
 }
 
 impl ConsumeQueueStore {
@@ -815,11 +842,30 @@ impl ConsumeQueueStore {
     /// # Errors
     /// As [`load`](Self::load).
     pub fn load_with_ext(root: &Path, file_size: usize, ext: Option<ExtOptions>) -> io::Result<ConsumeQueueStore> {
+        ConsumeQueueStore::load_with_options(root, file_size, ext, false)
+    }
+
+    /// As [`load_with_ext`](Self::load_with_ext); with `light_queues` (`enableLmq`), the
+    /// directories of light queues are only counted: their queues open when first used.
+    ///
+    /// # Errors
+    /// As [`load`](Self::load).
+    pub fn load_with_options(
+        root: &Path,
+        file_size: usize,
+        ext: Option<ExtOptions>,
+        light_queues: bool,
+    ) -> io::Result<ConsumeQueueStore> {
         std::fs::create_dir_all(root)
             .map_err(|e| io::Error::new(e.kind(), format!("creating {}: {e}", root.display())))?;
         let mut found = Vec::new();
+        let mut light_on_disk = 0;
         for topic_entry in read_dir(root)? {
             let Some(topic) = dir_name(&topic_entry)? else { continue };
+            if light_queues && is_lmq(&topic) {
+                light_on_disk += 1;
+                continue;
+            }
             for queue_entry in read_dir(&topic_entry.path())? {
                 let Some(name) = dir_name(&queue_entry)? else { continue };
                 let Ok(queue_id) = name.parse::<i32>() else {
@@ -839,8 +885,50 @@ impl ConsumeQueueStore {
             table.entry(topic).or_default().insert(queue_id, Arc::new(queue));
         }
         let queues: usize = table.values().map(HashMap::len).sum();
-        info!(root = %root.display(), topics = table.len(), queues, "consume queues loaded");
-        Ok(ConsumeQueueStore { root: root.to_owned(), file_size, ext, table: RwLock::new(table) })
+        info!(root = %root.display(), topics = table.len(), queues, light_queues = light_on_disk, "consume queues loaded");
+        let light = light_queues.then(|| LightQueues::new(root, file_size, light_on_disk, LMQ_OPEN_QUEUES_MAX));
+        Ok(ConsumeQueueStore { root: root.to_owned(), file_size, ext, table: RwLock::new(table), light })
+    }
+
+    /// The light queues, when `topic` is one and they are enabled.
+    fn light_for(&self, topic: &str) -> Option<&LightQueues> {
+        self.light.as_ref().filter(|_| is_lmq(topic))
+    }
+
+    /// Light queues with a consume queue (0 when they are not enabled).
+    pub fn light_queue_count(&self) -> usize {
+        self.light.as_ref().map_or(0, LightQueues::count)
+    }
+
+    /// Light queues whose consume queue is open now.
+    pub fn open_light_queue_count(&self) -> usize {
+        self.light.as_ref().map_or(0, LightQueues::open_count)
+    }
+
+    /// The end (next queue offset) of light queue `name`'s consume queue, `None` when it has
+    /// none.
+    ///
+    /// # Errors
+    /// Its consume queue exists and cannot be opened.
+    pub fn light_queue_end(&self, name: &str) -> io::Result<Option<i64>> {
+        match self.light_for(name) {
+            Some(light) => Ok(light.find(name, false)?.map(|q| q.max_offset_in_queue())),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether light queues are enabled and `name` has a consume queue.
+    pub fn light_queue_exists(&self, name: &str) -> bool {
+        self.light_for(name).is_some_and(|light| light.exists(name))
+    }
+
+    /// Cuts the units of every light queue (open or not) that point at or past
+    /// `commit_log_max`; see [`ConsumeQueue::truncate_dirty`]. Returns how many it visited.
+    ///
+    /// # Errors
+    /// The first queue that failed.
+    pub fn truncate_dirty_light(&self, commit_log_max: i64) -> io::Result<usize> {
+        self.light.as_ref().map_or(Ok(0), |light| light.truncate_dirty_all(commit_log_max))
     }
 
     fn read_table(&self) -> std::sync::RwLockReadGuard<'_, QueueTable> {
@@ -857,6 +945,17 @@ impl ConsumeQueueStore {
     /// # Errors
     /// A topic that is not a safe directory name; creating the directory failed.
     pub fn find_or_create(&self, topic: &str, queue_id: i32) -> io::Result<Arc<ConsumeQueue>> {
+        if let Some(light) = self.light_for(topic) {
+            if queue_id != crate::LMQ_QUEUE_ID {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("light queue {topic} has only queue id 0, not {queue_id}"),
+                ));
+            }
+            return light
+                .find(topic, true)?
+                .ok_or_else(|| io::Error::other(format!("light queue {topic} not created")));
+        }
         if let Some(q) = self.find(topic, queue_id) {
             return Ok(q);
         }
@@ -871,17 +970,30 @@ impl ConsumeQueueStore {
     }
 
     /// The queue, if it exists.
+    /// A light queue is opened from disk if closed; one that cannot be is logged and `None`.
     pub fn find(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
+        if let Some(light) = self.light_for(topic) {
+            if queue_id != crate::LMQ_QUEUE_ID {
+                return None;
+            }
+            return light.find(topic, false).unwrap_or_else(|e| {
+                warn!(queue = topic, error = %e, "light queue cannot be opened");
+                None
+            });
+        }
         self.read_table().get(topic)?.get(&queue_id).cloned()
     }
 
-    /// Every queue, sorted by topic and queue id.
+    /// Every queue (of light queues, the open ones), sorted by topic and queue id.
     pub fn all(&self) -> Vec<(String, i32, Arc<ConsumeQueue>)> {
         let mut all: Vec<_> = self
             .read_table()
             .iter()
             .flat_map(|(topic, queues)| queues.iter().map(|(id, q)| (topic.clone(), *id, q.clone())))
             .collect();
+        if let Some(light) = &self.light {
+            all.extend(light.all_open().into_iter().map(|(name, q)| (name, crate::LMQ_QUEUE_ID, q)));
+        }
         all.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
         all
     }
@@ -935,6 +1047,9 @@ impl ConsumeQueueStore {
     /// A topic that is not a safe directory name; deleting files failed.
     pub fn delete_topic(&self, topic: &str) -> io::Result<()> {
         check_topic_path(topic)?;
+        if let Some(light) = self.light_for(topic) {
+            return light.destroy(topic).map(|_| ());
+        }
         let removed = self.write_table().remove(topic);
         for q in removed.into_iter().flat_map(HashMap::into_values) {
             q.destroy()?;
@@ -965,13 +1080,16 @@ impl ConsumeQueueStore {
             .into_iter()
             .filter(|(topic, _, q)| {
                 let end = q.max_physic_offset();
-                !keep(topic) && end > 0 && end <= commit_log_min
+                self.light_for(topic).is_none() && !keep(topic) && end > 0 && end <= commit_log_min
             })
             .collect()
     }
 
     /// The queues of `topic`.
     pub fn queues_of(&self, topic: &str) -> Vec<(i32, Arc<ConsumeQueue>)> {
+        if self.light_for(topic).is_some() {
+            return self.find(topic, crate::LMQ_QUEUE_ID).map(|q| vec![(crate::LMQ_QUEUE_ID, q)]).unwrap_or_default();
+        }
         self.read_table().get(topic).map(|qs| qs.iter().map(|(id, q)| (*id, q.clone())).collect()).unwrap_or_default()
     }
 
@@ -997,8 +1115,13 @@ impl ConsumeQueueStore {
 
     /// `((topic, queue id), max offset)` of every queue: the next queue offset to assign, for
     /// rebuilding the CommitLog's topic-queue table after recovery (Java: `recoverOffsetTable`).
+    /// Light queues are not among them: their offsets are found when next used.
     pub fn queue_max_offsets(&self) -> Vec<((String, i32), i64)> {
-        self.all().into_iter().map(|(topic, id, q)| ((topic, id), q.max_offset_in_queue())).collect()
+        self.all()
+            .into_iter()
+            .filter(|(topic, _, _)| self.light_for(topic).is_none())
+            .map(|(topic, id, q)| ((topic, id), q.max_offset_in_queue()))
+            .collect()
     }
 }
 

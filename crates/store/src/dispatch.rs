@@ -92,15 +92,33 @@ fn request_from(
     // last value, as `find_property` and Java do).
     let properties = view.properties_str()?;
     let (mut delay, mut tags, mut message_keys, mut uniq_key) = (None, None, None, None);
+    let (mut light_names, mut light_offsets) = (None, None);
     for (name, value) in iter_properties(properties) {
         match name {
             keys::DELAY => delay = Some(value),
             keys::TAGS => tags = Some(value),
             keys::KEYS => message_keys = Some(value),
             keys::UNIQ_KEY => uniq_key = Some(value),
+            keys::INNER_MULTI_DISPATCH => light_names = Some(value),
+            keys::INNER_MULTI_QUEUE_OFFSET => light_offsets = Some(value),
             _ => {}
         }
     }
+    let light_queues = match (light_names, light_offsets) {
+        (Some(names), Some(offsets)) if crate::lmq::topic_allows_lmq(&topic) => {
+            crate::lmq::dispatch_targets(names, offsets).unwrap_or_else(|| {
+                tracing::warn!(
+                    topic,
+                    offset,
+                    names,
+                    offsets,
+                    "record's light queue offsets do not match its light queues; not dispatched to them"
+                );
+                Vec::new()
+            })
+        }
+        _ => Vec::new(),
+    };
     let tags_code = match delays.schedule_tags_code(&topic, delay, view.store_timestamp_ms) {
         Some(deliver_at) => deliver_at,
         None => ferromq_protocol::message::tags_code(tags),
@@ -120,6 +138,7 @@ fn request_from(
         sys_flag: view.sys_flag,
         prepared_transaction_offset: view.prepared_transaction_offset,
         properties: keep_properties.then(|| properties.to_owned()),
+        light_queues,
     })
 }
 

@@ -29,4 +29,7 @@ pub struct DispatchRequest {
     /// The properties string, kept only while a bitmap calculator needs it (see
     /// `MessageStore::set_bit_map_calculator`).
     pub properties: Option<String>,
+    /// The light queues the record goes to and its offset in each (`INNER_MULTI_DISPATCH`
+    /// and `INNER_MULTI_QUEUE_OFFSET`, for a topic that allows them); empty for most records.
+    pub light_queues: Vec<(String, i64)>,
 }

@@ -21,6 +21,7 @@ mod flush;
 mod get_result;
 mod index_file;
 mod index_service;
+mod lmq;
 mod log_limiter;
 mod mapped_file;
 mod mapped_file_queue;
@@ -45,6 +46,10 @@ pub use dispatch_request::DispatchRequest;
 pub use get_result::{GetMessageResult, GetMessageStatus, QueryMessageResult};
 pub use index_file::{index_file_size, index_key_hash, IndexFile, HASH_SLOT_SIZE, INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE};
 pub use index_service::{IndexService, QueryOffsetResult};
+pub use lmq::{
+    is_lmq, parse_targets as parse_lmq_targets, topic_allows_lmq, LMQ_DISPATCH_SEPARATOR, LMQ_NAME_MAX,
+    LMQ_OPEN_QUEUES_MAX, LMQ_PREFIX, LMQ_QUEUE_ID,
+};
 pub use mapped_file::{
     offset_to_file_name, AppendPath, MappedFile, ReservePolicy, TransientBuffer, DEFAULT_RESERVE_STEP, OS_PAGE_SIZE,
 };

@@ -163,10 +163,46 @@ impl Shared {
                     error = %e, "consume queue write failed; record not consumable");
             }
         }
+        let light = self.config.light_queues() && goes_to_consume_queue(req) && !req.light_queues.is_empty();
+        if light && !self.dispatch_light(req) {
+            return false;
+        }
         self.last_dispatched_timestamp.store(req.store_timestamp, Ordering::Release);
         if goes_to_consume_queue(req) {
-            for listener in self.listeners.read().unwrap_or_else(|e| e.into_inner()).iter() {
+            let listeners = self.listeners.read().unwrap_or_else(|e| e.into_inner());
+            for listener in listeners.iter() {
                 listener(req);
+            }
+            if light && !listeners.is_empty() {
+                for (name, offset) in &req.light_queues {
+                    let unit = light_unit(req, name, *offset);
+                    for listener in listeners.iter() {
+                        listener(&unit);
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// Writes the record's unit into each of its light queues (same CommitLog position, size
+    /// and tagsCode; the queue offset assigned at append). False when one could not take it
+    /// for want of space: the record is dispatched again later, and units already written are
+    /// recognized and skipped. Java: `ConsumeQueue#multiDispatchLmqQueue`.
+    fn dispatch_light(&self, req: &DispatchRequest) -> bool {
+        for (name, offset) in &req.light_queues {
+            let unit = light_unit(req, name, *offset);
+            let written = self.consume_queues.find_or_create(name, crate::LMQ_QUEUE_ID).and_then(|cq| cq.put(&unit));
+            if let Err(e) = written {
+                if crate::reserve::is_no_space(&e) {
+                    if self.dispatch_errors.should_log() {
+                        error!(queue = %name, physical_offset = req.commit_log_offset, error = %e,
+                            "light queue write failed for want of space; dispatch pauses and retries");
+                    }
+                    return false;
+                }
+                error!(queue = %name, queue_offset = offset, physical_offset = req.commit_log_offset, error = %e,
+                    "light queue write failed; record not consumable from it");
             }
         }
         true
@@ -214,6 +250,25 @@ impl Shared {
             dispatched_offset: self.reput_from.load(Ordering::Acquire),
         };
         self.retention.run_once(&targets, now_utc_ms)
+    }
+}
+
+/// The dispatch request of `req`'s unit in light queue `name` at `offset`.
+fn light_unit(req: &DispatchRequest, name: &str, offset: i64) -> DispatchRequest {
+    DispatchRequest {
+        topic: name.to_owned(),
+        queue_id: crate::LMQ_QUEUE_ID,
+        commit_log_offset: req.commit_log_offset,
+        msg_size: req.msg_size,
+        tags_code: req.tags_code,
+        store_timestamp: req.store_timestamp,
+        consume_queue_offset: offset,
+        keys: None,
+        uniq_key: None,
+        sys_flag: req.sys_flag,
+        prepared_transaction_offset: req.prepared_transaction_offset,
+        properties: None,
+        light_queues: Vec::new(),
     }
 }
 
@@ -314,9 +369,13 @@ impl MessageStore {
         }
         let commit_log = Arc::new(commit_log);
         let cq_dir = config.consume_queue_dir();
-        let consume_queues =
-            ConsumeQueueStore::load_with_ext(&cq_dir, config.consume_queue_file_size() as usize, ext_options(&config))
-                .map_err(io_err(&cq_dir))?;
+        let consume_queues = ConsumeQueueStore::load_with_options(
+            &cq_dir,
+            config.consume_queue_file_size() as usize,
+            ext_options(&config),
+            config.light_queues(),
+        )
+        .map_err(io_err(&cq_dir))?;
         let index = IndexService::load(&config.index_dir(), &config, last_exit_ok, checkpoint.index_msg_timestamp())
             .map_err(io_err(config.index_dir()))?;
 
@@ -353,10 +412,15 @@ impl MessageStore {
         // are remembered, so new puts never take one of them again.
         let mut undispatched: Option<i64> = None;
         let mut scanned_next: HashMap<String, HashMap<i32, i64>> = HashMap::new();
+        let mut scanned_light: HashMap<String, i64> = HashMap::new();
         let recovery_started = std::time::Instant::now();
         let summary =
             recovery::recover(&shared.config, &commit_log, &checkpoint, &shared.consume_queues, last_exit_ok, |req| {
                 if goes_to_consume_queue(req) {
+                    for (name, offset) in &req.light_queues {
+                        let next = scanned_light.entry(name.clone()).or_insert(0);
+                        *next = (*next).max(offset + 1);
+                    }
                     let queues = match scanned_next.get_mut(&req.topic) {
                         Some(queues) => queues,
                         None => scanned_next.entry(req.topic.clone()).or_default(),
@@ -370,6 +434,15 @@ impl MessageStore {
             })
             .map_err(io_err(&commit_dir))?;
         shared.consume_queues.truncate_dirty_all(summary.max_phy_offset).map_err(io_err(&cq_dir))?;
+        if !last_exit_ok && config.light_queues() {
+            // Closed light queues are not among the loaded ones: after a crash each is opened
+            // to cut units past the recovered end (a cost only of crashes, with light queues).
+            let started = std::time::Instant::now();
+            let visited =
+                shared.consume_queues.truncate_dirty_light(summary.max_phy_offset).map_err(io_err(&cq_dir))?;
+            info!(light_queues = visited, elapsed_ms = started.elapsed().as_millis() as u64, "light queues checked");
+        }
+        commit_log.set_light_queues(shared.consume_queues.light_queue_count(), scanned_light);
         let commit_log_min = commit_log.min_offset();
         for (_, _, cq) in shared.consume_queues.all() {
             cq.correct_min_offset(commit_log_min);
@@ -531,6 +604,7 @@ impl MessageStore {
         let _gate = self.shared.reput_gate.lock().unwrap_or_else(|e| e.into_inner());
         self.shared.commit_log.truncate_to(offset)?;
         self.shared.consume_queues.truncate_dirty_all(offset).map_err(crate::TruncateError::Io)?;
+        self.shared.consume_queues.truncate_dirty_light(offset).map_err(crate::TruncateError::Io)?;
         self.shared.reput_from.fetch_min(offset, Ordering::AcqRel);
         if self.shared.checkpoint.confirm_phy_offset() > offset {
             self.shared.checkpoint.set_confirm_phy_offset(offset);
@@ -587,7 +661,17 @@ impl MessageStore {
             return refused;
         }
         let began = std::time::Instant::now();
-        let result = self.shared.commit_log.append(&msg);
+        let result = match self.light_targets(&msg) {
+            None => self.shared.commit_log.append(&msg),
+            Some(Err(reason)) => {
+                Err(crate::commit_log::AppendError { status: PutMessageStatus::MessageIllegal, reason })
+            }
+            Some(Ok(names)) => {
+                let queues = &self.shared.consume_queues;
+                let max = usize::try_from(self.shared.config.max_lmq_consume_queue_num).unwrap_or(usize::MAX);
+                self.shared.commit_log.append_light(&msg, &names, max, &|name| queues.light_queue_end(name))
+            }
+        };
         let result = self.after_append(result, wait).await;
         self.shared.stats.record_put(&result, began.elapsed());
         result
@@ -600,10 +684,36 @@ impl MessageStore {
         }
         let began = std::time::Instant::now();
         let wait = msgs.first().is_none_or(|m| m.property(keys::WAIT) != Some("false"));
-        let result = self.shared.commit_log.append_batch(&msgs);
+        let result = if msgs.iter().any(|m| self.light_targets(m).is_some()) {
+            // Java stores such a batch without dispatching it to the light queues.
+            Err(crate::commit_log::AppendError {
+                status: PutMessageStatus::MessageIllegal,
+                reason:
+                    "a batch cannot be dispatched to light queues (INNER_MULTI_DISPATCH): send its messages one by one"
+                        .into(),
+            })
+        } else {
+            self.shared.commit_log.append_batch(&msgs)
+        };
         let result = self.after_append(result, wait).await;
         self.shared.stats.record_put(&result, began.elapsed());
         result
+    }
+
+    /// With light queues enabled, the light queues `msg` asks to be dispatched to (its
+    /// `INNER_MULTI_DISPATCH`, checked), or `None` when it asks for none or its topic does not
+    /// allow them.
+    fn light_targets<'m>(&self, msg: &'m StoredMessage) -> Option<Result<Vec<&'m str>, String>> {
+        if !self.shared.config.light_queues() || !crate::lmq::topic_allows_lmq(&msg.topic) {
+            return None;
+        }
+        let names = msg.property(keys::INNER_MULTI_DISPATCH).filter(|v| !v.trim().is_empty())?;
+        Some(crate::lmq::parse_targets(names))
+    }
+
+    /// Light queues with a consume queue, and how many of those are open now.
+    pub fn light_queue_counts(&self) -> (usize, usize) {
+        (self.shared.consume_queues.light_queue_count(), self.shared.consume_queues.open_light_queue_count())
     }
 
     /// SERVICE_NOT_AVAILABLE while the disk guard says the disk is full (counted as a failed

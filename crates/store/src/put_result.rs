@@ -20,6 +20,8 @@ pub enum PutMessageStatus {
     FlushFailed,
     /// An unexpected internal failure.
     UnknownError,
+    /// The send would create a light queue beyond `maxLmqConsumeQueueNum`.
+    LmqConsumeQueueNumExceeded,
 }
 
 impl PutMessageStatus {
@@ -34,6 +36,7 @@ impl PutMessageStatus {
             PutMessageStatus::PropertiesSizeExceeded => "PROPERTIES_SIZE_EXCEEDED",
             PutMessageStatus::FlushFailed => "OS_PAGE_CACHE_BUSY",
             PutMessageStatus::UnknownError => "UNKNOWN_ERROR",
+            PutMessageStatus::LmqConsumeQueueNumExceeded => "LMQ_CONSUME_QUEUE_NUM_EXCEEDED",
         }
     }
 }
