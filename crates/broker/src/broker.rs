@@ -824,8 +824,13 @@ pub async fn run_with_local_access(
                 trace_topic_enable: config.trace_topic_enable,
                 msg_trace_topic_name: config.msg_trace_topic_name.clone(),
                 revive_queue_num: config.revive_queue_num,
+                lmq: settings.store.enable_lmq,
             },
-            ..MetadataOptions::default()
+            groups: crate::metadata::SubscriptionGroupOptions {
+                lmq: settings.store.enable_lmq,
+                ..crate::metadata::SubscriptionGroupOptions::default()
+            },
+            lmq: settings.store.enable_lmq,
         },
     )?;
     let config_dir = crate::metadata::config_dir(&settings.store.store_path_root_dir);

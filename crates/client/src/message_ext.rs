@@ -78,13 +78,34 @@ fn inflate(stored: &mut StoredMessage) {
 
 /// Decodes a PULL_MESSAGE body, inflating compressed bodies. A body that does not inflate is
 /// kept as stored, with a warning.
+///
+/// A message pulled from a light queue (`%LMQ%...`) is the record of its own topic: its
+/// queue offset becomes its offset in the light queue (from `INNER_MULTI_QUEUE_OFFSET`), so
+/// that consumed offsets count in the queue pulled from.
 pub(crate) fn decode_pulled(mq: &MessageQueue, body: &[u8]) -> Result<Vec<MessageExt>, MessageError> {
     let mut out = Vec::new();
     for mut stored in StoredMessage::decode_all(body)? {
         inflate(&mut stored);
+        if mq.topic.starts_with(LMQ_PREFIX) {
+            if let Some(offset) = light_queue_offset(&stored, &mq.topic) {
+                stored.queue_offset = offset;
+            }
+        }
         out.push(MessageExt { message_queue: mq.clone(), stored });
     }
     Ok(out)
+}
+
+/// The prefix of light queue names. Java: `MixAll.LMQ_PREFIX`.
+const LMQ_PREFIX: &str = "%LMQ%";
+
+/// The record's offset in light queue `queue`: the entry of `INNER_MULTI_QUEUE_OFFSET` at the
+/// position of `queue` in `INNER_MULTI_DISPATCH`.
+fn light_queue_offset(stored: &StoredMessage, queue: &str) -> Option<i64> {
+    let names = stored.property(keys::INNER_MULTI_DISPATCH)?;
+    let offsets = stored.property(keys::INNER_MULTI_QUEUE_OFFSET)?;
+    let position = names.split(',').position(|name| name == queue)?;
+    offsets.split(',').nth(position)?.parse().ok()
 }
 
 /// Decodes the half message of a CHECK_TRANSACTION_STATE body (one stored record, with the
@@ -95,6 +116,27 @@ pub(crate) fn decode_checked(broker_name: &str, body: &[u8]) -> Result<MessageEx
     inflate(&mut stored);
     let message_queue = MessageQueue::new(&stored.topic, broker_name, stored.queue_id);
     Ok(MessageExt { message_queue, stored })
+}
+
+#[cfg(test)]
+mod light_queue_tests {
+    use super::*;
+
+    #[test]
+    fn a_message_pulled_from_a_light_queue_carries_its_offset_there() {
+        let stored = StoredMessage {
+            topic: "T".into(),
+            queue_offset: 40,
+            properties: "INNER_MULTI_DISPATCH\u{1}%LMQ%a,%LMQ%b\u{2}INNER_MULTI_QUEUE_OFFSET\u{1}3,9\u{2}".into(),
+            ..StoredMessage::default()
+        };
+        let body = stored.encode().unwrap();
+        let from = |queue: &str| decode_pulled(&MessageQueue::new(queue, "b", 0), &body).unwrap()[0].queue_offset();
+        assert_eq!(from("%LMQ%b"), 9);
+        assert_eq!(from("%LMQ%a"), 3);
+        assert_eq!(from("T"), 40);
+        assert_eq!(from("%LMQ%other"), 40);
+    }
 }
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ pub fn topic_allows_lmq(topic: &str) -> bool {
 /// The reason, for an empty list, a name that is not a light queue (`%LMQ%` and then letters,
 /// digits, `%`, `|`, `-` or `_`, at most 127 bytes) or a name listed twice. Java writes a
 /// "null" offset for a non-LMQ name, which its dispatch cannot read, and assigns one offset to
-/// both copies of a repeated name: FerroMQ refuses both (docs/decisions/0029).
+/// both copies of a repeated name: FerroMQ refuses both (docs/decisions/0028).
 pub fn parse_targets(value: &str) -> Result<Vec<&str>, String> {
     let names: Vec<&str> = value.split(LMQ_DISPATCH_SEPARATOR).collect();
     for (i, name) in names.iter().enumerate() {

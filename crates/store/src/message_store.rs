@@ -704,7 +704,18 @@ impl MessageStore {
     /// `INNER_MULTI_DISPATCH`, checked), or `None` when it asks for none or its topic does not
     /// allow them.
     fn light_targets<'m>(&self, msg: &'m StoredMessage) -> Option<Result<Vec<&'m str>, String>> {
-        if !self.shared.config.light_queues() || !crate::lmq::topic_allows_lmq(&msg.topic) {
+        if !self.shared.config.light_queues() {
+            return None;
+        }
+        if crate::lmq::is_lmq(&msg.topic) {
+            // Its offsets come from the light queue table; a record stored under the light
+            // queue's name would take one from the topic table as well.
+            return Some(Err(format!(
+                "{} is a light queue: send to a topic with INNER_MULTI_DISPATCH={} instead",
+                msg.topic, msg.topic
+            )));
+        }
+        if !crate::lmq::topic_allows_lmq(&msg.topic) {
             return None;
         }
         let names = msg.property(keys::INNER_MULTI_DISPATCH).filter(|v| !v.trim().is_empty())?;

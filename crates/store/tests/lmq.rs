@@ -114,6 +114,8 @@ async fn bad_targets_batches_and_topics_that_do_not_dispatch() {
         let r = store.put_message(msg("T", "bad", Some(bad))).await;
         assert_eq!(r.status, PutMessageStatus::MessageIllegal, "{bad}: {r:?}");
     }
+    let direct = store.put_message(msg("%LMQ%a", "direct", None)).await;
+    assert_eq!(direct.status, PutMessageStatus::MessageIllegal, "a light queue is no topic to send to: {direct:?}");
     let batch = vec![msg("T", "b0", None), msg("T", "b1", Some("%LMQ%a"))];
     let r = store.put_messages(batch).await;
     assert_eq!(r.status, PutMessageStatus::MessageIllegal, "{r:?}");

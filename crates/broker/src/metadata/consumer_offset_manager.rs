@@ -16,7 +16,9 @@ use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tracing::{debug, info, warn};
 
-use ferromq_protocol::body::{ConsumerOffsetSerializeWrapper, DataVersion, TOPIC_GROUP_SEPARATOR};
+use ferromq_protocol::body::{
+    ConsumerOffsetSerializeWrapper, DataVersion, LmqConsumerOffsetWrapper, TOPIC_GROUP_SEPARATOR,
+};
 
 use crate::metadata::config_file::ConfigFile;
 use crate::metadata::MetadataError;
@@ -31,6 +33,16 @@ type QueueOffsets = HashMap<i32, i64>;
 pub struct ConsumerOffsetManager {
     file: ConfigFile,
     state: RwLock<OffsetTable>,
+    /// With light queues (`enableLmq`): the offsets of `%LMQ%` groups.
+    lmq: Option<LmqOffsets>,
+}
+
+/// The offsets of light queue groups, one per `topic@group`, persisted as
+/// `lmqConsumerOffset.json` together with a copy of the other groups' offsets, the shape Java
+/// reads (docs/decisions/0028).
+struct LmqOffsets {
+    file: ConfigFile,
+    table: RwLock<HashMap<String, i64>>,
 }
 
 #[derive(Debug)]
@@ -86,7 +98,48 @@ impl ConsumerOffsetManager {
             None => (HashMap::new(), DataVersion::now()),
         };
         let table = OffsetTable { offsets, resets: HashMap::new(), data_version, commits: 0 };
-        Ok(Self { file, state: RwLock::new(table) })
+        Ok(Self { file, state: RwLock::new(table), lmq: None })
+    }
+
+    /// As [`load`](Self::load), with the light queue groups' offsets from `lmq_path`
+    /// (`lmqConsumerOffset.json`). Offsets of other groups found only there (a broker that
+    /// ran Java with `enableLmq`, which keeps every offset in that file) are taken too.
+    ///
+    /// # Errors
+    ///
+    /// As [`ConfigFile::load`], for either file.
+    pub fn load_with_lmq(path: impl Into<PathBuf>, lmq_path: impl Into<PathBuf>) -> Result<Self, MetadataError> {
+        let mut manager = Self::load(path)?;
+        let file = ConfigFile::new(lmq_path);
+        let loaded = file.load::<LmqConsumerOffsetWrapper>()?;
+        if loaded.needs_rewrite() {
+            file.mark_dirty();
+        }
+        let mut table = HashMap::new();
+        if let Some(wrapper) = loaded.into_value() {
+            table = wrapper.lmq_offset_table.into_iter().collect();
+            let mut state = manager.write();
+            let mut adopted = 0;
+            for (key, queues) in wrapper.offset_table {
+                if let std::collections::hash_map::Entry::Vacant(slot) = state.offsets.entry(key) {
+                    slot.insert(queues.into_iter().collect());
+                    adopted += 1;
+                }
+            }
+            drop(state);
+            if adopted > 0 {
+                manager.file.mark_dirty();
+                info!(keys = adopted, "consumer offsets taken from lmqConsumerOffset.json");
+            }
+            info!(keys = table.len(), "light queue consumer offsets loaded");
+        }
+        manager.lmq = Some(LmqOffsets { file, table: RwLock::new(table) });
+        Ok(manager)
+    }
+
+    /// The light queue offsets, when `group` is a light queue group and they are kept.
+    fn lmq_for(&self, group: &str) -> Option<&LmqOffsets> {
+        self.lmq.as_ref().filter(|_| ferromq_store::is_lmq(group))
     }
 
     /// Records `offset` as the next offset `group` consumes from `topic` queue `queue_id`, as
@@ -94,6 +147,11 @@ impl ConsumerOffsetManager {
     /// debug. Bumps the data version every [`OFFSET_UPDATE_VERSION_STEP`] commits.
     /// Java: `commitOffset`.
     pub fn commit_offset(&self, client_host: &str, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        if let Some(lmq) = self.lmq_for(group) {
+            lmq.write().insert(key(topic, group), offset);
+            lmq.file.mark_dirty();
+            return;
+        }
         let previous = {
             let mut state = self.write();
             let previous = state.offsets.entry(key(topic, group)).or_default().insert(queue_id, offset);
@@ -114,6 +172,9 @@ impl ConsumerOffsetManager {
     /// queueId)` with `useServerSideResetOffset` (default true).
     pub fn query_offset(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
         let key = key(topic, group);
+        if let Some(lmq) = self.lmq_for(group) {
+            return lmq.read().get(&key).copied();
+        }
         let state = self.read();
         let lookup = |table: &HashMap<String, QueueOffsets>| table.get(&key).and_then(|q| q.get(&queue_id)).copied();
         lookup(&state.resets).or_else(|| lookup(&state.offsets))
@@ -122,6 +183,9 @@ impl ConsumerOffsetManager {
     /// Every committed queue offset of `group` on `topic` (empty if none).
     /// Java: `queryOffset(group, topic)`.
     pub fn query_group_offsets(&self, group: &str, topic: &str) -> BTreeMap<i32, i64> {
+        if let Some(lmq) = self.lmq_for(group) {
+            return lmq.read().get(&key(topic, group)).map(|o| BTreeMap::from([(0, *o)])).unwrap_or_default();
+        }
         let state = self.read();
         state.offsets.get(&key(topic, group)).map(|q| q.iter().map(|(k, v)| (*k, *v)).collect()).unwrap_or_default()
     }
@@ -162,6 +226,18 @@ impl ConsumerOffsetManager {
     /// Drops every offset (and pending reset) of `group`, on all topics. Returns whether any
     /// offset was removed. Java: `removeOffset`.
     pub fn remove_offset(&self, group: &str) -> bool {
+        if let Some(lmq) = self.lmq_for(group) {
+            let mut table = lmq.write();
+            let before = table.len();
+            table.retain(|k, _| split_key(k).is_none_or(|(_, g)| g != group));
+            let removed = table.len() != before;
+            drop(table);
+            if removed {
+                lmq.file.mark_dirty();
+                warn!(group, "light queue group offsets removed");
+            }
+            return removed;
+        }
         let removed = self.remove_keys(|_, g| g == group);
         if removed {
             warn!(group, "consumer group offsets removed");
@@ -265,26 +341,49 @@ impl ConsumerOffsetManager {
 
     /// True if offsets changed since the last write.
     pub fn is_dirty(&self) -> bool {
-        self.file.is_dirty()
+        self.file.is_dirty() || self.lmq.as_ref().is_some_and(|l| l.file.is_dirty())
     }
 
-    /// Writes consumerOffset.json now.
+    /// Writes consumerOffset.json (and lmqConsumerOffset.json) now.
     ///
     /// # Errors
     ///
     /// As [`ConfigFile::persist`].
     pub fn persist(&self) -> Result<(), MetadataError> {
-        self.file.persist(|| self.snapshot())
+        self.file.persist(|| self.snapshot())?;
+        match &self.lmq {
+            Some(lmq) => lmq.file.persist(|| self.lmq_snapshot(lmq)),
+            None => Ok(()),
+        }
     }
 
-    /// Writes consumerOffset.json if offsets changed since the last write; returns whether it
-    /// wrote.
+    /// Writes consumerOffset.json if offsets changed since the last write (and
+    /// lmqConsumerOffset.json if either table did); returns whether it wrote.
     ///
     /// # Errors
     ///
     /// As [`ConfigFile::persist`].
     pub fn persist_if_dirty(&self) -> Result<bool, MetadataError> {
-        self.file.persist_if_dirty(|| self.snapshot())
+        if let Some(lmq) = &self.lmq {
+            // Its copy of the other groups' offsets follows them.
+            if self.file.is_dirty() {
+                lmq.file.mark_dirty();
+            }
+        }
+        let wrote = self.file.persist_if_dirty(|| self.snapshot())?;
+        match &self.lmq {
+            Some(lmq) => Ok(lmq.file.persist_if_dirty(|| self.lmq_snapshot(lmq))? || wrote),
+            None => Ok(wrote),
+        }
+    }
+
+    fn lmq_snapshot(&self, lmq: &LmqOffsets) -> LmqConsumerOffsetWrapper {
+        let normal = self.snapshot();
+        LmqConsumerOffsetWrapper {
+            data_version: normal.data_version,
+            lmq_offset_table: lmq.read().iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            offset_table: normal.offset_table,
+        }
     }
 
     fn remove_keys(&self, matches: impl Fn(&str, &str) -> bool) -> bool {
@@ -310,9 +409,60 @@ impl ConsumerOffsetManager {
     }
 }
 
+impl LmqOffsets {
+    fn read(&self) -> RwLockReadGuard<'_, HashMap<String, i64>> {
+        // Single map operations; a panic cannot leave the table inconsistent.
+        self.table.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, HashMap<String, i64>> {
+        self.table.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn light_queue_groups_keep_one_offset_per_topic_in_their_own_file() {
+        use ferromq_protocol::body::JsonBody;
+        let dir = tempfile::tempdir().unwrap();
+        let (normal, lmq) = (dir.path().join("consumerOffset.json"), dir.path().join("lmqConsumerOffset.json"));
+        let offsets = ConsumerOffsetManager::load_with_lmq(&normal, &lmq).unwrap();
+        offsets.commit_offset("h", "%LMQ%g", "%LMQ%a", 0, 7);
+        offsets.commit_offset("h", "%LMQ%g", "%LMQ%b", 0, 3);
+        offsets.commit_offset("h", "g", "T", 1, 5);
+        assert_eq!(offsets.query_offset("%LMQ%g", "%LMQ%a", 0), Some(7));
+        assert_eq!(offsets.query_group_offsets("%LMQ%g", "%LMQ%b"), BTreeMap::from([(0, 3)]));
+        assert_eq!(offsets.query_offset("g", "T", 1), Some(5));
+        assert!(offsets.snapshot().offset_table.keys().all(|k| !k.contains("%LMQ%")));
+        assert!(offsets.persist_if_dirty().unwrap());
+        assert!(!offsets.persist_if_dirty().unwrap());
+        let written = LmqConsumerOffsetWrapper::decode(&std::fs::read(&lmq).unwrap()).unwrap();
+        assert_eq!(
+            written.lmq_offset_table,
+            BTreeMap::from([("%LMQ%a@%LMQ%g".into(), 7), ("%LMQ%b@%LMQ%g".into(), 3)])
+        );
+        assert_eq!(written.offset_table["T@g"][&1], 5, "Java's file holds the other groups too");
+        assert!(!String::from_utf8(std::fs::read(&normal).unwrap()).unwrap().contains("%LMQ%"));
+
+        let reloaded = ConsumerOffsetManager::load_with_lmq(&normal, &lmq).unwrap();
+        assert_eq!(reloaded.query_offset("%LMQ%g", "%LMQ%a", 0), Some(7));
+        assert!(reloaded.remove_offset("%LMQ%g"));
+        assert_eq!(reloaded.query_offset("%LMQ%g", "%LMQ%a", 0), None);
+        assert_eq!(reloaded.query_offset("g", "T", 1), Some(5));
+
+        // A broker that ran Java with enableLmq has its other groups' offsets there only.
+        std::fs::remove_file(&normal).unwrap();
+        let migrated = ConsumerOffsetManager::load_with_lmq(&normal, &lmq).unwrap();
+        assert_eq!(migrated.query_offset("g", "T", 1), Some(5));
+        assert!(migrated.is_dirty());
+        // Without light queues a %LMQ% group is an ordinary group.
+        let plain = ConsumerOffsetManager::load(dir.path().join("plain.json")).unwrap();
+        plain.commit_offset("h", "%LMQ%g", "%LMQ%a", 0, 1);
+        assert_eq!(plain.snapshot().offset_table["%LMQ%a@%LMQ%g"][&0], 1);
+    }
 
     #[test]
     fn keys_with_extra_separators_are_ignored() {

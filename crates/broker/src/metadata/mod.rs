@@ -76,6 +76,8 @@ pub const TOPICS_FILE_NAME: &str = "topics.json";
 pub const SUBSCRIPTION_GROUP_FILE_NAME: &str = "subscriptionGroup.json";
 /// The consumer offset table's file.
 pub const CONSUMER_OFFSET_FILE_NAME: &str = "consumerOffset.json";
+/// The light queue groups' offsets file (with `enableLmq`).
+pub const LMQ_CONSUMER_OFFSET_FILE_NAME: &str = "lmqConsumerOffset.json";
 /// The delay offset table's file.
 pub const DELAY_OFFSET_FILE_NAME: &str = "delayOffset.json";
 /// File name of the message request modes.
@@ -97,6 +99,8 @@ pub struct MetadataOptions {
     pub topics: TopicConfigOptions,
     /// Group table settings.
     pub groups: SubscriptionGroupOptions,
+    /// Light queues (`enableLmq`): their groups' offsets in `lmqConsumerOffset.json`.
+    pub lmq: bool,
 }
 
 impl Default for MetadataOptions {
@@ -107,6 +111,7 @@ impl Default for MetadataOptions {
             cluster_name: "DefaultCluster".to_owned(),
             topics: TopicConfigOptions::default(),
             groups: SubscriptionGroupOptions::default(),
+            lmq: false,
         }
     }
 }
@@ -162,7 +167,14 @@ impl MetadataStore {
             options.topics,
         )?;
         let groups = SubscriptionGroupManager::load(config_dir.join(SUBSCRIPTION_GROUP_FILE_NAME), options.groups)?;
-        let offsets = ConsumerOffsetManager::load(config_dir.join(CONSUMER_OFFSET_FILE_NAME))?;
+        let offsets = if options.lmq {
+            ConsumerOffsetManager::load_with_lmq(
+                config_dir.join(CONSUMER_OFFSET_FILE_NAME),
+                config_dir.join(LMQ_CONSUMER_OFFSET_FILE_NAME),
+            )?
+        } else {
+            ConsumerOffsetManager::load(config_dir.join(CONSUMER_OFFSET_FILE_NAME))?
+        };
         let delay_offsets = DelayOffsetTable::load(config_dir.join(DELAY_OFFSET_FILE_NAME))?;
         let request_modes = MessageRequestModeManager::load(config_dir.join(MESSAGE_REQUEST_MODE_FILE_NAME))?;
         Ok(Self { topics, groups, offsets, delay_offsets, request_modes })

@@ -93,11 +93,14 @@ pub struct SubscriptionGroupOptions {
     /// `CID_RMQ_SYS_*` groups are created on first use even when auto-creation is off
     /// (`enableCreateSysGroup`, true).
     pub enable_create_sys_group: bool,
+    /// Light queues (`enableLmq`, false): every `%LMQ%` group exists with the default
+    /// settings, without an entry in the table (Java: `LmqSubscriptionGroupManager`).
+    pub lmq: bool,
 }
 
 impl Default for SubscriptionGroupOptions {
     fn default() -> Self {
-        Self { enable_create_sys_group: true }
+        Self { enable_create_sys_group: true, lmq: false }
     }
 }
 
@@ -173,6 +176,9 @@ impl SubscriptionGroupManager {
     /// A failed journal append is logged and the group kept in memory (the table stays dirty,
     /// so the periodic persist retries): a consumer should not fail because of it.
     pub fn find(&self, group: &str, auto_create: bool) -> Option<SubscriptionGroupConfig> {
+        if self.options.lmq && ferromq_store::is_lmq(group) {
+            return Some(SubscriptionGroupConfig::new(group));
+        }
         if let Some(config) = self.read().groups.get(group) {
             return Some(config.clone());
         }
@@ -208,9 +214,9 @@ impl SubscriptionGroupManager {
         Some(config)
     }
 
-    /// True if `group` exists.
+    /// True if `group` exists (every light queue group does, with light queues on).
     pub fn contains(&self, group: &str) -> bool {
-        self.read().groups.contains_key(group)
+        (self.options.lmq && ferromq_store::is_lmq(group)) || self.read().groups.contains_key(group)
     }
 
     /// Adds or replaces a group config as given, bumps the data version and journals the
@@ -474,7 +480,7 @@ mod tests {
         assert!(groups.find("CID_RMQ_SYS_REVIVE_GROUP", false).is_some());
         let groups = SubscriptionGroupManager::load(
             dir.path().join("other.json"),
-            SubscriptionGroupOptions { enable_create_sys_group: false },
+            SubscriptionGroupOptions { enable_create_sys_group: false, ..SubscriptionGroupOptions::default() },
         )
         .unwrap();
         assert!(groups.find("CID_RMQ_SYS_X", false).is_none());

@@ -61,6 +61,9 @@ pub struct TopicConfigOptions {
     pub revive_queue_num: i32,
     /// Create the 5.x timer-wheel topic (`timerWheelEnable`, true).
     pub timer_wheel_enable: bool,
+    /// Light queues (`enableLmq`, false): every `%LMQ%` topic exists, with one readable and
+    /// writable queue, without an entry in the table (Java: `LmqTopicConfigManager`).
+    pub lmq: bool,
 }
 
 impl Default for TopicConfigOptions {
@@ -74,6 +77,7 @@ impl Default for TopicConfigOptions {
             msg_trace_topic_name: RMQ_SYS_TRACE_TOPIC.to_owned(),
             revive_queue_num: 8,
             timer_wheel_enable: true,
+            lmq: false,
         }
     }
 }
@@ -168,13 +172,17 @@ impl TopicConfigManager {
     }
 
     /// The config of `topic`. Java: `selectTopicConfig`.
+    /// With light queues on, a `%LMQ%` topic has one queue and is not in the table.
     pub fn select(&self, topic: &str) -> Option<TopicConfig> {
+        if self.options.lmq && ferromq_store::is_lmq(topic) {
+            return Some(TopicConfig::new(topic, 1, 1));
+        }
         self.read().topics.get(topic).cloned()
     }
 
-    /// True if `topic` exists.
+    /// True if `topic` exists (every light queue does, with light queues on).
     pub fn contains(&self, topic: &str) -> bool {
-        self.read().topics.contains_key(topic)
+        (self.options.lmq && ferromq_store::is_lmq(topic)) || self.read().topics.contains_key(topic)
     }
 
     /// Number of topics.

@@ -167,7 +167,11 @@ impl Broker {
 
     /// The readable queues of `topic` across its brokers, from the name servers (this
     /// broker's own queues when no name server answers).
+    /// A light queue (`enableLmq`) is in no route: it is queue 0 of this broker.
     async fn route_queues(&self, topic: &str) -> Option<Vec<MessageQueue>> {
+        if self.topics().options().lmq && ferromq_store::is_lmq(topic) {
+            return Some(vec![MessageQueue::new(topic, &self.config.broker_name, ferromq_store::LMQ_QUEUE_ID)]);
+        }
         for addr in self.config.namesrv_addrs() {
             let request = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC).with_header(
                 &GetRouteInfoRequestHeader { topic: topic.to_owned(), accept_standard_json_only: Some(true) },

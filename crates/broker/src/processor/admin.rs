@@ -101,8 +101,18 @@ impl Broker {
 
     /// What an admin request may not do to a topic, whatever its queues: an illegal name, a
     /// system topic, or MIXED messages unless `enableMixedMessageType`.
+    /// With light queues on, `%LMQ%` topics and groups exist without configs: a config for one
+    /// would never be read (Java accepts it and drops it silently; docs/decisions/0028).
+    fn light_queue_config(&self, name: &str) -> Option<String> {
+        (self.topics().options().lmq && ferromq_store::is_lmq(name))
+            .then(|| format!("{name} is a light queue name (enableLmq): light queues and their groups take no config"))
+    }
+
     fn check_topic_update(&self, topic: &str, changes: &[AttributeChange]) -> Result<(), (i32, String)> {
         validate_topic(topic).map_err(|remark| (response_code::INVALID_PARAMETER, remark))?;
+        if let Some(remark) = self.light_queue_config(topic) {
+            return Err((response_code::INVALID_PARAMETER, remark));
+        }
         if self.refuses_system_topic(topic) {
             return Err((response_code::INVALID_PARAMETER, system_topic_conflict(topic)));
         }
@@ -172,7 +182,11 @@ impl Broker {
             Ok(b) => b,
             Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("malformed group list: {e}")),
         };
-        if let Some(remark) = body.group_config_list.iter().find_map(|g| validate_group(&g.group_name).err()) {
+        if let Some(remark) = body
+            .group_config_list
+            .iter()
+            .find_map(|g| validate_group(&g.group_name).err().or_else(|| self.light_queue_config(&g.group_name)))
+        {
             return failure(req, response_code::INVALID_PARAMETER, remark);
         }
         for config in body.group_config_list {
@@ -288,6 +302,9 @@ impl Broker {
             Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("malformed subscription group: {e}")),
         };
         if let Err(remark) = validate_group(&config.group_name) {
+            return failure(req, response_code::INVALID_PARAMETER, remark);
+        }
+        if let Some(remark) = self.light_queue_config(&config.group_name) {
             return failure(req, response_code::INVALID_PARAMETER, remark);
         }
         let name = config.group_name.clone();

@@ -473,7 +473,8 @@ fn store_refusal(status: PutMessageStatus, remark: Option<String>) -> ServiceErr
         PutMessageStatus::PutOk
         | PutMessageStatus::CreateMappedFileFailed
         | PutMessageStatus::FlushFailed
-        | PutMessageStatus::UnknownError => ServiceError::System(remark),
+        | PutMessageStatus::UnknownError
+        | PutMessageStatus::LmqConsumeQueueNumExceeded => ServiceError::System(remark),
     }
 }
 

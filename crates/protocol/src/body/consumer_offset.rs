@@ -28,6 +28,26 @@ pub struct ConsumerOffsetSerializeWrapper {
 
 impl JsonBody for ConsumerOffsetSerializeWrapper {}
 
+/// `config/lmqConsumerOffset.json` of a broker with light queues: the offsets of light queue
+/// groups (`%LMQ%...`), one per `topic@group` (light queues have queue 0 only), beside the
+/// other groups' offsets. Java: `LmqConsumerOffsetManager` (which keeps every offset in this
+/// file alone).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LmqConsumerOffsetWrapper {
+    /// Version of the table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_version: Option<DataVersion>,
+    /// `lmqTopic@lmqGroup` -> offset.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub lmq_offset_table: BTreeMap<String, i64>,
+    /// `topic@group` -> queue id -> offset, of the other groups.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub offset_table: BTreeMap<String, BTreeMap<i32, i64>>,
+}
+
+impl JsonBody for LmqConsumerOffsetWrapper {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -39,5 +59,15 @@ mod tests {
         assert_eq!(wrapper.offset_table["TopicTest@g1"][&1], 456);
         assert_eq!(wrapper.data_version, None);
         assert_eq!(wrapper.encode_fastjson(), br#"{"offsetTable":{"%RETRY%g1@g1":{0:0},"TopicTest@g1":{0:12,1:456}}}"#);
+    }
+
+    #[test]
+    fn reads_java_lmq_offsets_file() {
+        let json = br#"{"dataVersion":{"counter":3,"stateVersion":0,"timestamp":1700000000000},
+            "lmqOffsetTable":{"%LMQ%a@%LMQ%g":7},"offsetTable":{"T@g":{0:2}}}"#;
+        let wrapper = LmqConsumerOffsetWrapper::decode(json).unwrap();
+        assert_eq!(wrapper.lmq_offset_table["%LMQ%a@%LMQ%g"], 7);
+        assert_eq!(wrapper.offset_table["T@g"][&0], 2);
+        assert_eq!(wrapper.data_version.unwrap().counter, 3);
     }
 }
