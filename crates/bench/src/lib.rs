@@ -112,6 +112,12 @@ pub struct Options {
     pub message_size: u32,
     /// Attach a KEYS property to every message.
     pub keys: bool,
+    /// Dispatch every message to this many light queues (`INNER_MULTI_DISPATCH`; the broker
+    /// needs `enableLmq` and `enableMultiDispatch`). 0: none.
+    pub lmq_fanout: u32,
+    /// The light queues targets are drawn from, in turn (`%LMQ%ferro-bench-<n>`), so a run
+    /// of `count` messages creates up to `count * lmq_fanout` of them.
+    pub lmq_queues: u64,
     /// Messages per request (1: SEND_MESSAGE_V2, more: SEND_BATCH_MESSAGE).
     pub batch: u32,
     /// Send oneway (no response; "acked" means written).
@@ -150,6 +156,8 @@ impl Default for Options {
             connections: 4,
             message_size: 128,
             keys: false,
+            lmq_fanout: 0,
+            lmq_queues: 1000,
             batch: 1,
             oneway: false,
             count: 0,
@@ -382,8 +390,30 @@ fn properties(opts: &Options, seq: u64, index: u32) -> String {
     if opts.keys {
         p.insert(keys::KEYS, format!("ferro-bench-{index}-{seq}"));
     }
+    if opts.lmq_fanout > 0 {
+        p.insert(keys::INNER_MULTI_DISPATCH, light_queue_targets(opts, seq, index));
+    }
     p.insert(keys::WAIT, "true");
     p.encode()
+}
+
+/// `lmq_fanout` light queue names for message `seq` of sender `index`: consecutive names of
+/// the pool, each message starting where the sender's previous one stopped (senders start
+/// spread over the pool), so every queue of the pool is used before any is used twice by one
+/// sender.
+fn light_queue_targets(opts: &Options, seq: u64, index: u32) -> String {
+    let pool = opts.lmq_queues.max(u64::from(opts.lmq_fanout)).max(1);
+    let fanout = u64::from(opts.lmq_fanout);
+    let start = (seq * fanout + u64::from(index) * (pool / u64::from(opts.in_flight.max(1)))) % pool;
+    let mut names = String::with_capacity(opts.lmq_fanout as usize * 24);
+    for i in 0..fanout {
+        if i > 0 {
+            names.push(',');
+        }
+        names.push_str("%LMQ%ferro-bench-");
+        names.push_str(&((start + i) % pool).to_string());
+    }
+    names
 }
 
 impl Sender {
@@ -793,6 +823,8 @@ async fn run_with(
         message_size: opts.message_size,
         batch: opts.batch,
         keys: opts.keys,
+        lmq_fanout: opts.lmq_fanout,
+        lmq_queues: if opts.lmq_fanout > 0 { opts.lmq_queues } else { 0 },
         oneway: opts.oneway,
         count_limit: opts.count,
         duration_s: opts.duration.as_secs(),

@@ -177,6 +177,12 @@ pub struct RunConfig {
     /// Whether the connections used TLS (absent in reports from before it existed).
     #[serde(default)]
     pub tls: bool,
+    /// Light queues each message was dispatched to (`INNER_MULTI_DISPATCH`; 0: none).
+    #[serde(default)]
+    pub lmq_fanout: u32,
+    /// Distinct light queues the messages' targets were drawn from.
+    #[serde(default)]
+    pub lmq_queues: u64,
 }
 
 /// The whole report, as written with `--json`.

@@ -207,6 +207,13 @@ struct SendArgs {
     /// Send oneway (no response; acked means written, latency is the write time).
     #[arg(short = 'y', long = "oneway")]
     oneway: bool,
+    /// Dispatch every message to this many light queues (INNER_MULTI_DISPATCH; the broker
+    /// needs enableLmq=true and enableMultiDispatch=true).
+    #[arg(long = "lmqFanout", default_value_t = 0)]
+    lmq_fanout: u32,
+    /// Distinct light queues (%LMQ%ferro-bench-<n>) the targets cycle through.
+    #[arg(long = "lmqQueues", default_value_t = 1000)]
+    lmq_queues: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -287,7 +294,15 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchMode::GrpcProduce(a) => return single_thread()?.block_on(grpc(a, false)),
         BenchMode::GrpcReceive(a) => return single_thread()?.block_on(grpc(a, true)),
         BenchMode::Pop(a) => {
-            let send = SendArgs { in_flight: a.in_flight, size: 0, keys: false, batch: 1, oneway: false };
+            let send = SendArgs {
+                in_flight: a.in_flight,
+                size: 0,
+                keys: false,
+                batch: 1,
+                oneway: false,
+                lmq_fanout: 0,
+                lmq_queues: 0,
+            };
             (Mode::Pop, a.common, Some(send), true, Some(a.group), a.count)
         }
     };
@@ -298,6 +313,8 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
         keys: false,
         batch: 1,
         oneway: false,
+        lmq_fanout: 0,
+        lmq_queues: defaults.lmq_queues,
     });
     let credentials = common.credentials();
     let opts = Options {
@@ -309,6 +326,8 @@ pub(crate) fn run(args: BenchArgs) -> anyhow::Result<()> {
         connections: common.connections,
         message_size: send.size.max(1),
         keys: send.keys,
+        lmq_fanout: send.lmq_fanout,
+        lmq_queues: send.lmq_queues,
         batch: send.batch,
         oneway: send.oneway,
         count,

@@ -922,6 +922,16 @@ impl ConsumeQueueStore {
         self.light_for(name).is_some_and(|light| light.exists(name))
     }
 
+    /// Deletes expired segments of every light queue, open or not (see
+    /// [`ConsumeQueue::delete_expired`]); retention calls it when the CommitLog's min offset
+    /// moved. Returns the segments deleted.
+    ///
+    /// # Errors
+    /// Listing the consume queue directory failed.
+    pub fn delete_expired_light(&self, commit_log_min: i64) -> io::Result<usize> {
+        self.light.as_ref().map_or(Ok(0), |light| light.delete_expired_all(commit_log_min))
+    }
+
     /// Cuts the units of every light queue (open or not) that point at or past
     /// `commit_log_max`; see [`ConsumeQueue::truncate_dirty`]. Returns how many it visited.
     ///

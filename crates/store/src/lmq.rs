@@ -244,6 +244,30 @@ impl LightQueues {
         Ok(names)
     }
 
+    /// Deletes the segments of every light queue (open or not) whose units all point below
+    /// `commit_log_min`, opening closed ones in turn. Returns the segments deleted.
+    ///
+    /// # Errors
+    /// Listing the directory failed; a queue that failed is logged and skipped.
+    pub(crate) fn delete_expired_all(&self, commit_log_min: i64) -> io::Result<usize> {
+        let mut deleted = 0;
+        for name in self.names_on_disk()? {
+            let cleaned = self.find(&name, false).and_then(|queue| match queue {
+                Some(queue) => {
+                    let n = queue.delete_expired(commit_log_min)?;
+                    queue.correct_min_offset(commit_log_min);
+                    Ok(n)
+                }
+                None => Ok(0),
+            });
+            match cleaned {
+                Ok(n) => deleted += n,
+                Err(e) => warn!(queue = %name, error = %e, "cannot delete expired light queue segments"),
+            }
+        }
+        Ok(deleted)
+    }
+
     /// Cuts every light queue's units that point at or past `commit_log_max` (after a crash or
     /// a truncation), opening the closed ones in turn. Returns how many queues it visited.
     ///

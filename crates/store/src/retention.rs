@@ -365,6 +365,15 @@ fn clean_logics(targets: &RetentionTargets<'_>, state: &mut RunState) -> (usize,
         // the min is already right.
         cq.correct_min_offset(min);
     }
+    // Closed light queues are not among `all()`; a million of them are visited here only when
+    // a CommitLog segment went.
+    match targets.consume_queues.delete_expired_light(min) {
+        Ok(n) => cq_deleted += n,
+        Err(e) => {
+            failed = true;
+            warn!(error = %e, "cannot list the light queues to delete their expired segments");
+        }
+    }
     let index_deleted = match targets.index.delete_expired(min) {
         Ok(n) => n,
         Err(e) => {

@@ -410,3 +410,38 @@ async fn expired_deleted_and_unused_consume_queues_are_destroyed() {
     assert_eq!(store.clean_unused_topics(|t| t == "T").unwrap(), vec!["Early".to_owned()]);
     assert!(!cq_dir("Early").exists() && cq_dir("T").exists());
 }
+
+#[tokio::test]
+async fn closed_light_queues_follow_the_commit_log_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let lmq = || StoreConfig { enable_lmq: true, enable_multi_dispatch: true, ..config(dir.path()) };
+    let store = MessageStore::open(lmq(), host()).unwrap();
+    for i in 0..100 {
+        let mut m = msg(0, i);
+        m.properties.push_str("INNER_MULTI_DISPATCH\u{1}%LMQ%room\u{2}");
+        assert_eq!(store.put_message(m).await.status, PutMessageStatus::PutOk);
+    }
+    assert!(store.wait_dispatched(Duration::from_secs(10)));
+    store.shutdown();
+    drop(store);
+    // Reopened, the light queue is closed: retention must open it to clean it.
+    let store = MessageStore::open(lmq(), host()).unwrap();
+    store.set_disk_usage_probe(Arc::new(|_| Some(10.0)));
+    assert_eq!(store.light_queue_counts(), (1, 0));
+    let room = dir.path().join("consumequeue/%LMQ%room/0");
+    let files_before = files_in(&room);
+    assert!(files_before > 3, "{files_before}");
+    let before = segments(&store);
+    age_segments(dir.path(), &store, at(4, 0), |i| i + 1 < before.len() / 2);
+    let report = store.run_retention_once(at(4, 0));
+    assert!(report.commit_log_segments_deleted > 1);
+    let min_phy = store.min_phy_offset();
+    assert!(files_in(&room) < files_before, "light queue segments below the CommitLog's min are deleted");
+    let min = store.min_offset_in_queue("%LMQ%room", 0);
+    assert!(min > 0);
+    let first = store.get_message("%LMQ%room", 0, min, 1, 1 << 20, None);
+    assert_eq!(first.status, GetMessageStatus::Found);
+    let first = StoredMessage::decode(&first.messages[0]).unwrap().0;
+    assert!(first.physical_offset >= min_phy);
+    assert_eq!(store.get_message("%LMQ%room", 0, min - 1, 1, 1 << 20, None).status, GetMessageStatus::OffsetTooSmall);
+}
