@@ -963,6 +963,17 @@ pub async fn run_with_local_access(
             config.expect_consumer_num_use_filter,
         ),
     });
+    if settings.store.enable_compaction {
+        // Dispatch copies these topics' records into their compacted stores, and reads serve
+        // them from there; what was dispatched before now is copied here.
+        let b = Arc::downgrade(&broker);
+        let store2 = store.clone();
+        let topics: ferromq_store::CompactionTopics =
+            Arc::new(move |topic| b.upgrade().is_some_and(|b| b.topics().is_compaction(topic)));
+        tokio::task::spawn_blocking(move || store2.set_compaction_topics(topics))
+            .await
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+    }
     if config.enable_calc_filter_bit_map {
         if settings.store.enable_consume_queue_ext {
             let b = Arc::downgrade(&broker);

@@ -154,6 +154,21 @@ rocketmq_config! {
         /// `maxLmqConsumeQueueNum`: light queues a broker may hold; a send that would create one
         /// more is refused (LMQ_CONSUME_QUEUE_NUM_EXCEEDED).
         max_lmq_consume_queue_num: u64 = "maxLmqConsumeQueueNum", default 20_000;
+        /// `enableCompaction`: compaction topics (`cleanup.policy=COMPACTION`) get a compacted
+        /// store under `compaction/`, which serves their reads.
+        enable_compaction: bool = "enableCompaction", default true;
+        /// `compactionMappedFileSize` (bytes per compaction log segment, rounded to a multiple
+        /// of the compaction consume queue's as Java does).
+        compaction_mapped_file_size: u64 = "compactionMappedFileSize", default 100 * 1024 * 1024;
+        /// `compactionCqMappedFileSize` (bytes per compaction consume queue segment, whole
+        /// 46-byte units).
+        compaction_cq_mapped_file_size: u64 = "compactionCqMappedFileSize", default 10 * 1024 * 1024;
+        /// `compactionScheduleInternal` (ms, Java's spelling): how often compaction runs.
+        compaction_schedule_internal_ms: u64 = "compactionScheduleInternal", default 15 * 60 * 1000;
+        /// `compactionThreadNum`: queues compacted side by side (FerroMQ runs at most 4).
+        compaction_thread_num: u32 = "compactionThreadNum", default 6;
+        /// `maxOffsetMapSize` (bytes): bounds the keys one compaction run tracks (24 bytes a key).
+        max_offset_map_size: u64 = "maxOffsetMapSize", default 100 * 1024 * 1024;
         /// `flushDelayOffsetInterval` (ms): how often delay-level progress is written.
         flush_delay_offset_interval_ms: u64 = "flushDelayOffsetInterval", default 10_000;
     }

@@ -10,6 +10,7 @@
 
 mod checkpoint;
 mod commit_log;
+mod compaction;
 mod config;
 mod consume_queue;
 mod consume_queue_ext;
@@ -37,6 +38,7 @@ mod transient_pool;
 
 pub use checkpoint::Checkpoint;
 pub use commit_log::{AppendError, CommitLog, ReplicaAppend, ReplicaAppendError, TruncateError};
+pub use compaction::{CompactionReport, CompactionTopics};
 pub use config::{FlushDiskType, StoreConfig};
 pub use consume_queue::{ConsumeQueue, ConsumeQueueStore, CqUnit, ExtOptions, CQ_STORE_UNIT_SIZE};
 pub use consume_queue_ext::{is_ext_addr, ConsumeQueueExt, CqExtUnit};

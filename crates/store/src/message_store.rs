@@ -113,6 +113,8 @@ struct Shared {
     dispatch_errors: LogLimiter,
     /// Watches the store's disks and refuses puts when they are full (Java's DISK_FULL_BIT).
     disk_guard: Arc<DiskGuard>,
+    /// The compacted stores of compaction topics.
+    compaction: crate::compaction::CompactionStore,
 }
 
 /// Computes a dispatched record's bloom-filter bitmap from its topic and properties (the
@@ -167,6 +169,9 @@ impl Shared {
         if light && !self.dispatch_light(req) {
             return false;
         }
+        if goes_to_consume_queue(req) && self.compaction.serves(&req.topic) && !self.dispatch_compaction(req) {
+            return false;
+        }
         self.last_dispatched_timestamp.store(req.store_timestamp, Ordering::Release);
         if goes_to_consume_queue(req) {
             let listeners = self.listeners.read().unwrap_or_else(|e| e.into_inner());
@@ -183,6 +188,38 @@ impl Shared {
             }
         }
         true
+    }
+
+    /// Copies a compaction topic's record into its queue's compacted store. False when that
+    /// failed for want of space (dispatched again later; a copy already made is skipped).
+    fn dispatch_compaction(&self, req: &DispatchRequest) -> bool {
+        let Some(record) = self.commit_log.get_message(req.commit_log_offset, req.msg_size as usize) else {
+            error!(topic = %req.topic, physical_offset = req.commit_log_offset, "compaction copy: record not readable");
+            return true;
+        };
+        let copied = self.compaction.put(
+            &req.topic,
+            req.queue_id,
+            &record,
+            req.consume_queue_offset,
+            req.tags_code,
+            req.store_timestamp,
+        );
+        match copied {
+            Ok(()) => true,
+            Err(e) if crate::reserve::is_no_space(&e) || e.raw_os_error() == Some(libc::ENOSPC) => {
+                if self.dispatch_errors.should_log() {
+                    error!(topic = %req.topic, queue_id = req.queue_id, error = %e,
+                        "compaction copy failed for want of space; dispatch pauses and retries");
+                }
+                false
+            }
+            Err(e) => {
+                error!(topic = %req.topic, queue_id = req.queue_id, queue_offset = req.consume_queue_offset, error = %e,
+                    "compaction copy failed; the record is missing from the compacted view");
+                true
+            }
+        }
     }
 
     /// Writes the record's unit into each of its light queues (same CommitLog position, size
@@ -378,6 +415,8 @@ impl MessageStore {
         .map_err(io_err(&cq_dir))?;
         let index = IndexService::load(&config.index_dir(), &config, last_exit_ok, checkpoint.index_msg_timestamp())
             .map_err(io_err(config.index_dir()))?;
+        let compaction_dir = config.store_path_root_dir.join("compaction");
+        let compaction = crate::compaction::CompactionStore::load(&config).map_err(io_err(&compaction_dir))?;
 
         let memory_budget_bytes = total_memory_bytes() * config.access_message_in_memory_max_ratio as i64 / 100;
         let shared = Arc::new(Shared {
@@ -402,6 +441,7 @@ impl MessageStore {
             bit_map: RwLock::new(None),
             dispatch_errors: LogLimiter::new(),
             disk_guard: Arc::new(DiskGuard::new(&config, crate::default_disk_usage_probe())),
+            compaction,
         });
         shared.disk_guard.check();
 
@@ -485,6 +525,9 @@ impl MessageStore {
         store.spawn("store-retention", retention_loop).map_err(io_err(&root))?;
         store.spawn("store-stats", stats_loop).map_err(io_err(&root))?;
         store.spawn("store-disk-guard", disk_guard_loop).map_err(io_err(&root))?;
+        if config.enable_compaction {
+            store.spawn("store-compaction", compaction_loop).map_err(io_err(&root))?;
+        }
         Ok(store)
     }
 
@@ -722,6 +765,64 @@ impl MessageStore {
         Some(crate::lmq::parse_targets(names))
     }
 
+    /// Tells the store which topics are compaction topics (`cleanup.policy=COMPACTION`), and
+    /// copies into their compacted stores what their consume queues hold beyond them (records
+    /// dispatched before this call, or lost from the compacted store's tail in a crash).
+    /// Dispatch waits meanwhile, so nothing is copied out of order.
+    pub fn set_compaction_topics(&self, topics: crate::compaction::CompactionTopics) {
+        let _gate = self.shared.reput_gate.lock().unwrap_or_else(|e| e.into_inner());
+        self.shared.compaction.set_topics(topics);
+        for topic in self.shared.consume_queues.topics() {
+            if !self.shared.compaction.serves(&topic) {
+                continue;
+            }
+            for (queue_id, cq) in self.shared.consume_queues.queues_of(&topic) {
+                self.catch_up_compaction(&topic, queue_id, &cq);
+            }
+        }
+    }
+
+    fn catch_up_compaction(&self, topic: &str, queue_id: i32, cq: &crate::ConsumeQueue) {
+        let held = self.shared.compaction.held_end(topic, queue_id);
+        let mut offset = held.max(cq.min_offset_in_queue());
+        let end = cq.max_offset_in_queue();
+        let mut copied = 0u64;
+        while offset < end {
+            let units = cq.iter_from(offset, 1024);
+            let Some(last) = units.last().map(|u| u.queue_offset) else { break };
+            for unit in units.iter().filter(|u| !u.is_blank()) {
+                let Some(record) = self.shared.commit_log.get_message(unit.commit_log_offset, unit.size as usize)
+                else {
+                    continue;
+                };
+                let timestamp = ferromq_protocol::message::RecordView::parse(&record)
+                    .ok()
+                    .and_then(|r| match r {
+                        ferromq_protocol::message::RecordOrBlank::Record(v) => Some(v.store_timestamp_ms),
+                        _ => None,
+                    })
+                    .unwrap_or(0);
+                if let Err(e) =
+                    self.shared.compaction.put(topic, queue_id, &record, unit.queue_offset, unit.tags_code, timestamp)
+                {
+                    error!(topic, queue_id, queue_offset = unit.queue_offset, error = %e, "compaction catch-up stopped");
+                    return;
+                }
+                copied += 1;
+            }
+            offset = last + 1;
+        }
+        if copied > 0 {
+            info!(topic, queue_id, copied, "compaction store caught up with the consume queue");
+        }
+    }
+
+    /// Runs a compaction of every compaction topic queue now (the periodic run every
+    /// `compactionScheduleInternal` does the same).
+    pub fn compact_now(&self) -> crate::compaction::CompactionReport {
+        self.shared.compaction.compact_all()
+    }
+
     /// Light queues with a consume queue, and how many of those are open now.
     pub fn light_queue_counts(&self) -> (usize, usize) {
         (self.shared.consume_queues.light_queue_count(), self.shared.consume_queues.open_light_queue_count())
@@ -835,6 +936,15 @@ impl MessageStore {
         filter: Option<&dyn crate::read::MessageFilter>,
     ) -> GetMessageResult {
         let began = std::time::Instant::now();
+        if self.shared.compaction.serves(topic) {
+            let max = self.max_offset_in_queue(topic, queue_id);
+            let bytes = max_total_bytes.min(crate::read::MAX_PULL_MSG_BYTES);
+            if let Some(result) = self.shared.compaction.get_message(topic, queue_id, offset, max_msg_nums, bytes, max)
+            {
+                self.shared.stats.record_get(&result, began.elapsed());
+                return result;
+            }
+        }
         let view = self.shared_view();
         let result = crate::read::get_message(&view, topic, queue_id, offset, max_msg_nums, max_total_bytes, filter);
         self.shared.stats.record_get(&result, began.elapsed());
@@ -979,7 +1089,14 @@ impl MessageStore {
     }
 
     /// First offset of a queue.
+    /// A compaction topic's queue answers from its compacted store, which the CommitLog's
+    /// retention does not shorten.
     pub fn min_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
+        if self.shared.compaction.serves(topic) {
+            if let Some(min) = self.shared.compaction.min_offset(topic, queue_id) {
+                return min;
+            }
+        }
         self.shared.consume_queues.find(topic, queue_id).map_or(0, |cq| cq.min_offset_in_queue())
     }
 
@@ -1171,6 +1288,9 @@ impl MessageStore {
             let _ = t.join();
         }
         self.flush.lock().unwrap_or_else(|e| e.into_inner()).shutdown();
+        if let Err(e) = self.shared.compaction.flush() {
+            warn!(error = %e, "compaction store flush at shutdown failed; the next start copies its tail again");
+        }
         let clean = flush_logics(&self.shared).is_ok() && !self.shared.commit_log.is_poisoned();
         if clean {
             if let Err(e) = std::fs::remove_file(self.shared.config.abort_path()) {
@@ -1209,6 +1329,25 @@ fn cq_flush_loop(shared: &Shared) {
         }
         if let Err(e) = flush_logics(shared) {
             error!(error = %e, "consume queue / checkpoint flush failed");
+        }
+    }
+}
+
+/// Compacts the compaction topics every `compactionScheduleInternal`. Java:
+/// `CompactionLog#doCompaction` scheduled per queue.
+fn compaction_loop(shared: &Shared) {
+    let interval = Duration::from_millis(shared.config.compaction_schedule_internal_ms.max(1_000));
+    let mut last = std::time::Instant::now();
+    while !shared.stop.load(Ordering::Acquire) {
+        {
+            let guard = shared.wake_flusher.0.lock().unwrap_or_else(|e| e.into_inner());
+            if !shared.stop.load(Ordering::Acquire) {
+                let _ = shared.wake_flusher.1.wait_timeout(guard, Duration::from_secs(1));
+            }
+        }
+        if last.elapsed() >= interval && !shared.stop.load(Ordering::Acquire) {
+            shared.compaction.compact_all();
+            last = std::time::Instant::now();
         }
     }
 }

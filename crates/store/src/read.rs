@@ -8,7 +8,7 @@ use crate::get_result::{GetMessageResult, GetMessageStatus};
 
 /// Largest amount a single read may return, whatever the caller asks (Java:
 /// `MAX_PULL_MSG_SIZE`).
-const MAX_PULL_MSG_BYTES: usize = 128 * 1024 * 1024;
+pub(crate) const MAX_PULL_MSG_BYTES: usize = 128 * 1024 * 1024;
 
 /// Queue entries scanned per read when a filter rejects most of them (Java: 16000 bytes of
 /// consume queue, `maxFilterMessageSize`).

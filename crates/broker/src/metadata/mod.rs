@@ -83,6 +83,12 @@ pub const DELAY_OFFSET_FILE_NAME: &str = "delayOffset.json";
 /// File name of the message request modes.
 pub const MESSAGE_REQUEST_MODE_FILE_NAME: &str = "messageRequestMode.json";
 
+/// Whether `config` is a compaction topic's (`cleanup.policy=COMPACTION`; Java:
+/// `CleanupPolicyUtils.isCompaction`).
+pub fn is_compaction_topic(config: &ferromq_protocol::body::TopicConfig) -> bool {
+    config.attributes.get("cleanup.policy").is_some_and(|p| p == "COMPACTION")
+}
+
 /// `<storePathRootDir>/config`. Java: `BrokerPathConfigHelper`.
 pub fn config_dir(store_path_root_dir: &Path) -> PathBuf {
     store_path_root_dir.join(CONFIG_DIR_NAME)

@@ -180,6 +180,12 @@ impl TopicConfigManager {
         self.read().topics.get(topic).cloned()
     }
 
+    /// Whether `topic` is a compaction topic (`cleanup.policy=COMPACTION`), without copying
+    /// its config (the store asks for each dispatched record).
+    pub fn is_compaction(&self, topic: &str) -> bool {
+        self.read().topics.get(topic).is_some_and(crate::metadata::is_compaction_topic)
+    }
+
     /// True if `topic` exists (every light queue does, with light queues on).
     pub fn contains(&self, topic: &str) -> bool {
         (self.options.lmq && ferromq_store::is_lmq(topic)) || self.read().topics.contains_key(topic)

@@ -164,6 +164,18 @@ impl Broker {
             sys_flag |= sysflag::MULTI_TAGS_FLAG;
         }
         let batch = matches!(req.body, SendBody::Batch { .. });
+        if crate::metadata::is_compaction_topic(&topic_config) {
+            // Compaction keeps the newest message per key: a message without one could never
+            // be compacted. Java checks single sends only; a batch is checked too here.
+            let keyless = |p: &MessageProperties| p.get(keys::KEYS).is_none_or(|k| k.trim().is_empty());
+            let missing = match &req.body {
+                SendBody::One(m) => keyless(&m.properties),
+                SendBody::Batch { messages, .. } => messages.iter().any(|m| keyless(&m.properties)),
+            };
+            if missing {
+                return Err(ServiceError::MessageIllegal("Required message key is missing".into()));
+            }
+        }
         if sysflag::transaction_value(sys_flag) == sysflag::TRANSACTION_PREPARED_TYPE {
             if self.config.reject_transaction_message {
                 return Err(ServiceError::Forbidden(format!(

@@ -48,6 +48,18 @@ pub struct LmqConsumerOffsetWrapper {
 
 impl JsonBody for LmqConsumerOffsetWrapper {}
 
+/// `compaction/position-checkpoint`: per compaction topic queue (`<topic>_<queueId>`), the
+/// last queue offset a compaction covered. Java: `CompactionPositionMgr`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CompactionPositionCheckpoint {
+    /// `<topic>_<queueId>` -> offset.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub queue_offset_map: BTreeMap<String, i64>,
+}
+
+impl JsonBody for CompactionPositionCheckpoint {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,6 +71,14 @@ mod tests {
         assert_eq!(wrapper.offset_table["TopicTest@g1"][&1], 456);
         assert_eq!(wrapper.data_version, None);
         assert_eq!(wrapper.encode_fastjson(), br#"{"offsetTable":{"%RETRY%g1@g1":{0:0},"TopicTest@g1":{0:12,1:456}}}"#);
+    }
+
+    #[test]
+    fn reads_java_compaction_checkpoint() {
+        let json = br#"{"empty":false,"queueOffsetMap":{"Kv_0":41,"Kv_1":-1}}"#;
+        let c = CompactionPositionCheckpoint::decode(json).unwrap();
+        assert_eq!(c.queue_offset_map["Kv_0"], 41);
+        assert_eq!(c.encode_fastjson(), br#"{"queueOffsetMap":{"Kv_0":41,"Kv_1":-1}}"#);
     }
 
     #[test]

@@ -62,7 +62,9 @@ pub use connection::{Connection, ConsumerConnection, ProducerConnection, Produce
 pub use consume_queue_data::{ConsumeQueueData, QueryConsumeQueueResponseBody};
 pub use consume_stats::{ConsumeStats, ConsumeStatsList, OffsetWrapper};
 pub use consumer_list::ConsumerListByGroupResponseBody;
-pub use consumer_offset::{ConsumerOffsetSerializeWrapper, LmqConsumerOffsetWrapper, TOPIC_GROUP_SEPARATOR};
+pub use consumer_offset::{
+    CompactionPositionCheckpoint, ConsumerOffsetSerializeWrapper, LmqConsumerOffsetWrapper, TOPIC_GROUP_SEPARATOR,
+};
 pub use consumer_running_info::{
     ConsumeStatus, ConsumerRunningInfo, PopProcessQueueInfo, ProcessQueueInfo, PROP_CLIENT_VERSION,
     PROP_CONSUMER_START_TIMESTAMP, PROP_CONSUME_ORDERLY, PROP_CONSUME_TYPE, PROP_NAMESERVER_ADDR,
