@@ -317,11 +317,44 @@ impl LightQueues {
     pub(crate) fn truncate_dirty_all(&self, commit_log_max: i64) -> io::Result<usize> {
         let names = self.names_on_disk()?;
         for name in &names {
-            if let Some(queue) = self.find(name, false)? {
-                queue.truncate_dirty(commit_log_max)?;
+            // Most light queues hold a few units, all below the end: read their first page
+            // and skip them without opening (a mapping each).
+            if self.read().contains_key(name) || self.may_pass(name, commit_log_max)? {
+                if let Some(queue) = self.find(name, false)? {
+                    queue.truncate_dirty(commit_log_max)?;
+                }
             }
         }
         Ok(names.len())
+    }
+
+    /// Whether `name`'s consume queue may hold a unit reaching past `commit_log_max`: false
+    /// only when its newest file's first page holds units, all of them, ending below it.
+    fn may_pass(&self, name: &str, commit_log_max: i64) -> io::Result<bool> {
+        let dir = self.dir(name);
+        let newest = std::fs::read_dir(&dir)?
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_str().is_some_and(|n| n.parse::<i64>().is_ok()))
+            .map(|e| e.path())
+            .max();
+        let Some(newest) = newest else { return Ok(false) };
+        let mut page = vec![0u8; crate::OS_PAGE_SIZE];
+        let read = std::os::unix::fs::FileExt::read_at(&std::fs::File::open(&newest)?, &mut page, 0)?;
+        let mut end = 0i64;
+        for (i, unit) in page[..read - read % 20].chunks_exact(20).enumerate() {
+            let offset = i64::from_be_bytes(unit[..8].try_into().expect("8 bytes"));
+            let size = i32::from_be_bytes(unit[8..12].try_into().expect("4 bytes"));
+            if offset == 0 && size == 0 {
+                // An empty newest file says nothing about the ones before it (or about what
+                // the page cache has not shown yet): open it.
+                return Ok(i == 0 || end > commit_log_max);
+            }
+            if size != i32::MAX {
+                end = end.max(offset + i64::from(size));
+            }
+        }
+        // The page is full of units (or the file is shorter than a page): open it to know.
+        Ok(true)
     }
 
     /// Destroys `name`'s consume queue (open or not). Returns whether it had one.

@@ -296,6 +296,20 @@ fn allocated_ranges(file: &File, len: u64) -> io::Result<Vec<(u64, u64)>> {
     Ok(ranges)
 }
 
+/// Writes every dirty page of the file system holding `dir` to disk (`syncfs`): one call for
+/// thousands of small files, where an `msync` or `fsync` each would wait for each in turn.
+///
+/// # Errors
+/// Opening `dir` or the sync failed.
+pub(crate) fn sync_file_system(dir: &std::path::Path) -> io::Result<()> {
+    let dir = File::open(dir)?;
+    // SAFETY: `syncfs` only reads the descriptor, which `dir` keeps open for the call.
+    if unsafe { libc::syncfs(dir.as_raw_fd()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,18 +354,4 @@ mod tests {
         assert!(is_no_space(&io::Error::from_raw_os_error(libc::ENOSPC)));
         assert!(!is_no_space(&io::Error::from_raw_os_error(libc::EIO)));
     }
-}
-
-/// Writes every dirty page of the file system holding `dir` to disk (`syncfs`): one call for
-/// thousands of small files, where an `msync` or `fsync` each would wait for each in turn.
-///
-/// # Errors
-/// Opening `dir` or the sync failed.
-pub(crate) fn sync_file_system(dir: &std::path::Path) -> io::Result<()> {
-    let dir = File::open(dir)?;
-    // SAFETY: `syncfs` only reads the descriptor, which `dir` keeps open for the call.
-    if unsafe { libc::syncfs(dir.as_raw_fd()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
