@@ -581,6 +581,15 @@ impl CommitLog {
         }
     }
 
+    /// Forgets a destroyed light queue: its count and next offset (a queue of the same name
+    /// starts again at 0).
+    pub fn forget_light_queue(&self, name: &str) {
+        let mut state = self.writer();
+        if state.light_next.remove(name).is_some() || state.light_total > 0 {
+            state.light_total = state.light_total.saturating_sub(1);
+        }
+    }
+
     /// Appends one message that is also dispatched to the light queues `names`: each one's
     /// next offset is taken under the append lock and written into the record's
     /// `INNER_MULTI_QUEUE_OFFSET` (which is why the record is encoded under the lock), then

@@ -1050,15 +1050,16 @@ impl ConsumeQueueStore {
     /// The first failure.
     pub fn flush_all(&self) -> io::Result<()> {
         let mut first_error = None;
-        if let Some(light) = &self.light {
-            if let Err(e) = light.sync_closed() {
-                warn!(error = %e, "closed light queues not synced");
-                first_error = Some(e);
-            }
-        }
         for (_, _, q) in self.all() {
             if let Err(e) = q.flush() {
                 warn!(error = %e, "consume queue flush failed");
+                first_error.get_or_insert(e);
+            }
+        }
+        // After the open ones: a light queue closed meanwhile is among these.
+        if let Some(light) = &self.light {
+            if let Err(e) = light.sync_closed() {
+                warn!(error = %e, "closed light queues not synced");
                 first_error.get_or_insert(e);
             }
         }

@@ -80,6 +80,9 @@ pub(crate) fn dispatch_targets(names: &str, offsets: &str) -> Option<Vec<(String
     let mut targets = Vec::new();
     let mut offsets = offsets.split(LMQ_DISPATCH_SEPARATOR);
     for name in names.split(LMQ_DISPATCH_SEPARATOR) {
+        if !is_lmq(name) || name.len() == LMQ_PREFIX.len() || name.contains(['/', '\\', '\0']) {
+            return None;
+        }
         let offset = offsets.next()?.parse::<i64>().ok().filter(|o| *o >= 0)?;
         targets.push((name.to_owned(), offset));
     }
@@ -237,15 +240,17 @@ impl LightQueues {
     /// # Errors
     /// The sync failed; the queues stay for the next call.
     pub(crate) fn sync_closed(&self) -> io::Result<usize> {
-        let mut pending = self.closing.lock().unwrap_or_else(|e| e.into_inner());
+        // Taken out, so queues closing meanwhile (the dispatch thread) never wait for the sync.
+        let pending = std::mem::take(&mut *self.closing.lock().unwrap_or_else(|e| e.into_inner()));
         if pending.is_empty() {
             return Ok(0);
         }
-        crate::reserve::sync_file_system(&self.root)?;
-        let n = pending.len();
-        pending.clear();
-        debug!(queues = n, "closed light queues synced");
-        Ok(n)
+        if let Err(e) = crate::reserve::sync_file_system(&self.root) {
+            self.closing.lock().unwrap_or_else(|e| e.into_inner()).extend(pending);
+            return Err(e);
+        }
+        debug!(queues = pending.len(), "closed light queues synced");
+        Ok(pending.len())
     }
 
     /// Removes the least recently used idle queues until a quarter of the capacity is free (so
@@ -293,6 +298,11 @@ impl LightQueues {
     pub(crate) fn delete_expired_all(&self, commit_log_min: i64) -> io::Result<usize> {
         let mut deleted = 0;
         for name in self.names_on_disk()? {
+            // The newest file is never deleted: a closed queue of one file has nothing to do
+            // (most of a million light queues), and is not opened.
+            if !self.read().contains_key(&name) && self.files_on_disk(&name)? <= 1 {
+                continue;
+            }
             let cleaned = self.find(&name, false).and_then(|queue| match queue {
                 Some(queue) => {
                     let n = queue.delete_expired(commit_log_min)?;
@@ -326,6 +336,14 @@ impl LightQueues {
             }
         }
         Ok(names.len())
+    }
+
+    /// Segment files in `name`'s consume queue directory.
+    fn files_on_disk(&self, name: &str) -> io::Result<usize> {
+        Ok(std::fs::read_dir(self.dir(name))?
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .count())
     }
 
     /// Whether `name`'s consume queue may hold a unit reaching past `commit_log_max`: false
@@ -402,6 +420,8 @@ mod tests {
         assert_eq!(dispatch_targets("%LMQ%a", "3,4"), None);
         assert_eq!(dispatch_targets("%LMQ%a", "null"), None);
         assert_eq!(dispatch_targets("%LMQ%a", "-1"), None);
+        assert_eq!(dispatch_targets(" ", "0"), None, "only light queues");
+        assert_eq!(dispatch_targets("%LMQ%a,T", "0,0"), None);
         assert_eq!(offsets_property(&[3, 0, 12]), "3,0,12");
     }
 

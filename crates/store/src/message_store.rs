@@ -482,7 +482,6 @@ impl MessageStore {
                 shared.consume_queues.truncate_dirty_light(summary.max_phy_offset).map_err(io_err(&cq_dir))?;
             info!(light_queues = visited, elapsed_ms = started.elapsed().as_millis() as u64, "light queues checked");
         }
-        commit_log.set_light_queues(shared.consume_queues.light_queue_count(), scanned_light);
         let commit_log_min = commit_log.min_offset();
         for (_, _, cq) in shared.consume_queues.all() {
             cq.correct_min_offset(commit_log_min);
@@ -496,6 +495,9 @@ impl MessageStore {
             }
         }
         commit_log.set_topic_queue_table(next_offsets);
+        // After the table (which clears the light queues' offsets): what recovery saw in records
+        // not dispatched yet must not be handed out again.
+        commit_log.set_light_queues(shared.consume_queues.light_queue_count(), scanned_light);
         commit_log.queue().prefault_last();
         shared.index.prepare();
         shared.reput_from.store(undispatched.unwrap_or(summary.max_phy_offset), Ordering::Release);
@@ -705,6 +707,14 @@ impl MessageStore {
         }
         let began = std::time::Instant::now();
         let result = match self.light_targets(&msg) {
+            None if self.shared.config.light_queues() && msg.property(keys::INNER_MULTI_QUEUE_OFFSET).is_some() => {
+                // Offsets are the broker's to assign: a producer's own would be dispatched.
+                let mut owned = msg.clone();
+                let mut props = owned.properties_map();
+                props.remove(keys::INNER_MULTI_QUEUE_OFFSET);
+                owned.set_properties(&props);
+                self.shared.commit_log.append(&owned)
+            }
             None => self.shared.commit_log.append(&msg),
             Some(Err(reason)) => {
                 Err(crate::commit_log::AppendError { status: PutMessageStatus::MessageIllegal, reason })
@@ -964,7 +974,13 @@ impl MessageStore {
         let dir = self.shared.config.consume_queue_dir().join(topic);
         let deleted = self.when_topic_settled(topic, || {
             let had_queues = !self.shared.consume_queues.queues_of(topic).is_empty();
-            self.shared.consume_queues.delete_topic(topic).map(|()| had_queues)
+            self.shared.consume_queues.delete_topic(topic)?;
+            if crate::lmq::is_lmq(topic) {
+                self.shared.commit_log.forget_light_queue(topic);
+            }
+            // A compaction topic's compacted copy goes with it.
+            let had_compacted = self.shared.compaction.destroy_topic(topic)?;
+            Ok(had_queues || had_compacted)
         });
         let had_queues = deleted.map_err(io_err(dir))?;
         if had_queues {
@@ -998,6 +1014,9 @@ impl MessageStore {
     pub fn clean_expired_consume_queues(&self, keep: impl Fn(&str) -> bool) -> Result<usize, StoreError> {
         let min = self.shared.commit_log.min_offset();
         let mut destroyed = 0;
+        // A compaction topic's history lives on in its compacted store, whose offsets its
+        // consume queue must keep counting.
+        let keep = |topic: &str| keep(topic) || self.shared.compaction.serves(topic);
         for (topic, queue_id, cq) in self.shared.consume_queues.expired(min, keep) {
             let dispatched = cq.max_offset_in_queue();
             let done = self.shared.commit_log.forget_settled_queues(

@@ -266,6 +266,13 @@ impl ConsumerOffsetManager {
             return false;
         }
         let key = key(topic, group);
+        if let Some(lmq) = self.lmq_for(group) {
+            // One offset per light queue group and queue, read by pulls directly: the reset
+            // is the offset.
+            lmq.write().insert(key, offset);
+            lmq.file.mark_dirty();
+            return true;
+        }
         let mut state = self.write();
         state.resets.entry(key.clone()).or_default().insert(queue_id, offset);
         state.offsets.entry(key).or_default().insert(queue_id, offset);

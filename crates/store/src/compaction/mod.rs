@@ -290,6 +290,39 @@ impl CompactionStore {
             .map_err(|e| io::Error::other(e.to_string()))
     }
 
+    /// Removes `topic`'s compacted stores (its files and checkpoint entries): the topic was
+    /// deleted, so a topic of the same name starts again at offset 0.
+    ///
+    /// # Errors
+    /// Deleting the files failed.
+    pub(crate) fn destroy_topic(&self, topic: &str) -> io::Result<bool> {
+        let removed = {
+            let mut queues = self.queues.write().unwrap_or_else(|e| e.into_inner());
+            let before = queues.len();
+            queues.retain(|(t, _), _| t != topic);
+            before != queues.len()
+        };
+        let mut existed = removed;
+        for dir in [self.root.join("compactionLog").join(topic), self.root.join("compactionCq").join(topic)] {
+            match std::fs::remove_dir_all(&dir) {
+                Ok(()) => existed = true,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io::Error::new(e.kind(), format!("deleting {}: {e}", dir.display()))),
+            }
+        }
+        let prefix = format!("{topic}_");
+        let had_checkpoint = {
+            let mut checkpoint = self.checkpoint.lock().unwrap_or_else(|e| e.into_inner());
+            let before = checkpoint.len();
+            checkpoint.retain(|k, _| !(k.starts_with(&prefix) && k[prefix.len()..].parse::<i32>().is_ok()));
+            before != checkpoint.len()
+        };
+        if had_checkpoint {
+            self.persist_checkpoint()?;
+        }
+        Ok(existed)
+    }
+
     /// Flushes every queue's files.
     pub(crate) fn flush(&self) -> io::Result<()> {
         let queues: Vec<Arc<CompactionQueue>> =

@@ -29,6 +29,8 @@ pub(crate) const COMPACTING_DIR: &str = "compacting";
 /// Written (and synced) into `compacting/` once a run's output is complete: it lists the
 /// inputs and outputs, so a restart finishes a replacement that was under way.
 const COMMIT_MARKER: &str = "COMMIT";
+/// Written (and synced) once the outputs were found whole and their moves begin.
+const MOVING_MARKER: &str = "MOVING";
 /// Position of PHYSICALOFFSET in a record.
 const PHYSICAL_OFFSET_AT: usize = 28;
 
@@ -128,7 +130,7 @@ impl Segment {
                 break;
             }
             for chunk in buf[..n - n % UNIT_SIZE].chunks_exact(UNIT_SIZE) {
-                let Some(unit) = Unit::decode(chunk) else {
+                let Some(unit) = Unit::decode(chunk).filter(|u| u.position >= base) else {
                     // The end unit seals the segment; zeros end what was written.
                     segment.sealed = chunk[..8] == [0xff; 8];
                     break 'scan;
@@ -402,10 +404,12 @@ impl CompactionQueue {
         })?;
         let out_log = self.log_dir.join(COMPACTING_DIR);
         let out_cq = self.cq_dir.join(COMPACTING_DIR);
+        // A previous run's leftovers: a marked output is finished, an unmarked one discarded.
+        {
+            let _segments = self.write_segments();
+            settle_interrupted_run(&self.log_dir, &self.cq_dir)?;
+        }
         for dir in [&out_log, &out_cq] {
-            if dir.exists() {
-                std::fs::remove_dir_all(dir)?;
-            }
             std::fs::create_dir_all(dir)?;
         }
         let mut output: Vec<Segment> = Vec::new();
@@ -438,6 +442,10 @@ impl CompactionQueue {
         let input_names: Vec<String> = inputs.iter().map(|(base, ..)| offset_to_file_name(*base)).collect();
         let output_names: Vec<String> = output.iter().map(|s| offset_to_file_name(s.base)).collect();
         let marker = format!("inputs {}\noutputs {}\n", input_names.join(" "), output_names.join(" "));
+        // The outputs' names in both directories are on disk before the marker says to use them.
+        for dir in [&out_cq, &self.cq_dir, &out_log] {
+            ferromq_config::file::sync_dir(dir).map_err(|e| io::Error::other(e.to_string()))?;
+        }
         ferromq_config::file::write_synced(&out_log.join(COMMIT_MARKER), marker.as_bytes())
             .map_err(|e| io::Error::other(e.to_string()))?;
         ferromq_config::file::sync_dir(&out_log).map_err(|e| io::Error::other(e.to_string()))?;
@@ -449,18 +457,17 @@ impl CompactionQueue {
             // Readers wait for the swap; appends go on into the newest segment afterwards.
             let mut segments = self.write_segments();
             settle_interrupted_run(&self.log_dir, &self.cq_dir)?;
-            // Segments that were no input (the one appends went to during the run, and any
-            // it rolled to) stay, after the outputs.
-            let newer: Vec<Segment> =
-                segments.drain(..).filter(|s| !inputs.iter().any(|(base, ..)| *base == s.base)).collect();
-            let mut reopened = Vec::with_capacity(output_names.len() + newer.len());
+            let mut reopened = Vec::with_capacity(output_names.len() + segments.len());
             for name in &output_names {
-                let base = name.parse::<i64>().expect("our own file name");
+                let base = name.parse::<i64>().map_err(|_| io::Error::other(format!("bad output name {name}")))?;
                 let mut segment = Segment::open(&self.log_dir.join(name), &self.cq_dir.join(name), base)?;
                 segment.sealed = true;
                 reopened.push(segment);
             }
-            reopened.extend(newer);
+            // Only now that the outputs are open does the list change. Segments that were no
+            // input (the one appends went to during the run, and any it rolled to) stay, after
+            // the outputs.
+            reopened.extend(segments.drain(..).filter(|s| !inputs.iter().any(|(base, ..)| *base == s.base)));
             *segments = reopened;
         }
         info!(topic = %self.topic, queue_id = self.queue_id, kept, dropped, keys = newest.len(), checkpoint = last_mapped,
@@ -523,6 +530,9 @@ fn append_to(
     tags_code: i64,
     store_timestamp: i64,
 ) -> io::Result<()> {
+    if record.len() < PHYSICAL_OFFSET_AT + 8 {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("a {}-byte record is too short", record.len())));
+    }
     if record.len() as u64 + 8 > sizes.log {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -564,10 +574,10 @@ fn append_to(
 /// Closes a segment: the end unit after its units, the blank record after its records.
 fn seal(segment: &mut Segment, sizes: Sizes) -> io::Result<()> {
     segment.cq.write_all_at(&end_unit(), segment.units * UNIT_SIZE as u64)?;
-    let left = sizes.log - segment.log_len;
+    let left = sizes.log.saturating_sub(segment.log_len);
     if left >= 8 {
         let mut blank = [0u8; 8];
-        blank[..4].copy_from_slice(&(left as i32).to_be_bytes());
+        blank[..4].copy_from_slice(&i32::try_from(left).unwrap_or(i32::MAX).to_be_bytes());
         blank[4..].copy_from_slice(&BLANK_MAGIC.to_be_bytes());
         segment.log.write_all_at(&blank, segment.log_len)?;
     }
@@ -591,6 +601,21 @@ fn settle_interrupted_run(log_dir: &Path, cq_dir: &Path) -> io::Result<()> {
                     .unwrap_or_default()
             };
             let (inputs, outputs) = (list("inputs "), list("outputs "));
+            // Before the first move, every output pair must be in `compacting/`; if one is
+            // missing (a power cut lost it), nothing has been replaced yet: discard the run.
+            // `MOVING` records that the check passed and moves began (an output's name may be
+            // an input's, so "already moved" cannot be told from the files).
+            let moving = out_log.join(MOVING_MARKER);
+            if !moving.exists() {
+                let complete = outputs.iter().all(|name| out_log.join(name).is_file() && out_cq.join(name).is_file());
+                if !complete {
+                    warn!(dir = %log_dir.display(), "compaction output incomplete after a crash; discarded");
+                    std::fs::remove_file(&marker)?;
+                    return discard_outputs(&out_log, &out_cq);
+                }
+                ferromq_config::file::write_synced(&moving, b"").map_err(|e| io::Error::other(e.to_string()))?;
+                ferromq_config::file::sync_dir(&out_log).map_err(|e| io::Error::other(e.to_string()))?;
+            }
             for name in &outputs {
                 for (from, to) in [(&out_log, log_dir), (&out_cq, cq_dir)] {
                     let source = from.join(name);
@@ -616,7 +641,12 @@ fn settle_interrupted_run(log_dir: &Path, cq_dir: &Path) -> io::Result<()> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    for dir in [&out_log, &out_cq] {
+    discard_outputs(&out_log, &out_cq)
+}
+
+/// Removes the output directories (no marker in them any more).
+fn discard_outputs(out_log: &Path, out_cq: &Path) -> io::Result<()> {
+    for dir in [out_log, out_cq] {
         if dir.exists() {
             if let Err(e) = std::fs::remove_dir_all(dir) {
                 warn!(dir = %dir.display(), error = %e, "compaction output directory not removed");
@@ -725,6 +755,20 @@ mod tests {
         assert_eq!(view(&q).len(), 60);
         assert_eq!(q.compact(-1, 1000).unwrap(), Some(59));
         assert_eq!(view(&q), compacted());
+    }
+
+    #[test]
+    fn a_marked_output_missing_a_file_is_discarded() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = filled(dir.path());
+        assert_eq!(q.run(-1, 1000, Stop::BeforeSwap).unwrap(), None);
+        drop(q);
+        // As if a power cut lost an output's consume queue file after the marker.
+        std::fs::remove_file(dir.path().join("compactionCq/Kv/0").join(COMPACTING_DIR).join(offset_to_file_name(0)))
+            .unwrap();
+        let q = CompactionQueue::open(dir.path(), "Kv", 0, Sizes::new(4096, 46 * 10)).unwrap();
+        assert_eq!(view(&q).len(), 60, "the old segments stay");
+        assert!(!dir.path().join("compactionLog/Kv/0").join(COMPACTING_DIR).exists());
     }
 
     #[test]
