@@ -26,10 +26,6 @@ pub(crate) use queue::Sizes;
 /// `cleanup.policy=COMPACTION`).
 pub type CompactionTopics = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
-/// Bytes of key map per key (Java's 16-byte digest and 8-byte offset), for
-/// `maxOffsetMapSize`.
-const KEY_MAP_ENTRY_BYTES: u64 = 24;
-
 /// What a compaction pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CompactionReport {
@@ -44,7 +40,8 @@ pub(crate) struct CompactionStore {
     root: PathBuf,
     sizes: Sizes,
     enabled: bool,
-    max_keys: usize,
+    /// `maxOffsetMapSize`: the memory one run's key map may take.
+    map_bytes: usize,
     /// `compactionThreadNum`: more than 1 compacts queues side by side (at most 4 at once).
     threads: u32,
     queues: RwLock<HashMap<(String, i32), Arc<CompactionQueue>>>,
@@ -73,13 +70,12 @@ impl CompactionStore {
     pub(crate) fn load(config: &StoreConfig) -> io::Result<CompactionStore> {
         let root = config.store_path_root_dir.join("compaction");
         let sizes = Sizes::new(config.compaction_mapped_file_size, config.compaction_cq_mapped_file_size);
-        let max_keys =
-            usize::try_from((config.max_offset_map_size / KEY_MAP_ENTRY_BYTES).max(100)).unwrap_or(usize::MAX);
+        let map_bytes = usize::try_from(config.max_offset_map_size.max(64 * 1024)).unwrap_or(usize::MAX);
         let store = CompactionStore {
             root: root.clone(),
             sizes,
             enabled: config.enable_compaction,
-            max_keys,
+            map_bytes,
             threads: config.compaction_thread_num,
             queues: RwLock::new(HashMap::new()),
             topics: RwLock::new(None),
@@ -259,7 +255,7 @@ impl CompactionStore {
         let outcomes = crate::parallel::map(&queues, parallel, |queue| {
             let key = checkpoint_key(&queue.topic, queue.queue_id);
             let from = self.checkpoint.lock().unwrap_or_else(|e| e.into_inner()).get(&key).copied().unwrap_or(-1);
-            (key, queue.compact(from, self.max_keys))
+            (key, queue.compact(from, self.map_bytes))
         });
         for (queue, (key, outcome)) in queues.iter().zip(outcomes) {
             match outcome {

@@ -31,6 +31,9 @@ pub(crate) const COMPACTING_DIR: &str = "compacting";
 const COMMIT_MARKER: &str = "COMMIT";
 /// Written (and synced) once the outputs were found whole and their moves begin.
 const MOVING_MARKER: &str = "MOVING";
+/// Memory a key takes in a run's map besides its bytes (the map entry, the string's header
+/// and allocation).
+const KEY_ENTRY_OVERHEAD: usize = 64;
 /// Position of PHYSICALOFFSET in a record.
 const PHYSICAL_OFFSET_AT: usize = 28;
 
@@ -364,13 +367,13 @@ impl CompactionQueue {
     /// a marked replacement and discards an unmarked output (docs/decisions/0029).
     ///
     /// # Errors
-    /// Reading or writing failed, or more distinct keys than `max_keys`; the live segments are
+    /// Reading or writing failed; the live segments are
     /// then unchanged.
-    pub(crate) fn compact(&self, checkpoint: i64, max_keys: usize) -> io::Result<Option<i64>> {
-        self.run(checkpoint, max_keys, Stop::Never)
+    pub(crate) fn compact(&self, checkpoint: i64, map_bytes: usize) -> io::Result<Option<i64>> {
+        self.run(checkpoint, map_bytes, Stop::Never)
     }
 
-    fn run(&self, checkpoint: i64, max_keys: usize, stop: Stop) -> io::Result<Option<i64>> {
+    fn run(&self, checkpoint: i64, map_bytes: usize, stop: Stop) -> io::Result<Option<i64>> {
         let _run = self.compacting.lock().unwrap_or_else(|e| e.into_inner());
         {
             let mut segments = self.write_segments();
@@ -385,23 +388,34 @@ impl CompactionQueue {
         if !inputs.iter().any(|(_, units, last)| *units > 0 && *last > checkpoint) {
             return Ok(None);
         }
-        // The newest offset of each key written since the checkpoint.
+        // The newest offset of each key written since the checkpoint, up to `map_bytes` of
+        // map: past it the mapping stops, this run compacts what was mapped (the rest is kept
+        // as a tail) and the next run goes on from there (Java fails the run, and every later
+        // one, with "offset map is full").
         let mut newest: HashMap<String, i64> = HashMap::new();
         let mut last_mapped = checkpoint;
+        let (mut used, mut full) = (0usize, false);
         self.for_each_input(&inputs, |offset, record| {
-            if offset > checkpoint {
+            if offset > checkpoint && !full {
                 if let (Some(key), _) = key_of(record) {
-                    newest.insert(key, offset);
-                    if newest.len() > max_keys {
-                        return Err(io::Error::other(format!(
-                            "more than {max_keys} distinct keys since the last compaction (maxOffsetMapSize)"
-                        )));
+                    if !newest.contains_key(&key) {
+                        let cost = key.len() + KEY_ENTRY_OVERHEAD;
+                        if used + cost > map_bytes && !newest.is_empty() {
+                            full = true;
+                            return Ok(());
+                        }
+                        used += cost;
                     }
+                    newest.insert(key, offset);
                 }
                 last_mapped = last_mapped.max(offset);
             }
             Ok(())
         })?;
+        if full {
+            warn!(topic = %self.topic, queue_id = self.queue_id, keys = newest.len(), up_to = last_mapped,
+                "compaction key map full (maxOffsetMapSize): this run compacts up to the offset mapped");
+        }
         let out_log = self.log_dir.join(COMPACTING_DIR);
         let out_cq = self.cq_dir.join(COMPACTING_DIR);
         // A previous run's leftovers: a marked output is finished, an unmarked one discarded.
@@ -737,9 +751,20 @@ mod tests {
         assert_eq!(view(&reopened).len(), 5);
         assert!(reopened.append(&record(61, "k9", "new"), 61, 0, 0).unwrap());
         assert_eq!(view(&reopened).last().unwrap(), &(61, "new".to_owned()));
-        // Too many keys for the map: the run fails and changes nothing.
-        assert!(reopened.compact(-1, 2).is_err());
-        assert_eq!(view(&reopened).len(), 6);
+        // A map too small for every key: the run compacts up to what it mapped and keeps
+        // the rest; the next runs go on from its checkpoint.
+        for (i, key) in [(62i64, "k1"), (63, "k2"), (64, "k3"), (65, "k1")] {
+            assert!(reopened.append(&record(i, key, &format!("{key}-v{i}")), i, 0, 0).unwrap());
+        }
+        let one_key = 2 + KEY_ENTRY_OVERHEAD;
+        assert_eq!(reopened.compact(61, one_key).unwrap(), Some(62), "k1 at 62 mapped, then the map was full");
+        let k1 = |q: &CompactionQueue| {
+            view(q).into_iter().filter(|(_, b)| b.starts_with("k1-")).map(|(o, _)| o).collect::<Vec<_>>()
+        };
+        assert_eq!(k1(&reopened), [62, 65], "k1's older version went; 65, past the map, is kept");
+        assert_eq!(reopened.compact(62, 1 << 20).unwrap(), Some(65));
+        assert_eq!(k1(&reopened), [65]);
+        assert_eq!(view(&reopened).iter().map(|(o, _)| *o).collect::<Vec<_>>(), [58, 60, 61, 63, 64, 65]);
     }
 
     #[test]
