@@ -192,6 +192,9 @@ impl ConsumerOffsetManager {
 
     /// Topics `group` has offsets on. Java: `whichTopicByConsumer`.
     pub fn which_topic_by_consumer(&self, group: &str) -> BTreeSet<String> {
+        if let Some(lmq) = self.lmq_for(group) {
+            return lmq.read().keys().filter_map(|k| split_key(k)).filter(|(_, g)| *g == group).map(|(t, _)| t.to_owned()).collect();
+        }
         self.read()
             .offsets
             .keys()
@@ -203,13 +206,18 @@ impl ConsumerOffsetManager {
 
     /// Groups with offsets on `topic`. Java: `whichGroupByTopic`.
     pub fn which_group_by_topic(&self, topic: &str) -> BTreeSet<String> {
-        self.read()
+        let mut groups: BTreeSet<String> = self
+            .read()
             .offsets
             .keys()
             .filter_map(|k| split_key(k))
             .filter(|(t, _)| *t == topic)
             .map(|(_, g)| g.to_owned())
-            .collect()
+            .collect();
+        if let Some(lmq) = &self.lmq {
+            groups.extend(lmq.read().keys().filter_map(|k| split_key(k)).filter(|(t, _)| *t == topic).map(|(_, g)| g.to_owned()));
+        }
+        groups
     }
 
     /// Copies `src_group`'s offsets on `topic` to `dest_group`, replacing `dest_group`'s. Nothing
@@ -248,7 +256,16 @@ impl ConsumerOffsetManager {
     /// Drops every group's offsets (and pending resets) on `topic`. Returns whether any offset
     /// was removed. Java: `cleanOffsetByTopic`.
     pub fn remove_topic(&self, topic: &str) -> bool {
-        let removed = self.remove_keys(|t, _| t == topic);
+        let mut removed = self.remove_keys(|t, _| t == topic);
+        if let Some(lmq) = &self.lmq {
+            let mut table = lmq.write();
+            let before = table.len();
+            table.retain(|k, _| split_key(k).is_none_or(|(t, _)| t != topic));
+            if table.len() != before {
+                lmq.file.mark_dirty();
+                removed = true;
+            }
+        }
         if removed {
             warn!(topic, "topic offsets removed");
         }
@@ -456,6 +473,12 @@ mod tests {
 
         let reloaded = ConsumerOffsetManager::load_with_lmq(&normal, &lmq).unwrap();
         assert_eq!(reloaded.query_offset("%LMQ%g", "%LMQ%a", 0), Some(7));
+        assert_eq!(reloaded.which_topic_by_consumer("%LMQ%g"), BTreeSet::from(["%LMQ%a".into(), "%LMQ%b".into()]));
+        assert_eq!(reloaded.which_group_by_topic("%LMQ%b"), BTreeSet::from(["%LMQ%g".into()]));
+        assert!(reloaded.reset_offset("%LMQ%g", "%LMQ%b", 0, 1));
+        assert_eq!(reloaded.query_offset("%LMQ%g", "%LMQ%b", 0), Some(1), "a reset is the offset");
+        assert!(reloaded.remove_topic("%LMQ%b"));
+        assert_eq!(reloaded.query_offset("%LMQ%g", "%LMQ%b", 0), None);
         assert!(reloaded.remove_offset("%LMQ%g"));
         assert_eq!(reloaded.query_offset("%LMQ%g", "%LMQ%a", 0), None);
         assert_eq!(reloaded.query_offset("g", "T", 1), Some(5));
