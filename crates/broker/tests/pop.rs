@@ -635,3 +635,72 @@ async fn bad_pop_input_gets_clear_codes_and_the_broker_keeps_serving() {
     assert_eq!(bodies(&got), BTreeSet::from(["x".to_owned()]));
     c.stop().await;
 }
+
+/// A light queue is popped like a topic of one queue: what comes back names its offsets in
+/// the light queue (the record's own are its topic's, so the client reads them from
+/// INNER_MULTI_QUEUE_OFFSET as Java's does), acks by them hide the messages for good, and an
+/// unacked one comes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_light_queue_pops_acks_and_revives() {
+    let c = LocalCluster::start(|s| {
+        fast_pop(s);
+        s.store.enable_lmq = true;
+        s.store.enable_multi_dispatch = true;
+    })
+    .await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let addr = c.broker_addr.clone();
+    let (lmq, group) = ("%LMQ%pop", "%LMQ%poppers");
+    for i in 0..3 {
+        let req = send_request("LmqPopParent", 0, format!("m{i}").as_bytes(), &[("INNER_MULTI_DISPATCH", lmq)]);
+        let r = client.invoke(&addr, req, T).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    }
+    wait_dispatched(&client, &addr, lmq, 3).await;
+    let r = client.invoke(&addr, pop_request(lmq, group, -1, 32, 2_000, 500), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let h: PopMessageResponseHeader = r.decode_header().unwrap();
+    let offsets = parse_msg_offset_info(h.msg_offset_info.as_deref().unwrap_or("")).unwrap();
+    assert_eq!(offsets["0@0"], [0, 1, 2], "offsets in the light queue");
+    let starts = parse_start_offset_info(h.start_offset_info.as_deref().unwrap_or("")).unwrap();
+    let msgs = StoredMessage::decode_all(&r.body).unwrap();
+    assert_eq!(msgs.len(), 3);
+    for (i, msg) in msgs.iter().enumerate().take(2) {
+        let offset: i64 = msg.property("INNER_MULTI_QUEUE_OFFSET").unwrap().parse().unwrap();
+        assert_eq!(offset, i as i64);
+        let extra = ExtraInfo {
+            ck_queue_offset: starts["0@0"],
+            pop_time: h.pop_time,
+            invisible_time: h.invisible_time,
+            revive_qid: h.revive_qid,
+            retry_flag: RetryFlag::Normal,
+            broker_name: "broker-a".into(),
+            queue_id: Some(0),
+            queue_offset: Some(offset),
+            commit_log_offset: None,
+        };
+        let req = RemotingCommand::request(request_code::ACK_MESSAGE).with_header(&AckMessageRequestHeader {
+            consumer_group: group.into(),
+            topic: lmq.into(),
+            queue_id: 0,
+            extra_info: extra.render(),
+            offset,
+            broker_name: None,
+        });
+        let a = client.invoke(&addr, req, T).await.unwrap();
+        assert_eq!(a.code, response_code::SUCCESS, "{:?}", a.remark);
+    }
+    // m2 was not acked: it comes back after its invisible time (through the retry topic);
+    // m0 and m1 do not.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut again = Vec::new();
+    while again.is_empty() && Instant::now() < deadline {
+        let r = client.invoke(&addr, pop_request(lmq, group, -1, 32, 60_000, 500), T).await.unwrap();
+        if r.code == response_code::SUCCESS {
+            again.extend(StoredMessage::decode_all(&r.body).unwrap());
+        }
+    }
+    let bodies: Vec<String> = again.iter().map(|m| String::from_utf8(m.body.to_vec()).unwrap()).collect();
+    assert_eq!(bodies, ["m2"]);
+    c.stop().await;
+}

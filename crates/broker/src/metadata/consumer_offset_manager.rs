@@ -193,7 +193,13 @@ impl ConsumerOffsetManager {
     /// Topics `group` has offsets on. Java: `whichTopicByConsumer`.
     pub fn which_topic_by_consumer(&self, group: &str) -> BTreeSet<String> {
         if let Some(lmq) = self.lmq_for(group) {
-            return lmq.read().keys().filter_map(|k| split_key(k)).filter(|(_, g)| *g == group).map(|(t, _)| t.to_owned()).collect();
+            return lmq
+                .read()
+                .keys()
+                .filter_map(|k| split_key(k))
+                .filter(|(_, g)| *g == group)
+                .map(|(t, _)| t.to_owned())
+                .collect();
         }
         self.read()
             .offsets
@@ -215,7 +221,9 @@ impl ConsumerOffsetManager {
             .map(|(_, g)| g.to_owned())
             .collect();
         if let Some(lmq) = &self.lmq {
-            groups.extend(lmq.read().keys().filter_map(|k| split_key(k)).filter(|(t, _)| *t == topic).map(|(_, g)| g.to_owned()));
+            groups.extend(
+                lmq.read().keys().filter_map(|k| split_key(k)).filter(|(t, _)| *t == topic).map(|(_, g)| g.to_owned()),
+            );
         }
         groups
     }
