@@ -115,6 +115,11 @@ struct Shared {
     disk_guard: Arc<DiskGuard>,
     /// The compacted stores of compaction topics.
     compaction: crate::compaction::CompactionStore,
+    /// While recovery re-dispatches after a crash: records stored before this time (ms) have
+    /// their light queue units on disk already (the checkpoint's logics time is written only
+    /// after every consume queue, closed light queues included, was synced), so they are not
+    /// dispatched to light queues again, which would open every light queue they name.
+    light_redispatch_from_ms: AtomicI64,
 }
 
 /// Computes a dispatched record's bloom-filter bitmap from its topic and properties (the
@@ -165,7 +170,10 @@ impl Shared {
                     error = %e, "consume queue write failed; record not consumable");
             }
         }
-        let light = self.config.light_queues() && goes_to_consume_queue(req) && !req.light_queues.is_empty();
+        let light = self.config.light_queues()
+            && goes_to_consume_queue(req)
+            && !req.light_queues.is_empty()
+            && req.store_timestamp >= self.light_redispatch_from_ms.load(Ordering::Acquire);
         if light && !self.dispatch_light(req) {
             return false;
         }
@@ -442,6 +450,7 @@ impl MessageStore {
             dispatch_errors: LogLimiter::new(),
             disk_guard: Arc::new(DiskGuard::new(&config, crate::default_disk_usage_probe())),
             compaction,
+            light_redispatch_from_ms: AtomicI64::new(0),
         });
         shared.disk_guard.check();
 
@@ -453,6 +462,9 @@ impl MessageStore {
         let mut undispatched: Option<i64> = None;
         let mut scanned_next: HashMap<String, HashMap<i32, i64>> = HashMap::new();
         let mut scanned_light: HashMap<String, i64> = HashMap::new();
+        if !last_exit_ok {
+            shared.light_redispatch_from_ms.store(checkpoint.logics_msg_timestamp(), Ordering::Release);
+        }
         let recovery_started = std::time::Instant::now();
         let summary =
             recovery::recover(&shared.config, &commit_log, &checkpoint, &shared.consume_queues, last_exit_ok, |req| {
@@ -473,6 +485,7 @@ impl MessageStore {
                 }
             })
             .map_err(io_err(&commit_dir))?;
+        shared.light_redispatch_from_ms.store(0, Ordering::Release);
         shared.consume_queues.truncate_dirty_all(summary.max_phy_offset).map_err(io_err(&cq_dir))?;
         if !last_exit_ok && config.light_queues() {
             // Closed light queues are not among the loaded ones: after a crash each is opened

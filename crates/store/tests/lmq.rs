@@ -232,3 +232,26 @@ async fn a_crash_that_cut_the_commit_log_cuts_closed_light_queues_too() {
     );
     assert_eq!(read(&store, "%LMQ%c").iter().map(|r| (r.0, r.1.as_str())).collect::<Vec<_>>(), [(0, "m2-again")]);
 }
+
+#[tokio::test]
+async fn a_crash_restart_does_not_reopen_light_queues_the_checkpoint_covers() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path()), host()).unwrap();
+    for i in 0..20 {
+        assert!(store.put_message(msg("T", &format!("m{i}"), Some(&format!("%LMQ%c{i}")))).await.is_ok());
+        // Distinct store times: the checkpoint's logics time splits them.
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    assert!(store.wait_dispatched(Duration::from_secs(10)));
+    store.shutdown();
+    drop(store);
+    // As if the process died after the last consume queue flush.
+    std::fs::write(dir.path().join("abort"), b"1").unwrap();
+    let store = MessageStore::open(config(dir.path()), host()).unwrap();
+    let (count, open) = store.light_queue_counts();
+    assert_eq!(count, 20);
+    assert!(open <= 1, "{open} light queues reopened by the re-dispatch");
+    for i in 0..20 {
+        assert_eq!(bodies(&store, &format!("%LMQ%c{i}")), [format!("m{i}")]);
+    }
+}
