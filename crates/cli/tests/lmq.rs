@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ferromq_client::admin::AdminClient;
@@ -18,29 +17,34 @@ use ferromq_protocol::message::keys;
 use ferromq_protocol::response_code;
 use ferromq_testkit::{free_broker_port, free_port, ChildProcess};
 
-const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
+mod common;
+
 const BROKER_NAME: &str = "broker-a";
 const TOPIC: &str = "LmqParent";
 const QUEUES: usize = 100;
 const GROUP: &str = "%LMQ%readers";
 
 fn start(dir: &Path, namesrv: u16, broker: u16) -> ChildProcess {
-    let conf = dir.join("broker.conf");
-    std::fs::write(&conf, format!("brokerName={BROKER_NAME}\nenableLmq=true\nenableMultiDispatch=true\n")).unwrap();
-    let logs = std::env::var_os("FERROMQ_TEST_LOGS").is_some();
-    let output = || if logs { Stdio::inherit() } else { Stdio::null() };
-    let child = Command::new(BIN)
-        .args(["standalone", "--no-dashboard", "--no-proxy", "--bind", "127.0.0.1", "--data-dir"])
-        .arg(dir.join("data"))
-        .args(["--metrics-port", &free_port().to_string()])
-        .args(["--namesrv-port", &namesrv.to_string(), "--broker-port", &broker.to_string(), "-c"])
-        .arg(&conf)
-        .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned()))
-        .stdout(output())
-        .stderr(output())
-        .spawn()
-        .unwrap();
-    ChildProcess(child)
+    let data = dir.join("data");
+    let (metrics, namesrv, broker_port) = (free_port().to_string(), namesrv.to_string(), broker.to_string());
+    let args = [
+        "standalone",
+        "--no-dashboard",
+        "--no-proxy",
+        "--bind",
+        "127.0.0.1",
+        "--data-dir",
+        data.to_str().expect("a UTF-8 temp dir"),
+        "--metrics-port",
+        &metrics,
+        "--namesrv-port",
+        &namesrv,
+        "--broker-port",
+        &broker_port,
+    ];
+    let conf = format!("brokerName={BROKER_NAME}\nenableLmq=true\nenableMultiDispatch=true\n");
+    common::cluster::spawn_listening(&args, &dir.join("broker.conf"), &conf, &dir.join("server.log"), broker)
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn light_queues() -> Vec<String> {
