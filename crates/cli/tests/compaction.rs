@@ -22,26 +22,7 @@ const KEYS: usize = 20;
 const T: Duration = Duration::from_secs(10);
 
 fn start(dir: &Path, namesrv: u16, broker: u16) -> ChildProcess {
-    let data = dir.join("data");
-    let (metrics, namesrv, broker_port) = (free_port().to_string(), namesrv.to_string(), broker.to_string());
-    let args = [
-        "standalone",
-        "--no-dashboard",
-        "--no-proxy",
-        "--bind",
-        "127.0.0.1",
-        "--data-dir",
-        data.to_str().expect("a UTF-8 temp dir"),
-        "--metrics-port",
-        &metrics,
-        "--namesrv-port",
-        &namesrv,
-        "--broker-port",
-        &broker_port,
-    ];
-    let conf = "brokerName=broker-a\ncompactionScheduleInternal=1000\ncompactionMappedFileSize=65536\ncompactionCqMappedFileSize=4600\n".to_owned();
-    common::cluster::spawn_listening(&args, &dir.join("broker.conf"), &conf, &dir.join("server.log"), broker)
-        .unwrap_or_else(|e| panic!("{e}"))
+    common::cluster::start_standalone(dir, namesrv, broker, "brokerName=broker-a\ncompactionScheduleInternal=1000\ncompactionMappedFileSize=65536\ncompactionCqMappedFileSize=4600\n")
 }
 
 /// Sends (retrying while the broker starts) and returns the answer's code and remark.

@@ -25,26 +25,12 @@ const QUEUES: usize = 100;
 const GROUP: &str = "%LMQ%readers";
 
 fn start(dir: &Path, namesrv: u16, broker: u16) -> ChildProcess {
-    let data = dir.join("data");
-    let (metrics, namesrv, broker_port) = (free_port().to_string(), namesrv.to_string(), broker.to_string());
-    let args = [
-        "standalone",
-        "--no-dashboard",
-        "--no-proxy",
-        "--bind",
-        "127.0.0.1",
-        "--data-dir",
-        data.to_str().expect("a UTF-8 temp dir"),
-        "--metrics-port",
-        &metrics,
-        "--namesrv-port",
-        &namesrv,
-        "--broker-port",
-        &broker_port,
-    ];
-    let conf = format!("brokerName={BROKER_NAME}\nenableLmq=true\nenableMultiDispatch=true\n");
-    common::cluster::spawn_listening(&args, &dir.join("broker.conf"), &conf, &dir.join("server.log"), broker)
-        .unwrap_or_else(|e| panic!("{e}"))
+    common::cluster::start_standalone(
+        dir,
+        namesrv,
+        broker,
+        &format!("brokerName={BROKER_NAME}\nenableLmq=true\nenableMultiDispatch=true\n"),
+    )
 }
 
 fn light_queues() -> Vec<String> {

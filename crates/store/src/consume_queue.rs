@@ -134,6 +134,19 @@ fn first_dirty_unit(bytes: &[u8], commit_log_max: i64) -> Option<usize> {
         .map(|i| i * CQ_STORE_UNIT_SIZE)
 }
 
+/// Whether the first bytes (`page`) of a consume queue's newest file show every unit it
+/// holds, all of them ending at or below `commit_log_max`: a valid prefix followed by a zeroed
+/// unit (the end of what was written). A light queue for which this holds needs no opening to
+/// be cut after a crash.
+pub(crate) fn page_ends_below(page: &[u8], commit_log_max: i64) -> bool {
+    let scan = scan_valid_prefix(page);
+    let after = &page[scan.valid_len..];
+    scan.valid_len > 0
+        && after.len() >= CQ_STORE_UNIT_SIZE
+        && after[..CQ_STORE_UNIT_SIZE].iter().all(|b| *b == 0)
+        && first_dirty_unit(&page[..scan.valid_len], commit_log_max).is_none()
+}
+
 /// The first index in `[lo, hi)` for which `pred` is false, assuming `pred` is true then false.
 fn partition_point(mut lo: i64, mut hi: i64, mut pred: impl FnMut(i64) -> bool) -> i64 {
     while lo < hi {
@@ -870,10 +883,6 @@ impl ConsumeQueueStore {
                 continue;
             }
             let Some(topic) = dir_name(&topic_entry)? else { continue };
-            if light_queues && is_lmq(&topic) {
-                light_on_disk += 1;
-                continue;
-            }
             for queue_entry in read_dir(&topic_entry.path())? {
                 let Some(name) = dir_name(&queue_entry)? else { continue };
                 let Ok(queue_id) = name.parse::<i32>() else {
@@ -1213,6 +1222,21 @@ mod tests {
         assert_eq!(first_dirty_unit(&bytes, 150), Some(40));
         assert_eq!(first_dirty_unit(&bytes, 149), Some(20));
         assert_eq!(first_dirty_unit(&bytes, 0), Some(20));
+    }
+
+    #[test]
+    fn a_first_page_tells_whether_a_queue_ends_below() {
+        let mut page = units(&[(0, BLANK_SIZE, 0), (100, 50, 1), (150, 10, 2)]);
+        page.resize(4096, 0);
+        assert!(page_ends_below(&page, 160));
+        assert!(!page_ends_below(&page, 159), "a unit past the end");
+        assert!(!page_ends_below(&[0; 4096], 160), "nothing shown: open it");
+        let full = units(&[(100, 50, 1), (150, 10, 2)]);
+        assert!(!page_ends_below(&full, 160), "no end seen in the page");
+        let mut garbage = units(&[(100, 50, 1)]);
+        garbage.extend_from_slice(&[0xab; 20]);
+        garbage.resize(4096, 0);
+        assert!(!page_ends_below(&garbage, 160), "what follows is not the end");
     }
 
     #[test]

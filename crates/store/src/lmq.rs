@@ -358,21 +358,7 @@ impl LightQueues {
         let Some(newest) = newest else { return Ok(false) };
         let mut page = vec![0u8; crate::OS_PAGE_SIZE];
         let read = std::os::unix::fs::FileExt::read_at(&std::fs::File::open(&newest)?, &mut page, 0)?;
-        let mut end = 0i64;
-        for (i, unit) in page[..read - read % 20].chunks_exact(20).enumerate() {
-            let offset = i64::from_be_bytes(unit[..8].try_into().expect("8 bytes"));
-            let size = i32::from_be_bytes(unit[8..12].try_into().expect("4 bytes"));
-            if offset == 0 && size == 0 {
-                // An empty newest file says nothing about the ones before it (or about what
-                // the page cache has not shown yet): open it.
-                return Ok(i == 0 || end > commit_log_max);
-            }
-            if size != i32::MAX {
-                end = end.max(offset + i64::from(size));
-            }
-        }
-        // The page is full of units (or the file is shorter than a page): open it to know.
-        Ok(true)
+        Ok(!crate::consume_queue::page_ends_below(&page[..read], commit_log_max))
     }
 
     /// Destroys `name`'s consume queue (open or not). Returns whether it had one.

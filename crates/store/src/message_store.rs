@@ -174,7 +174,13 @@ impl Shared {
             && goes_to_consume_queue(req)
             && !req.light_queues.is_empty()
             && req.store_timestamp >= self.light_redispatch_from_ms.load(Ordering::Acquire);
-        if light && !self.dispatch_light(req) {
+        // The record's unit in each light queue, for the queue and for its listeners.
+        let light_units: Vec<DispatchRequest> = if light {
+            req.light_queues.iter().map(|(name, offset)| light_unit(req, name, *offset)).collect()
+        } else {
+            Vec::new()
+        };
+        if !light_units.is_empty() && !self.dispatch_light(req, &light_units) {
             return false;
         }
         if goes_to_consume_queue(req) && self.compaction.serves(&req.topic) && !self.dispatch_compaction(req) {
@@ -186,12 +192,9 @@ impl Shared {
             for listener in listeners.iter() {
                 listener(req);
             }
-            if light && !listeners.is_empty() {
-                for (name, offset) in &req.light_queues {
-                    let unit = light_unit(req, name, *offset);
-                    for listener in listeners.iter() {
-                        listener(&unit);
-                    }
+            for unit in &light_units {
+                for listener in listeners.iter() {
+                    listener(unit);
                 }
             }
         }
@@ -215,7 +218,7 @@ impl Shared {
         );
         match copied {
             Ok(()) => true,
-            Err(e) if crate::reserve::is_no_space(&e) || e.raw_os_error() == Some(libc::ENOSPC) => {
+            Err(e) if crate::reserve::is_no_space(&e) => {
                 if self.dispatch_errors.should_log() {
                     error!(topic = %req.topic, queue_id = req.queue_id, error = %e,
                         "compaction copy failed for want of space; dispatch pauses and retries");
@@ -234,10 +237,10 @@ impl Shared {
     /// and tagsCode; the queue offset assigned at append). False when one could not take it
     /// for want of space: the record is dispatched again later, and units already written are
     /// recognized and skipped. Java: `ConsumeQueue#multiDispatchLmqQueue`.
-    fn dispatch_light(&self, req: &DispatchRequest) -> bool {
-        for (name, offset) in &req.light_queues {
-            let unit = light_unit(req, name, *offset);
-            let written = self.consume_queues.find_or_create(name, crate::LMQ_QUEUE_ID).and_then(|cq| cq.put(&unit));
+    fn dispatch_light(&self, req: &DispatchRequest, units: &[DispatchRequest]) -> bool {
+        for unit in units {
+            let name = &unit.topic;
+            let written = self.consume_queues.find_or_create(name, crate::LMQ_QUEUE_ID).and_then(|cq| cq.put(unit));
             if let Err(e) = written {
                 if crate::reserve::is_no_space(&e) {
                     if self.dispatch_errors.should_log() {
@@ -246,8 +249,8 @@ impl Shared {
                     }
                     return false;
                 }
-                error!(queue = %name, queue_offset = offset, physical_offset = req.commit_log_offset, error = %e,
-                    "light queue write failed; record not consumable from it");
+                error!(queue = %name, queue_offset = unit.consume_queue_offset, physical_offset = req.commit_log_offset,
+                    error = %e, "light queue write failed; record not consumable from it");
             }
         }
         true

@@ -243,13 +243,8 @@ impl ConsumerOffsetManager {
     /// offset was removed. Java: `removeOffset`.
     pub fn remove_offset(&self, group: &str) -> bool {
         if let Some(lmq) = self.lmq_for(group) {
-            let mut table = lmq.write();
-            let before = table.len();
-            table.retain(|k, _| split_key(k).is_none_or(|(_, g)| g != group));
-            let removed = table.len() != before;
-            drop(table);
+            let removed = lmq.remove_keys(|_, g| g == group);
             if removed {
-                lmq.file.mark_dirty();
                 warn!(group, "light queue group offsets removed");
             }
             return removed;
@@ -266,13 +261,7 @@ impl ConsumerOffsetManager {
     pub fn remove_topic(&self, topic: &str) -> bool {
         let mut removed = self.remove_keys(|t, _| t == topic);
         if let Some(lmq) = &self.lmq {
-            let mut table = lmq.write();
-            let before = table.len();
-            table.retain(|k, _| split_key(k).is_none_or(|(t, _)| t != topic));
-            if table.len() != before {
-                lmq.file.mark_dirty();
-                removed = true;
-            }
+            removed |= lmq.remove_keys(|t, _| t == topic);
         }
         if removed {
             warn!(topic, "topic offsets removed");
@@ -442,6 +431,19 @@ impl ConsumerOffsetManager {
 }
 
 impl LmqOffsets {
+    /// Drops the `topic@group` keys `matches` picks; marks the file dirty and returns true
+    /// when any went.
+    fn remove_keys(&self, matches: impl Fn(&str, &str) -> bool) -> bool {
+        let mut table = self.write();
+        let before = table.len();
+        table.retain(|k, _| split_key(k).is_none_or(|(t, g)| !matches(t, g)));
+        let removed = table.len() != before;
+        if removed {
+            self.file.mark_dirty();
+        }
+        removed
+    }
+
     fn read(&self) -> RwLockReadGuard<'_, HashMap<String, i64>> {
         // Single map operations; a panic cannot leave the table inconsistent.
         self.table.read().unwrap_or_else(PoisonError::into_inner)

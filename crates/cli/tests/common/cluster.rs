@@ -43,6 +43,30 @@ pub fn spawn_listening(args: &[&str], conf: &Path, text: &str, log: &Path, port:
     }
 }
 
+/// Starts `ferromq standalone` (no dashboard, no proxy, on 127.0.0.1) with its data under
+/// `dir/data` and `conf` as its broker.conf, and waits until the broker port listens.
+pub fn start_standalone(dir: &Path, namesrv: u16, broker: u16, conf: &str) -> ChildProcess {
+    let data = dir.join("data");
+    let (metrics, namesrv, broker_port) = (free_port().to_string(), namesrv.to_string(), broker.to_string());
+    let args = [
+        "standalone",
+        "--no-dashboard",
+        "--no-proxy",
+        "--bind",
+        "127.0.0.1",
+        "--data-dir",
+        data.to_str().expect("a UTF-8 temp dir"),
+        "--metrics-port",
+        &metrics,
+        "--namesrv-port",
+        &namesrv,
+        "--broker-port",
+        &broker_port,
+    ];
+    spawn_listening(&args, &dir.join("broker.conf"), conf, &dir.join("server.log"), broker)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 pub fn tail(path: &Path, lines: usize) -> String {
     match std::fs::read_to_string(path) {
         Ok(text) => {

@@ -395,7 +395,8 @@ impl CompactionQueue {
         let mut newest: HashMap<String, i64> = HashMap::new();
         let mut last_mapped = checkpoint;
         let (mut used, mut full) = (0usize, false);
-        self.for_each_input(&inputs, |offset, record| {
+        self.for_each_input(&inputs, |unit, record| {
+            let offset = unit.queue_offset;
             if offset > checkpoint && !full {
                 if let (Some(key), _) = key_of(record) {
                     if !newest.contains_key(&key) {
@@ -428,7 +429,8 @@ impl CompactionQueue {
         }
         let mut output: Vec<Segment> = Vec::new();
         let (mut kept, mut dropped) = (0u64, 0u64);
-        self.for_each_input(&inputs, |offset, record| {
+        self.for_each_input(&inputs, |unit, record| {
+            let offset = unit.queue_offset;
             let (key, empty) = key_of(record);
             let keep = offset > last_mapped
                 || match key {
@@ -436,8 +438,16 @@ impl CompactionQueue {
                     None => true,
                 };
             if keep {
-                let (tags_code, store_timestamp) = unit_fields(record);
-                append_to(&mut output, &out_log, &out_cq, self.sizes, record, offset, tags_code, store_timestamp)?;
+                append_to(
+                    &mut output,
+                    &out_log,
+                    &out_cq,
+                    self.sizes,
+                    record,
+                    offset,
+                    unit.tags_code,
+                    unit.store_timestamp,
+                )?;
                 kept += 1;
             } else {
                 dropped += 1;
@@ -492,7 +502,7 @@ impl CompactionQueue {
     fn for_each_input(
         &self,
         inputs: &[(i64, u64, i64)],
-        mut f: impl FnMut(i64, &[u8]) -> io::Result<()>,
+        mut f: impl FnMut(&Unit, &[u8]) -> io::Result<()>,
     ) -> io::Result<()> {
         for (base, units, _) in inputs {
             for index in 0..*units {
@@ -505,7 +515,7 @@ impl CompactionQueue {
                     let Some(unit) = segment.unit(index)? else { break };
                     (unit, segment.record(&unit)?)
                 };
-                f(unit.queue_offset, &record)?;
+                f(&unit, &record)?;
             }
         }
         Ok(())
@@ -517,17 +527,6 @@ impl CompactionQueue {
     /// A failed sync.
     pub(crate) fn flush(&self) -> io::Result<()> {
         self.read_segments().iter().try_for_each(Segment::sync)
-    }
-}
-
-/// The tagsCode and store time of a record, for its unit.
-fn unit_fields(record: &[u8]) -> (i64, i64) {
-    match RecordView::parse(record) {
-        Ok(RecordOrBlank::Record(view)) => {
-            let tags = view.properties_str().ok().and_then(|p| ferromq_protocol::message::find_property(p, keys::TAGS));
-            (ferromq_protocol::message::tags_code(tags), view.store_timestamp_ms)
-        }
-        _ => (0, 0),
     }
 }
 
