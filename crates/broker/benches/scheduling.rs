@@ -45,6 +45,7 @@ async fn max_offset(client: &RemotingClient, addr: &str, topic: &str) -> i64 {
         queue_id: 0,
         committed: None,
         broker_name: None,
+        lo: None,
     });
     let r = client.invoke(addr, req, T).await.unwrap();
     if r.code != response_code::SUCCESS {

@@ -62,6 +62,7 @@ impl Cluster {
                 queue_id,
                 committed: None,
                 broker_name: None,
+                lo: None,
             });
             let max = self.call(client, req).await.decode_header::<OffsetResponseHeader>().unwrap().offset;
             if max >= next_offset {
@@ -86,6 +87,7 @@ impl Cluster {
                 queue_id,
                 commit_offset: offset,
                 broker_name: None,
+                lo: None,
             },
         );
         assert_eq!(self.call(client, req).await.code, response_code::SUCCESS);
@@ -99,6 +101,7 @@ impl Cluster {
                 queue_id,
                 set_zero_if_not_found: None,
                 broker_name: None,
+                lo: None,
             },
         );
         let r = self.call(client, req).await;
@@ -957,6 +960,7 @@ async fn a_deleted_topic_starts_again_at_zero_and_clean_ups_keep_live_queues() {
             queue_id,
             committed: None,
             broker_name: None,
+            lo: None,
         })
     };
     let max = |r: RemotingCommand| r.decode_header::<OffsetResponseHeader>().unwrap().offset;

@@ -142,6 +142,7 @@ async fn send_pull_offsets_and_long_polling() {
             queue_id: 1,
             commit_offset: 5,
             broker_name: None,
+            lo: None,
         },
     );
     assert_eq!(client.invoke(&c.broker_addr, update.clone(), T).await.unwrap().code, response_code::SUCCESS);
@@ -158,6 +159,7 @@ async fn send_pull_offsets_and_long_polling() {
             queue_id: 1,
             set_zero_if_not_found: None,
             broker_name: None,
+            lo: None,
         })
     };
     let r = client.invoke(&c.broker_addr, query("cg"), T).await.unwrap();
@@ -185,6 +187,7 @@ async fn send_pull_offsets_and_long_polling() {
         queue_id: 1,
         committed: None,
         broker_name: None,
+        lo: None,
     });
     assert_eq!(
         client.invoke(&c.broker_addr, max, T).await.unwrap().decode_header::<OffsetResponseHeader>().unwrap().offset,
@@ -194,6 +197,7 @@ async fn send_pull_offsets_and_long_polling() {
         topic: "Orders".into(),
         queue_id: 1,
         broker_name: None,
+        lo: None,
     });
     assert_eq!(
         client.invoke(&c.broker_addr, min, T).await.unwrap().decode_header::<OffsetResponseHeader>().unwrap().offset,
@@ -480,6 +484,7 @@ async fn restart_keeps_messages_offsets_and_topics() {
             queue_id: 2,
             commit_offset: 4,
             broker_name: None,
+            lo: None,
         },
     );
     assert_eq!(client.invoke(&c.broker_addr, update, T).await.unwrap().code, response_code::SUCCESS);
@@ -495,6 +500,7 @@ async fn restart_keeps_messages_offsets_and_topics() {
             queue_id: 2,
             set_zero_if_not_found: None,
             broker_name: None,
+            lo: None,
         });
     assert_eq!(
         client.invoke(&c.broker_addr, q, T).await.unwrap().decode_header::<OffsetResponseHeader>().unwrap().offset,

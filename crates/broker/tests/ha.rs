@@ -49,6 +49,7 @@ async fn max_offset(client: &RemotingClient, addr: &str, topic: &str) -> i64 {
         queue_id: 0,
         committed: None,
         broker_name: None,
+        lo: None,
     });
     let r = client.invoke(addr, req, T).await.unwrap();
     r.decode_header::<OffsetResponseHeader>().map(|h| h.offset).unwrap_or(-1)

@@ -148,6 +148,7 @@ async fn an_in_process_connection_sends_and_pulls_through_the_brokers_own_proces
                 queue_id: 0,
                 committed: None,
                 broker_name: None,
+                lo: None,
             }),
             T,
         )

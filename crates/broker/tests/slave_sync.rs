@@ -125,6 +125,7 @@ fn commit_offset(group: &str, topic: &str, queue_id: i32, offset: i64) -> Remoti
         queue_id,
         commit_offset: offset,
         broker_name: None,
+        lo: None,
     })
 }
 

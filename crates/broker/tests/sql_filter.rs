@@ -72,6 +72,7 @@ async fn wait_dispatched(client: &RemotingClient, addr: &str, topic: &str, n: i6
             queue_id: 0,
             committed: None,
             broker_name: None,
+            lo: None,
         });
         let r = client.invoke(addr, req, T).await.unwrap();
         if r.decode_header::<OffsetResponseHeader>().is_ok_and(|h| h.offset >= n) {

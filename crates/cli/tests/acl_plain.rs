@@ -258,6 +258,7 @@ async fn accounts_are_enforced_for_our_client_and_admin_cli() {
             queue_id: 0,
             commit_offset: 0,
             broker_name: None,
+            lo: None,
         })
     };
     let ok = client.invoke(&s.server.broker, commit("billing"), T).await.expect("answered");

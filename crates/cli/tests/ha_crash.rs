@@ -242,6 +242,7 @@ async fn a_late_and_killed_slave_catches_up_to_identical_commit_log_files() {
                         queue_id,
                         committed: None,
                         broker_name: None,
+                        lo: None,
                     },
                 );
                 let r = client.invoke(&addr, req, Duration::from_secs(3)).await.unwrap();

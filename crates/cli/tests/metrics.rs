@@ -82,6 +82,7 @@ async fn standalone_metrics_count_traffic_lag_and_connections() {
             queue_id: 0,
             commit_offset: 2,
             broker_name: None,
+            lo: None,
         },
     );
     assert_eq!(client.invoke(&s.broker, commit, T).await.unwrap().code, response_code::SUCCESS);

@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use ferromq_protocol::body::{
+    static_topic,
     perm, CheckClientRequestBody, ConsumeFromWhere, JsonBody, LockBatchRequestBody, LockBatchResponseBody,
     MessageQueue, SubscriptionData, EXPRESSION_TYPE_TAG, MASTER_ID,
 };
@@ -192,6 +193,7 @@ impl ConsumerCalls<'_> {
             queue_id: mq.queue_id,
             set_zero_if_not_found: None,
             broker_name: Some(mq.broker_name.clone()),
+            lo: static_topic::PHYSICAL_QUEUE,
         };
         let req = RemotingCommand::request(request_code::QUERY_CONSUMER_OFFSET).with_header(&header);
         let only_master = Target::Subscribe { broker_id: MASTER_ID, only_this_broker: true };
@@ -212,6 +214,7 @@ impl ConsumerCalls<'_> {
             queue_id: mq.queue_id,
             commit_offset: offset,
             broker_name: Some(mq.broker_name.clone()),
+            lo: static_topic::PHYSICAL_QUEUE,
         };
         let req = RemotingCommand::request(request_code::UPDATE_CONSUMER_OFFSET).with_header(&header);
         let (broker, resp) = self.call_api(mq, MASTER_ELSE_SLAVE, MASTER_ELSE_SLAVE, req).await?;
@@ -252,6 +255,7 @@ impl ConsumerCalls<'_> {
                     timestamp: timestamp_ms,
                     boundary_type: None,
                     broker_name: Some(mq.broker_name.clone()),
+                    lo: static_topic::PHYSICAL_QUEUE,
                 };
                 RemotingCommand::request(request_code::SEARCH_OFFSET_BY_TIMESTAMP).with_header(&header)
             }
@@ -261,6 +265,7 @@ impl ConsumerCalls<'_> {
                     queue_id: mq.queue_id,
                     committed: None,
                     broker_name: Some(mq.broker_name.clone()),
+                    lo: static_topic::PHYSICAL_QUEUE,
                 };
                 RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&header)
             }
@@ -295,6 +300,7 @@ impl ConsumerCalls<'_> {
             sub_version: sub.sub_version,
             expression_type: Some(expression_type(sub).to_owned()),
             broker_name: Some(mq.broker_name.clone()),
+            lo: static_topic::PHYSICAL_QUEUE,
             ..Default::default()
         };
         let req = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&header);

@@ -354,6 +354,7 @@ async fn orderly_message_past_max_reconsume_times_goes_to_the_dead_letter_topic(
         queue_id: 0,
         committed: None,
         broker_name: None,
+        lo: None,
     };
     let req = RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&header);
     let resp = rc.invoke(&c.broker_addr, req, Duration::from_secs(3)).await.unwrap();

@@ -68,6 +68,7 @@ impl Pair {
             queue_id,
             set_zero_if_not_found: Some(false),
             broker_name: None,
+            lo: None,
         };
         let req = RemotingCommand::request(request_code::QUERY_CONSUMER_OFFSET).with_header(&header);
         let resp = self.remoting.invoke(addr, req, T).await.unwrap();
@@ -341,7 +342,7 @@ async fn lite_pull_consumer_follows_the_slave_suggestion_and_reads_the_slave_whi
 
 /// The max offset of queue `queue_id` of `TOPIC` at `addr`.
 async fn max_offset(remoting: &RemotingClient, addr: &str, queue_id: i32) -> i64 {
-    let header = GetMaxOffsetRequestHeader { topic: TOPIC.to_owned(), queue_id, committed: None, broker_name: None };
+    let header = GetMaxOffsetRequestHeader { topic: TOPIC.to_owned(), queue_id, committed: None, broker_name: None, lo: None };
     let req = RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&header);
     let resp = remoting.invoke(addr, req, T).await.unwrap();
     resp.decode_header::<OffsetResponseHeader>().map_or(-1, |h| h.offset)

@@ -2,6 +2,7 @@
 //! (Java's 5.3.3 proxy leaves them unimplemented; FerroMQ serves them over the brokers'
 //! consumer-offset and pull requests).
 
+use ferromq_protocol::body::static_topic;
 use ferromq_protocol::header::{
     pull_sys_flag, GetMaxOffsetRequestHeader, OffsetResponseHeader, PullMessageRequestHeader,
     PullMessageResponseHeader, QueryConsumerOffsetRequestHeader, QueueRequestHeader, SearchOffsetRequestHeader,
@@ -71,6 +72,7 @@ pub async fn update_offset(p: &Proxy, req: pb::UpdateOffsetRequest) -> ProxyResu
         queue_id,
         commit_offset: req.offset,
         broker_name: Some(broker),
+        lo: static_topic::PHYSICAL_QUEUE,
     };
     let resp = p
         .brokers
@@ -97,6 +99,7 @@ pub async fn get_offset(p: &Proxy, req: pb::GetOffsetRequest) -> ProxyResult<i64
         queue_id,
         set_zero_if_not_found: Some(false),
         broker_name: Some(broker),
+        lo: static_topic::PHYSICAL_QUEUE,
     };
     let resp = p
         .brokers
@@ -123,13 +126,14 @@ pub async fn query_offset(p: &Proxy, req: pb::QueryOffsetRequest) -> ProxyResult
     }
     let request = match policy {
         QueryOffsetPolicy::Beginning => RemotingCommand::request(request_code::GET_MIN_OFFSET)
-            .with_header(&QueueRequestHeader { topic, queue_id, broker_name: Some(broker) }),
+            .with_header(&QueueRequestHeader { topic, queue_id, broker_name: Some(broker), lo: static_topic::PHYSICAL_QUEUE }),
         QueryOffsetPolicy::End => {
             RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&GetMaxOffsetRequestHeader {
                 topic,
                 queue_id,
                 committed: Some(true),
                 broker_name: Some(broker),
+        lo: static_topic::PHYSICAL_QUEUE,
             })
         }
         QueryOffsetPolicy::Timestamp => {
@@ -142,6 +146,7 @@ pub async fn query_offset(p: &Proxy, req: pb::QueryOffsetRequest) -> ProxyResult
                 timestamp: convert::timestamp_ms(t),
                 boundary_type: Some("lower".to_owned()),
                 broker_name: Some(broker),
+        lo: static_topic::PHYSICAL_QUEUE,
             })
         }
     };
@@ -187,6 +192,7 @@ pub async fn pull(p: &Proxy, req: pb::PullMessageRequest) -> ProxyResult<Option<
         request_source: None,
         proxy_froward_client_id: None,
         broker_name: Some(broker),
+        lo: static_topic::PHYSICAL_QUEUE,
     };
     let timeout = std::time::Duration::from_millis((poll + p.config.remoting_timeout_millis as i64) as u64);
     let resp = p

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use ferromq_protocol::body::{
+    static_topic,
     BrokerStatsData, ConsumeStats, ConsumeStatsList, ConsumerConnection, ConsumerRunningInfo,
     CreateTopicListRequestBody, GroupList, HaRuntimeInfo, JsonBody, KVTable, MessageQueue, ProducerConnection,
     ProducerTableInfo, QueryConsumeQueueResponseBody, ResetOffsetBody, SubscriptionGroupConfig, SubscriptionGroupList,
@@ -445,6 +446,7 @@ impl AdminClient {
             timestamp: timestamp_ms,
             boundary_type: None,
             broker_name: Some(mq.broker_name.clone()),
+            lo: static_topic::PHYSICAL_QUEUE,
         };
         let request = RemotingCommand::request(request_code::SEARCH_OFFSET_BY_TIMESTAMP).with_header(&header);
         self.offset_call(addr, request).await
@@ -460,6 +462,7 @@ impl AdminClient {
             queue_id: mq.queue_id,
             committed: None,
             broker_name: Some(mq.broker_name.clone()),
+            lo: static_topic::PHYSICAL_QUEUE,
         };
         self.offset_call(addr, RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&header)).await
     }
@@ -474,6 +477,7 @@ impl AdminClient {
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,
             broker_name: Some(mq.broker_name.clone()),
+            lo: static_topic::PHYSICAL_QUEUE,
         };
         self.offset_call(addr, RemotingCommand::request(request_code::GET_MIN_OFFSET).with_header(&header)).await
     }
@@ -503,6 +507,7 @@ impl AdminClient {
             queue_id,
             commit_offset: offset,
             broker_name: None,
+            lo: static_topic::PHYSICAL_QUEUE,
         };
         self.call_ok(addr, RemotingCommand::request(request_code::UPDATE_CONSUMER_OFFSET).with_header(&header))
             .await

@@ -93,6 +93,9 @@ pub enum BodyError {
         /// Position of the mapping in the stream, from 0.
         index: usize,
     },
+    /// A static topic's queue mapping whose item lists break the mapping rules.
+    #[error("invalid queue mapping: {0}")]
+    InvalidMapping(String),
     /// A `\uXXXX` escape in properties text is not followed by four hex digits.
     #[error("malformed \\uXXXX escape in properties text on line {line}")]
     PropertiesUnicodeEscape {

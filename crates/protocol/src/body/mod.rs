@@ -37,6 +37,7 @@ mod queue_map;
 mod register_broker;
 mod reset_offset;
 mod route;
+pub mod static_topic;
 mod subscription_group;
 mod topic_config;
 mod topic_config_wrapper;
@@ -93,6 +94,10 @@ pub use subscription_group::{
 pub use topic_config::{TopicConfig, TopicFilterType, DEFAULT_QUEUE_NUMS};
 pub use topic_config_wrapper::{TopicConfigAndMappingSerializeWrapper, TopicConfigSerializeWrapper};
 pub use topic_list::TopicList;
+pub use static_topic::{
+    LogicQueueMappingItem, TopicConfigAndQueueMapping, TopicQueueMappingDetail, TopicQueueMappingInfo,
+    TopicQueueMappingSerializeWrapper, TopicRemappingDetailWrapper,
+};
 pub use topic_stats::{TopicOffset, TopicStatsTable};
 
 /// A body carried as JSON. The default methods are all a body type needs.

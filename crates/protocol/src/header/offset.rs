@@ -10,6 +10,8 @@ command_header! {
         pub queue_id: i32 => "queueId",
         pub set_zero_if_not_found: Option<bool> => "setZeroIfNotFound",
         pub broker_name: Option<String> => "bname",
+        /// 5.x static topics: `false` marks a request another broker forwarded (physical queue).
+        pub lo: Option<bool> => "lo",
     }
 }
 
@@ -28,6 +30,8 @@ command_header! {
         pub queue_id: i32 => "queueId",
         pub commit_offset: i64 => "commitOffset",
         pub broker_name: Option<String> => "bname",
+        /// 5.x static topics: `false` marks a request another broker forwarded (physical queue).
+        pub lo: Option<bool> => "lo",
     }
 }
 
@@ -39,6 +43,8 @@ command_header! {
         /// 5.x: count only committed (dispatched) messages; default true.
         pub committed: Option<bool> => "committed",
         pub broker_name: Option<String> => "bname",
+        /// 5.x static topics: `false` marks a request another broker forwarded (physical queue).
+        pub lo: Option<bool> => "lo",
     }
 }
 
@@ -48,6 +54,8 @@ command_header! {
         pub topic: String => "topic",
         pub queue_id: i32 => "queueId",
         pub broker_name: Option<String> => "bname",
+        /// 5.x static topics: `false` marks a request another broker forwarded (physical queue).
+        pub lo: Option<bool> => "lo",
     }
 }
 
@@ -60,6 +68,8 @@ command_header! {
         /// `lower` (default) or `upper`, case-insensitive.
         pub boundary_type: Option<String> => "boundaryType",
         pub broker_name: Option<String> => "bname",
+        /// 5.x static topics: `false` marks a request another broker forwarded (physical queue).
+        pub lo: Option<bool> => "lo",
     }
 }
 

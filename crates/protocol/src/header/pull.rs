@@ -51,6 +51,8 @@ command_header! {
         /// Spelled as in RocketMQ.
         pub proxy_froward_client_id: Option<String> => "proxyFrowardClientId",
         pub broker_name: Option<String> => "bname",
+        /// 5.x static topics: `false` marks a request another broker forwarded (physical queue).
+        pub lo: Option<bool> => "lo",
     }
 }
 
