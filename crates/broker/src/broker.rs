@@ -116,7 +116,10 @@ pub struct Broker {
     /// `brokerPermission` as it is now: UPDATE_BROKER_CONFIG changes it at once (the one
     /// broker key that takes effect without a restart, as in Java).
     permission: AtomicI32,
+    /// Client of name servers, and of peer brokers a static topic's requests are forwarded to.
     pub(crate) namesrv: RemotingClient,
+    /// Static topics: broker name -> master address learnt from routes, and when.
+    pub(crate) static_topic_peers: std::sync::Mutex<std::collections::HashMap<String, (String, std::time::Instant)>>,
     /// How the broker's own clients (name servers, master, controllers) connect: TLS when
     /// `useTLS`, `tls.enable` or `tls.server.mode=enforcing`, else plaintext.
     pub(crate) client_tls: Option<ferromq_remoting::tls::ClientTls>,
@@ -386,12 +389,21 @@ impl Broker {
         sync!(request_code::POLLING_INFO, |b, conn, req| b.polling_info(conn, req));
         sync!(request_code::SET_MESSAGE_REQUEST_MODE, |b, conn, req| b.set_message_request_mode(req));
         sync!(request_code::GET_ALL_MESSAGE_REQUEST_MODE, |b, conn, req| b.get_all_message_request_mode(req));
-        sync!(request_code::QUERY_CONSUMER_OFFSET, |b, conn, req| b.query_consumer_offset(req));
-        sync!(request_code::UPDATE_CONSUMER_OFFSET, |b, conn, req| b.update_consumer_offset(conn, req));
-        sync!(request_code::GET_MAX_OFFSET, |b, conn, req| b.get_max_offset(req));
-        sync!(request_code::GET_MIN_OFFSET, |b, conn, req| b.get_min_offset(req));
-        sync!(request_code::GET_EARLIEST_MSG_STORETIME, |b, conn, req| b.get_earliest_msg_storetime(req));
-        sync!(request_code::SEARCH_OFFSET_BY_TIMESTAMP, |b, conn, req| b.search_offset_by_timestamp(req));
+        // Offsets of a static topic's logic queue may live on another broker: these are async.
+        for code in [
+            request_code::QUERY_CONSUMER_OFFSET,
+            request_code::UPDATE_CONSUMER_OFFSET,
+            request_code::GET_MAX_OFFSET,
+            request_code::GET_MIN_OFFSET,
+            request_code::GET_EARLIEST_MSG_STORETIME,
+            request_code::SEARCH_OFFSET_BY_TIMESTAMP,
+        ] {
+            let b = self.clone();
+            d.register(code, move |conn, req| {
+                let b = b.clone();
+                async move { Some(b.offset_request(&conn, &req).await) }
+            });
+        }
         sync!(request_code::HEART_BEAT, |b, conn, req| b.heart_beat(conn, req));
         sync!(request_code::UNREGISTER_CLIENT, |b, conn, req| b.unregister_client(conn, req));
         sync!(request_code::CHECK_CLIENT_CONFIG, |b, conn, req| b.check_client_config(req));
@@ -404,16 +416,20 @@ impl Broker {
         sync!(request_code::QUERY_MESSAGE, |b, conn, req| b.query_message(req));
         sync!(request_code::VIEW_MESSAGE_BY_ID, |b, conn, req| b.view_message_by_id(req));
         sync!(request_code::QUERY_CONSUME_QUEUE, |b, conn, req| b.query_consume_queue(req));
-        for code in [request_code::UPDATE_AND_CREATE_TOPIC, request_code::UPDATE_AND_CREATE_TOPIC_LIST] {
+        for code in [
+            request_code::UPDATE_AND_CREATE_TOPIC,
+            request_code::UPDATE_AND_CREATE_TOPIC_LIST,
+            request_code::UPDATE_AND_CREATE_STATIC_TOPIC,
+        ] {
             let b = self.clone();
             d.register(code, move |_conn, req| {
                 let b = b.clone();
                 async move {
                     let started = std::time::Instant::now();
-                    let response = if req.code == request_code::UPDATE_AND_CREATE_TOPIC {
-                        b.update_and_create_topic(&req)
-                    } else {
-                        b.update_and_create_topic_list(&req)
+                    let response = match req.code {
+                        request_code::UPDATE_AND_CREATE_TOPIC => b.update_and_create_topic(&req),
+                        request_code::UPDATE_AND_CREATE_STATIC_TOPIC => b.update_and_create_static_topic(&req),
+                        _ => b.update_and_create_topic_list(&req),
                     };
                     if response.code == response_code::SUCCESS {
                         b.registered_with_name_servers().await;
@@ -544,6 +560,10 @@ impl Broker {
             PullOutcome::Respond(r) => r,
             PullOutcome::Park { .. } => return, // cannot happen with suspension disallowed
         };
+        let response = match &held.logic {
+            Some(mapping) => self.rewrite_pull_answer(mapping, response),
+            None => response,
+        };
         let _ = held.conn.send_response(response).await;
     }
 
@@ -576,6 +596,13 @@ impl Broker {
             topic_config_serialize_wrapper: TopicConfigAndMappingSerializeWrapper {
                 data_version: wrapper.data_version,
                 topic_config_table: wrapper.topic_config_table,
+                // Routes carry each static topic's logic queues this broker leads.
+                topic_queue_mapping_info_map: self
+                    .mappings()
+                    .infos()
+                    .into_iter()
+                    .map(|(topic, info)| (topic, serde_json::to_value(info).expect("a mapping is plain JSON")))
+                    .collect(),
                 ..Default::default()
             },
         }
@@ -943,6 +970,7 @@ pub async fn run_with_local_access(
             queue
         }),
         namesrv_in_sync: Default::default(),
+        static_topic_peers: Default::default(),
         register_requested: AtomicU64::new(0),
         registered: tokio::sync::watch::channel(0).0,
         tx_ops: Default::default(),

@@ -25,6 +25,9 @@ pub struct HeldPull {
     pub deadline: Instant,
     /// Tag hash codes the subscription accepts; `None` accepts every message.
     pub tag_codes: Option<Vec<i64>>,
+    /// A static topic's logic queue read through this physical one: how to answer in logic
+    /// terms.
+    pub logic: Option<Box<crate::processor::static_topic::PullMapping>>,
 }
 
 /// Why a held pull was released.

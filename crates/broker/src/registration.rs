@@ -64,9 +64,11 @@ impl Broker {
             // A name server takes a slave's topics from its full registration only.
             return self.register_all().await;
         }
+        // A static topic's queue mapping rides on the full registration only.
+        let static_topic = topics.iter().any(|t| self.mappings().get(t).is_some());
         let mut all = true;
         for addr in &self.config.namesrv_addrs() {
-            if !self.is_namesrv_in_sync(addr) {
+            if static_topic || !self.is_namesrv_in_sync(addr) {
                 all &= self.register_with(addr).await;
                 continue;
             }

@@ -29,7 +29,7 @@ use ferromq_config::error_chain;
 use ferromq_protocol::body::{AclInfo, UserInfo};
 use ferromq_protocol::body::{
     BodyError, ConsumerOffsetSerializeWrapper, JsonBody, MessageRequestModeSerializeWrapper, SubscriptionGroupWrapper,
-    TopicConfigAndMappingSerializeWrapper, TopicConfigSerializeWrapper,
+    TopicConfigAndMappingSerializeWrapper, TopicConfigSerializeWrapper, TopicQueueMappingSerializeWrapper,
 };
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient, RemotingError};
@@ -231,12 +231,28 @@ impl<T: MetadataOwner> SlaveSync<T> {
         let body = self.fetch(table, master).await?;
         match table {
             Table::Topics => {
-                let wrapper = TopicConfigAndMappingSerializeWrapper::decode(&body).map_err(SyncError::Body)?;
+                let full = TopicConfigAndMappingSerializeWrapper::decode(&body).map_err(SyncError::Body)?;
                 let wrapper = TopicConfigSerializeWrapper {
-                    data_version: wrapper.data_version,
-                    topic_config_table: wrapper.topic_config_table,
+                    data_version: full.data_version,
+                    topic_config_table: full.topic_config_table,
                 };
-                let replaced = self.apply(move |m| m.topics().replace_all(wrapper)).await?;
+                // The static topics' mappings come with the topics (Java's SlaveSynchronize).
+                let mappings = TopicQueueMappingSerializeWrapper {
+                    data_version: full.mapping_data_version,
+                    topic_queue_mapping_info_map: full
+                        .topic_queue_mapping_detail_map
+                        .into_iter()
+                        .filter_map(|(topic, detail)| Some((topic, serde_json::from_value(detail).ok()?)))
+                        .collect(),
+                };
+                let replaced = self
+                    .apply(move |m| {
+                        if m.mappings().replace_all(mappings) {
+                            m.mappings().persist_if_dirty()?;
+                        }
+                        m.topics().replace_all(wrapper)
+                    })
+                    .await?;
                 Ok(replaced.map_or(Applied::Unchanged, Applied::Replaced))
             }
             Table::ConsumerOffsets => {

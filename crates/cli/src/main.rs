@@ -120,7 +120,15 @@ fn mqadmin_short_options(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<
     if args.get(1).and_then(|a| a.to_str()) != Some("admin") {
         return args;
     }
-    args.into_iter().map(|a| if a == "-bn" { "--brokerName".into() } else { a }).collect()
+    args.into_iter()
+        .map(|a| match a.to_str() {
+            Some("-bn") => "--brokerName".into(),
+            Some("-qn") => "--totalQueueNum".into(),
+            Some("-mf") => "--mapFile".into(),
+            Some("-fr") => "--forceReplace".into(),
+            _ => a,
+        })
+        .collect()
 }
 
 fn main() {

@@ -9,9 +9,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use ferromq_protocol::body::{
-    static_topic,
-    perm, CheckClientRequestBody, ConsumeFromWhere, JsonBody, LockBatchRequestBody, LockBatchResponseBody,
-    MessageQueue, SubscriptionData, EXPRESSION_TYPE_TAG, MASTER_ID,
+    perm, static_topic, CheckClientRequestBody, ConsumeFromWhere, JsonBody, LockBatchRequestBody,
+    LockBatchResponseBody, MessageQueue, SubscriptionData, EXPRESSION_TYPE_TAG, MASTER_ID,
 };
 use ferromq_protocol::header::{
     pull_sys_flag, ConsumerSendMsgBackRequestHeader, GetMaxOffsetRequestHeader, OffsetResponseHeader,

@@ -342,7 +342,8 @@ async fn lite_pull_consumer_follows_the_slave_suggestion_and_reads_the_slave_whi
 
 /// The max offset of queue `queue_id` of `TOPIC` at `addr`.
 async fn max_offset(remoting: &RemotingClient, addr: &str, queue_id: i32) -> i64 {
-    let header = GetMaxOffsetRequestHeader { topic: TOPIC.to_owned(), queue_id, committed: None, broker_name: None, lo: None };
+    let header =
+        GetMaxOffsetRequestHeader { topic: TOPIC.to_owned(), queue_id, committed: None, broker_name: None, lo: None };
     let req = RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&header);
     let resp = remoting.invoke(addr, req, T).await.unwrap();
     resp.decode_header::<OffsetResponseHeader>().map_or(-1, |h| h.offset)

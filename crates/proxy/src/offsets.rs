@@ -125,15 +125,21 @@ pub async fn query_offset(p: &Proxy, req: pb::QueryOffsetRequest) -> ProxyResult
         };
     }
     let request = match policy {
-        QueryOffsetPolicy::Beginning => RemotingCommand::request(request_code::GET_MIN_OFFSET)
-            .with_header(&QueueRequestHeader { topic, queue_id, broker_name: Some(broker), lo: static_topic::PHYSICAL_QUEUE }),
+        QueryOffsetPolicy::Beginning => {
+            RemotingCommand::request(request_code::GET_MIN_OFFSET).with_header(&QueueRequestHeader {
+                topic,
+                queue_id,
+                broker_name: Some(broker),
+                lo: static_topic::PHYSICAL_QUEUE,
+            })
+        }
         QueryOffsetPolicy::End => {
             RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&GetMaxOffsetRequestHeader {
                 topic,
                 queue_id,
                 committed: Some(true),
                 broker_name: Some(broker),
-        lo: static_topic::PHYSICAL_QUEUE,
+                lo: static_topic::PHYSICAL_QUEUE,
             })
         }
         QueryOffsetPolicy::Timestamp => {
@@ -146,7 +152,7 @@ pub async fn query_offset(p: &Proxy, req: pb::QueryOffsetRequest) -> ProxyResult
                 timestamp: convert::timestamp_ms(t),
                 boundary_type: Some("lower".to_owned()),
                 broker_name: Some(broker),
-        lo: static_topic::PHYSICAL_QUEUE,
+                lo: static_topic::PHYSICAL_QUEUE,
             })
         }
     };

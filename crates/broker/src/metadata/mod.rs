@@ -1,5 +1,5 @@
-//! The broker's metadata: topic configs, subscription groups, consumer offsets and delay
-//! offsets, each a thread-safe table persisted as a JSON file under
+//! The broker's metadata: topic configs, subscription groups, consumer offsets, delay
+//! offsets and static topics' queue mappings, each a thread-safe table persisted as a JSON file under
 //! `<storePathRootDir>/config/` in RocketMQ's format, so a Java broker's files load unchanged.
 //!
 //! [`ConfigFile`] does the file handling for all four (crash-safe write, `.bak` fallback,
@@ -16,7 +16,7 @@
 //!
 //! Not here: request handling (the processors), registration with name servers (the broker
 //! core, told of new topics through [`TopicConfigManager::set_created_hook`]), the delay
-//! service, and consumer filter / POP / static-topic metadata.
+//! service, and consumer filter and POP metadata.
 
 mod config_file;
 mod config_journal;
@@ -30,6 +30,7 @@ mod subscription_group_manager;
 pub(crate) mod topic_attributes;
 mod topic_change;
 mod topic_config_manager;
+mod topic_queue_mapping_manager;
 mod topic_validator;
 
 use std::collections::HashMap;
@@ -55,6 +56,7 @@ pub use subscription_group_manager::{
 pub use topic_config_manager::{
     TopicConfigManager, TopicConfigOptions, TopicCreatedHook, BENCHMARK_TOPIC_QUEUE_NUMS, SCHEDULE_TOPIC_QUEUE_NUMS,
 };
+pub use topic_queue_mapping_manager::{MappingUpdateError, TopicQueueMappingManager};
 pub use topic_validator::{
     dlq_topic, is_not_allowed_send_topic, is_retry_or_dlq_topic, is_system_topic, reply_topic, retry_topic,
     revive_topic, validate_group, validate_topic, AUTO_CREATE_TOPIC_KEY_TOPIC, DLQ_GROUP_TOPIC_PREFIX,
@@ -78,6 +80,8 @@ pub const SUBSCRIPTION_GROUP_FILE_NAME: &str = "subscriptionGroup.json";
 pub const CONSUMER_OFFSET_FILE_NAME: &str = "consumerOffset.json";
 /// The light queue groups' offsets file (with `enableLmq`).
 pub const LMQ_CONSUMER_OFFSET_FILE_NAME: &str = "lmqConsumerOffset.json";
+/// The static topics' queue mappings file.
+pub const TOPIC_QUEUE_MAPPING_FILE_NAME: &str = "topicQueueMapping.json";
 /// The delay offset table's file.
 pub const DELAY_OFFSET_FILE_NAME: &str = "delayOffset.json";
 /// File name of the message request modes.
@@ -157,6 +161,7 @@ pub struct MetadataStore {
     offsets: ConsumerOffsetManager,
     delay_offsets: DelayOffsetTable,
     request_modes: MessageRequestModeManager,
+    mappings: TopicQueueMappingManager,
 }
 
 impl MetadataStore {
@@ -183,7 +188,8 @@ impl MetadataStore {
         };
         let delay_offsets = DelayOffsetTable::load(config_dir.join(DELAY_OFFSET_FILE_NAME))?;
         let request_modes = MessageRequestModeManager::load(config_dir.join(MESSAGE_REQUEST_MODE_FILE_NAME))?;
-        Ok(Self { topics, groups, offsets, delay_offsets, request_modes })
+        let mappings = TopicQueueMappingManager::load(config_dir.join(TOPIC_QUEUE_MAPPING_FILE_NAME))?;
+        Ok(Self { topics, groups, offsets, delay_offsets, request_modes, mappings })
     }
 
     /// The topic table.
@@ -211,6 +217,11 @@ impl MetadataStore {
         &self.request_modes
     }
 
+    /// The static topics' queue mappings.
+    pub fn mappings(&self) -> &TopicQueueMappingManager {
+        &self.mappings
+    }
+
     /// Writes every table that changed since its last write (the periodic task and shutdown
     /// call this; unchanged tables are already on disk). Every table is tried; each failure is
     /// logged and the first returned, and failed tables stay dirty for the next call.
@@ -225,6 +236,7 @@ impl MetadataStore {
             self.offsets.persist_if_dirty(),
             self.delay_offsets.persist_if_dirty(),
             self.request_modes.persist_if_dirty(),
+            self.mappings.persist_if_dirty(),
         ];
         let mut first = None;
         for result in results {

@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 
 use ferromq_protocol::body::{
-    perm, CreateTopicListRequestBody, GroupForbidden, JsonBody, KVTable, SubscriptionGroupList, TopicConfig,
-    TopicConfigSerializeWrapper, TopicFilterType, TopicList,
+    perm, static_topic, CreateTopicListRequestBody, GroupForbidden, JsonBody, KVTable, SubscriptionGroupList,
+    TopicConfig, TopicConfigAndMappingSerializeWrapper, TopicConfigAndQueueMapping, TopicConfigSerializeWrapper,
+    TopicFilterType, TopicList,
 };
 use ferromq_protocol::header::{
     CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader,
@@ -17,7 +18,7 @@ use tracing::info;
 
 use crate::broker::Broker;
 use crate::metadata::topic_attributes::AttributeChange;
-use crate::metadata::{topic_attributes, validate_group, validate_topic, SubscriptionGroupConfig};
+use crate::metadata::{is_system_topic, topic_attributes, validate_group, validate_topic, SubscriptionGroupConfig};
 use crate::processor::{failure, header_or_fail, success};
 
 impl Broker {
@@ -52,6 +53,9 @@ impl Broker {
         };
         if let Err((code, remark)) = self.check_topic_update(&config.topic_name, &changes) {
             return failure(req, code, remark);
+        }
+        if let Some(remark) = self.static_queue_change(&config) {
+            return failure(req, response_code::INVALID_PARAMETER, remark);
         }
         // Read, change and write back as one step; a poisoned lock guards no state.
         let _serialized = self.topic_updates.lock().unwrap_or_else(|e| e.into_inner());
@@ -103,6 +107,21 @@ impl Broker {
     /// system topic, or MIXED messages unless `enableMixedMessageType`.
     /// With light queues on, `%LMQ%` topics and groups exist without configs: a config for one
     /// would never be read (Java accepts it and drops it silently; docs/decisions/0028).
+    /// A plain topic update that changes a static topic's queue numbers would cut physical
+    /// queues its mapping uses (Java lets it through); those go through UPDATE_AND_CREATE_STATIC_TOPIC.
+    fn static_queue_change(&self, config: &TopicConfig) -> Option<String> {
+        self.mappings().get(&config.topic_name)?;
+        let current = self.topics().select(&config.topic_name)?;
+        let same =
+            current.read_queue_nums == config.read_queue_nums && current.write_queue_nums == config.write_queue_nums;
+        (!same).then(|| {
+            format!(
+                "topic {} is a static topic: its queue numbers change with updateStaticTopic or remappingStaticTopic",
+                config.topic_name
+            )
+        })
+    }
+
     fn light_queue_config(&self, name: &str) -> Option<String> {
         (self.topics().options().lmq && ferromq_store::is_lmq(name))
             .then(|| format!("{name} is a light queue name (enableLmq): light queues and their groups take no config"))
@@ -160,8 +179,77 @@ impl Broker {
     pub(crate) fn get_topic_config(&self, req: &RemotingCommand) -> RemotingCommand {
         let h = header_or_fail!(req, GetTopicConfigRequestHeader);
         match self.topic_config_of(&h.topic) {
-            Ok(config) => success(req).with_body(config.encode()),
+            Ok(config) => {
+                // With `lo=true` a static topic's answer carries its queue mapping (Java's
+                // `TopicConfigAndQueueMapping`, one JSON object).
+                let mapping_detail =
+                    if h.lo == Some(true) { self.mappings().get(&h.topic).map(|d| (*d).clone()) } else { None };
+                success(req).with_body(TopicConfigAndQueueMapping { config, mapping_detail }.encode())
+            }
             Err(e) => crate::processor::service_failure(req, &e),
+        }
+    }
+
+    /// UPDATE_AND_CREATE_STATIC_TOPIC (513): a static topic's config and this broker's part of
+    /// its queue mapping (the body), fenced against the mapping held (see
+    /// `TopicQueueMappingManager`). Java: `AdminBrokerProcessor#updateAndCreateStaticTopic`,
+    /// which also checks less: here the mapping must be this broker's and its physical queues
+    /// must exist in the config, and the mapping is stored before the config so a refused
+    /// mapping changes nothing.
+    pub(crate) fn update_and_create_static_topic(&self, req: &RemotingCommand) -> RemotingCommand {
+        let h = header_or_fail!(req, CreateTopicRequestHeader);
+        let detail = match static_topic::decode_detail(&req.body) {
+            Ok(d) => d,
+            Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("malformed queue mapping: {e}")),
+        };
+        if let Err(remark) = validate_topic(&h.topic) {
+            return failure(req, response_code::INVALID_PARAMETER, remark);
+        }
+        if h.topic == h.default_topic || is_system_topic(&h.topic) {
+            return failure(req, response_code::INVALID_PARAMETER, system_topic_conflict(&h.topic));
+        }
+        if let Some(remark) = self.light_queue_config(&h.topic) {
+            return failure(req, response_code::INVALID_PARAMETER, remark);
+        }
+        if detail.topic != h.topic || detail.bname != self.config.broker_name {
+            return failure(
+                req,
+                response_code::INVALID_PARAMETER,
+                format!(
+                    "the queue mapping is of topic {} on broker {}, not of topic {} on this broker {}",
+                    detail.topic, detail.bname, h.topic, self.config.broker_name
+                ),
+            );
+        }
+        let own_queues = detail.hosted_queues.values().flatten().filter(|i| i.bname == detail.bname);
+        if let Some(item) = own_queues.clone().find(|i| i.queue_id >= h.write_queue_nums) {
+            return failure(
+                req,
+                response_code::INVALID_PARAMETER,
+                format!(
+                    "physical queue {} of the mapping is past the {} write queues",
+                    item.queue_id, h.write_queue_nums
+                ),
+            );
+        }
+        let mut config = TopicConfig::new(h.topic.clone(), h.read_queue_nums, h.write_queue_nums);
+        config.perm = h.perm;
+        config.topic_filter_type =
+            if h.topic_filter_type == "MULTI_TAG" { TopicFilterType::MultiTag } else { TopicFilterType::SingleTag };
+        config.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
+        let _serialized = self.topic_updates.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(current) = self.topics().select(&h.topic) {
+            config.attributes = current.attributes;
+            config.order = current.order;
+        }
+        let epoch = detail.epoch;
+        if let Err(e) = self.mappings().update(detail, h.force == Some(true)) {
+            return failure(req, response_code::SYSTEM_ERROR, e.to_string());
+        }
+        info!(topic = %h.topic, epoch, "static topic queue mapping updated");
+        match self.store_topic_update(config) {
+            Ok(()) => success(req),
+            Err((code, remark)) => failure(req, code, remark),
         }
     }
 
@@ -235,6 +323,9 @@ impl Broker {
             return failure(req, response_code::SYSTEM_ERROR, format!("cannot delete topic {}: {e}", h.topic));
         }
         self.offsets().remove_topic(&h.topic);
+        if self.mappings().delete(&h.topic) {
+            info!(topic = %h.topic, "static topic queue mapping deleted");
+        }
         self.stats.on_topic_deleted(&h.topic);
         self.metrics.on_topic_deleted(&h.topic);
         self.half_messages.forget(&h.topic);
@@ -287,9 +378,23 @@ impl Broker {
         self.config.validate_system_topic_when_update_topic && self.topics().is_system_topic(topic)
     }
 
+    /// GET_ALL_TOPIC_CONFIG (21): the topic table with the static topics' mappings (what a
+    /// slave copies). Java: `AdminBrokerProcessor#getAllTopicConfig`.
     pub(crate) fn get_all_topic_config(&self, req: &RemotingCommand) -> RemotingCommand {
         let all: TopicConfigSerializeWrapper = self.topics().all();
-        success(req).with_body(all.encode())
+        let mappings = self.mappings().snapshot();
+        let wrapper = TopicConfigAndMappingSerializeWrapper {
+            data_version: all.data_version,
+            topic_config_table: all.topic_config_table,
+            mapping_data_version: mappings.data_version,
+            topic_queue_mapping_detail_map: mappings
+                .topic_queue_mapping_info_map
+                .into_iter()
+                .map(|(topic, detail)| (topic, serde_json::to_value(detail).expect("a mapping is plain JSON")))
+                .collect(),
+            topic_queue_mapping_info_map: Default::default(),
+        };
+        success(req).with_body(wrapper.encode())
     }
 
     pub(crate) fn update_and_create_subscription_group(&self, req: &RemotingCommand) -> RemotingCommand {

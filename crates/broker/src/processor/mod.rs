@@ -14,6 +14,7 @@ pub(crate) mod query;
 pub(crate) mod reply;
 pub(crate) mod send;
 pub(crate) mod send_back;
+pub(crate) mod static_topic;
 
 use ferromq_protocol::{response_code, RemotingCommand};
 

@@ -37,9 +37,23 @@ pub(crate) enum PullOutcome {
 impl Broker {
     /// Serves a pull: answers at once, or parks it and answers later on `conn`.
     pub(crate) async fn pull(&self, conn: Connection, req: RemotingCommand) -> Option<RemotingCommand> {
+        // A static topic's logic queue: read here through its physical queue (answered in
+        // logic terms), or answered already (forwarded to an older item's broker, refused).
+        let (req, logic) = match self.route_static_pull(&req).await {
+            Ok(None) => (req, None),
+            Ok(Some((physical, mapping))) => (physical, Some(Box::new(mapping))),
+            Err(answer) => return Some(answer),
+        };
+        let answer = |r: RemotingCommand| match &logic {
+            Some(mapping) => self.rewrite_pull_answer(mapping, r),
+            None => r,
+        };
         // What was acknowledged before this pull arrived is what it may expect to see.
         let stored_at_arrival = self.store.max_phy_offset();
-        match self.process_pull(&conn, &req, true) {
+        // An older item of a logic queue gets no new messages: its end moves the reader on
+        // to the next item at once instead of waiting.
+        let allow_suspend = logic.as_ref().is_none_or(|m| m.reads_leader());
+        match self.process_pull(&conn, &req, allow_suspend) {
             PullOutcome::Respond(r) if r.code == response_code::PULL_NOT_FOUND => {
                 // Nothing yet, but dispatch has not reached what was stored before the pull
                 // arrived (the message a producer was just told SEND_OK for, on its way to the
@@ -47,12 +61,12 @@ impl Broker {
                 // then a pull reads its own write.
                 if self.wait_dispatched(stored_at_arrival).await {
                     if let PullOutcome::Respond(again) = self.process_pull(&conn, &req, false) {
-                        return Some(again);
+                        return Some(answer(again));
                     }
                 }
-                Some(r)
+                Some(answer(r))
             }
-            PullOutcome::Respond(r) => Some(r),
+            PullOutcome::Respond(r) => Some(answer(r)),
             PullOutcome::Park { topic, queue_id, pull_from, suspend, tag_codes } => {
                 let held = HeldPull {
                     conn: conn.clone(),
@@ -60,6 +74,7 @@ impl Broker {
                     pull_from,
                     deadline: Instant::now() + suspend,
                     tag_codes,
+                    logic,
                 };
                 if let Err(held) = self.pull_hold.park(&topic, queue_id, held) {
                     return Some(failure(&held.request, response_code::SYSTEM_BUSY, BUSY_REMARK));

@@ -38,12 +38,25 @@ impl Broker {
 
     /// Serves the three send codes.
     pub(crate) async fn send(&self, conn: Connection, req: RemotingCommand) -> RemotingCommand {
-        let request = match self.send_request_of(&req) {
+        let mut request = match self.send_request_of(&req) {
             Ok(r) => r,
             Err(response) => return *response,
         };
+        // A static topic's logic queue is written through its leader item here.
+        let logic = match self.route_static_send(&req, &mut request) {
+            Ok(logic) => logic,
+            Err(response) => return *response,
+        };
         match self.send_message(&caller_of(&conn, &req), request).await {
-            Ok(receipt) => self.send_answer(&req, receipt),
+            Ok(mut receipt) => {
+                if let Some(logic) = logic {
+                    // Answered in logic terms: the logic queue and its offset (-1 while a move
+                    // has not decided where the new leader's offsets start, as Java).
+                    receipt.queue_id = logic.global_id;
+                    receipt.queue_offset = logic.leader().static_offset_loosely(receipt.queue_offset);
+                }
+                self.send_answer(&req, receipt)
+            }
             Err(e) => service_failure(&req, &e),
         }
     }

@@ -17,6 +17,7 @@ mod message;
 mod namesrv;
 mod output;
 mod send_rt;
+mod static_topic;
 mod stats;
 mod topic;
 mod trace;
@@ -59,6 +60,12 @@ pub(crate) struct AdminArgs {
 enum AdminCommand {
     /// Create or update a topic on one broker (-b) or every master of a cluster (-c).
     UpdateTopic(topic::UpdateTopicArgs),
+    /// Create a static topic, or grow it, with a fixed number of logic queues spread over
+    /// brokers (-b names) or clusters (-c).
+    UpdateStaticTopic(static_topic::UpdateStaticTopicArgs),
+    /// Move a static topic's logic queues onto other brokers (-b names) or clusters (-c);
+    /// their offsets stay readable.
+    RemappingStaticTopic(static_topic::RemappingStaticTopicArgs),
     /// Create or update an ACL 1.0 account on one broker (-b) or every broker of a cluster (-c).
     UpdateAclConfig(acl::UpdateAclConfigArgs),
     /// Delete an ACL 1.0 account.
@@ -321,6 +328,8 @@ async fn dispatch(ctx: &Ctx, command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::CopyUser(a) => auth::copy_users(ctx, a).await,
         AdminCommand::CopyAcl(a) => auth::copy_acls(ctx, a).await,
         AdminCommand::UpdateTopic(a) => topic::update_topic(ctx, a).await,
+        AdminCommand::UpdateStaticTopic(a) => static_topic::update_static_topic(ctx, a).await,
+        AdminCommand::RemappingStaticTopic(a) => static_topic::remapping_static_topic(ctx, a).await,
         AdminCommand::DeleteTopic(a) => topic::delete_topic(ctx, a).await,
         AdminCommand::TopicList(a) => topic::topic_list(ctx, a).await,
         AdminCommand::TopicClusterList(a) => topic::topic_cluster_list(ctx, a).await,

@@ -5,8 +5,7 @@
 use std::collections::BTreeMap;
 
 use ferromq_protocol::body::{
-    static_topic,
-    BrokerStatsData, ConsumeStats, ConsumeStatsList, ConsumerConnection, ConsumerRunningInfo,
+    static_topic, BrokerStatsData, ConsumeStats, ConsumeStatsList, ConsumerConnection, ConsumerRunningInfo,
     CreateTopicListRequestBody, GroupList, HaRuntimeInfo, JsonBody, KVTable, MessageQueue, ProducerConnection,
     ProducerTableInfo, QueryConsumeQueueResponseBody, ResetOffsetBody, SubscriptionGroupConfig, SubscriptionGroupList,
     SubscriptionGroupWrapper, TopicConfig, TopicConfigSerializeWrapper, TopicFilterType, TopicList, TopicStatsTable,

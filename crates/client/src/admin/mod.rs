@@ -14,6 +14,7 @@ mod json;
 mod message;
 mod namesrv;
 mod reset;
+pub mod static_topic;
 
 pub use client::{AdminClient, DEFAULT_TIMEOUT};
 pub use controller::ElectedMaster;

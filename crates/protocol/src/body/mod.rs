@@ -87,6 +87,10 @@ pub use pop::{base64_decode, base64_encode, AckMsg, BatchAck, BatchAckMessageReq
 pub use register_broker::{RegisterBrokerBody, MAPPING_IN_COMPRESSED_BODY_SINCE, MAX_INFLATED_REGISTER_BODY_BYTES};
 pub use reset_offset::{MessageQueueForC, ResetOffsetBody, ResetOffsetBodyForC};
 pub use route::{BrokerData, QueueData, TopicRouteData, MASTER_ID};
+pub use static_topic::{
+    LogicQueueMappingItem, TopicConfigAndQueueMapping, TopicQueueMappingDetail, TopicQueueMappingInfo,
+    TopicQueueMappingSerializeWrapper, TopicRemappingDetailWrapper,
+};
 pub use subscription_group::{
     GroupForbidden, SubscriptionGroupConfig, SubscriptionGroupWrapper, DEFAULT_CONSUME_TIMEOUT_MINUTE,
     DEFAULT_RETRY_MAX_TIMES, DEFAULT_RETRY_QUEUE_NUMS,
@@ -94,10 +98,6 @@ pub use subscription_group::{
 pub use topic_config::{TopicConfig, TopicFilterType, DEFAULT_QUEUE_NUMS};
 pub use topic_config_wrapper::{TopicConfigAndMappingSerializeWrapper, TopicConfigSerializeWrapper};
 pub use topic_list::TopicList;
-pub use static_topic::{
-    LogicQueueMappingItem, TopicConfigAndQueueMapping, TopicQueueMappingDetail, TopicQueueMappingInfo,
-    TopicQueueMappingSerializeWrapper, TopicRemappingDetailWrapper,
-};
 pub use topic_stats::{TopicOffset, TopicStatsTable};
 
 /// A body carried as JSON. The default methods are all a body type needs.

@@ -297,14 +297,13 @@ pub fn mock_broker_name(scope: &str) -> String {
 /// Java's `findLogicQueueMappingItem`: the item holding logic offset `logic` (the newest whose
 /// start is at or below it), or the oldest when it is below them all. Items whose logic offset
 /// is undecided are skipped when `ignore_undecided`.
-pub fn find_item(items: &[LogicQueueMappingItem], logic: i64, ignore_undecided: bool) -> Option<&LogicQueueMappingItem> {
+pub fn find_item(
+    items: &[LogicQueueMappingItem],
+    logic: i64,
+    ignore_undecided: bool,
+) -> Option<&LogicQueueMappingItem> {
     let usable = |i: &&LogicQueueMappingItem| !(ignore_undecided && i.logic_offset < 0);
-    items
-        .iter()
-        .rev()
-        .filter(usable)
-        .find(|i| logic >= i.logic_offset)
-        .or_else(|| items.iter().find(|i| usable(i)))
+    items.iter().rev().filter(usable).find(|i| logic >= i.logic_offset).or_else(|| items.iter().find(|i| usable(i)))
 }
 
 /// Java's `findNext`: the item after `current` (by generation), unless it is undecided and
@@ -607,7 +606,8 @@ mod tests {
 
     #[test]
     fn a_topic_config_with_its_mapping_is_one_object() {
-        let config = TopicConfig { topic_name: "T".into(), read_queue_nums: 1, write_queue_nums: 1, ..TopicConfig::default() };
+        let config =
+            TopicConfig { topic_name: "T".into(), read_queue_nums: 1, write_queue_nums: 1, ..TopicConfig::default() };
         let with = TopicConfigAndQueueMapping {
             config: config.clone(),
             mapping_detail: Some(TopicQueueMappingDetail::new("T", 1, "a", 1)),
