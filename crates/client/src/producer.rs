@@ -511,7 +511,9 @@ impl Producer {
         }
         .into();
         let code = if prepared.batch { request_code::SEND_BATCH_MESSAGE } else { request_code::SEND_MESSAGE_V2 };
-        let req = RemotingCommand::request(code).with_header(&header).with_body(prepared.body.clone());
+        let mut req = RemotingCommand::request(code).with_header(&header).with_body(prepared.body.clone());
+        // Queue ids here come from the route's queueDatas: physical ones, also on a static topic.
+        req.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("lo"), "false");
         let remoting_err = |source| ClientError::Remoting { topic: mq.topic.clone(), addr: addr.clone(), source };
         match mode {
             Mode::Oneway => {

@@ -109,8 +109,10 @@ impl AdminClient {
             broker_name: Some(broker_name.to_owned()),
         }
         .into();
-        let request =
+        let mut request =
             RemotingCommand::request(request_code::SEND_MESSAGE_V2).with_header(&header).with_body(body.to_vec());
+        // A physical queue id, also on a static topic.
+        request.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("lo"), "false");
         let name = code_name(request.code);
         let response = self.call_ok(addr, request).await?;
         let h: SendMessageResponseHeader = decode_header(addr, name, &response)?;

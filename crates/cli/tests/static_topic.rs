@@ -1,0 +1,356 @@
+//! Static topics (RIP-21) as real processes: `ferromq namesrv`, two broker masters (broker-a,
+//! broker-b) and `ferromq admin updateStaticTopic` / `remappingStaticTopic`.
+//!
+//! A static topic of 4 logic queues is spread over both brokers; messages go to each logic
+//! queue through its leader as a 5.x client addresses them (logic queue id, no `lo`), and to
+//! physical queues as a client older than 5.0 does (its route's queueDatas). Then every logic
+//! queue is moved onto broker-b. After the move: the old leader refuses logic writes, the new
+//! one answers offsets past the old end (rounded up to a block of 10,000); a logic reader
+//! pulling broker-b from offset 0 gets every message exactly once, the old ones forwarded
+//! from broker-a; consumer offsets committed before the move stay readable; a physical reader
+//! (`lo=false`) still reads each physical queue once. broker-b is then SIGKILLed and started
+//! again on its store: the mapping and the reads survive.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use ferromq_protocol::body::{JsonBody, TopicQueueMappingInfo, TopicQueueMappingSerializeWrapper, TopicRouteData};
+use ferromq_protocol::header::{
+    GetMaxOffsetRequestHeader, GetRouteInfoRequestHeader, OffsetResponseHeader, PullMessageResponseHeader,
+    QueryConsumerOffsetRequestHeader, QueueRequestHeader, SendMessageResponseHeader, UpdateConsumerOffsetRequestHeader,
+};
+use ferromq_protocol::message::StoredMessage;
+use ferromq_protocol::{request_code, response_code, version, RemotingCommand};
+use ferromq_remoting::{ClientConfig, RemotingClient};
+use ferromq_testkit::pull_request;
+use ferromq_testkit::send_request;
+
+mod common;
+use common::admin::{ok, runtime};
+use common::cluster::{start_brokers, start_namesrv, Broker};
+
+const TOPIC: &str = "StaticT";
+const QUEUES: i32 = 4;
+/// Messages per logic queue before the move (logic sends), then one physical send per
+/// physical queue, then this many more per logic queue after the move.
+const BEFORE: i64 = 10;
+const AFTER: i64 = 5;
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+fn ext(req: RemotingCommand, key: &str, value: &str) -> RemotingCommand {
+    let mut req = req;
+    req.ext_fields.insert(ferromq_protocol::ext_fields::intern_key(key), value);
+    req
+}
+
+/// As a client older than 5.0 sends it.
+fn old_client(mut req: RemotingCommand) -> RemotingCommand {
+    req.version = version::ordinal("V4_9_8").expect("a known version");
+    req
+}
+
+async fn route(client: &RemotingClient, namesrv: &str) -> Option<TopicRouteData> {
+    let req = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC)
+        .with_header(&GetRouteInfoRequestHeader { topic: TOPIC.into(), accept_standard_json_only: Some(true) });
+    let r = client.invoke(namesrv, req, TIMEOUT).await.ok()?;
+    (r.code == response_code::SUCCESS).then(|| TopicRouteData::decode(&r.body).expect("route body"))
+}
+
+/// Logic queue -> leading broker, from the route's mappings, once `check` accepts it.
+async fn leaders_when(
+    client: &RemotingClient,
+    namesrv: &str,
+    check: impl Fn(&BTreeMap<i32, String>) -> bool,
+) -> BTreeMap<i32, String> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut leaders = BTreeMap::new();
+        if let Some(route) = route(client, namesrv).await {
+            for (bname, info) in route.topic_queue_mapping_by_broker.unwrap_or_default() {
+                let info: TopicQueueMappingInfo = serde_json::from_value(info).expect("mapping info");
+                assert_eq!(info.bname, bname);
+                assert_eq!(info.total_queues, QUEUES);
+                for logic in info.curr_id_map.keys() {
+                    leaders.insert(*logic, bname.clone());
+                }
+            }
+        }
+        if check(&leaders) {
+            return leaders;
+        }
+        assert!(Instant::now() < deadline, "the route never showed the expected mapping: {leaders:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn send(client: &RemotingClient, addr: &str, req: RemotingCommand) -> RemotingCommand {
+    client.invoke(addr, req, TIMEOUT).await.expect("send answered")
+}
+
+async fn offset_call(client: &RemotingClient, addr: &str, req: RemotingCommand) -> (i32, i64) {
+    let r = client.invoke(addr, req, TIMEOUT).await.expect("offset request answered");
+    let offset = r.decode_header::<OffsetResponseHeader>().map_or(-1, |h| h.offset);
+    (r.code, offset)
+}
+
+/// Reads logic queue `queue` from `addr` as a 5.x client does: logic offsets from 0, following
+/// nextBeginOffset through RETRY_IMMEDIATELY, each message's logic offset its physical one
+/// plus the answer's offsetDelta. Returns (logic offset, body) in order.
+async fn read_logic(client: &RemotingClient, addr: &str, queue: i32) -> Vec<(i64, String)> {
+    let mut next = 0;
+    let mut out = Vec::new();
+    for _ in 0..200 {
+        let r = client.invoke(addr, pull_request(TOPIC, queue, next, "*", 0), TIMEOUT).await.expect("pull");
+        let h: PullMessageResponseHeader = r.decode_header().unwrap_or_else(|e| panic!("pull {r:?}: {e}"));
+        match r.code {
+            response_code::SUCCESS => {
+                let delta = h.offset_delta.expect("a logic read carries offsetDelta");
+                for m in StoredMessage::decode_all(&r.body).expect("records") {
+                    out.push((m.queue_offset + delta, String::from_utf8(m.body.to_vec()).unwrap()));
+                }
+            }
+            response_code::PULL_RETRY_IMMEDIATELY | response_code::PULL_OFFSET_MOVED => {}
+            response_code::PULL_NOT_FOUND => return out,
+            other => panic!("logic pull of queue {queue} at {next} answered {other}: {:?}", r.remark),
+        }
+        assert!(h.next_begin_offset >= next, "nextBeginOffset went back: {} < {next}", h.next_begin_offset);
+        next = h.next_begin_offset;
+    }
+    panic!("logic queue {queue} never ended");
+}
+
+/// Reads physical queue `queue` of the broker at `addr` whole, as a client that lists queues
+/// from queueDatas (`lo=false`).
+async fn read_physical(client: &RemotingClient, addr: &str, queue: i32) -> Vec<String> {
+    let mut next = 0;
+    let mut out = Vec::new();
+    loop {
+        let req = ext(pull_request(TOPIC, queue, next, "*", 0), "lo", "false");
+        let r = client.invoke(addr, req, TIMEOUT).await.expect("pull");
+        if r.code != response_code::SUCCESS {
+            assert_eq!(r.code, response_code::PULL_NOT_FOUND, "physical pull: {:?}", r.remark);
+            return out;
+        }
+        let h: PullMessageResponseHeader = r.decode_header().unwrap();
+        assert_eq!(h.offset_delta, None, "a physical read is not rewritten");
+        out.extend(
+            StoredMessage::decode_all(&r.body)
+                .unwrap()
+                .into_iter()
+                .map(|m| String::from_utf8(m.body.to_vec()).unwrap()),
+        );
+        next = h.next_begin_offset;
+    }
+}
+
+fn commit(queue: i32, offset: i64) -> RemotingCommand {
+    RemotingCommand::request(request_code::UPDATE_CONSUMER_OFFSET).with_header(&UpdateConsumerOffsetRequestHeader {
+        consumer_group: "cg".into(),
+        topic: TOPIC.into(),
+        queue_id: queue,
+        commit_offset: offset,
+        broker_name: None,
+        lo: None,
+    })
+}
+
+fn query(queue: i32) -> RemotingCommand {
+    RemotingCommand::request(request_code::QUERY_CONSUMER_OFFSET).with_header(&QueryConsumerOffsetRequestHeader {
+        consumer_group: "cg".into(),
+        topic: TOPIC.into(),
+        queue_id: queue,
+        set_zero_if_not_found: Some(false),
+        broker_name: None,
+        lo: None,
+    })
+}
+
+fn mapping_file(broker: &Broker) -> TopicQueueMappingSerializeWrapper {
+    let path = broker.dir.join(broker.name).join("config").join("topicQueueMapping.json");
+    let text = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    TopicQueueMappingSerializeWrapper::decode(&text).expect("topicQueueMapping.json parses")
+}
+
+#[test]
+fn a_static_topic_keeps_its_logic_queues_readable_across_a_move() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_namesrv, ns_port) = start_namesrv(dir.path());
+    let namesrv = format!("127.0.0.1:{ns_port}");
+    let mut taken = vec![ns_port];
+    let mut brokers = start_brokers(dir.path(), &namesrv, ["broker-a", "broker-b"], "", &mut taken);
+    let addr: BTreeMap<String, String> = brokers.iter().map(|b| (b.name.to_owned(), b.addr())).collect();
+    let rt = runtime();
+    let client = RemotingClient::new(ClientConfig::default());
+
+    // Both brokers registered before the plan reads the cluster.
+    rt.block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while common::admin::admin(&namesrv, &["clusterList"]).stdout.windows(8).filter(|w| w == b"broker-b").count()
+            == 0
+        {
+            assert!(Instant::now() < deadline, "broker-b never registered");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    ok(&namesrv, &["updateSubGroup", "-c", "DefaultCluster", "-g", "cg"]);
+    let out = ok(&namesrv, &["updateStaticTopic", "-t", TOPIC, "-qn", "4", "-c", "DefaultCluster"]);
+    assert!(out.contains("The new mapping data is written to file"), "{out}");
+
+    // The same number again is refused (Java's words), and so is a plain update that would
+    // change a static topic's physical queues.
+    let same = common::admin::fails(&namesrv, &["updateStaticTopic", "-t", TOPIC, "-qn", "4", "-c", "DefaultCluster"]);
+    assert!(same.contains("The topic queue num is equal the existed queue num, do nothing"), "{same}");
+    let plain =
+        common::admin::fails(&namesrv, &["updateTopic", "-t", TOPIC, "-c", "DefaultCluster", "-r", "8", "-w", "8"]);
+    assert!(plain.contains("is a static topic"), "{plain}");
+
+    // Each broker's file holds its half: two logic queues on physical queues 0 and 1.
+    for b in &brokers {
+        let file = mapping_file(b);
+        let detail = &file.topic_queue_mapping_info_map[TOPIC];
+        assert_eq!((detail.bname.as_str(), detail.total_queues), (b.name, QUEUES));
+        let mut physical: Vec<i32> = detail.hosted_queues.values().map(|items| items[0].queue_id).collect();
+        physical.sort_unstable();
+        assert_eq!(physical, vec![0, 1], "{}: {detail:?}", b.name);
+    }
+
+    rt.block_on(async {
+        let leaders = leaders_when(&client, &namesrv, |l| l.len() == QUEUES as usize).await;
+
+        // Logic sends through each leader: answered with the logic queue and its offsets.
+        for queue in 0..QUEUES {
+            let leader = &addr[&leaders[&queue]];
+            for i in 0..BEFORE {
+                let r =
+                    send(&client, leader, send_request(TOPIC, queue, format!("q{queue}-{i}").as_bytes(), &[])).await;
+                assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+                let h: SendMessageResponseHeader = r.decode_header().unwrap();
+                assert_eq!((h.queue_id, h.queue_offset), (queue, i));
+            }
+            let other = addr.iter().find(|(name, _)| **name != leaders[&queue]).unwrap().1;
+            let r = send(&client, other, send_request(TOPIC, queue, b"wrong broker", &[])).await;
+            assert_eq!(r.code, response_code::NOT_LEADER_FOR_QUEUE, "{:?}", r.remark);
+        }
+        // A client older than 5.0 names physical queues (its route's queueDatas).
+        let mut physical_sends = 0;
+        for b in &brokers {
+            let detail = mapping_file(b).topic_queue_mapping_info_map[TOPIC].clone();
+            for (logic, physical) in detail.leader_id_map() {
+                let body = format!("q{logic}-{BEFORE}");
+                let r = send(&client, &b.addr(), old_client(send_request(TOPIC, physical, body.as_bytes(), &[]))).await;
+                assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+                let h: SendMessageResponseHeader = r.decode_header().unwrap();
+                assert_eq!((h.queue_id, h.queue_offset), (physical, BEFORE), "physical answer");
+                physical_sends += 1;
+            }
+        }
+        assert_eq!(physical_sends, QUEUES);
+        // Offsets committed before the move, with each leader.
+        for queue in 0..QUEUES {
+            let (code, _) = offset_call(&client, &addr[&leaders[&queue]], commit(queue, 4)).await;
+            assert_eq!(code, response_code::SUCCESS);
+        }
+    });
+
+    // Move every logic queue onto broker-b.
+    let out = ok(&namesrv, &["remappingStaticTopic", "-t", TOPIC, "-b", "broker-b"]);
+    assert!(out.contains("static topic StaticT updated"), "{out}");
+    let b_detail = mapping_file(&brokers[1]).topic_queue_mapping_info_map[TOPIC].clone();
+    assert_eq!(b_detail.leader_id_map().len(), QUEUES as usize);
+    let moved: Vec<i32> =
+        b_detail.hosted_queues.iter().filter(|(_, items)| items.len() == 2).map(|(q, _)| *q).collect();
+    assert_eq!(moved.len(), 2, "broker-a's two queues moved: {b_detail:?}");
+    for queue in &moved {
+        let items = &b_detail.hosted_queues[queue];
+        assert_eq!((items[0].bname.as_str(), items[1].bname.as_str(), items[1].gen), ("broker-a", "broker-b", 1));
+        assert_eq!(items[1].logic_offset, 10_000, "the old end (11) rounded up to a block");
+    }
+    assert!(mapping_file(&brokers[0]).topic_queue_mapping_info_map[TOPIC].leader_id_map().is_empty());
+
+    let (a, b) = (addr["broker-a"].clone(), addr["broker-b"].clone());
+    rt.block_on(async {
+        leaders_when(&client, &namesrv, |l| l.len() == QUEUES as usize && l.values().all(|b| b == "broker-b")).await;
+        // broker-a takes no more writes: logic ones are refused, physical ones too (it writes
+        // no queue of the topic any more).
+        let r = send(&client, &a, send_request(TOPIC, moved[0], b"late", &[])).await;
+        assert_eq!(r.code, response_code::NOT_LEADER_FOR_QUEUE, "{:?}", r.remark);
+        let r = send(&client, &a, old_client(send_request(TOPIC, 0, b"late", &[]))).await;
+        assert_eq!(r.code, response_code::NO_PERMISSION, "{:?}", r.remark);
+
+        for queue in 0..QUEUES {
+            for i in 0..AFTER {
+                let body = format!("q{queue}-{}", BEFORE + 1 + i);
+                let r = send(&client, &b, send_request(TOPIC, queue, body.as_bytes(), &[])).await;
+                assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+                let h: SendMessageResponseHeader = r.decode_header().unwrap();
+                let start = if moved.contains(&queue) { 10_000 } else { BEFORE + 1 };
+                assert_eq!((h.queue_id, h.queue_offset), (queue, start + i));
+            }
+        }
+
+        // Every logic queue read from broker-b: each message once, in order, across the move.
+        for queue in 0..QUEUES {
+            let read = read_logic(&client, &b, queue).await;
+            let bodies: Vec<&str> = read.iter().map(|(_, body)| body.as_str()).collect();
+            let expected: Vec<String> = (0..=BEFORE + AFTER).map(|i| format!("q{queue}-{i}")).collect();
+            assert_eq!(bodies, expected, "logic queue {queue}");
+            let offsets: Vec<i64> = read.iter().map(|(o, _)| *o).collect();
+            assert!(offsets.windows(2).all(|w| w[0] < w[1]), "logic offsets grow: {offsets:?}");
+            if moved.contains(&queue) {
+                assert_eq!(offsets[..=BEFORE as usize], (0..=BEFORE).collect::<Vec<_>>()[..]);
+                assert_eq!(offsets[BEFORE as usize + 1], 10_000);
+            }
+            // Offsets, in logic terms, wherever they are kept.
+            let max = RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&GetMaxOffsetRequestHeader {
+                topic: TOPIC.into(),
+                queue_id: queue,
+                committed: None,
+                broker_name: None,
+                lo: None,
+            });
+            let end = if moved.contains(&queue) { 10_000 + AFTER } else { BEFORE + 1 + AFTER };
+            assert_eq!(offset_call(&client, &b, max).await, (response_code::SUCCESS, end));
+            let min = RemotingCommand::request(request_code::GET_MIN_OFFSET).with_header(&QueueRequestHeader {
+                topic: TOPIC.into(),
+                queue_id: queue,
+                broker_name: None,
+                lo: None,
+            });
+            assert_eq!(offset_call(&client, &b, min).await, (response_code::SUCCESS, 0));
+            assert_eq!(offset_call(&client, &b, query(queue)).await, (response_code::SUCCESS, 4), "queue {queue}");
+        }
+        // A commit past the move lands with the new item and reads back.
+        assert_eq!(offset_call(&client, &b, commit(moved[0], 10_002)).await.0, response_code::SUCCESS);
+        assert_eq!(offset_call(&client, &b, query(moved[0])).await, (response_code::SUCCESS, 10_002));
+
+        // A physical reader sees every message once across both brokers' physical queues.
+        let mut physical: Vec<String> = Vec::new();
+        for (name, queues) in [("broker-a", 2), ("broker-b", 4)] {
+            for queue in 0..queues {
+                physical.extend(read_physical(&client, &addr[name], queue).await);
+            }
+        }
+        physical.sort();
+        let mut expected: Vec<String> =
+            (0..QUEUES).flat_map(|q| (0..=BEFORE + AFTER).map(move |i| format!("q{q}-{i}"))).collect();
+        expected.sort();
+        assert_eq!(physical, expected);
+    });
+
+    // SIGKILL broker-b and start it again on its store: the mapping and the reads survive.
+    brokers[1].kill();
+    brokers[1].start();
+    rt.block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let read = loop {
+            let r = client.invoke(&b, pull_request(TOPIC, moved[0], 0, "*", 0), TIMEOUT).await;
+            if r.is_ok() {
+                break read_logic(&client, &b, moved[0]).await;
+            }
+            assert!(Instant::now() < deadline, "broker-b did not come back");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        assert_eq!(read.len() as i64, BEFORE + 1 + AFTER, "after the restart");
+        client.shutdown().await;
+    });
+}
