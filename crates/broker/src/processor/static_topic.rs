@@ -375,11 +375,11 @@ impl Broker {
         req: &RemotingCommand,
         topic: &str,
         queue_id: i32,
-    ) -> Result<Option<LogicQueue>, RemotingCommand> {
+    ) -> Result<Option<LogicQueue>, Box<RemotingCommand>> {
         match self.addressing(req, topic, queue_id, false) {
             Addressing::Physical(_) => Ok(None),
             Addressing::Logic(logic) => Ok(Some(logic)),
-            Addressing::NotLeader(remark) => Err(failure(req, response_code::NOT_LEADER_FOR_QUEUE, remark)),
+            Addressing::NotLeader(remark) => Err(Box::new(failure(req, response_code::NOT_LEADER_FOR_QUEUE, remark))),
         }
     }
 
@@ -392,19 +392,19 @@ impl Broker {
         item: &LogicQueueMappingItem,
         local: impl FnOnce() -> i64,
         forward: RemotingCommand,
-    ) -> Result<i64, RemotingCommand> {
+    ) -> Result<i64, Box<RemotingCommand>> {
         if item.bname == logic.detail.bname {
             return Ok(local());
         }
         let answer = self
             .call_peer(&logic.detail.topic, &item.bname, forward)
             .await
-            .map_err(|remark| failure(req, response_code::SYSTEM_ERROR, remark))?;
+            .map_err(|remark| Box::new(failure(req, response_code::SYSTEM_ERROR, remark)))?;
         if answer.code != response_code::SUCCESS {
-            return Err(relay(req, answer));
+            return Err(Box::new(relay(req, answer)));
         }
         answer.decode_header::<OffsetResponseHeader>().map(|h| h.offset).map_err(|e| {
-            failure(req, response_code::SYSTEM_ERROR, format!("broker {} answered badly: {e}", item.bname))
+            Box::new(failure(req, response_code::SYSTEM_ERROR, format!("broker {} answered badly: {e}", item.bname)))
         })
     }
 
@@ -418,7 +418,7 @@ impl Broker {
         let h = req.decode_header::<QueryConsumerOffsetRequestHeader>().ok()?;
         let logic = match self.logic_of(req, &h.topic, h.queue_id) {
             Ok(l) => l?,
-            Err(answer) => return Some(answer),
+            Err(answer) => return Some(*answer),
         };
         let leader = logic.leader().clone();
         if logic.items.len() == 1 && leader.logic_offset == 0 {
@@ -460,7 +460,7 @@ impl Broker {
         let h = req.decode_header::<UpdateConsumerOffsetRequestHeader>().ok()?;
         let logic = match self.logic_of(req, &h.topic, h.queue_id) {
             Ok(l) => l?,
-            Err(answer) => return Some(answer),
+            Err(answer) => return Some(*answer),
         };
         let item = static_topic::find_item(&logic.items, h.commit_offset, true)?.clone();
         let physical = UpdateConsumerOffsetRequestHeader {
@@ -485,7 +485,7 @@ impl Broker {
         let h = req.decode_header::<GetMaxOffsetRequestHeader>().ok()?;
         let logic = match self.logic_of(req, &h.topic, h.queue_id) {
             Ok(l) => l?,
-            Err(answer) => return Some(answer),
+            Err(answer) => return Some(*answer),
         };
         let item = static_topic::find_item(&logic.items, i64::MAX, true)?.clone();
         let forward = GetMaxOffsetRequestHeader {
@@ -498,7 +498,7 @@ impl Broker {
         let local = || self.store.max_offset_in_queue(&h.topic, item.queue_id);
         Some(match self.offset_at(req, &logic, &item, local, request).await {
             Ok(physical) => Self::offset_answer(req, item.static_offset_strictly(physical)),
-            Err(answer) => answer,
+            Err(answer) => *answer,
         })
     }
 
@@ -507,7 +507,7 @@ impl Broker {
         let h = req.decode_header::<QueueRequestHeader>().ok()?;
         let logic = match self.logic_of(req, &h.topic, h.queue_id) {
             Ok(l) => l?,
-            Err(answer) => return Some(answer),
+            Err(answer) => return Some(*answer),
         };
         let item = static_topic::find_item(&logic.items, 0, true)?.clone();
         let forward = QueueRequestHeader {
@@ -520,7 +520,7 @@ impl Broker {
         let local = || self.store.min_offset_in_queue(&h.topic, item.queue_id);
         Some(match self.offset_at(req, &logic, &item, local, request).await {
             Ok(physical) => Self::offset_answer(req, item.static_offset_loosely(physical)),
-            Err(answer) => answer,
+            Err(answer) => *answer,
         })
     }
 
@@ -529,7 +529,7 @@ impl Broker {
         let h = req.decode_header::<QueueRequestHeader>().ok()?;
         let logic = match self.logic_of(req, &h.topic, h.queue_id) {
             Ok(l) => l?,
-            Err(answer) => return Some(answer),
+            Err(answer) => return Some(*answer),
         };
         let item = static_topic::find_item(&logic.items, 0, true)?.clone();
         let physical = QueueRequestHeader {
@@ -554,7 +554,7 @@ impl Broker {
         let h = req.decode_header::<SearchOffsetRequestHeader>().ok()?;
         let logic = match self.logic_of(req, &h.topic, h.queue_id) {
             Ok(l) => l?,
-            Err(answer) => return Some(answer),
+            Err(answer) => return Some(*answer),
         };
         let lower = !h.boundary_type.as_deref().is_some_and(|b| b.eq_ignore_ascii_case("upper"));
         let mut offset = -1;
@@ -569,7 +569,7 @@ impl Broker {
             let local = || self.store.offset_in_queue_by_time(&h.topic, item.queue_id, h.timestamp, lower);
             let physical = match self.offset_at(req, &logic, item, local, request).await {
                 Ok(p) => p,
-                Err(answer) => return Some(answer),
+                Err(answer) => return Some(*answer),
             };
             // As Java: a local item that found the time ends the search; a remote one's answer
             // counts unless it is past the item's end, and later items may still improve it.

@@ -100,7 +100,7 @@ pub fn logic_queue_owners(
     check_consistence: bool,
 ) -> Result<BTreeMap<i32, LogicQueueOwner>, StaticTopicError> {
     let mut details: Vec<&TopicQueueMappingDetail> = map.values().filter_map(|c| c.mapping_detail.as_ref()).collect();
-    details.sort_by(|a, b| b.epoch.cmp(&a.epoch));
+    details.sort_by_key(|d| std::cmp::Reverse(d.epoch));
     let mut max_num = 0;
     let mut owners = BTreeMap::new();
     for detail in details {

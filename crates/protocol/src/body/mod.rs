@@ -184,6 +184,17 @@ mod tests {
         });
         assert_keys_alphabetical(&LockBatchResponseBody { lock_ok_mq_set: BTreeSet::from([queue]) });
         assert_keys_alphabetical(&TopicConfig::default());
+        let mut detail = TopicQueueMappingDetail::default();
+        detail.hosted_queues.insert(0, vec![LogicQueueMappingItem::default()]);
+        assert_keys_alphabetical(&detail);
+        assert_keys_alphabetical(&TopicQueueMappingInfo::default());
+        assert_keys_alphabetical(&TopicRemappingDetailWrapper {
+            broker_config_map: BTreeMap::from([(
+                "a".to_owned(),
+                TopicConfigAndQueueMapping { mapping_detail: Some(detail), ..Default::default() },
+            )]),
+            ..Default::default()
+        });
         assert_keys_alphabetical(&TopicConfigSerializeWrapper::default());
         assert_keys_alphabetical(&TopicConfigAndMappingSerializeWrapper::default());
         assert_keys_alphabetical(&TopicList { broker_addr: Some("a:1".into()), ..TopicList::default() });
