@@ -574,6 +574,7 @@ async fn max_offset(client: &RemotingClient, target: &Target, opts: &Options, qu
         topic: opts.topic.clone(),
         queue_id,
         broker_name: target.broker_name.clone(),
+        lo: ferromq_protocol::body::static_topic::PHYSICAL_QUEUE,
         ..Default::default()
     };
     let req = RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&h);
@@ -611,6 +612,7 @@ async fn pull_queue(
             suspend_timeout_millis: 500,
             sub_version: 0,
             broker_name: target.broker_name.clone(),
+            lo: ferromq_protocol::body::static_topic::PHYSICAL_QUEUE,
             ..Default::default()
         };
         let req = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&h);

@@ -214,6 +214,9 @@ async fn store_remotely(
             .with_header(&SendMessageRequestHeaderV2::from(header))
             .with_body(body.freeze())
     };
+    // The queue comes from the route's queueDatas: a physical one, also on a static topic.
+    let mut request = request;
+    request.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("lo"), "false");
     // A broker that cannot be reached is avoided for a while; the client's retry of this
     // send goes elsewhere.
     let resp =

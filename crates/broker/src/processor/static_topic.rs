@@ -27,7 +27,7 @@ use ferromq_protocol::header::{
 };
 use ferromq_protocol::{request_code, response_code, version, RemotingCommand};
 use ferromq_remoting::Connection;
-use tracing::{debug, warn};
+use tracing::warn;
 
 use crate::broker::Broker;
 use crate::processor::failure;
@@ -57,7 +57,7 @@ impl LogicQueue {
 /// How a request on a topic addresses its queue.
 pub(crate) enum Addressing {
     /// Not a static topic here, or a physical queue (see the module doc).
-    Physical(Option<Arc<TopicQueueMappingDetail>>),
+    Physical,
     /// A logic queue this broker leads.
     Logic(LogicQueue),
     /// A logic queue this broker does not lead: the answer to give.
@@ -107,12 +107,12 @@ impl Broker {
         select_one_when_miss: bool,
     ) -> Addressing {
         if self.mappings().is_empty() {
-            return Addressing::Physical(None);
+            return Addressing::Physical;
         }
-        let Some(detail) = self.mappings().get(topic) else { return Addressing::Physical(None) };
+        let Some(detail) = self.mappings().get(topic) else { return Addressing::Physical };
         let lo = lo_of(req);
         if lo == PHYSICAL_QUEUE || (lo.is_none() && req.version < version::V5_0_0) {
-            return Addressing::Physical(Some(detail));
+            return Addressing::Physical;
         }
         let global_id = if queue_id < 0 && select_one_when_miss {
             match detail.leader_id_map().keys().next() {
@@ -179,8 +179,8 @@ impl Broker {
         }
     }
 
-    /// A send on a static topic: the logic queue's leader item (aware clients), or a queue
-    /// this broker still writes (physical senders). `Err` is the answer to give.
+    /// A send naming a logic queue goes to its leader item's physical queue (returned, to
+    /// answer in logic terms). `Err` is the answer to give.
     pub(crate) fn route_static_send(
         &self,
         req: &RemotingCommand,
@@ -188,29 +188,8 @@ impl Broker {
     ) -> Result<Option<LogicQueue>, Box<RemotingCommand>> {
         let queue_id = request.queue_id.unwrap_or(-1);
         match self.addressing(req, &request.topic, queue_id, true) {
-            Addressing::Physical(None) => Ok(None),
-            Addressing::Physical(Some(detail)) => {
-                if queue_id >= 0 && detail.global_led_by(queue_id).is_some() {
-                    return Ok(None);
-                }
-                // A queue that moved away (or the broker's pick): one this broker writes.
-                let written: Vec<i32> = detail.leader_id_map().into_values().collect();
-                if written.is_empty() {
-                    return Err(Box::new(failure(
-                        req,
-                        response_code::NO_PERMISSION,
-                        format!(
-                            "no queue of static topic {} is written on broker {} any more: its queues moved to \
-                             other brokers",
-                            request.topic, detail.bname
-                        ),
-                    )));
-                }
-                let pick = written[queue_id.max(0) as usize % written.len()];
-                debug!(topic = %request.topic, from = queue_id, to = pick, "physical send moved to a written queue");
-                request.queue_id = Some(pick);
-                Ok(None)
-            }
+            // Physical: checked by the service layer for every sender (`written_static_queue`).
+            Addressing::Physical => Ok(None),
             Addressing::Logic(logic) => {
                 request.queue_id = Some(logic.leader().queue_id);
                 Ok(Some(logic))
@@ -227,7 +206,7 @@ impl Broker {
     ) -> Result<Option<(RemotingCommand, PullMapping)>, RemotingCommand> {
         let Ok(mut h) = req.decode_header::<PullMessageRequestHeader>() else { return Ok(None) };
         let logic = match self.addressing(req, &h.topic, h.queue_id, false) {
-            Addressing::Physical(_) => return Ok(None),
+            Addressing::Physical => return Ok(None),
             Addressing::NotLeader(remark) => return Err(failure(req, response_code::NOT_LEADER_FOR_QUEUE, remark)),
             Addressing::Logic(logic) => logic,
         };
@@ -377,7 +356,7 @@ impl Broker {
         queue_id: i32,
     ) -> Result<Option<LogicQueue>, Box<RemotingCommand>> {
         match self.addressing(req, topic, queue_id, false) {
-            Addressing::Physical(_) => Ok(None),
+            Addressing::Physical => Ok(None),
             Addressing::Logic(logic) => Ok(Some(logic)),
             Addressing::NotLeader(remark) => Err(Box::new(failure(req, response_code::NOT_LEADER_FOR_QUEUE, remark))),
         }

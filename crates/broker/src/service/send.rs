@@ -144,7 +144,32 @@ impl Broker {
         let permit = self.send_permits.try_acquire().map_err(|_| ServiceError::Busy(BUSY_REMARK.into()))?;
         let config = self.check_send(caller, topic, queue_id, auto_create)?;
         let queue_id = queue_id.unwrap_or_else(|| pick_queue(config.write_queue_nums));
+        let queue_id = self.written_static_queue(topic, queue_id)?;
         Ok(Admitted { topic: config, queue_id, permit })
+    }
+
+    /// On a static topic, the physical queue a send may go to: `queue_id` when it leads a
+    /// logic queue, else (it moved to another broker) one this broker still leads, so nothing
+    /// is stored where logic readers no longer look; NO_PERMISSION when it leads none (4.x
+    /// producers retry that elsewhere). Logic sends arrive here on their leader already.
+    fn written_static_queue(&self, topic: &str, queue_id: i32) -> Result<i32, ServiceError> {
+        if self.mappings().is_empty() {
+            return Ok(queue_id);
+        }
+        let Some(detail) = self.mappings().get(topic) else { return Ok(queue_id) };
+        if detail.global_led_by(queue_id).is_some() {
+            return Ok(queue_id);
+        }
+        let written: Vec<i32> = detail.leader_id_map().into_values().collect();
+        if written.is_empty() {
+            return Err(ServiceError::Forbidden(format!(
+                "no queue of static topic {topic} is written on broker {} any more: its queues moved to other brokers",
+                detail.bname
+            )));
+        }
+        let pick = written[queue_id.max(0) as usize % written.len()];
+        tracing::debug!(%topic, from = queue_id, to = pick, "send to a moved static topic queue goes to a written one");
+        Ok(pick)
     }
 
     /// MESSAGE_ILLEGAL for a body over `maxMessageSize`.
