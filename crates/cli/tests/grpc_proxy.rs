@@ -873,3 +873,54 @@ async fn namespaced_resources_are_served_as_namespace_percent_name() {
         .into_inner();
     assert_eq!(code(&ack.status), Code::Ok, "{ack:?}");
 }
+
+/// Every message type to every kind of topic: a topic takes its own type (MIXED takes all),
+/// anything else is refused with MESSAGE_PROPERTY_CONFLICT_WITH_TYPE and Java's remark, and
+/// the proxy serves on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_message_type_to_each_kind_of_topic() {
+    let server = ferromq_testkit::start_standalone_with_conf(BIN, "");
+    let kinds = ["NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"];
+    let topics: Vec<String> = kinds.iter().map(|k| format!("Mt{k}")).collect();
+    for (topic, kind) in topics.iter().zip(kinds) {
+        create_topic(&server, topic, kind);
+    }
+    let mut c = connect(&server.grpc).await;
+    let names: Vec<&str> = topics.iter().map(String::as_str).collect();
+    let _p = telemetry(&mut c, "mt1", producer_settings(&names)).await;
+    let types = [
+        ("NORMAL", pb::MessageType::Normal),
+        ("FIFO", pb::MessageType::Fifo),
+        ("DELAY", pb::MessageType::Delay),
+        ("TRANSACTION", pb::MessageType::Transaction),
+    ];
+    let mut outcomes = Vec::new();
+    for (topic, kind) in topics.iter().zip(kinds) {
+        for (type_name, t) in types {
+            let mut m = typed(topic, &format!("{topic}-{type_name}"), b"x", t);
+            let sys = m.system_properties.as_mut().unwrap();
+            match t {
+                pb::MessageType::Fifo => sys.message_group = Some("g".into()),
+                pb::MessageType::Delay => {
+                    sys.delivery_timestamp = Some(prost_types::Timestamp { seconds: now_ms() / 1000 + 60, nanos: 0 })
+                }
+                _ => {}
+            }
+            let r =
+                c.send_message(req("mt1", pb::SendMessageRequest { messages: vec![m] })).await.unwrap().into_inner();
+            let status = r.status.clone().unwrap_or_default();
+            let expected =
+                if kind == "MIXED" || kind == type_name { Code::Ok } else { Code::MessagePropertyConflictWithType };
+            if code(&r.status) != expected {
+                outcomes.push(format!("{type_name} to {kind}: {:?} {}", code(&r.status), status.message));
+            }
+            if expected == Code::MessagePropertyConflictWithType {
+                let remark = format!("the expected type is {kind}, but actual type is {type_name}");
+                if !status.message.contains(&remark) {
+                    outcomes.push(format!("{type_name} to {kind}: remark {:?} lacks {remark:?}", status.message));
+                }
+            }
+        }
+    }
+    assert!(outcomes.is_empty(), "unexpected answers:\n{}", outcomes.join("\n"));
+}

@@ -9,7 +9,8 @@
 //! pulling broker-b from offset 0 gets every message exactly once, the old ones forwarded
 //! from broker-a; consumer offsets committed before the move stay readable; a physical reader
 //! (`lo=false`) still reads each physical queue once. broker-b is then SIGKILLed and started
-//! again on its store: the mapping and the reads survive.
+//! again on its store: the mapping and the reads survive. The official C++ client, which knows
+//! no mappings, produces and consumes a static topic across a move as well.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -49,9 +50,9 @@ fn old_client(mut req: RemotingCommand) -> RemotingCommand {
     req
 }
 
-async fn route(client: &RemotingClient, namesrv: &str) -> Option<TopicRouteData> {
+async fn route(client: &RemotingClient, namesrv: &str, topic: &str) -> Option<TopicRouteData> {
     let req = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC)
-        .with_header(&GetRouteInfoRequestHeader { topic: TOPIC.into(), accept_standard_json_only: Some(true) });
+        .with_header(&GetRouteInfoRequestHeader { topic: topic.into(), accept_standard_json_only: Some(true) });
     let r = client.invoke(namesrv, req, TIMEOUT).await.ok()?;
     (r.code == response_code::SUCCESS).then(|| TopicRouteData::decode(&r.body).expect("route body"))
 }
@@ -60,12 +61,13 @@ async fn route(client: &RemotingClient, namesrv: &str) -> Option<TopicRouteData>
 async fn leaders_when(
     client: &RemotingClient,
     namesrv: &str,
+    topic: &str,
     check: impl Fn(&BTreeMap<i32, String>) -> bool,
 ) -> BTreeMap<i32, String> {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let mut leaders = BTreeMap::new();
-        if let Some(route) = route(client, namesrv).await {
+        if let Some(route) = route(client, namesrv, topic).await {
             for (bname, info) in route.topic_queue_mapping_by_broker.unwrap_or_default() {
                 let info: TopicQueueMappingInfo = serde_json::from_value(info).expect("mapping info");
                 assert_eq!(info.bname, bname);
@@ -96,11 +98,11 @@ async fn offset_call(client: &RemotingClient, addr: &str, req: RemotingCommand) 
 /// Reads logic queue `queue` from `addr` as a 5.x client does: logic offsets from 0, following
 /// nextBeginOffset through RETRY_IMMEDIATELY, each message's logic offset its physical one
 /// plus the answer's offsetDelta. Returns (logic offset, body) in order.
-async fn read_logic(client: &RemotingClient, addr: &str, queue: i32) -> Vec<(i64, String)> {
+async fn read_logic(client: &RemotingClient, addr: &str, topic: &str, queue: i32) -> Vec<(i64, String)> {
     let mut next = 0;
     let mut out = Vec::new();
     for _ in 0..200 {
-        let r = client.invoke(addr, pull_request(TOPIC, queue, next, "*", 0), TIMEOUT).await.expect("pull");
+        let r = client.invoke(addr, pull_request(topic, queue, next, "*", 0), TIMEOUT).await.expect("pull");
         let h: PullMessageResponseHeader = r.decode_header().unwrap_or_else(|e| panic!("pull {r:?}: {e}"));
         match r.code {
             response_code::SUCCESS => {
@@ -171,28 +173,38 @@ fn mapping_file(broker: &Broker) -> TopicQueueMappingSerializeWrapper {
     TopicQueueMappingSerializeWrapper::decode(&text).expect("topicQueueMapping.json parses")
 }
 
+/// A name server and two broker masters, both registered, with the group `cg`.
+struct Cluster {
+    dir: tempfile::TempDir,
+    _namesrv: ferromq_testkit::ChildProcess,
+    namesrv: String,
+    brokers: [Broker; 2],
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let (namesrv_process, ns_port) = start_namesrv(dir.path());
+        let namesrv = format!("127.0.0.1:{ns_port}");
+        let mut taken = vec![ns_port];
+        let brokers = start_brokers(dir.path(), &namesrv, ["broker-a", "broker-b"], "", &mut taken);
+        // Both brokers registered before a plan reads the cluster.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !String::from_utf8_lossy(&common::admin::admin(&namesrv, &["clusterList"]).stdout).contains("broker-b") {
+            assert!(Instant::now() < deadline, "broker-b never registered");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        ok(&namesrv, &["updateSubGroup", "-c", "DefaultCluster", "-g", "cg"]);
+        Cluster { dir, _namesrv: namesrv_process, namesrv, brokers }
+    }
+}
+
 #[test]
 fn a_static_topic_keeps_its_logic_queues_readable_across_a_move() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_namesrv, ns_port) = start_namesrv(dir.path());
-    let namesrv = format!("127.0.0.1:{ns_port}");
-    let mut taken = vec![ns_port];
-    let mut brokers = start_brokers(dir.path(), &namesrv, ["broker-a", "broker-b"], "", &mut taken);
+    let Cluster { dir: _dir, _namesrv, namesrv, mut brokers } = Cluster::start();
     let addr: BTreeMap<String, String> = brokers.iter().map(|b| (b.name.to_owned(), b.addr())).collect();
     let rt = runtime();
     let client = RemotingClient::new(ClientConfig::default());
-
-    // Both brokers registered before the plan reads the cluster.
-    rt.block_on(async {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while common::admin::admin(&namesrv, &["clusterList"]).stdout.windows(8).filter(|w| w == b"broker-b").count()
-            == 0
-        {
-            assert!(Instant::now() < deadline, "broker-b never registered");
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    });
-    ok(&namesrv, &["updateSubGroup", "-c", "DefaultCluster", "-g", "cg"]);
     let out = ok(&namesrv, &["updateStaticTopic", "-t", TOPIC, "-qn", "4", "-c", "DefaultCluster"]);
     assert!(out.contains("The new mapping data is written to file"), "{out}");
 
@@ -215,7 +227,7 @@ fn a_static_topic_keeps_its_logic_queues_readable_across_a_move() {
     }
 
     rt.block_on(async {
-        let leaders = leaders_when(&client, &namesrv, |l| l.len() == QUEUES as usize).await;
+        let leaders = leaders_when(&client, &namesrv, TOPIC, |l| l.len() == QUEUES as usize).await;
 
         // Logic sends through each leader: answered with the logic queue and its offsets.
         for queue in 0..QUEUES {
@@ -269,7 +281,8 @@ fn a_static_topic_keeps_its_logic_queues_readable_across_a_move() {
 
     let (a, b) = (addr["broker-a"].clone(), addr["broker-b"].clone());
     rt.block_on(async {
-        leaders_when(&client, &namesrv, |l| l.len() == QUEUES as usize && l.values().all(|b| b == "broker-b")).await;
+        leaders_when(&client, &namesrv, TOPIC, |l| l.len() == QUEUES as usize && l.values().all(|b| b == "broker-b"))
+            .await;
         // broker-a takes no more writes: logic ones are refused, physical ones too (it writes
         // no queue of the topic any more).
         let r = send(&client, &a, send_request(TOPIC, moved[0], b"late", &[])).await;
@@ -290,7 +303,7 @@ fn a_static_topic_keeps_its_logic_queues_readable_across_a_move() {
 
         // Every logic queue read from broker-b: each message once, in order, across the move.
         for queue in 0..QUEUES {
-            let read = read_logic(&client, &b, queue).await;
+            let read = read_logic(&client, &b, TOPIC, queue).await;
             let bodies: Vec<&str> = read.iter().map(|(_, body)| body.as_str()).collect();
             let expected: Vec<String> = (0..=BEFORE + AFTER).map(|i| format!("q{queue}-{i}")).collect();
             assert_eq!(bodies, expected, "logic queue {queue}");
@@ -345,12 +358,133 @@ fn a_static_topic_keeps_its_logic_queues_readable_across_a_move() {
         let read = loop {
             let r = client.invoke(&b, pull_request(TOPIC, moved[0], 0, "*", 0), TIMEOUT).await;
             if r.is_ok() {
-                break read_logic(&client, &b, moved[0]).await;
+                break read_logic(&client, &b, TOPIC, moved[0]).await;
             }
             assert!(Instant::now() < deadline, "broker-b did not come back");
             tokio::time::sleep(Duration::from_millis(200)).await;
         };
         assert_eq!(read.len() as i64, BEFORE + 1 + AFTER, "after the restart");
         client.shutdown().await;
+    });
+}
+
+/// The official C++ client (version 63, no mapping support) on a static topic: it sends to and
+/// pulls from each broker's physical queues, before and after every logic queue moves to
+/// broker-b (its sends to broker-a's sealed queues are refused and retried elsewhere), and
+/// gets every message once; a logic reader of broker-b gets the same messages once.
+#[test]
+fn a_client_older_than_5_produces_and_consumes_across_a_move() {
+    const CPP_TOPIC: &str = "StaticCpp";
+    let cluster = Cluster::start();
+    let ns = cluster.namesrv.clone();
+    let rt = runtime();
+    let client = RemotingClient::new(ClientConfig::default());
+    ok(&ns, &["updateStaticTopic", "-t", CPP_TOPIC, "-qn", "4", "-c", "DefaultCluster"]);
+    rt.block_on(leaders_when(&client, &ns, CPP_TOPIC, |l| l.len() == QUEUES as usize));
+    let home = cluster.dir.path().join("cpp");
+    let run = |label: &str, args: &[&str]| {
+        let (run, problem) = common::e2e::run_e2e(label, &home.join(label), args, &ns, 60);
+        assert!(problem.is_none(), "{problem:?}");
+        assert!(run.status.success(), "C++ client {label} failed:\n{}\n{}", run.stdout, run.stderr);
+        run
+    };
+    let produce = |label: &str, start: &str| {
+        let args = ["produce", "--topic", CPP_TOPIC, "--group", "PG_STATIC", "--count", "12", "--start", start];
+        assert_eq!(run(label, &args).events("sent").count(), 12);
+    };
+    produce("produce-before", "0");
+    ok(&ns, &["remappingStaticTopic", "-t", CPP_TOPIC, "-b", "broker-b"]);
+    rt.block_on(leaders_when(&client, &ns, CPP_TOPIC, |l| {
+        l.len() == QUEUES as usize && l.values().all(|b| b == "broker-b")
+    }));
+    produce("produce-after", "12");
+
+    let expected: Vec<String> = (0..24).map(|i| format!("m-{i}")).collect();
+    let consumed = run("pull", &["pull-consume", "--topic", CPP_TOPIC, "--group", "CG_STATIC", "--expect", "24"]);
+    let mut bodies: Vec<String> = consumed.events("message").filter_map(|m| m.str("body").map(str::to_owned)).collect();
+    bodies.sort_by_key(|b| b[2..].parse::<u32>().unwrap_or(u32::MAX));
+    assert_eq!(bodies, expected, "the C++ pull consumer");
+
+    let b = cluster.brokers[1].addr();
+    let mut logic: Vec<String> = rt.block_on(async {
+        let mut all = Vec::new();
+        for queue in 0..QUEUES {
+            all.extend(read_logic(&client, &b, CPP_TOPIC, queue).await.into_iter().map(|(_, body)| body));
+        }
+        client.shutdown().await;
+        all
+    });
+    logic.sort_by_key(|b| b[2..].parse::<u32>().unwrap_or(u32::MAX));
+    assert_eq!(logic, expected, "a logic reader of broker-b");
+}
+
+/// FerroMQ's own client maps logic queues as Java's 5.x client does: a producer sends to
+/// `__syslo__global__` queues (answered with logic offsets) through their leaders, and a lite
+/// pull consumer subscribed to the topic rebalances over the logic queues and reads every
+/// message once across a move, with logic offsets (offsetDelta applied).
+#[test]
+fn our_client_reads_and_writes_logic_queues_across_a_move() {
+    use ferromq_client::{ClientConfig as Client, ConsumeFromWhere, LitePullConsumer, LitePullConsumerConfig, Message};
+    use ferromq_client::{Producer, ProducerConfig};
+    const RUST_TOPIC: &str = "StaticRust";
+    let cluster = Cluster::start();
+    let ns = cluster.namesrv.clone();
+    let rt = runtime();
+    ok(&ns, &["updateStaticTopic", "-t", RUST_TOPIC, "-qn", "4", "-c", "DefaultCluster"]);
+    let remoting = RemotingClient::new(ClientConfig::default());
+    rt.block_on(leaders_when(&remoting, &ns, RUST_TOPIC, |l| l.len() == QUEUES as usize));
+    // A producer per phase: each starts from the route of its time.
+    let produce = |from: usize| {
+        let ns = ns.clone();
+        async move {
+            let producer = Producer::new(
+                ProducerConfig { group: "pg_static".into(), ..Default::default() },
+                Client::with_namesrv(&ns),
+            );
+            producer.start().await.unwrap();
+            let mut offsets = Vec::new();
+            for i in from..from + 20 {
+                let r = producer.send(Message::new(RUST_TOPIC, format!("r-{i}"))).await.unwrap();
+                assert_eq!(r.message_queue.broker_name, "__syslo__global__", "{r:?}");
+                offsets.push((r.message_queue.queue_id, r.queue_offset));
+            }
+            producer.shutdown().await;
+            offsets
+        }
+    };
+    let before = rt.block_on(produce(0));
+    assert!(before.iter().all(|(q, o)| (0..QUEUES).contains(q) && (0..20).contains(o)), "{before:?}");
+    ok(&ns, &["remappingStaticTopic", "-t", RUST_TOPIC, "-b", "broker-b"]);
+    rt.block_on(leaders_when(&remoting, &ns, RUST_TOPIC, |l| l.values().all(|b| b == "broker-b")));
+    let after = rt.block_on(produce(20));
+    assert!(after.iter().any(|(_, o)| *o >= 10_000), "a moved queue continues past the block: {after:?}");
+
+    rt.block_on(async {
+        let config = LitePullConsumerConfig {
+            group: "cg_static_rust".into(),
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            broker_suspend_max: Duration::from_secs(1),
+            ..LitePullConsumerConfig::default()
+        };
+        let consumer = LitePullConsumer::new(config, Client::with_namesrv(&ns));
+        consumer.start().await.unwrap();
+        consumer.subscribe(RUST_TOPIC, "*").await.unwrap();
+        let mut seen: BTreeMap<String, (i32, i64)> = BTreeMap::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while seen.len() < 40 {
+            for m in consumer.poll(Duration::from_millis(500)).await {
+                assert_eq!(m.message_queue.broker_name, "__syslo__global__");
+                let body = String::from_utf8(m.body().to_vec()).unwrap();
+                let at = (m.message_queue.queue_id, m.queue_offset());
+                assert!(seen.insert(body.clone(), at).is_none(), "{body} delivered twice");
+            }
+            assert!(Instant::now() < deadline, "only {} of 40 messages: {seen:?}", seen.len());
+        }
+        // The offsets read are the ones the sends were answered with.
+        let sent: BTreeMap<String, (i32, i64)> =
+            before.iter().chain(&after).enumerate().map(|(i, at)| (format!("r-{i}"), *at)).collect();
+        assert_eq!(seen, sent);
+        consumer.shutdown().await;
+        remoting.shutdown().await;
     });
 }

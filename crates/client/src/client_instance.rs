@@ -107,6 +107,9 @@ pub struct ClientInstance {
     routes: Mutex<HashMap<String, Arc<PublishInfo>>>,
     /// Broker name -> broker id -> address, from every route seen.
     brokers: Mutex<HashMap<String, BTreeMap<i64, String>>>,
+    /// Static topics: topic -> logic queue id -> the broker leading it (from the route's
+    /// mappings). Java: `ClientMetadata`'s `topicEndPointsTable`.
+    logic_queues: Mutex<HashMap<String, BTreeMap<i32, String>>>,
     producer_groups: Mutex<BTreeSet<String>>,
     /// Consumer group -> what heartbeats say about it.
     consumer_groups: Mutex<BTreeMap<String, ConsumerData>>,
@@ -148,6 +151,7 @@ impl ClientInstance {
             namesrv_index: AtomicUsize::new(0),
             routes: Mutex::new(HashMap::new()),
             brokers: Mutex::new(HashMap::new()),
+            logic_queues: Mutex::new(HashMap::new()),
             producer_groups: Mutex::new(BTreeSet::new()),
             consumer_groups: Mutex::new(BTreeMap::new()),
             consumer_table,
@@ -320,9 +324,28 @@ impl ClientInstance {
         if new_broker {
             self.new_broker.notify_one();
         }
+        let leaders = crate::publish_info::logic_queue_leaders(route);
+        {
+            let mut logic = lock(&self.logic_queues);
+            if leaders.is_empty() {
+                logic.remove(topic);
+            } else {
+                logic.insert(topic.to_owned(), leaders);
+            }
+        }
         let info = Arc::new(PublishInfo::from_route(topic, route));
         lock(&self.routes).insert(topic.to_owned(), info.clone());
         info
+    }
+
+    /// The broker a request about `mq` goes to: its broker name, or for a static topic's
+    /// logic queue (broker `__syslo__...`) the broker leading it now (`None` when no broker
+    /// does). Java: `MQClientInstance#getBrokerNameFromMessageQueue`.
+    pub(crate) fn broker_name_of(&self, mq: &MessageQueue) -> Option<String> {
+        if !crate::publish_info::is_logic_queue(mq) {
+            return Some(mq.broker_name.clone());
+        }
+        lock(&self.logic_queues).get(&mq.topic).and_then(|leaders| leaders.get(&mq.queue_id).cloned())
     }
 
     /// The master address of `broker_name`, if known. Java: `findBrokerAddressInPublish`.

@@ -23,6 +23,7 @@ use tracing::{debug, error, warn};
 use crate::client_instance::{ClientInstance, FoundBroker};
 use crate::error::ClientError;
 use crate::message_ext::{decode_pulled, MessageExt};
+use crate::publish_info::is_logic_queue;
 use crate::pull_node::PullNodeTable;
 
 /// The broker calls of one consumer group.
@@ -69,6 +70,16 @@ pub(crate) enum Committed {
     ToSlave,
 }
 
+/// The `lo` field of a request about `mq`: absent for a static topic's logic queue (the
+/// broker resolves it), `false` for a physical queue from the route's queueDatas.
+fn queue_addressing(mq: &MessageQueue) -> Option<bool> {
+    if is_logic_queue(mq) {
+        None
+    } else {
+        static_topic::PHYSICAL_QUEUE
+    }
+}
+
 /// The sys flag of a pull: long polling with the subscription, and the commit offset only
 /// when pulling from a master (a slave's consumer offsets are copies of the master's).
 /// Java: `PullSysFlag.buildSysFlag` in `DefaultMQPushConsumerImpl#pullMessage` and
@@ -83,10 +94,11 @@ fn pull_flags(commit_offset: bool, from_slave: bool) -> i32 {
 
 impl ConsumerCalls<'_> {
     fn find(&self, mq: &MessageQueue, target: Target) -> Option<FoundBroker> {
+        let broker_name = self.instance.broker_name_of(mq)?;
         match target {
-            Target::Master => self.instance.master_addr(&mq.broker_name).map(|addr| FoundBroker { addr, slave: false }),
+            Target::Master => self.instance.master_addr(&broker_name).map(|addr| FoundBroker { addr, slave: false }),
             Target::Subscribe { broker_id, only_this_broker } => {
-                self.instance.find_broker_in_subscribe(&mq.broker_name, broker_id, only_this_broker)
+                self.instance.find_broker_in_subscribe(&broker_name, broker_id, only_this_broker)
             }
         }
     }
@@ -172,12 +184,18 @@ impl ConsumerCalls<'_> {
     ) -> Result<(Vec<MessageQueue>, Option<String>), ClientError> {
         let route = self.instance.fetch_route(topic).await?;
         self.instance.install_route(topic, &route);
-        let queues = route
-            .queue_datas
-            .iter()
-            .filter(|qd| perm::is_readable(qd.perm))
-            .flat_map(|qd| (0..qd.read_queue_nums).map(|q| MessageQueue::new(topic, qd.broker_name.clone(), q)))
-            .collect();
+        // A static topic is consumed by its logic queues, each read from its leader.
+        let logic = crate::publish_info::logic_queues(topic, &route);
+        let queues = if !logic.is_empty() {
+            logic
+        } else {
+            route
+                .queue_datas
+                .iter()
+                .filter(|qd| perm::is_readable(qd.perm))
+                .flat_map(|qd| (0..qd.read_queue_nums).map(|q| MessageQueue::new(topic, qd.broker_name.clone(), q)))
+                .collect()
+        };
         let master = route.broker_datas.iter().find_map(|bd| bd.broker_addrs.get(&MASTER_ID).cloned());
         let any = || route.broker_datas.iter().find_map(|bd| bd.broker_addrs.values().next().cloned());
         Ok((queues, master.or_else(any)))
@@ -192,7 +210,7 @@ impl ConsumerCalls<'_> {
             queue_id: mq.queue_id,
             set_zero_if_not_found: None,
             broker_name: Some(mq.broker_name.clone()),
-            lo: static_topic::PHYSICAL_QUEUE,
+            lo: queue_addressing(mq),
         };
         let req = RemotingCommand::request(request_code::QUERY_CONSUMER_OFFSET).with_header(&header);
         let only_master = Target::Subscribe { broker_id: MASTER_ID, only_this_broker: true };
@@ -213,7 +231,7 @@ impl ConsumerCalls<'_> {
             queue_id: mq.queue_id,
             commit_offset: offset,
             broker_name: Some(mq.broker_name.clone()),
-            lo: static_topic::PHYSICAL_QUEUE,
+            lo: queue_addressing(mq),
         };
         let req = RemotingCommand::request(request_code::UPDATE_CONSUMER_OFFSET).with_header(&header);
         let (broker, resp) = self.call_api(mq, MASTER_ELSE_SLAVE, MASTER_ELSE_SLAVE, req).await?;
@@ -254,7 +272,7 @@ impl ConsumerCalls<'_> {
                     timestamp: timestamp_ms,
                     boundary_type: None,
                     broker_name: Some(mq.broker_name.clone()),
-                    lo: static_topic::PHYSICAL_QUEUE,
+                    lo: queue_addressing(mq),
                 };
                 RemotingCommand::request(request_code::SEARCH_OFFSET_BY_TIMESTAMP).with_header(&header)
             }
@@ -264,7 +282,7 @@ impl ConsumerCalls<'_> {
                     queue_id: mq.queue_id,
                     committed: None,
                     broker_name: Some(mq.broker_name.clone()),
-                    lo: static_topic::PHYSICAL_QUEUE,
+                    lo: queue_addressing(mq),
                 };
                 RemotingCommand::request(request_code::GET_MAX_OFFSET).with_header(&header)
             }
@@ -299,7 +317,7 @@ impl ConsumerCalls<'_> {
             sub_version: sub.sub_version,
             expression_type: Some(expression_type(sub).to_owned()),
             broker_name: Some(mq.broker_name.clone()),
-            lo: static_topic::PHYSICAL_QUEUE,
+            lo: queue_addressing(mq),
             ..Default::default()
         };
         let req = RemotingCommand::request(request_code::PULL_MESSAGE).with_header(&header);
@@ -327,6 +345,14 @@ impl ConsumerCalls<'_> {
             code: response_code::SUCCESS,
             remark: format!("undecodable pull body: {e}"),
         })?;
+        // A static topic's logic queue: the records carry the physical queue and offsets; the
+        // answer's offsetDelta makes them logic ones. Java: `PullAPIWrapper#processPullResult`.
+        if let Some(delta) = h.offset_delta.filter(|_| is_logic_queue(mq)) {
+            for m in &mut msgs {
+                m.stored.queue_offset += delta;
+                m.stored.queue_id = mq.queue_id;
+            }
+        }
         // Tag codes collide, so tag subscriptions are checked again by the tag itself; the
         // broker's SQL92 verdict is final. Java: `PullAPIWrapper#processPullResult`.
         if sub.is_tag_type() && !sub.tags_set.is_empty() && !sub.class_filter_mode {

@@ -483,11 +483,13 @@ impl Producer {
         mode: Mode,
         timeout: Duration,
     ) -> Result<Option<SendResult>, ClientError> {
-        let addr = match self.instance.master_addr(&mq.broker_name) {
+        // A static topic's logic queue goes to the broker leading it now.
+        let master = |instance: &ClientInstance| instance.broker_name_of(mq).and_then(|b| instance.master_addr(&b));
+        let addr = match master(&self.instance) {
             Some(addr) => addr,
             None => {
                 self.instance.refresh_route(&mq.topic).await?;
-                self.instance.master_addr(&mq.broker_name).ok_or_else(|| ClientError::BrokerNotFound {
+                master(&self.instance).ok_or_else(|| ClientError::BrokerNotFound {
                     topic: mq.topic.clone(),
                     broker_name: mq.broker_name.clone(),
                 })?
@@ -512,8 +514,11 @@ impl Producer {
         .into();
         let code = if prepared.batch { request_code::SEND_BATCH_MESSAGE } else { request_code::SEND_MESSAGE_V2 };
         let mut req = RemotingCommand::request(code).with_header(&header).with_body(prepared.body.clone());
-        // Queue ids here come from the route's queueDatas: physical ones, also on a static topic.
-        req.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("lo"), "false");
+        // A queue from the route's queueDatas is a physical one, also on a static topic; a
+        // static topic's logic queue is resolved by its broker.
+        if !crate::publish_info::is_logic_queue(mq) {
+            req.ext_fields.insert(ferromq_protocol::ext_fields::intern_key("lo"), "false");
+        }
         let remoting_err = |source| ClientError::Remoting { topic: mq.topic.clone(), addr: addr.clone(), source };
         match mode {
             Mode::Oneway => {

@@ -3,7 +3,10 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ferromq_protocol::body::{perm, MessageQueue, TopicRouteData};
+use std::collections::BTreeMap;
+
+use ferromq_protocol::body::static_topic::{mock_broker_name, LOGICAL_QUEUE_MOCK_BROKER_PREFIX};
+use ferromq_protocol::body::{perm, MessageQueue, TopicQueueMappingInfo, TopicRouteData};
 
 /// The queues of one topic a producer may write to.
 #[derive(Debug, Default)]
@@ -12,6 +15,48 @@ pub(crate) struct PublishInfo {
     pub(crate) queues: Vec<MessageQueue>,
     /// Round-robin position.
     next: AtomicUsize,
+}
+
+/// A static topic's route mappings: logic queue id -> the broker leading it (the mapping of
+/// the newest epoch wins where two claim one). Java:
+/// `ClientMetadata#topicRouteData2EndpointsForStaticTopic`.
+pub(crate) fn logic_queue_leaders(route: &TopicRouteData) -> BTreeMap<i32, String> {
+    let mut leaders: BTreeMap<i32, (i64, String)> = BTreeMap::new();
+    for (bname, info) in route.topic_queue_mapping_by_broker.iter().flatten() {
+        let Ok(info) = serde_json::from_value::<TopicQueueMappingInfo>(info.clone()) else { continue };
+        if info.bname != *bname {
+            continue;
+        }
+        for logic in info.curr_id_map.keys() {
+            let newer = leaders.get(logic).is_none_or(|(epoch, _)| info.epoch > *epoch);
+            if newer {
+                leaders.insert(*logic, (info.epoch, info.bname.clone()));
+            }
+        }
+    }
+    leaders.into_iter().map(|(logic, (_, bname))| (logic, bname)).collect()
+}
+
+/// A static topic's logic queues, under the made-up broker name of their scope, for those with
+/// a leader; empty for other topics.
+pub(crate) fn logic_queues(topic: &str, route: &TopicRouteData) -> Vec<MessageQueue> {
+    let leaders = logic_queue_leaders(route);
+    if leaders.is_empty() {
+        return Vec::new();
+    }
+    let scope = route
+        .topic_queue_mapping_by_broker
+        .iter()
+        .flatten()
+        .find_map(|(_, info)| serde_json::from_value::<TopicQueueMappingInfo>(info.clone()).ok())
+        .map_or_else(|| TopicQueueMappingInfo::default().scope, |info| info.scope);
+    let broker = mock_broker_name(&scope);
+    leaders.keys().map(|logic| MessageQueue::new(topic, &broker, *logic)).collect()
+}
+
+/// Whether `mq` is a static topic's logic queue (its broker name is made up).
+pub(crate) fn is_logic_queue(mq: &MessageQueue) -> bool {
+    mq.broker_name.starts_with(LOGICAL_QUEUE_MOCK_BROKER_PREFIX)
 }
 
 impl PublishInfo {
@@ -28,6 +73,11 @@ impl PublishInfo {
                 queues.extend((0..nums).map(|q| MessageQueue::new(topic, broker.trim(), q)));
             }
             return PublishInfo { queues, next: AtomicUsize::new(0) };
+        }
+        // A static topic: its logic queues, each sent to the broker leading it.
+        let logic = logic_queues(topic, route);
+        if !logic.is_empty() {
+            return PublishInfo { queues: logic, next: AtomicUsize::new(0) };
         }
         let mut datas = route.queue_datas.clone();
         datas.sort();
