@@ -34,7 +34,8 @@ Output (JSON lines, keys sorted; every line has "event"):
     {"event": "sent", "i": .., "status": "OK", "msg_id": .., "queue_offset": .., ...}
     {"event": "send_failed", "i": .., "error_type": .., "error": ..}
     {"event": "queues", "queues": [{"broker_name": .., "queue_id": ..}, ..]}   (pull-consume)
-    {"event": "pull", "queue_id": .., "status": "FOUND", "offset": .., "next_begin_offset": ..,
+    {"event": "pull", "broker_name": .., "queue_id": .., "status": "FOUND", "offset": ..,
+     "next_begin_offset": ..,
      "min_offset": .., "max_offset": .., "count": ..}                          (pull-consume)
     {"event": "message", "topic": .., "tags": .., "keys": .., "body": .., "props": {..},
      "uniq_key": .., "msg_id": .., "queue_id": .., "queue_offset": .., "reconsume_times": ..,
@@ -439,7 +440,8 @@ def pull_consume(args, dll, client, wait_until):
     queues = [mq_array[i] for i in range(size.value)]
     emit(dict(event="queues", queues=[dict(broker_name=text(q.brokerName), queue_id=q.queueId) for q in queues]))
 
-    offsets = {q.queueId: 0 for q in queues}
+    # One offset per queue of each broker: queue ids repeat across brokers.
+    offsets = {(text(q.brokerName), q.queueId): 0 for q in queues}
     seen = set()
     received = 0
     passes = 0
@@ -449,10 +451,11 @@ def pull_consume(args, dll, client, wait_until):
         for q in queues:
             stale = 0  # pulls in a row that did not move the offset forward
             while time.monotonic() < wait_until:
-                offset = offsets[q.queueId]
+                key = (text(q.brokerName), q.queueId)
+                offset = offsets[key]
                 res = dll.Pull(consumer._handle, ctypes.pointer(q), expression, offset, args.max_num)
                 name = PULL_STATUS.get(res.pullStatus, str(res.pullStatus))
-                line = dict(event="pull", queue_id=q.queueId, status=name, offset=offset,
+                line = dict(event="pull", broker_name=key[0], queue_id=q.queueId, status=name, offset=offset,
                             next_begin_offset=res.nextBeginOffset, min_offset=res.minOffset,
                             max_offset=res.maxOffset, count=res.size if res.pullStatus == 0 else 0)
                 if res.pullStatus == 4:
@@ -468,7 +471,7 @@ def pull_consume(args, dll, client, wait_until):
                 if res.pullStatus == 1:  # NO_NEW_MSG: this queue is read to its end
                     break
                 if res.pullStatus != 4 and res.nextBeginOffset > offset:
-                    offsets[q.queueId] = res.nextBeginOffset
+                    offsets[key] = res.nextBeginOffset
                     stale = 0
                     continue
                 stale += 1
@@ -482,7 +485,7 @@ def pull_consume(args, dll, client, wait_until):
     ok = len(seen) >= args.expect
     emit(dict(event="result", ok=ok, outcome="ok" if ok else "incomplete", expected=args.expect,
               distinct=len(seen), received=received, passes=passes,
-              next_offsets={str(k): v for k, v in sorted(offsets.items())}))
+              next_offsets={f"{b}/{q}": v for (b, q), v in sorted(offsets.items())}))
     return EXIT_OK if ok else EXIT_FAILED
 
 

@@ -879,7 +879,8 @@ async fn namespaced_resources_are_served_as_namespace_percent_name() {
 /// the proxy serves on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_message_type_to_each_kind_of_topic() {
-    let server = ferromq_testkit::start_standalone_with_conf(BIN, "");
+    // MIXED topics exist only with enableMixedMessageType (Java's broker key).
+    let server = ferromq_testkit::start_standalone_with_conf(BIN, "enableMixedMessageType=true\n");
     let kinds = ["NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"];
     let topics: Vec<String> = kinds.iter().map(|k| format!("Mt{k}")).collect();
     for (topic, kind) in topics.iter().zip(kinds) {

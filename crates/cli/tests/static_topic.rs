@@ -190,8 +190,11 @@ impl Cluster {
         let brokers = start_brokers(dir.path(), &namesrv, ["broker-a", "broker-b"], "", &mut taken);
         // Both brokers registered before a plan reads the cluster.
         let deadline = Instant::now() + Duration::from_secs(20);
-        while !String::from_utf8_lossy(&common::admin::admin(&namesrv, &["clusterList"]).stdout).contains("broker-b") {
-            assert!(Instant::now() < deadline, "broker-b never registered");
+        let registered = |name: &str| {
+            String::from_utf8_lossy(&common::admin::admin(&namesrv, &["clusterList"]).stdout).contains(name)
+        };
+        while !(registered("broker-a") && registered("broker-b")) {
+            assert!(Instant::now() < deadline, "the brokers never registered");
             std::thread::sleep(Duration::from_millis(200));
         }
         ok(&namesrv, &["updateSubGroup", "-c", "DefaultCluster", "-g", "cg"]);

@@ -341,7 +341,7 @@ impl ClientInstance {
     /// The broker a request about `mq` goes to: its broker name, or for a static topic's
     /// logic queue (broker `__syslo__...`) the broker leading it now (`None` when no broker
     /// does). Java: `MQClientInstance#getBrokerNameFromMessageQueue`.
-    pub(crate) fn broker_name_of(&self, mq: &MessageQueue) -> Option<String> {
+    pub(crate) fn broker_name_of(&self, mq: &ferromq_protocol::body::MessageQueue) -> Option<String> {
         if !crate::publish_info::is_logic_queue(mq) {
             return Some(mq.broker_name.clone());
         }
