@@ -210,6 +210,9 @@ fn a_static_topic_keeps_its_logic_queues_readable_across_a_move() {
     let client = RemotingClient::new(ClientConfig::default());
     let out = ok(&namesrv, &["updateStaticTopic", "-t", TOPIC, "-qn", "4", "-c", "DefaultCluster"]);
     assert!(out.contains("The new mapping data is written to file"), "{out}");
+    // The plan file applies again as it is (-mf): same epoch, same items.
+    let plan_file = out.lines().find_map(|l| l.strip_prefix("The new mapping data is written to file ")).unwrap();
+    ok(&namesrv, &["updateStaticTopic", "-t", TOPIC, "-mf", plan_file.trim()]);
 
     // The same number again is refused (Java's words), and so is a plain update that would
     // change a static topic's physical queues.
@@ -334,6 +337,20 @@ fn a_static_topic_keeps_its_logic_queues_readable_across_a_move() {
             });
             assert_eq!(offset_call(&client, &b, min).await, (response_code::SUCCESS, 0));
             assert_eq!(offset_call(&client, &b, query(queue)).await, (response_code::SUCCESS, 4), "queue {queue}");
+        }
+        // topicStatus shows the logic queues with their logic offsets next to the physical ones.
+        let status = ok(&namesrv, &["topicStatus", "-t", TOPIC]);
+        for queue in 0..QUEUES {
+            let end = if moved.contains(&queue) { 10_000 + AFTER } else { BEFORE + 1 + AFTER };
+            let row = status
+                .lines()
+                .find(|l| {
+                    let cols: Vec<&str> = l.split_whitespace().collect();
+                    cols.first() == Some(&"__syslo__global__") && cols.get(1) == Some(&queue.to_string().as_str())
+                })
+                .unwrap_or_else(|| panic!("no logic row for queue {queue}:\n{status}"));
+            let cols: Vec<&str> = row.split_whitespace().collect();
+            assert_eq!((cols[2], cols[3]), ("0", end.to_string().as_str()), "{row}");
         }
         // A commit past the move lands with the new item and reads back.
         assert_eq!(offset_call(&client, &b, commit(moved[0], 10_002)).await.0, response_code::SUCCESS);

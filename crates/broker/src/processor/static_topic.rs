@@ -25,7 +25,7 @@ use ferromq_protocol::header::{
     PullMessageRequestHeader, PullMessageResponseHeader, QueryConsumerOffsetRequestHeader, QueueRequestHeader,
     SearchOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
-use ferromq_protocol::{request_code, response_code, version, RemotingCommand};
+use ferromq_protocol::{request_code, response_code, version, CommandHeader, RemotingCommand};
 use ferromq_remoting::Connection;
 use tracing::warn;
 
@@ -387,6 +387,26 @@ impl Broker {
         })
     }
 
+    /// `req` as `physical` names it: answered by `here` when `item` is this broker's, else by
+    /// the broker holding it.
+    async fn here_or_forwarded<H: CommandHeader>(
+        &self,
+        req: &RemotingCommand,
+        logic: &LogicQueue,
+        item: &LogicQueueMappingItem,
+        physical: &H,
+        here: impl FnOnce(&RemotingCommand) -> RemotingCommand,
+    ) -> RemotingCommand {
+        if item.bname == logic.detail.bname {
+            return here(&req.clone().with_header(physical));
+        }
+        let request = RemotingCommand::request(req.code).with_header(physical);
+        match self.call_peer(&logic.detail.topic, &item.bname, request).await {
+            Ok(answer) => relay(req, answer),
+            Err(remark) => failure(req, response_code::SYSTEM_ERROR, remark),
+        }
+    }
+
     fn offset_answer(req: &RemotingCommand, offset: i64) -> RemotingCommand {
         crate::processor::success(req).with_header(&OffsetResponseHeader { offset })
     }
@@ -449,14 +469,8 @@ impl Broker {
             lo: PHYSICAL_QUEUE,
             ..h.clone()
         };
-        if item.bname == logic.detail.bname {
-            return Some(self.update_consumer_offset(conn, &req.clone().with_header(&physical)));
-        }
-        let request = RemotingCommand::request(request_code::UPDATE_CONSUMER_OFFSET).with_header(&physical);
-        Some(match self.call_peer(&h.topic, &item.bname, request).await {
-            Ok(answer) => relay(req, answer),
-            Err(remark) => failure(req, response_code::SYSTEM_ERROR, remark),
-        })
+        let here = |physical: &RemotingCommand| self.update_consumer_offset(conn, physical);
+        Some(self.here_or_forwarded(req, &logic, &item, &physical, here).await)
     }
 
     /// GET_MAX_OFFSET of a logic queue: the end of its newest decided item.
@@ -517,14 +531,8 @@ impl Broker {
             lo: PHYSICAL_QUEUE,
             ..h.clone()
         };
-        if item.bname == logic.detail.bname {
-            return Some(self.get_earliest_msg_storetime(&req.clone().with_header(&physical)));
-        }
-        let request = RemotingCommand::request(request_code::GET_EARLIEST_MSG_STORETIME).with_header(&physical);
-        Some(match self.call_peer(&h.topic, &item.bname, request).await {
-            Ok(answer) => relay(req, answer),
-            Err(remark) => failure(req, response_code::SYSTEM_ERROR, remark),
-        })
+        let here = |physical: &RemotingCommand| self.get_earliest_msg_storetime(physical);
+        Some(self.here_or_forwarded(req, &logic, &item, &physical, here).await)
     }
 
     /// SEARCH_OFFSET_BY_TIMESTAMP of a logic queue: the first item, oldest first, that has a

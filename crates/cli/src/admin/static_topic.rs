@@ -16,22 +16,19 @@ use ferromq_protocol::body::{JsonBody, TopicRemappingDetailWrapper};
 
 use crate::admin::Ctx;
 
+/// What both commands take: the topic, where its queues go, and a plan file.
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("where").args(["clusters", "brokers"])))]
-pub(crate) struct UpdateStaticTopicArgs {
+pub(crate) struct StaticTopicTarget {
     /// Topic name.
     #[arg(short = 't', long = "topic")]
     topic: String,
-    /// Spread the logic queues over the brokers of these clusters (comma-separated).
-    #[arg(short = 'c', long = "clusters")]
+    /// Place the logic queues on the brokers of these clusters (comma-separated).
+    #[arg(short = 'c', long = "clusters", conflicts_with = "brokers")]
     clusters: Option<String>,
-    /// Spread the logic queues over these brokers (names, comma-separated).
+    /// Place the logic queues on these brokers (names, comma-separated).
     #[arg(short = 'b', long = "brokers")]
     brokers: Option<String>,
-    /// Total number of logic queues (`-qn`); it can only grow.
-    #[arg(long = "totalQueueNum")]
-    total_queue_num: Option<i32>,
-    /// Apply this mapping file (an `.after` file of an earlier run) as it is (`-mf`).
+    /// Apply this plan file (an `.after` file of an earlier run) as it is (`-mf`).
     #[arg(long = "mapFile")]
     map_file: Option<PathBuf>,
     /// Replace the brokers' mappings without their epoch and item checks (`-fr true`).
@@ -40,23 +37,18 @@ pub(crate) struct UpdateStaticTopicArgs {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("where").args(["clusters", "brokers"])))]
+pub(crate) struct UpdateStaticTopicArgs {
+    #[command(flatten)]
+    target: StaticTopicTarget,
+    /// Total number of logic queues (`-qn`); it can only grow.
+    #[arg(long = "totalQueueNum")]
+    total_queue_num: Option<i32>,
+}
+
+#[derive(Debug, clap::Args)]
 pub(crate) struct RemappingStaticTopicArgs {
-    /// Topic name.
-    #[arg(short = 't', long = "topic")]
-    topic: String,
-    /// Move the logic queues onto the brokers of these clusters (comma-separated).
-    #[arg(short = 'c', long = "clusters")]
-    clusters: Option<String>,
-    /// Move the logic queues onto these brokers (names, comma-separated).
-    #[arg(short = 'b', long = "brokers")]
-    brokers: Option<String>,
-    /// Apply this remapping file (an `.after` file of an earlier run) as it is (`-mf`).
-    #[arg(long = "mapFile")]
-    map_file: Option<PathBuf>,
-    /// Replace the brokers' mappings without their epoch and item checks (`-fr true`).
-    #[arg(long = "forceReplace")]
-    force_replace: Option<bool>,
+    #[command(flatten)]
+    target: StaticTopicTarget,
 }
 
 /// The brokers `-b` names, or those of the clusters `-c` names.
@@ -134,12 +126,13 @@ fn report(ctx: &Ctx, plan: &TopicRemappingDetailWrapper) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(crate) async fn update_static_topic(ctx: &Ctx, a: UpdateStaticTopicArgs) -> anyhow::Result<()> {
+pub(crate) async fn update_static_topic(ctx: &Ctx, args: UpdateStaticTopicArgs) -> anyhow::Result<()> {
+    let a = &args.target;
     let force = a.force_replace.unwrap_or(false);
     let mut plan = if let Some(file) = &a.map_file {
         read_plan(file, &a.topic, TYPE_CREATE_OR_UPDATE)?
     } else {
-        let Some(queue_num) = a.total_queue_num else { anyhow::bail!("give the total queue number (-qn)") };
+        let Some(queue_num) = args.total_queue_num else { anyhow::bail!("give the total queue number (-qn)") };
         let mut targets = target_brokers(ctx, a.brokers.as_deref(), a.clusters.as_deref()).await?;
         let map = ctx.client.static_topic_configs(&a.topic).await?;
         let epoch = if map.is_empty() { now_ms() } else { static_topic::check_name_epoch_num(&a.topic, &map)?.0 };
@@ -160,7 +153,8 @@ pub(crate) async fn update_static_topic(ctx: &Ctx, a: UpdateStaticTopicArgs) -> 
     report(ctx, &plan)
 }
 
-pub(crate) async fn remapping_static_topic(ctx: &Ctx, a: RemappingStaticTopicArgs) -> anyhow::Result<()> {
+pub(crate) async fn remapping_static_topic(ctx: &Ctx, args: RemappingStaticTopicArgs) -> anyhow::Result<()> {
+    let a = &args.target;
     let force = a.force_replace.unwrap_or(false);
     let mut plan = if let Some(file) = &a.map_file {
         read_plan(file, &a.topic, TYPE_REMAPPING)?

@@ -373,6 +373,40 @@ pub fn plan_remap(
     })
 }
 
+/// Java's `MQAdminUtils#convertPhysicalTopicStats`: each logic queue's offsets from the
+/// physical queues' ones (`physical`, keyed by broker name and queue id): its min from the
+/// oldest decided item, its max and last update from the newest. Logic queues whose items'
+/// offsets are missing are left out.
+pub fn logic_topic_stats(
+    map: &BrokerConfigMap,
+    physical: &BTreeMap<(String, i32), TopicOffset>,
+) -> Result<BTreeMap<i32, TopicOffset>, StaticTopicError> {
+    let owners = logic_queue_owners(map, true, false)?;
+    let mut out = BTreeMap::new();
+    for (global, owner) in owners {
+        let (Some(min_item), Some(max_item)) =
+            (static_topic::find_item(&owner.items, 0, true), static_topic::find_item(&owner.items, i64::MAX, true))
+        else {
+            continue;
+        };
+        let (Some(min), Some(max)) = (
+            physical.get(&(min_item.bname.clone(), min_item.queue_id)),
+            physical.get(&(max_item.bname.clone(), max_item.queue_id)),
+        ) else {
+            continue;
+        };
+        out.insert(
+            global,
+            TopicOffset {
+                min_offset: min_item.static_offset_loosely(min.min_offset).max(0),
+                max_offset: max_item.static_offset_strictly(max.max_offset).max(0),
+                last_update_timestamp: max.last_update_timestamp,
+            },
+        );
+    }
+    Ok(out)
+}
+
 impl AdminClient {
     /// GET_TOPIC_CONFIG with `lo=true`: the topic's config and, for a static topic, its
     /// mapping on the broker at `addr`; `None` when the broker does not have the topic.
