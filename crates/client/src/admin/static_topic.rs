@@ -14,7 +14,7 @@ use ferromq_protocol::body::static_topic::{
     self, block_seq_round_up, LogicQueueMappingItem, DEFAULT_BLOCK_SEQ_SIZE, TYPE_CREATE_OR_UPDATE, TYPE_REMAPPING,
 };
 use ferromq_protocol::body::{
-    JsonBody, MessageQueue, TopicConfig, TopicConfigAndQueueMapping, TopicQueueMappingDetail,
+    JsonBody, MessageQueue, TopicConfig, TopicConfigAndQueueMapping, TopicOffset, TopicQueueMappingDetail,
     TopicRemappingDetailWrapper,
 };
 use ferromq_protocol::header::{CreateTopicRequestHeader, GetTopicConfigRequestHeader};
