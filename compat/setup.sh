@@ -158,4 +158,11 @@ if ! node -e "require('${browser_tests}/node_modules/playwright-core/package.jso
     npm ci --prefix "${browser_tests}" --no-audit --no-fund --loglevel=error >&2
 fi
 
+# 9. The controller partition test (crates/cli/tests/controller_partition.rs) builds a private
+#    network of Linux network namespaces with iproute2's `ip` (it needs root, as CI has).
+if ! command -v ip >/dev/null 2>&1; then
+    log "installing iproute2 for the network-namespace partition test"
+    apt_install iproute2
+fi
+
 echo "compat ready: venv=${venv} python=$("${vpy}" -c 'import sys; print(sys.version.split()[0])') rocketmq=${ROCKETMQ_PY_VERSION} lib=${so} rust5=${rust5_bin} venv5=${venv5} rocketmq-python-client=${ROCKETMQ_PY5_VERSION} node5=${node5} rocketmq-client-nodejs=${ROCKETMQ_NODE5_VERSION} chromium=${chromium}"

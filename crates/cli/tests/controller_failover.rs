@@ -10,132 +10,22 @@
 
 mod common;
 
-use std::collections::{BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::cluster::{port_away_from, spawn_listening, start_namesrv, tail};
-use ferromq_protocol::body::{JsonBody, KVTable, SyncStateSet};
-use ferromq_protocol::header::{
-    GetReplicaInfoRequestHeader, GetReplicaInfoResponseHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2,
-    SendMessageResponseHeader, ViewMessageRequestHeader,
+use common::cluster::{port_away_from, start_namesrv, tail};
+use common::controller::{
+    commit_log, max_offset, replica_info, runtime_info, send, view, wait_for, Proc, BROKER_NAME, T, TOPIC,
 };
-use ferromq_protocol::message::{decode_offset_msg_id, StoredMessage};
+use ferromq_protocol::header::SendMessageResponseHeader;
+use ferromq_protocol::message::decode_offset_msg_id;
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient};
 use ferromq_testkit::{free_broker_port, free_port, ChildProcess};
 
-const TOPIC: &str = "Failover";
-const BROKER_NAME: &str = "broker-c";
-const T: Duration = Duration::from_secs(3);
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
-
-struct Proc {
-    name: String,
-    port: u16,
-    conf: String,
-    dir: PathBuf,
-    args: &'static [&'static str],
-    process: Option<ChildProcess>,
-}
-
-impl Proc {
-    fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    fn log(&self) -> PathBuf {
-        self.dir.join(format!("{}.log", self.name))
-    }
-
-    fn start(&mut self) {
-        let conf = self.dir.join(format!("{}.conf", self.name));
-        let started = spawn_listening(self.args, &conf, &self.conf, &self.log(), self.port);
-        self.process = Some(started.unwrap_or_else(|e| panic!("{}: {e}", self.name)));
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut p) = self.process.take() {
-            let _ = p.0.kill(); // SIGKILL
-            let _ = p.0.wait();
-        }
-    }
-
-    fn store(&self) -> PathBuf {
-        self.dir.join(format!("store-{}", self.name))
-    }
-}
-
-fn send(body: &str) -> RemotingCommand {
-    let h: SendMessageRequestHeaderV2 = SendMessageRequestHeader {
-        producer_group: "pg".into(),
-        topic: TOPIC.into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 1,
-        queue_id: 0,
-        born_timestamp: 1,
-        ..Default::default()
-    }
-    .into();
-    RemotingCommand::request(request_code::SEND_MESSAGE_V2).with_header(&h).with_body(body.as_bytes().to_vec())
-}
-
-/// The broker set as the controllers see it: (master address, SyncStateSet).
-async fn replica_info(client: &RemotingClient, controllers: &[String]) -> Option<(String, BTreeSet<i64>)> {
-    for c in controllers {
-        let req = RemotingCommand::request(request_code::CONTROLLER_GET_REPLICA_INFO)
-            .with_header(&GetReplicaInfoRequestHeader { broker_name: BROKER_NAME.into() });
-        let Ok(r) = client.invoke(c, req, T).await else { continue };
-        if r.code != response_code::SUCCESS {
-            continue;
-        }
-        let h: GetReplicaInfoResponseHeader = r.decode_header().ok()?;
-        let set = SyncStateSet::decode(&r.body).ok()?;
-        return Some((h.master_address?, set.sync_state_set));
-    }
-    None
-}
-
-async fn wait_for<T>(what: &str, within: Duration, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(v) = probe().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-async fn runtime_info(client: &RemotingClient, addr: &str) -> Option<std::collections::BTreeMap<String, String>> {
-    let r = client.invoke(addr, RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO), T).await.ok()?;
-    (r.code == response_code::SUCCESS).then(|| KVTable::decode(&r.body).ok()).flatten().map(|t| t.table)
-}
-
-async fn max_offset(client: &RemotingClient, addr: &str) -> Option<i64> {
-    runtime_info(client, addr).await?.get("commitLogMaxOffset")?.parse().ok()
-}
-
-/// The record at `offset` on `addr`, if any.
-async fn view(client: &RemotingClient, addr: &str, offset: i64) -> Option<StoredMessage> {
-    let req = RemotingCommand::request(request_code::VIEW_MESSAGE_BY_ID)
-        .with_header(&ViewMessageRequestHeader { topic: None, offset });
-    let r = client.invoke(addr, req, T).await.ok()?;
-    (r.code == response_code::SUCCESS).then(|| StoredMessage::decode_all(&r.body).ok()?.into_iter().next()).flatten()
-}
-
-fn commit_log(store: &Path, upto: i64) -> Vec<u8> {
-    let dir = store.join("commitlog");
-    let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
-    names.sort();
-    let mut all = Vec::new();
-    for p in names {
-        all.extend(std::fs::read(p).unwrap());
-    }
-    all.truncate(upto as usize);
-    all
-}
 
 struct Cluster {
     ns: String,
@@ -181,6 +71,8 @@ fn cluster(dir: &Path, controller_addr: impl Fn(usize, &[String]) -> String) -> 
     let mut ctrl: Vec<Proc> = (0..3)
         .map(|i| Proc {
             name: format!("n{i}"),
+            host: "127.0.0.1".into(),
+            netns: None,
             port: ctrl_ports[i],
             conf: format!(
                 "controllerDLegerGroup=g1\ncontrollerDLegerPeers={}\ncontrollerDLegerSelfId=n{i}\n\
@@ -218,6 +110,8 @@ fn cluster(dir: &Path, controller_addr: impl Fn(usize, &[String]) -> String) -> 
                     controller_addr(i, &controllers),
                 ),
                 name,
+                host: "127.0.0.1".into(),
+                netns: None,
                 port,
                 dir: dir.to_owned(),
                 args: &["broker"],

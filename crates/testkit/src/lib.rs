@@ -3,6 +3,7 @@
 //! Never a dependency of production code.
 
 mod extra_broker;
+pub mod netns;
 mod process;
 mod pull;
 mod relay;

@@ -15,8 +15,29 @@ const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
 /// (shown instead with `FERROMQ_TEST_LOGS`; `RUST_LOG` is `warn` unless set). Waits until
 /// `port` accepts connections: `Err` with the log's tail if the process exits first.
 pub fn spawn_listening(args: &[&str], conf: &Path, text: &str, log: &Path, port: u16) -> Result<ChildProcess, String> {
+    spawn_listening_in(None, args, conf, text, log, &format!("127.0.0.1:{port}"))
+}
+
+/// As [`spawn_listening`], in the network namespace `netns` when given (`ip netns exec`, which
+/// execs the server: the child is the server itself), waiting until `addr` accepts connections
+/// as the calling thread reaches it.
+pub fn spawn_listening_in(
+    netns: Option<&str>,
+    args: &[&str],
+    conf: &Path,
+    text: &str,
+    log: &Path,
+    addr: &str,
+) -> Result<ChildProcess, String> {
     std::fs::write(conf, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", conf.display()));
-    let mut command = Command::new(BIN);
+    let mut command = match netns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, BIN]);
+            c
+        }
+        None => Command::new(BIN),
+    };
     command.args(args).arg("-c").arg(conf).stdin(Stdio::null());
     if std::env::var_os("FERROMQ_TEST_LOGS").is_some() {
         command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
@@ -30,14 +51,14 @@ pub fn spawn_listening(args: &[&str], conf: &Path, text: &str, log: &Path, port:
     let mut child = ChildProcess(command.spawn().unwrap_or_else(|e| panic!("cannot start {BIN}: {e}")));
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        if std::net::TcpStream::connect(addr).is_ok() {
             return Ok(child);
         }
         if let Ok(Some(status)) = child.0.try_wait() {
-            return Err(format!("ferromq {args:?} exited ({status}) before listening on {port}:\n{}", tail(log, 40)));
+            return Err(format!("ferromq {args:?} exited ({status}) before listening on {addr}:\n{}", tail(log, 40)));
         }
         if Instant::now() > deadline {
-            return Err(format!("ferromq {args:?} did not listen on {port} within 20 s:\n{}", tail(log, 40)));
+            return Err(format!("ferromq {args:?} did not listen on {addr} within 20 s:\n{}", tail(log, 40)));
         }
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -3,5 +3,6 @@
 
 pub mod admin;
 pub mod cluster;
+pub mod controller;
 pub mod e2e;
 pub mod grpc;

@@ -1,0 +1,134 @@
+//! What the controller-mode process tests share: the broker set's processes, the raw requests
+//! they send, and the probes they wait on (controller_failover.rs, controller_partition.rs).
+
+#![allow(dead_code)] // each test file uses its own part
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use ferromq_protocol::body::{JsonBody, KVTable, SyncStateSet};
+use ferromq_protocol::header::{
+    GetReplicaInfoRequestHeader, GetReplicaInfoResponseHeader, SendMessageRequestHeader, SendMessageRequestHeaderV2,
+    ViewMessageRequestHeader,
+};
+use ferromq_protocol::message::StoredMessage;
+use ferromq_protocol::{request_code, response_code, RemotingCommand};
+use ferromq_remoting::RemotingClient;
+use ferromq_testkit::ChildProcess;
+
+use super::cluster::spawn_listening_in;
+
+pub const TOPIC: &str = "Failover";
+pub const BROKER_NAME: &str = "broker-c";
+pub const T: Duration = Duration::from_secs(3);
+/// A controller or broker process of the test, stopped and started again on its store.
+pub struct Proc {
+    pub name: String,
+    /// The address it listens on, and the network namespace it runs in (`None`: the test's).
+    pub host: String,
+    pub netns: Option<String>,
+    pub port: u16,
+    pub conf: String,
+    pub dir: PathBuf,
+    pub args: &'static [&'static str],
+    pub process: Option<ChildProcess>,
+}
+
+impl Proc {
+    pub fn addr(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+
+    pub fn log(&self) -> PathBuf {
+        self.dir.join(format!("{}.log", self.name))
+    }
+
+    pub fn start(&mut self) {
+        let conf = self.dir.join(format!("{}.conf", self.name));
+        let started =
+            spawn_listening_in(self.netns.as_deref(), self.args, &conf, &self.conf, &self.log(), &self.addr());
+        self.process = Some(started.unwrap_or_else(|e| panic!("{}: {e}", self.name)));
+    }
+
+    pub fn kill(&mut self) {
+        if let Some(mut p) = self.process.take() {
+            let _ = p.0.kill(); // SIGKILL
+            let _ = p.0.wait();
+        }
+    }
+
+    pub fn store(&self) -> PathBuf {
+        self.dir.join(format!("store-{}", self.name))
+    }
+}
+
+pub fn send(body: &str) -> RemotingCommand {
+    let h: SendMessageRequestHeaderV2 = SendMessageRequestHeader {
+        producer_group: "pg".into(),
+        topic: TOPIC.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 1,
+        queue_id: 0,
+        born_timestamp: 1,
+        ..Default::default()
+    }
+    .into();
+    RemotingCommand::request(request_code::SEND_MESSAGE_V2).with_header(&h).with_body(body.as_bytes().to_vec())
+}
+
+/// The broker set as the controllers see it: (master address, SyncStateSet).
+pub async fn replica_info(client: &RemotingClient, controllers: &[String]) -> Option<(String, BTreeSet<i64>)> {
+    for c in controllers {
+        let req = RemotingCommand::request(request_code::CONTROLLER_GET_REPLICA_INFO)
+            .with_header(&GetReplicaInfoRequestHeader { broker_name: BROKER_NAME.into() });
+        let Ok(r) = client.invoke(c, req, T).await else { continue };
+        if r.code != response_code::SUCCESS {
+            continue;
+        }
+        let h: GetReplicaInfoResponseHeader = r.decode_header().ok()?;
+        let set = SyncStateSet::decode(&r.body).ok()?;
+        return Some((h.master_address?, set.sync_state_set));
+    }
+    None
+}
+
+pub async fn wait_for<T>(what: &str, within: Duration, mut probe: impl AsyncFnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(v) = probe().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub async fn runtime_info(client: &RemotingClient, addr: &str) -> Option<std::collections::BTreeMap<String, String>> {
+    let r = client.invoke(addr, RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO), T).await.ok()?;
+    (r.code == response_code::SUCCESS).then(|| KVTable::decode(&r.body).ok()).flatten().map(|t| t.table)
+}
+
+pub async fn max_offset(client: &RemotingClient, addr: &str) -> Option<i64> {
+    runtime_info(client, addr).await?.get("commitLogMaxOffset")?.parse().ok()
+}
+
+/// The record at `offset` on `addr`, if any.
+pub async fn view(client: &RemotingClient, addr: &str, offset: i64) -> Option<StoredMessage> {
+    let req = RemotingCommand::request(request_code::VIEW_MESSAGE_BY_ID)
+        .with_header(&ViewMessageRequestHeader { topic: None, offset });
+    let r = client.invoke(addr, req, T).await.ok()?;
+    (r.code == response_code::SUCCESS).then(|| StoredMessage::decode_all(&r.body).ok()?.into_iter().next()).flatten()
+}
+
+pub fn commit_log(store: &Path, upto: i64) -> Vec<u8> {
+    let dir = store.join("commitlog");
+    let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    names.sort();
+    let mut all = Vec::new();
+    for p in names {
+        all.extend(std::fs::read(p).unwrap());
+    }
+    all.truncate(upto as usize);
+    all
+}
