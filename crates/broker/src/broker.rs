@@ -154,6 +154,9 @@ pub struct Broker {
     /// The timer wheel (masters with `timerWheelEnable`; in controller mode, opened and
     /// closed as the broker becomes master and steps down).
     pub(crate) timer: RwLock<Option<Arc<ferromq_timer::TimerMessageStore>>>,
+    /// Held while the wheel's files are opened (promotion) or replaced by a master's progress
+    /// (a replica's sync): one at a time.
+    pub(crate) timer_files: tokio::sync::Mutex<()>,
     /// The wheel's settings (also checked by sends when the wheel is not running).
     pub(crate) timer_config: ferromq_timer::TimerConfig,
     /// SQL92 subscriptions registered through heartbeats.
@@ -489,6 +492,7 @@ impl Broker {
         sync!(request_code::QUERY_TOPIC_CONSUME_BY_WHO, |b, conn, req| b.query_topic_consume_by_who(req));
         sync!(request_code::CLONE_GROUP_OFFSET, |b, conn, req| b.clone_group_offset(req));
         sync!(request_code::GET_ALL_DELAY_OFFSET, |b, conn, req| b.get_all_delay_offset(req));
+        sync!(request_code::GET_TIMER_CHECK_POINT, |b, conn, req| b.get_timer_check_point(req));
         sync!(request_code::UPDATE_BROKER_CONFIG, |b, conn, req| b.update_broker_config(conn, req));
         {
             let b = self.clone();
@@ -979,6 +983,7 @@ pub async fn run_with_local_access(
         half_messages: crate::transaction::HalfMessages::default(),
         pull_offsets: crate::client::PullOffsets::default(),
         timer: RwLock::new(timer.clone()),
+        timer_files: tokio::sync::Mutex::new(()),
         replication: RwLock::new(replication),
         role: RwLock::new(role),
         replicas_manager: std::sync::OnceLock::new(),

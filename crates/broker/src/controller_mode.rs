@@ -258,6 +258,8 @@ async fn start_master_services(broker: &Arc<Broker>, settings: &BrokerSettings) 
     let timer_config = crate::timer::timer_config(&settings.store);
     if timer_config.timer_wheel_enable {
         let (cfg, root, s) = (timer_config, settings.store.store_path_root_dir.clone(), broker.store.clone());
+        // Not while the slave sync replaces the files with a master's progress.
+        let _files = broker.timer_files.lock().await;
         match tokio::task::spawn_blocking(move || ferromq_timer::TimerMessageStore::open(cfg, &root, s)).await {
             Ok(Ok(t)) => {
                 broker.replace_timer(Some(t.clone()));

@@ -3,7 +3,9 @@
 //! consumer offsets (GET_ALL_CONSUMER_OFFSET, which carry POP's revive progress), delay offsets
 //! (GET_ALL_DELAY_OFFSET), subscription groups (GET_ALL_SUBSCRIPTIONGROUP_CONFIG) and message
 //! request modes (GET_ALL_MESSAGE_REQUEST_MODE), in Java's order, applies each to its
-//! own table and persists it. Java: `SlaveSynchronize#syncAll`, scheduled by 4.x's
+//! own table and persists it; ACL 2.0's users and ACLs; and, with the timer wheel enabled, the
+//! wheel's progress (GET_TIMER_CHECK_POINT), adopted once this CommitLog holds what the master
+//! had written when it answered (`crate::timer`). Java: `SlaveSynchronize#syncAll`, scheduled by 4.x's
 //! `BrokerController#handleSlaveSynchronize` (3 s, then every 10 s; Java 5 checks every 3 s
 //! and syncs at most once a minute).
 //!
@@ -14,8 +16,7 @@
 //! Failures are logged once when a table starts failing and once when it recovers.
 //!
 //! Not here: learning the master's address (the registration loop in `broker.rs`, from
-//! REGISTER_BROKER answers), CommitLog replication (`ferromq-replication`), Java 5's timer
-//! checkpoint, timer metrics, FIFO pop order info (Java has no request for it either), static-topic queue mappings, and the
+//! REGISTER_BROKER answers), CommitLog replication (`ferromq-replication`), timer metrics, FIFO pop order info (Java has no request for it either), static-topic queue mappings, and the
 //! paged GET_ALL_TOPIC_CONFIG / GET_ALL_SUBSCRIPTIONGROUP_CONFIG of Java after 5.3.3 (a master
 //! that pages answers a request without paging fields with everything).
 
@@ -26,13 +27,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use ferromq_auth::v2::{AuthMetadata, Snapshot};
 use ferromq_config::error_chain;
-use ferromq_protocol::body::{AclInfo, UserInfo};
+use ferromq_protocol::body::{AclInfo, KVTable, UserInfo};
 use ferromq_protocol::body::{
     BodyError, ConsumerOffsetSerializeWrapper, JsonBody, MessageRequestModeSerializeWrapper, SubscriptionGroupWrapper,
     TopicConfigAndMappingSerializeWrapper, TopicConfigSerializeWrapper, TopicQueueMappingSerializeWrapper,
 };
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::{ClientConfig, RemotingClient, RemotingError};
+use ferromq_timer::{TimerCheckpoint, TimerError};
 use tokio::time::MissedTickBehavior;
 use tracing::{debug, info, warn};
 
@@ -75,6 +77,21 @@ trait MetadataOwner: Send + Sync + 'static {
     fn client_config(&self) -> ClientConfig {
         ClientConfig::default().with_zone_from_env()
     }
+
+    /// Whether the master's timer progress is copied (the wheel is enabled).
+    fn follows_timer(&self) -> bool {
+        false
+    }
+
+    /// Where this CommitLog ends.
+    fn commit_log_end(&self) -> i64 {
+        0
+    }
+
+    /// Adopts the master's timer progress (blocking); whether anything changed.
+    fn adopt_timer_progress(&self, _master: &TimerCheckpoint) -> Result<bool, TimerError> {
+        Ok(false)
+    }
 }
 
 impl MetadataOwner for Broker {
@@ -93,6 +110,18 @@ impl MetadataOwner for Broker {
             .with_zone_from_env()
             .with_tls(self.client_tls.clone())
             .with_credentials(self.inner_credentials.clone())
+    }
+
+    fn follows_timer(&self) -> bool {
+        self.timer_config.timer_wheel_enable
+    }
+
+    fn commit_log_end(&self) -> i64 {
+        self.store.max_phy_offset()
+    }
+
+    fn adopt_timer_progress(&self, master: &TimerCheckpoint) -> Result<bool, TimerError> {
+        Broker::adopt_timer_progress(self, master)
     }
 }
 
@@ -144,12 +173,22 @@ enum Table {
     RequestModes = 4,
     /// ACL 2.0's users and ACLs (AUTH_LIST_USER, then AUTH_LIST_ACL), replaced as a whole.
     Auth = 5,
+    /// The timer wheel's checkpoint (GET_TIMER_CHECK_POINT, then GET_BROKER_RUNTIME_INFO for
+    /// the master's CommitLog end).
+    TimerProgress = 6,
 }
 
 impl Table {
     /// Java's order of `syncAll`.
-    const ALL: [Table; 6] =
-        [Table::Topics, Table::ConsumerOffsets, Table::DelayOffsets, Table::Groups, Table::RequestModes, Table::Auth];
+    const ALL: [Table; 7] = [
+        Table::Topics,
+        Table::ConsumerOffsets,
+        Table::DelayOffsets,
+        Table::Groups,
+        Table::RequestModes,
+        Table::Auth,
+        Table::TimerProgress,
+    ];
 
     fn request_code(self) -> i32 {
         match self {
@@ -159,6 +198,7 @@ impl Table {
             Table::Groups => request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
             Table::RequestModes => request_code::GET_ALL_MESSAGE_REQUEST_MODE,
             Table::Auth => request_code::AUTH_LIST_USER,
+            Table::TimerProgress => request_code::GET_TIMER_CHECK_POINT,
         }
     }
 
@@ -170,6 +210,7 @@ impl Table {
             Table::Groups => "subscription_groups",
             Table::RequestModes => "message_request_modes",
             Table::Auth => "users_and_acls",
+            Table::TimerProgress => "timer_progress",
         }
     }
 }
@@ -189,6 +230,8 @@ enum SyncError {
     Join(#[source] tokio::task::JoinError),
     #[error("users and ACLs not applied: {0}")]
     Auth(String),
+    #[error("timer progress not adopted: {0}")]
+    Timer(String),
 }
 
 /// What applying one table changed.
@@ -207,19 +250,25 @@ struct SlaveSync<T> {
     owner: Arc<T>,
     client: RemotingClient,
     /// Per [`Table`]: the last attempt failed (so the next failure is not logged at warn).
-    failing: [bool; 6],
+    failing: [bool; 7],
+    /// The master's timer checkpoint and its CommitLog end when it answered, waiting for this
+    /// CommitLog to reach that end.
+    timer_pending: std::sync::Mutex<Option<(TimerCheckpoint, i64)>>,
 }
 
 impl<T: MetadataOwner> SlaveSync<T> {
     fn new(owner: Arc<T>) -> Self {
         let client = RemotingClient::new(owner.client_config());
-        Self { owner, client, failing: [false; 6] }
+        Self { owner, client, failing: [false; 7], timer_pending: std::sync::Mutex::new(None) }
     }
 
     /// One round: every table in Java's order, each on its own.
     async fn sync_all(&mut self, master: &str) {
         for table in Table::ALL {
             if table == Table::Auth && self.owner.auth().is_none() {
+                continue;
+            }
+            if table == Table::TimerProgress && !self.owner.follows_timer() {
                 continue;
             }
             let result = self.sync_table(table, master).await;
@@ -306,6 +355,43 @@ impl<T: MetadataOwner> SlaveSync<T> {
                     .map_err(SyncError::Join)?
                     .map_err(|e| SyncError::Auth(e.to_string()))?;
                 Ok(if changed { Applied::Merged { keys: count } } else { Applied::Unchanged })
+            }
+            Table::TimerProgress => {
+                let master_progress = TimerCheckpoint::decode(&body)
+                    .ok_or_else(|| SyncError::Timer(format!("a checkpoint of {} bytes", body.len())))?;
+                // What it counts as delivered lies below the master's CommitLog end now.
+                let info = self.fetch_code(request_code::GET_BROKER_RUNTIME_INFO, master).await?;
+                let end = KVTable::decode(&info)
+                    .map_err(SyncError::Body)?
+                    .table
+                    .get("commitLogMaxOffset")
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .ok_or_else(|| SyncError::Timer("no commitLogMaxOffset in the runtime info".into()))?;
+                let local = self.owner.commit_log_end();
+                let ready = {
+                    let mut pending = self.timer_pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if local >= end {
+                        pending.take();
+                        Some(master_progress)
+                    } else {
+                        pending.replace((master_progress, end)).filter(|(_, e)| local >= *e).map(|(cp, _)| cp)
+                    }
+                };
+                let Some(progress) = ready else { return Ok(Applied::Unchanged) };
+                let owner = self.owner.clone();
+                let changed = tokio::task::spawn_blocking(move || owner.adopt_timer_progress(&progress))
+                    .await
+                    .map_err(SyncError::Join)?
+                    .map_err(|e| SyncError::Timer(error_chain(&e)))?;
+                if changed {
+                    debug!(
+                        read_time_ms = progress.last_read_time_ms,
+                        queue_offset = progress.last_timer_queue_offset,
+                        "timer progress adopted from the master"
+                    );
+                }
+                // Changes every round the master's wheel moves: not worth an info line each time.
+                Ok(Applied::Unchanged)
             }
             Table::RequestModes => {
                 let wrapper = MessageRequestModeSerializeWrapper::decode(&body).map_err(SyncError::Body)?;
@@ -527,7 +613,7 @@ mod tests {
         let mut sync = SlaveSync::new(slave.clone());
 
         sync.sync_all(&fake.addr).await;
-        assert_eq!(sync.failing, [false; 6]);
+        assert_eq!(sync.failing, [false; 7]);
         assert_copied(&slave, &master);
         assert!(!slave.topics().contains("OnlyOnSlave"), "topics the master lacks are deleted");
         assert_eq!(slave.offsets().query_offset("reader", "OnlyOnSlave", 0), Some(9), "offsets are merged");
@@ -559,7 +645,11 @@ mod tests {
 
         fake.refuse.store(true, Ordering::SeqCst);
         sync.sync_all(&fake.addr).await;
-        assert_eq!(sync.failing, [true, false, true, false, false, false], "refused topics, unparsable delay offsets");
+        assert_eq!(
+            sync.failing,
+            [true, false, true, false, false, false, false],
+            "refused topics, unparsable delay offsets"
+        );
         assert_eq!(slave.topics().all(), before);
         assert_eq!(slave.delay_offsets().get(1), None);
         assert!(slave.groups().contains("billing"), "the other tables were synced");
@@ -567,7 +657,7 @@ mod tests {
 
         fake.refuse.store(false, Ordering::SeqCst);
         sync.sync_all(&fake.addr).await;
-        assert_eq!(sync.failing, [false; 6]);
+        assert_eq!(sync.failing, [false; 7]);
         assert_copied(&slave, &master);
 
         // A master that is gone: every table fails within the request timeouts, nothing changes.
@@ -578,8 +668,8 @@ mod tests {
         sync.sync_all(&addr).await;
         assert_eq!(
             sync.failing,
-            [true, true, true, true, true, false],
-            "the users and ACLs table is not synced without a store"
+            [true, true, true, true, true, false, false],
+            "the users and ACLs table and the timer progress are not synced without a broker"
         );
         assert!(started.elapsed() < 5 * REQUEST_TIMEOUT + Duration::from_secs(1));
         assert_eq!(slave.topics().all(), synced);

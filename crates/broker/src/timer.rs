@@ -1,8 +1,10 @@
 //! Messages with a delivery time: the put hooks that send a message to the timer wheel or to
 //! its delay-level queue, and RECALL_MESSAGE (370), which cancels a pending timer message by
-//! the recall handle its send returned. The wheel itself is `ferromq-timer`. Java:
+//! the recall handle its send returned; GET_TIMER_CHECK_POINT (60), the wheel's progress, which
+//! a replica adopts (slave sync) so that a promoted replica does not deliver again what its
+//! master delivered. The wheel itself is `ferromq-timer`. Java:
 //! `HookUtils#handleScheduleMessage`, `SendMessageProcessor#attachRecallHandle`,
-//! `RecallMessageProcessor`.
+//! `RecallMessageProcessor`, `AdminBrokerProcessor#getTimerCheckPoint`.
 
 use ferromq_protocol::body::perm;
 use ferromq_protocol::header::{RecallMessageRequestHeader, RecallMessageResponseHeader};
@@ -11,11 +13,11 @@ use ferromq_protocol::{response_code, RemotingCommand};
 use ferromq_remoting::Connection;
 use ferromq_store::{PutMessageStatus, StoreConfig};
 use ferromq_timer::recall::{check_recall, delete_marker, recall_handle_for_send};
-use ferromq_timer::{timer_transform, TimerConfig, TimerDecision, TimerRefusal};
+use ferromq_timer::{timer_transform, TimerCheckpoint, TimerConfig, TimerDecision, TimerError, TimerRefusal};
 use tracing::info;
 
 use crate::broker::{now_ms, Broker};
-use crate::processor::failure;
+use crate::processor::{failure, success};
 use crate::schedule;
 use crate::stats::clock_ms;
 
@@ -149,5 +151,28 @@ impl Broker {
             }
             _ => failure(&req, response_code::SYSTEM_ERROR, "recall failed, execute error"),
         }
+    }
+}
+
+impl Broker {
+    /// GET_TIMER_CHECK_POINT (60): the running wheel's last written checkpoint (56 bytes);
+    /// SYSTEM_ERROR with Java's remark where no wheel runs (a replica, or the wheel off).
+    pub(crate) fn get_timer_check_point(&self, req: &RemotingCommand) -> RemotingCommand {
+        match self.timer() {
+            Some(timer) => success(req).with_body(timer.checkpoint().encode().to_vec()),
+            None => failure(req, response_code::SYSTEM_ERROR, "The checkpoint is null"),
+        }
+    }
+
+    /// Makes `master`'s progress the starting point of this broker's wheel, should it become
+    /// master; `Ok(false)` when nothing changed or this broker runs a wheel itself (it is
+    /// master, or was until a moment ago). Blocks: under the lock the wheel opens under, so a
+    /// promotion never opens files being replaced.
+    pub(crate) fn adopt_timer_progress(&self, master: &TimerCheckpoint) -> Result<bool, TimerError> {
+        let _files = self.timer_files.blocking_lock();
+        if !self.is_slave() || self.timer().is_some() {
+            return Ok(false);
+        }
+        ferromq_timer::adopt_master_progress(&self.store.config().store_path_root_dir, master)
     }
 }

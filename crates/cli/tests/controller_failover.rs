@@ -4,7 +4,9 @@
 //! (AutoSwitchHA) and join the SyncStateSet. The master is SIGKILLed under SYNC load: a member
 //! of the SyncStateSet becomes master with no person involved, every acknowledged message is
 //! on it (once), producing resumes there, and the old master, started again on its store,
-//! comes back as a replica whose CommitLog is byte-for-byte the new master's. A replica that
+//! comes back as a replica whose CommitLog is byte-for-byte the new master's; timer messages
+//! are each delivered once across the failover (the replicas adopt the master's timer
+//! progress). A replica that
 //! stays connected but stops acknowledging (SIGSTOP) leaves the SyncStateSet after
 //! `haMaxTimeSlaveNotCatchup`, writes go on without it, and it rejoins once caught up.
 
@@ -17,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use common::cluster::{port_away_from, start_namesrv, tail};
 use common::controller::{
-    commit_log, max_offset, replica_info, runtime_info, send, view, wait_for, Proc, BROKER_NAME, T, TOPIC,
+    commit_log, max_offset, replica_info, runtime_info, send, send_timer, timer_checkpoint, view, wait_for, Proc,
+    BROKER_NAME, T, TOPIC,
 };
 use ferromq_protocol::header::SendMessageResponseHeader;
 use ferromq_protocol::message::decode_offset_msg_id;
@@ -26,6 +29,13 @@ use ferromq_remoting::{ClientConfig, RemotingClient};
 use ferromq_testkit::{free_broker_port, free_port, ChildProcess};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ferromq");
+/// Timer messages the SIGKILL test sends, half due before the kill and half after.
+const TIMERS: usize = 20;
+const TIMER_TOPIC: &str = "FailoverTimer";
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+}
 
 struct Cluster {
     ns: String,
@@ -105,7 +115,7 @@ fn cluster(dir: &Path, controller_addr: impl Fn(usize, &[String]) -> String) -> 
                      controllerHeartBeatTimeoutMills=3000\nbrokerHeartbeatInterval=300\n\
                      syncBrokerMetadataPeriod=1000\ncheckSyncStateSetPeriod=1000\nhaSendHeartbeatInterval=500\n\
                      mapedFileSizeCommitLog=1048576\nflushDiskType=ASYNC_FLUSH\nregisterNameServerPeriod=10000\n\
-                     slaveTimeout=2000\n",
+                     slaveTimeout=2000\nslaveSyncInterval=1000\n",
                     dir.join(format!("store-{name}")).display(),
                     controller_addr(i, &controllers),
                 ),
@@ -179,6 +189,30 @@ async fn the_master_is_killed_under_sync_load_and_a_replica_takes_over_losing_no
     wait_for("the master to take writes", Duration::from_secs(20), async || {
         let r = client.invoke(&first_master, send("warmup"), T).await.ok()?;
         (r.code == response_code::SUCCESS).then_some(())
+    })
+    .await;
+
+    // Timer messages: some due at once (the master delivers them), some due after the
+    // failover. The replicas adopt the master's timer progress, so the new master delivers
+    // the late ones and not the early ones again.
+    let timers_sent = now_ms();
+    let late_due = timers_sent + 12_000;
+    for i in 0..TIMERS {
+        let (body, due) =
+            if i % 2 == 0 { (format!("early-{i}"), timers_sent + 1000) } else { (format!("late-{i}"), late_due) };
+        let r = client.invoke(&first_master, send_timer(TIMER_TOPIC, &body, due), T).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    }
+    let replicas: Vec<usize> = (0..3).filter(|i| *i != killed).collect();
+    wait_for("the replicas to adopt the master's timer progress", Duration::from_secs(30), async || {
+        replicas
+            .iter()
+            .all(|r| {
+                timer_checkpoint(&brokers[*r].store()).is_some_and(|cp| {
+                    cp.master_timer_queue_offset >= TIMERS as i64 && cp.last_read_time_ms > timers_sent + 1000
+                })
+            })
+            .then_some(())
     })
     .await;
 
@@ -308,6 +342,24 @@ async fn the_master_is_killed_under_sync_load_and_a_replica_takes_over_losing_no
     for (body, _) in before.iter().chain(&after).chain(&client_acked) {
         assert!(seen.contains_key(body.as_bytes()), "{body} is consumable on the new master");
     }
+
+    // Each timer message delivered once: the early ones by the old master, the late ones by
+    // the new one.
+    let timers = wait_for("the late timer messages on the new master", Duration::from_secs(60), async || {
+        let pulled =
+            ferromq_testkit::pull_messages(&client, &new_master, TIMER_TOPIC, 0, 0, usize::MAX, Duration::from_secs(1))
+                .await;
+        (pulled.len() >= TIMERS && now_ms() > late_due + 2000).then_some(pulled)
+    })
+    .await;
+    let mut delivered: HashMap<Vec<u8>, usize> = HashMap::new();
+    for m in &timers {
+        *delivered.entry(m.body.to_vec()).or_default() += 1;
+    }
+    assert_eq!(delivered.len(), TIMERS, "every timer message delivered");
+    let again: Vec<_> =
+        delivered.iter().filter(|(_, n)| **n > 1).map(|(b, _)| String::from_utf8_lossy(b).into_owned()).collect();
+    assert!(again.is_empty(), "timer messages delivered again after the failover: {again:?}");
 
     // The old master comes back as a replica and ends with the new master's CommitLog.
     brokers[killed].start();

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use ferromq_protocol::message::{java_string_hash, keys, RecordOrBlank, RecordView, StoredMessage};
 use ferromq_store::CqUnit;
-use tracing::{error, warn};
+use tracing::{error, info, warn};
 
 use crate::config::TIMER_TOPIC;
 use crate::dequeue::{self, Put};
@@ -118,11 +118,21 @@ fn already_linked(shared: &Shared, unit: &CqUnit) -> bool {
     unit.queue_offset < replay.until_queue_offset && replay.skip.contains(&unit.commit_log_offset)
 }
 
-/// Drops the replay set once the queue offsets it covers are behind.
+/// Whether the master whose progress this wheel adopted delivered this message already.
+fn delivered_by_master(shared: &Shared, unit: &CqUnit, deliver_ms: i64) -> bool {
+    let replay = shared.replay.lock().unwrap_or_else(|e| e.into_inner());
+    replay.adopted.is_some_and(|a| a.delivered(unit.queue_offset, deliver_ms))
+}
+
+/// Drops the replay set and the adopted progress once the queue offsets they cover are behind.
 fn end_replay(shared: &Shared, next_offset: i64) {
     let mut replay = shared.replay.lock().unwrap_or_else(|e| e.into_inner());
     if !replay.skip.is_empty() && next_offset >= replay.until_queue_offset {
         replay.skip = Default::default();
+    }
+    if replay.adopted.is_some_and(|a| next_offset >= a.queue_end) {
+        replay.adopted = None;
+        info!(queue_offset = next_offset, "timer queue replayed past the adopted master progress");
     }
 }
 
@@ -151,6 +161,9 @@ async fn enqueue_one(shared: &Shared, unit: &CqUnit) -> Result<(), Interrupt> {
         Counters::add(&shared.counters.dropped);
         return Ok(());
     };
+    if delivered_by_master(shared, unit, deliver_ms) {
+        return Ok(());
+    }
     let topic_hash = property(keys::REAL_TOPIC).map_or(0, java_string_hash);
     let is_delete = property(keys::TIMER_DEL_UNIQKEY).is_some();
     let write_time = shared.write_time_ms.load(Ordering::Acquire);

@@ -48,6 +48,8 @@ pub(crate) struct Candidate {
     read_time_ms: i64,
     log_flush_pos: i64,
     queue_offset: i64,
+    /// `queue_offset`, or the end of a master's progress still being replayed.
+    master_queue_offset: i64,
     commit_log_end: i64,
 }
 
@@ -111,7 +113,10 @@ pub(crate) fn flush_cycle(shared: &Shared, last: bool) -> Result<TimerCheckpoint
         return Err(TimerError::Poisoned);
     }
     let read_time_ms = shared.read_time_ms.load(Ordering::Acquire);
+    // Read before the queue offset: the enqueue task drops it only once past its end.
+    let adopted = shared.replay.lock().unwrap_or_else(|e| e.into_inner()).adopted;
     let queue_offset = shared.queue_offset.load(Ordering::Acquire);
+    let master_queue_offset = adopted.map_or(queue_offset, |a| a.queue_end.max(queue_offset));
     let (log_flush_pos, dirty, writer) = {
         let mut core = shared.core();
         (shared.log.max_offset(), core.wheel.take_dirty(), core.wheel.writer())
@@ -128,7 +133,13 @@ pub(crate) fn flush_cycle(shared: &Shared, last: bool) -> Result<TimerCheckpoint
         return Err(e);
     }
     shared.core().wheel.confirm_written(&dirty);
-    state.candidates.push_back(Candidate { read_time_ms, log_flush_pos, queue_offset, commit_log_end });
+    state.candidates.push_back(Candidate {
+        read_time_ms,
+        log_flush_pos,
+        queue_offset,
+        master_queue_offset,
+        commit_log_end,
+    });
     let durable = if last { i64::MAX } else { shared.store.flushed_phy_offset() };
     let mut chosen = None;
     while state.candidates.front().is_some_and(|c| c.commit_log_end <= durable) {
@@ -152,7 +163,7 @@ pub(crate) fn flush_cycle(shared: &Shared, last: bool) -> Result<TimerCheckpoint
             last_read_time_ms: c.read_time_ms,
             last_timer_log_flush_pos: c.log_flush_pos,
             last_timer_queue_offset: c.queue_offset,
-            master_timer_queue_offset: c.queue_offset,
+            master_timer_queue_offset: c.master_queue_offset,
             data_version,
         };
         if cp != written {

@@ -41,9 +41,11 @@
 //!
 //! Reading `broker.conf`, request codes (RECALL_MESSAGE is the broker's), the persisted
 //! per-topic timer metrics file (`timermetrics`; the counts are kept in memory,
-//! [`topic_metrics`]), slave mode (master offset sync), and the disruptor and
+//! [`topic_metrics`]), a wheel that enqueues on a replica (a replica adopts its master's
+//! progress instead: [`adopt_master_progress`]), and the disruptor and
 //! warm-up options of Java.
 
+mod adopt;
 mod base64url;
 mod chain;
 mod checkpoint;
@@ -62,6 +64,7 @@ pub mod topic_metrics;
 mod transform;
 mod wheel;
 
+pub use adopt::adopt_master_progress;
 pub use checkpoint::{DataVersion, TimerCheckpoint, TIMER_CHECKPOINT_FILE_LEN, TIMER_CHECKPOINT_SIZE};
 pub use clock::{Clock, SystemClock};
 pub use config::{

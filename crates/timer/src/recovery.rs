@@ -38,6 +38,34 @@ use crate::wheel::TimerWheel;
 pub(crate) struct Replay {
     pub(crate) skip: HashSet<i64>,
     pub(crate) until_queue_offset: i64,
+    /// Progress adopted from a master, until the queue offset passes its end.
+    pub(crate) adopted: Option<Adopted>,
+}
+
+/// A master's progress that a replica adopted ([`crate::adopt_master_progress`]) and this
+/// wheel starts from: that master linked every timer-queue message before `queue_end` and
+/// delivered every one due before `read_time_ms`, so those are not delivered again. Told by
+/// a checkpoint whose `masterTimerQueueOffset` is beyond its `lastTimerQueueOffset` (on a
+/// master both are the same; Java's replicas write theirs this way too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Adopted {
+    pub(crate) queue_end: i64,
+    pub(crate) read_time_ms: i64,
+}
+
+impl Adopted {
+    fn of(checkpoint: &TimerCheckpoint) -> Option<Adopted> {
+        (checkpoint.master_timer_queue_offset > checkpoint.last_timer_queue_offset).then_some(Adopted {
+            queue_end: checkpoint.master_timer_queue_offset,
+            read_time_ms: checkpoint.last_read_time_ms,
+        })
+    }
+
+    /// Whether the message at `queue_offset`, due at `deliver_ms`, was delivered by the
+    /// master whose progress this is.
+    pub(crate) fn delivered(&self, queue_offset: i64, deliver_ms: i64) -> bool {
+        queue_offset < self.queue_end && deliver_ms < self.read_time_ms
+    }
 }
 
 /// The recovered state the store starts from.
@@ -97,6 +125,10 @@ pub(crate) fn recover(
             min, max, "timer queue offset outside the timer queue; corrected"
         );
     }
+    let adopted = Adopted::of(&checkpoint);
+    if let Some(a) = adopted {
+        info!(queue_end = a.queue_end, read_time_ms = a.read_time_ms, "timer wheel starts from a master's progress");
+    }
     info!(
         units_scanned = scan.units,
         timer_log_end = scan.end,
@@ -116,7 +148,7 @@ pub(crate) fn recover(
         read_time_ms,
         queue_offset,
         pending,
-        replay: Replay { skip, until_queue_offset: max },
+        replay: Replay { skip, until_queue_offset: max, adopted },
     })
 }
 

@@ -317,7 +317,7 @@ impl TimerMessageStore {
         self.shared.pending.load(Ordering::Acquire).max(0) as u64
     }
 
-    /// The checkpoint last written.
+    /// The checkpoint last written: the progress a replica adopts (GET_TIMER_CHECK_POINT).
     pub fn checkpoint(&self) -> TimerCheckpoint {
         self.shared.flush.lock().unwrap_or_else(|e| e.into_inner()).written
     }

@@ -402,3 +402,91 @@ async fn messages_reaching_the_wheel_late_are_delivered_at_once_and_late_recalls
     assert_eq!(running.timer.stats().enqueued, 0);
     running.stop().await;
 }
+
+/// Copies a stopped store's files as a replica holds them: everything but the wheel's own
+/// files (`timerwheel`, `timerlog/`, `config/timercheck`), which are not replicated.
+fn copy_as_replica(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name == "timerwheel" || name == "timerlog" || name == "timercheck" {
+            continue;
+        }
+        let target = to.join(&name);
+        if entry.file_type().unwrap().is_dir() {
+            copy_as_replica(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// How many times each message arrived.
+fn arrivals(got: &[Delivered]) -> HashMap<String, usize> {
+    let mut seen = HashMap::new();
+    for d in got {
+        *seen.entry(d.uniq.clone()).or_default() += 1;
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promoted_replica_that_adopted_its_masters_progress_delivers_each_timer_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (master, adopted, unadopted) = (dir.path().join("m"), dir.path().join("a"), dir.path().join("u"));
+    let config = timer_config(100);
+    let store = open_store(&master);
+    let running = Running::start(config.clone(), &master, &store);
+    let now = now_ms();
+    // Due soon (delivered by the master), and later (pending when it stops).
+    for i in 0..20 {
+        put(&store, timer_message("Promoted", 0, now + 300 + i * 10, &format!("early{i}"), &config)).await;
+    }
+    for i in 0..20 {
+        put(&store, timer_message("Promoted", 0, now + 4000 + i * 10, &format!("late{i}"), &config)).await;
+    }
+    let delivered = wait_for_distinct(&store, "Promoted", 0, 20, Duration::from_secs(10)).await;
+    assert_eq!(delivered.len(), 20, "the early ones, on the master");
+    let timer = running.timer.clone();
+    assert!(eventually(Duration::from_secs(5), || timer.checkpoint().last_read_time_ms > now + 600).await);
+    let progress = timer.checkpoint();
+    drop(timer);
+    running.stop().await;
+    store.shutdown();
+    drop(store);
+
+    // Two replicas holding the master's CommitLog; one adopted the master's progress.
+    copy_as_replica(&master, &adopted);
+    copy_as_replica(&master, &unadopted);
+    assert!(ferromq_timer::adopt_master_progress(&adopted, &progress).unwrap());
+    assert!(!ferromq_timer::adopt_master_progress(&adopted, &progress).unwrap(), "the same progress twice");
+    let on_disk = checkpoint_on_disk(&adopted);
+    assert_eq!((on_disk.last_read_time_ms, on_disk.master_timer_queue_offset), (progress.last_read_time_ms, 40));
+
+    for (root, adopts) in [(&adopted, true), (&unadopted, false)] {
+        let store = open_store(root);
+        let running = Running::start(config.clone(), root, &store);
+        let got = wait_for_distinct(&store, "Promoted", 0, 40, Duration::from_secs(15)).await;
+        // Let anything delivered twice arrive too.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let seen = arrivals(&read_queue(&store, "Promoted", 0));
+        assert_eq!(seen.len(), 40, "every timer delivered: {got:?}", got = got.len());
+        let twice: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).map(|(u, _)| u.clone()).collect();
+        if adopts {
+            assert!(twice.is_empty(), "delivered again after the promotion: {twice:?}");
+        } else {
+            // Without the master's progress, the replica's wheel starts over.
+            assert_eq!(twice.len(), 20, "{twice:?}");
+        }
+        for d in read_queue(&store, "Promoted", 0).iter().filter(|d| d.uniq.starts_with("late")) {
+            assert_on_time(d, 100);
+        }
+        running.stop().await;
+        store.shutdown();
+    }
+    // The adopted wheel wrote a master's checkpoint of its own once past the progress.
+    let own = checkpoint_on_disk(&adopted);
+    assert_eq!(own.last_timer_queue_offset, own.master_timer_queue_offset);
+    assert!(own.last_timer_queue_offset >= 40);
+}

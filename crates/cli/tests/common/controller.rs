@@ -77,6 +77,29 @@ pub fn send(body: &str) -> RemotingCommand {
     RemotingCommand::request(request_code::SEND_MESSAGE_V2).with_header(&h).with_body(body.as_bytes().to_vec())
 }
 
+/// A SEND_MESSAGE_V2 of a timer message to `topic`, due at `deliver_ms`.
+pub fn send_timer(topic: &str, body: &str, deliver_ms: i64) -> RemotingCommand {
+    let mut props = ferromq_protocol::message::MessageProperties::new();
+    props.insert(ferromq_protocol::message::keys::TIMER_DELIVER_MS, deliver_ms.to_string());
+    let h: SendMessageRequestHeaderV2 = SendMessageRequestHeader {
+        producer_group: "pg".into(),
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 1,
+        queue_id: 0,
+        born_timestamp: 1,
+        properties: Some(props.encode()),
+        ..Default::default()
+    }
+    .into();
+    RemotingCommand::request(request_code::SEND_MESSAGE_V2).with_header(&h).with_body(body.as_bytes().to_vec())
+}
+
+/// The timer checkpoint in `store` (a replica's holds the progress it adopted), if written.
+pub fn timer_checkpoint(store: &Path) -> Option<ferromq_timer::TimerCheckpoint> {
+    ferromq_timer::TimerCheckpoint::decode(&std::fs::read(store.join("config").join("timercheck")).ok()?)
+}
+
 /// The broker set as the controllers see it: (master address, SyncStateSet).
 pub async fn replica_info(client: &RemotingClient, controllers: &[String]) -> Option<(String, BTreeSet<i64>)> {
     for c in controllers {
