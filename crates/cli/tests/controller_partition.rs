@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::cluster::tail;
-use common::controller::{commit_log, max_offset, replica_info, runtime_info, send, view, wait_for, Proc, T};
+use common::controller::{all_on, commit_log, max_offset, replica_info, runtime_info, send, wait_for, Proc, T};
 use ferromq_protocol::header::SendMessageResponseHeader;
 use ferromq_protocol::message::decode_offset_msg_id;
 use ferromq_protocol::{response_code, RemotingCommand};
@@ -200,22 +200,6 @@ fn load(
         })
         .collect();
     (acked_all, tasks)
-}
-
-/// Every acknowledged message of `acked` is the record at its offset on `addr`.
-async fn all_on(client: &RemotingClient, addr: &str, acked: &[(String, i64)]) {
-    let mut missing = Vec::new();
-    for (body, offset) in acked {
-        if view(client, addr, *offset).await.is_none_or(|m| m.body != body.as_bytes()) {
-            missing.push(body.clone());
-        }
-    }
-    assert!(
-        missing.is_empty(),
-        "{} acknowledged messages lost, e.g. {:?}",
-        missing.len(),
-        &missing[..missing.len().min(5)]
-    );
 }
 
 /// `replica`'s CommitLog is `master`'s up to `end`.

@@ -63,24 +63,19 @@ impl Proc {
     }
 }
 
+/// A SEND_MESSAGE_V2 of `body` to [`TOPIC`].
 pub fn send(body: &str) -> RemotingCommand {
-    let h: SendMessageRequestHeaderV2 = SendMessageRequestHeader {
-        producer_group: "pg".into(),
-        topic: TOPIC.into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 1,
-        queue_id: 0,
-        born_timestamp: 1,
-        ..Default::default()
-    }
-    .into();
-    RemotingCommand::request(request_code::SEND_MESSAGE_V2).with_header(&h).with_body(body.as_bytes().to_vec())
+    send_to(TOPIC, body, None)
 }
 
 /// A SEND_MESSAGE_V2 of a timer message to `topic`, due at `deliver_ms`.
 pub fn send_timer(topic: &str, body: &str, deliver_ms: i64) -> RemotingCommand {
     let mut props = ferromq_protocol::message::MessageProperties::new();
     props.insert(ferromq_protocol::message::keys::TIMER_DELIVER_MS, deliver_ms.to_string());
+    send_to(topic, body, Some(props.encode()))
+}
+
+fn send_to(topic: &str, body: &str, properties: Option<String>) -> RemotingCommand {
     let h: SendMessageRequestHeaderV2 = SendMessageRequestHeader {
         producer_group: "pg".into(),
         topic: topic.into(),
@@ -88,11 +83,28 @@ pub fn send_timer(topic: &str, body: &str, deliver_ms: i64) -> RemotingCommand {
         default_topic_queue_nums: 1,
         queue_id: 0,
         born_timestamp: 1,
-        properties: Some(props.encode()),
+        properties,
         ..Default::default()
     }
     .into();
     RemotingCommand::request(request_code::SEND_MESSAGE_V2).with_header(&h).with_body(body.as_bytes().to_vec())
+}
+
+/// Every acknowledged message of `acked` (body, CommitLog offset) is the record at its offset
+/// on `addr`.
+pub async fn all_on(client: &RemotingClient, addr: &str, acked: &[(String, i64)]) {
+    let mut missing = Vec::new();
+    for (body, offset) in acked {
+        if view(client, addr, *offset).await.is_none_or(|m| m.body != body.as_bytes()) {
+            missing.push(body.clone());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "{} acknowledged messages lost, e.g. {:?}",
+        missing.len(),
+        &missing[..missing.len().min(5)]
+    );
 }
 
 /// The timer checkpoint in `store` (a replica's holds the progress it adopted), if written.
