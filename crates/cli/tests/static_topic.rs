@@ -355,6 +355,26 @@ fn a_static_topic_keeps_its_logic_queues_readable_across_a_move() {
         // A commit past the move lands with the new item and reads back.
         assert_eq!(offset_call(&client, &b, commit(moved[0], 10_002)).await.0, response_code::SUCCESS);
         assert_eq!(offset_call(&client, &b, query(moved[0])).await, (response_code::SUCCESS, 10_002));
+        // consumerProgress shows the group on the logic queues: the moved queue it committed
+        // on past the move at that offset, the others at the offset committed before it.
+        let progress = ok(&namesrv, &["consumerProgress", "-g", "cg", "-t", TOPIC]);
+        for queue in 0..QUEUES {
+            let end = if moved.contains(&queue) { 10_000 + AFTER } else { BEFORE + 1 + AFTER };
+            let committed = if queue == moved[0] { 10_002 } else { 4 };
+            let row = progress
+                .lines()
+                .map(|l| l.split_whitespace().collect::<Vec<_>>())
+                .find(|cols| {
+                    cols.get(1) == Some(&"__syslo__global__") && cols.get(2) == Some(&queue.to_string().as_str())
+                })
+                .unwrap_or_else(|| panic!("no logic row for queue {queue}:\n{progress}"));
+            assert_eq!(
+                (row[0], row[3], row[4]),
+                (TOPIC, end.to_string().as_str(), committed.to_string().as_str()),
+                "queue {queue}:\n{progress}"
+            );
+        }
+        assert!(!progress.contains("broker-a") && !progress.contains("broker-b"), "logic rows only:\n{progress}");
 
         // A physical reader sees every message once across both brokers' physical queues.
         let mut physical: Vec<String> = Vec::new();

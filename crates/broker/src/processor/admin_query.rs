@@ -208,7 +208,18 @@ impl Broker {
                 warn!(topic = %topic, consumer_group = group, "consume stats: topic does not exist");
                 continue;
             };
-            stats.offset_table.extend(self.queue_progress(group, &topic, config.read_queue_nums));
+            let mut progress = self.queue_progress(group, &topic, config.read_queue_nums);
+            if self.mappings().get(&topic).is_some() {
+                // A static topic's queue the group never committed on says -1, not 0, as in
+                // Java: the admin tools take the consumer offset from the newest item that has
+                // one, and a 0 there would hide the offset on an older item.
+                for (queue, wrapper) in &mut progress {
+                    if self.offsets().query_offset(group, &topic, queue.queue_id).is_none() {
+                        wrapper.consumer_offset = -1;
+                    }
+                }
+            }
+            stats.offset_table.extend(progress);
         }
         success(req).with_body(stats.encode())
     }

@@ -210,6 +210,9 @@ pub(crate) async fn consumer_progress(ctx: &Ctx, a: ConsumerProgressArgs) -> any
         tps += stats.consume_tps;
         table.extend(stats.offset_table);
     }
+    if a.cluster.is_none() {
+        table = logic_queues_of_static_topics(ctx, table).await?;
+    }
     if table.is_empty() {
         // Java's mqadmin fails the same way (examineConsumeStats: CONSUMER_NOT_ONLINE).
         anyhow::bail!(
@@ -248,6 +251,34 @@ pub(crate) async fn consumer_progress(ctx: &Ctx, a: ConsumerProgressArgs) -> any
     println!("Consume TPS: {tps:.2}");
     println!("Consume Diff Total: {diff_total}");
     Ok(())
+}
+
+/// The rows of static topics replaced by their logic queues' (`__syslo__<scope>__`), as
+/// mqadmin shows them when no cluster is named (Java's `examineConsumeStats`,
+/// `convertPhysicalConsumeStats`); other topics' rows stay.
+async fn logic_queues_of_static_topics(
+    ctx: &Ctx,
+    table: BTreeMap<MessageQueue, OffsetWrapper>,
+) -> anyhow::Result<BTreeMap<MessageQueue, OffsetWrapper>> {
+    let topics: BTreeSet<String> = table.keys().map(|q| q.topic.clone()).collect();
+    let mut out = BTreeMap::new();
+    for topic in topics {
+        let rows = table.iter().filter(|(q, _)| q.topic == topic);
+        let route = ctx.client.topic_route(&topic).await.ok();
+        let statics = match &route {
+            Some(route) => crate::admin::static_topic::static_configs_of(ctx, &topic, route).await?,
+            None => None,
+        };
+        let Some((configs, mock)) = statics else {
+            out.extend(rows.map(|(q, o)| (q.clone(), o.clone())));
+            continue;
+        };
+        let physical = rows.map(|(q, o)| ((q.broker_name.clone(), q.queue_id), o.clone())).collect();
+        for (logic, wrapper) in ferromq_client::admin::static_topic::logic_consume_stats(&configs, &physical)? {
+            out.insert(MessageQueue { topic: topic.clone(), broker_name: mock.clone(), queue_id: logic }, wrapper);
+        }
+    }
+    Ok(out)
 }
 
 /// One row of `consumerProgress` without `-g`. Java: `GroupConsumeInfo`.

@@ -1,4 +1,5 @@
-//! Static topic commands: updateStaticTopic and remappingStaticTopic. Java:
+//! Static topic commands: updateStaticTopic and remappingStaticTopic, and the look-up of a
+//! static topic's mappings that topicStatus and consumerProgress use. Java:
 //! `UpdateStaticTopicSubCommand`, `RemappingStaticTopicSubCommand`.
 //!
 //! Each writes the mapping before and after to `<tmp>/<topic>-<epoch>.before|.after`, as Java
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use ferromq_client::admin::static_topic::{self, BrokerConfigMap};
 use ferromq_protocol::body::static_topic::{TYPE_CREATE_OR_UPDATE, TYPE_REMAPPING};
-use ferromq_protocol::body::{JsonBody, TopicRemappingDetailWrapper};
+use ferromq_protocol::body::{JsonBody, TopicRemappingDetailWrapper, TopicRouteData};
 
 use crate::admin::Ctx;
 
@@ -179,4 +180,29 @@ pub(crate) async fn remapping_static_topic(ctx: &Ctx, args: RemappingStaticTopic
     ctx.client.complete_non_target_brokers(&mut plan).await?;
     ctx.client.apply_remapping(&mut plan, force).await?;
     report(ctx, &plan)
+}
+
+/// A static topic's config and mapping on each broker of its route, and the broker name its
+/// logic queues are shown under (`__syslo__<scope>__`); `None` for a topic without mappings.
+/// Java: `MQAdminUtils#examineTopicConfigFromRoute`.
+pub(crate) async fn static_configs_of(
+    ctx: &Ctx,
+    topic: &str,
+    route: &TopicRouteData,
+) -> anyhow::Result<Option<(BrokerConfigMap, String)>> {
+    if route.topic_queue_mapping_by_broker.as_ref().is_none_or(|m| m.is_empty()) {
+        return Ok(None);
+    }
+    let mut configs = BrokerConfigMap::new();
+    for broker in &route.broker_datas {
+        let Some(addr) = broker.select_broker_addr() else { continue };
+        if let Some(config) = ctx.client.topic_config_and_mapping(addr, topic).await? {
+            configs.insert(broker.broker_name.clone(), config);
+        }
+    }
+    let scope = configs.values().find_map(|c| c.mapping_detail.as_ref()).map(|d| d.scope.clone());
+    let mock = ferromq_protocol::body::static_topic::mock_broker_name(
+        scope.as_deref().unwrap_or(ferromq_protocol::body::static_topic::METADATA_SCOPE_GLOBAL),
+    );
+    Ok(Some((configs, mock)))
 }

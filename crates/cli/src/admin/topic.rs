@@ -209,18 +209,7 @@ pub(crate) async fn topic_status(ctx: &Ctx, a: TopicStatusArgs) -> anyhow::Resul
         }
     }
     // A static topic also shows its logic queues (Java's `convertPhysicalTopicStats`).
-    if route.topic_queue_mapping_by_broker.as_ref().is_some_and(|m| !m.is_empty()) {
-        let mut configs = ferromq_client::admin::static_topic::BrokerConfigMap::new();
-        for broker in &route.broker_datas {
-            let Some(addr) = broker.select_broker_addr() else { continue };
-            if let Some(config) = ctx.client.topic_config_and_mapping(addr, &a.topic).await? {
-                configs.insert(broker.broker_name.clone(), config);
-            }
-        }
-        let scope = configs.values().find_map(|c| c.mapping_detail.as_ref()).map(|d| d.scope.clone());
-        let mock = ferromq_protocol::body::static_topic::mock_broker_name(
-            scope.as_deref().unwrap_or(ferromq_protocol::body::static_topic::METADATA_SCOPE_GLOBAL),
-        );
+    if let Some((configs, mock)) = crate::admin::static_topic::static_configs_of(ctx, &a.topic, &route).await? {
         for (logic, offset) in ferromq_client::admin::static_topic::logic_topic_stats(&configs, &offsets)? {
             offsets.insert((mock.clone(), logic), offset);
         }

@@ -14,8 +14,8 @@ use ferromq_protocol::body::static_topic::{
     self, block_seq_round_up, LogicQueueMappingItem, DEFAULT_BLOCK_SEQ_SIZE, TYPE_CREATE_OR_UPDATE, TYPE_REMAPPING,
 };
 use ferromq_protocol::body::{
-    JsonBody, MessageQueue, TopicConfig, TopicConfigAndQueueMapping, TopicOffset, TopicQueueMappingDetail,
-    TopicRemappingDetailWrapper,
+    JsonBody, MessageQueue, OffsetWrapper, TopicConfig, TopicConfigAndQueueMapping, TopicOffset,
+    TopicQueueMappingDetail, TopicRemappingDetailWrapper,
 };
 use ferromq_protocol::header::{CreateTopicRequestHeader, GetTopicConfigRequestHeader};
 use ferromq_protocol::{request_code, response_code, RemotingCommand};
@@ -403,6 +403,43 @@ pub fn logic_topic_stats(
                 last_update_timestamp: max.last_update_timestamp,
             },
         );
+    }
+    Ok(out)
+}
+
+/// Java's `MQAdminUtils#convertPhysicalConsumeStats`: a group's progress on each logic queue
+/// from its physical queues' (`physical`, keyed by broker name and queue id), items newest
+/// first: the broker offset from the newest item that has data, the consumer offset from the
+/// newest item the group has committed on. Logic queues with neither are left out.
+///
+/// Unlike Java, which reports that item's physical consumer offset as the logic one (wrong by
+/// the item's logic start once a queue has moved), the consumer offset is converted to the
+/// logic queue's offsets as the broker offset is.
+pub fn logic_consume_stats(
+    map: &BrokerConfigMap,
+    physical: &BTreeMap<(String, i32), OffsetWrapper>,
+) -> Result<BTreeMap<i32, OffsetWrapper>, StaticTopicError> {
+    let mut out = BTreeMap::new();
+    for (global, owner) in logic_queue_owners(map, true, false)? {
+        let (mut broker_offset, mut consumer) = (None, None);
+        for item in owner.items.iter().rev() {
+            let Some(wrapper) = physical.get(&(item.bname.clone(), item.queue_id)) else { continue };
+            if consumer.is_none() && wrapper.consumer_offset >= 0 {
+                consumer = Some((item.static_offset_loosely(wrapper.consumer_offset), wrapper.last_timestamp));
+            }
+            if broker_offset.is_none() && item.logic_offset >= 0 {
+                broker_offset = Some(item.static_offset_strictly(wrapper.broker_offset));
+            }
+            if consumer.is_some() && broker_offset.is_some() {
+                break;
+            }
+        }
+        if let (Some(broker_offset), Some((consumer_offset, last_timestamp))) = (broker_offset, consumer) {
+            out.insert(
+                global,
+                OffsetWrapper { broker_offset, consumer_offset, last_timestamp, pull_offset: consumer_offset },
+            );
+        }
     }
     Ok(out)
 }
