@@ -270,10 +270,10 @@ async fn logic_queues_of_static_topics(
             None => None,
         };
         let Some((configs, mock)) = statics else {
-            out.extend(rows.map(|(q, o)| (q.clone(), o.clone())));
+            out.extend(rows.map(|(q, o)| (q.clone(), *o)));
             continue;
         };
-        let physical = rows.map(|(q, o)| ((q.broker_name.clone(), q.queue_id), o.clone())).collect();
+        let physical = rows.map(|(q, o)| ((q.broker_name.clone(), q.queue_id), *o)).collect();
         for (logic, wrapper) in ferromq_client::admin::static_topic::logic_consume_stats(&configs, &physical)? {
             out.insert(MessageQueue { topic: topic.clone(), broker_name: mock.clone(), queue_id: logic }, wrapper);
         }
