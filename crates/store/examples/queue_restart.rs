@@ -2,7 +2,8 @@
 //! messages into each of <queues> queues (8 per topic) and, with a bulk size, that many MiB of
 //! 1 KiB messages into topic Bulk (the CommitLog recovery re-checks its last three 256 MiB
 //! segments at a clean restart), shuts down cleanly, reopens and reports the times. A second run
-//! on the same <dir> only reopens.
+//! on the same <dir> only reopens. `SEGMENT_MIB` sets the CommitLog segment size (256 by
+//! default; a broker's default is 1024).
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -17,7 +18,9 @@ fn main() {
     let bulk_mib: usize = args.get(3).map_or(0, |a| a.parse().unwrap());
     let host: SocketAddr = "127.0.0.1:10911".parse().unwrap();
     let r2 = root.clone();
-    let config = move || StoreConfig { mapped_file_size_commit_log: 256 * 1024 * 1024, ..StoreConfig::with_root(&r2) };
+    let segment_mib: u64 = std::env::var("SEGMENT_MIB").ok().and_then(|v| v.parse().ok()).unwrap_or(256);
+    let config =
+        move || StoreConfig { mapped_file_size_commit_log: segment_mib * 1024 * 1024, ..StoreConfig::with_root(&r2) };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async move {
         if !root.join("commitlog").exists() {
