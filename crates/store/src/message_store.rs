@@ -416,6 +416,8 @@ impl MessageStore {
             commit_log = commit_log.with_transient_pool(pool);
         }
         let commit_log = Arc::new(commit_log);
+        let check_ahead =
+            if last_exit_ok { recovery::CheckAhead::start(&commit_log, config.check_crc_on_recover) } else { None };
         let cq_dir = config.consume_queue_dir();
         let consume_queues = ConsumeQueueStore::load_with_options(
             &cq_dir,
@@ -469,8 +471,14 @@ impl MessageStore {
             shared.light_redispatch_from_ms.store(checkpoint.logics_msg_timestamp(), Ordering::Release);
         }
         let recovery_started = std::time::Instant::now();
-        let summary =
-            recovery::recover(&shared.config, &commit_log, &checkpoint, &shared.consume_queues, last_exit_ok, |req| {
+        let summary = recovery::recover(
+            &shared.config,
+            &commit_log,
+            &checkpoint,
+            &shared.consume_queues,
+            last_exit_ok,
+            check_ahead,
+            |req| {
                 if goes_to_consume_queue(req) {
                     for (name, offset) in &req.light_queues {
                         let next = scanned_light.entry(name.clone()).or_insert(0);
@@ -486,8 +494,9 @@ impl MessageStore {
                 if undispatched.is_none() && !shared.dispatch(req) {
                     undispatched = Some(req.commit_log_offset);
                 }
-            })
-            .map_err(io_err(&commit_dir))?;
+            },
+        )
+        .map_err(io_err(&commit_dir))?;
         shared.light_redispatch_from_ms.store(0, Ordering::Release);
         shared.consume_queues.truncate_dirty_all(summary.max_phy_offset).map_err(io_err(&cq_dir))?;
         if !last_exit_ok && config.light_queues() {

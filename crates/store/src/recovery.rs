@@ -34,13 +34,61 @@ pub(crate) struct RecoverySummary {
     pub max_phy_offset: i64,
 }
 
+/// The check of the last three segments after a clean stop, started before the consume queues
+/// load ([`CheckAhead::start`]): it needs nothing from them, and at many queues their loading
+/// and this check each take a good part of a restart.
+#[derive(Debug)]
+pub(crate) struct CheckAhead {
+    /// Index of the first segment checked.
+    first: usize,
+    prefixes: std::thread::JoinHandle<Vec<usize>>,
+}
+
+impl CheckAhead {
+    /// Checks each of the last three segments of `commit_log` from its start to the end of its
+    /// valid records, on threads of its own; `None` if no thread could be started (recovery
+    /// then checks as it goes).
+    pub(crate) fn start(commit_log: &CommitLog, check_crc: bool) -> Option<CheckAhead> {
+        let files = commit_log.queue().segments();
+        let first = files.len().saturating_sub(3);
+        let file_size = commit_log.queue().file_size();
+        let files: Vec<_> = files[first..].to_vec();
+        let prefixes = std::thread::Builder::new()
+            .name("recovery-check".into())
+            .spawn(move || checked_prefixes(&files, file_size, i64::MAX, check_crc))
+            .ok()?;
+        Some(CheckAhead { first, prefixes })
+    }
+
+    /// For each of `files[start..]`, the prefix the walk may skip: the segment's checked
+    /// prefix when it ends by `dispatched_to` (all of it is in the consume queues, nothing to
+    /// decode), else 0 (that segment is walked from its start, checked up to `dispatched_to`
+    /// and decoded after it, as without the check ahead: rare after a clean stop, which lets
+    /// dispatch finish).
+    fn prefixes(self, files: &[Arc<MappedFile>], start: usize, dispatched_to: i64) -> Vec<usize> {
+        let ahead = self.prefixes.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (start..files.len())
+            .map(|i| {
+                let Some(&prefix) = i.checked_sub(self.first).and_then(|k| ahead.get(k)) else { return 0 };
+                if files[i].file_from_offset() + prefix as i64 <= dispatched_to {
+                    prefix
+                } else {
+                    0
+                }
+            })
+            .collect()
+    }
+}
+
 /// Recovers the CommitLog and re-dispatches records past what the consume queues hold.
+/// `ahead`, after a clean stop, is the segments' check started earlier.
 pub(crate) fn recover(
     config: &StoreConfig,
     commit_log: &CommitLog,
     checkpoint: &Checkpoint,
     consume_queues: &ConsumeQueueStore,
     last_exit_ok: bool,
+    ahead: Option<CheckAhead>,
     mut dispatch: impl FnMut(&DispatchRequest),
 ) -> io::Result<RecoverySummary> {
     let files = commit_log.queue().segments();
@@ -67,9 +115,10 @@ pub(crate) fn recover(
     let mut torn = false;
     // After a clean stop the segments' checks run side by side first; the walk below then
     // starts each segment where its check stopped.
-    let checked = match last_exit_ok {
-        true => checked_prefixes(&files[start..], file_size, dispatched_to, check_crc),
-        false => vec![0; files.len() - start],
+    let checked = match (last_exit_ok, ahead) {
+        (true, Some(ahead)) => ahead.prefixes(&files, start, dispatched_to),
+        (true, None) => checked_prefixes(&files[start..], file_size, dispatched_to, check_crc),
+        (false, _) => vec![0; files.len() - start],
     };
     'files: for (file, &checked) in files[start..].iter().zip(&checked) {
         summary.files_scanned += 1;
