@@ -1,11 +1,12 @@
 //! A slave's copy of its master's metadata: every sync interval (10 s by default, the first time
-//! 3 s after start) the slave asks its master for the topic configs (GET_ALL_TOPIC_CONFIG),
-//! consumer offsets (GET_ALL_CONSUMER_OFFSET, which carry POP's revive progress), delay offsets
-//! (GET_ALL_DELAY_OFFSET), subscription groups (GET_ALL_SUBSCRIPTIONGROUP_CONFIG) and message
-//! request modes (GET_ALL_MESSAGE_REQUEST_MODE), in Java's order, applies each to its
-//! own table and persists it; ACL 2.0's users and ACLs; and, with the timer wheel enabled, the
-//! wheel's progress (GET_TIMER_CHECK_POINT), adopted once this CommitLog holds what the master
-//! had written when it answered (`crate::timer`). Java: `SlaveSynchronize#syncAll`, scheduled by 4.x's
+//! 3 s after start) the slave asks its master for the topic configs with the static topics'
+//! queue mappings (GET_ALL_TOPIC_CONFIG), consumer offsets (GET_ALL_CONSUMER_OFFSET, which carry
+//! POP's revive progress), delay offsets (GET_ALL_DELAY_OFFSET), subscription groups
+//! (GET_ALL_SUBSCRIPTIONGROUP_CONFIG) and message request modes (GET_ALL_MESSAGE_REQUEST_MODE),
+//! in Java's order, and applies each to its own table and persists it; then ACL 2.0's users
+//! and ACLs; and, with the timer wheel enabled, the wheel's progress (GET_TIMER_CHECK_POINT),
+//! adopted once this CommitLog holds what the master had written when it answered
+//! (`crate::timer`). Java: `SlaveSynchronize#syncAll`, scheduled by 4.x's
 //! `BrokerController#handleSlaveSynchronize` (3 s, then every 10 s; Java 5 checks every 3 s
 //! and syncs at most once a minute).
 //!
@@ -16,9 +17,10 @@
 //! Failures are logged once when a table starts failing and once when it recovers.
 //!
 //! Not here: learning the master's address (the registration loop in `broker.rs`, from
-//! REGISTER_BROKER answers), CommitLog replication (`ferromq-replication`), timer metrics, FIFO pop order info (Java has no request for it either), static-topic queue mappings, and the
-//! paged GET_ALL_TOPIC_CONFIG / GET_ALL_SUBSCRIPTIONGROUP_CONFIG of Java after 5.3.3 (a master
-//! that pages answers a request without paging fields with everything).
+//! REGISTER_BROKER answers), CommitLog replication (`ferromq-replication`), timer metrics,
+//! FIFO pop order info (Java has no request for it either), and the paged
+//! GET_ALL_TOPIC_CONFIG / GET_ALL_SUBSCRIPTIONGROUP_CONFIG of Java after 5.3.3 (a master that
+//! pages answers a request without paging fields with everything).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
