@@ -250,7 +250,18 @@ async fn timer_transaction_and_pop_revive_metrics_follow_their_messages() {
         SimpleConsumerConfig { group: "cg_metrics_pop".into(), ..SimpleConsumerConfig::default() },
         Client::with_namesrv(&s.namesrv),
     );
-    consumer.subscribe("MetricsPop", MessageSelector::tag("*")).await.unwrap();
+    // The send auto-created the topic; its registration reaches the name server a moment
+    // after the send is answered.
+    let routed = Instant::now() + Duration::from_secs(10);
+    loop {
+        match consumer.subscribe("MetricsPop", MessageSelector::tag("*")).await {
+            Ok(()) => break,
+            Err(ferromq_client::ClientError::RouteNotFound { .. }) if Instant::now() < routed => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("subscribe MetricsPop: {e}"),
+        }
+    }
     let popped = consumer.receive(1, Duration::from_secs(1)).await.unwrap();
     assert_eq!(popped.len(), 1);
 
