@@ -46,6 +46,11 @@ const REGISTER_RETRY_MIN: Duration = Duration::from_millis(500);
 pub(crate) const NAMESRV_TIMEOUT: Duration = Duration::from_secs(6);
 /// How long an admin request that changed topics waits for the name servers to hear of it.
 const REGISTERED_WAIT: Duration = Duration::from_secs(8);
+/// How long a send that created its topic waits for the name servers to list it. Java's
+/// single-topic registration waits up to 3 s, a producer's whole default send timeout: an
+/// unreachable name server would then turn a stored message into a timed-out send that the
+/// producer retries (a duplicate). 2 s leaves the answer time to arrive.
+pub(crate) const SEND_REGISTERED_WAIT: Duration = Duration::from_secs(2);
 
 /// Now, in ms since the epoch.
 pub(crate) fn now_ms() -> i64 {
@@ -248,12 +253,18 @@ impl Broker {
     /// includes every topic stored before the call. A dead name server does not fail the
     /// caller (the topic is stored; the periodic registration retries), as in Java.
     pub(crate) async fn registered_with_name_servers(&self) {
+        self.registered_with_name_servers_within(REGISTERED_WAIT).await;
+    }
+
+    /// As [`registered_with_name_servers`](Self::registered_with_name_servers), waiting at most
+    /// `wait`.
+    pub(crate) async fn registered_with_name_servers_within(&self, wait: Duration) {
         let round = self.register_requested.fetch_add(1, Ordering::AcqRel) + 1;
         self.register_now.notify_one();
         let mut done = self.registered.subscribe();
-        if tokio::time::timeout(REGISTERED_WAIT, done.wait_for(|d| *d >= round)).await.is_err() {
+        if tokio::time::timeout(wait, done.wait_for(|d| *d >= round)).await.is_err() {
             warn!(
-                wait_ms = REGISTERED_WAIT.as_millis() as u64,
+                wait_ms = wait.as_millis() as u64,
                 "name servers not told of the change in time; the next registration will"
             );
         }

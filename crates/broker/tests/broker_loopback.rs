@@ -37,6 +37,13 @@ async fn pull_found(client: &RemotingClient, addr: &str, req: RemotingCommand, c
     }
 }
 
+/// The name server's answer code to a route request for `topic`.
+async fn route_code(client: &RemotingClient, ns_addr: &str, topic: &str) -> i32 {
+    let req = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC)
+        .with_header(&GetRouteInfoRequestHeader { topic: topic.into(), accept_standard_json_only: None });
+    client.invoke(ns_addr, req, T).await.unwrap().code
+}
+
 fn bodies(r: &RemotingCommand) -> Vec<String> {
     StoredMessage::decode_all(&r.body)
         .unwrap()
@@ -539,6 +546,11 @@ async fn send_back_goes_to_retry_then_dead_letter_topic() {
     };
     let r = client.invoke(&c.broker_addr, back(original.physical_offset, 0), T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    assert_eq!(
+        route_code(&client, &c.ns_addr, "%RETRY%cg").await,
+        response_code::SUCCESS,
+        "registered before the answer"
+    );
     let r = pull_found(&client, &c.broker_addr, pull_request("%RETRY%cg", 0, 0, "*", 0), 1).await;
     assert_eq!(r.code, response_code::SUCCESS);
     let retried = StoredMessage::decode_all(&r.body).unwrap().remove(0);
@@ -556,6 +568,11 @@ async fn send_back_goes_to_retry_then_dead_letter_topic() {
     assert_eq!(second.reconsume_times, 2);
     let r = client.invoke(&c.broker_addr, back(second.physical_offset, 0), T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS);
+    assert_eq!(
+        route_code(&client, &c.ns_addr, "%DLQ%cg").await,
+        response_code::SUCCESS,
+        "registered before the answer"
+    );
     // The dead-letter topic is readable (Java since 4.9.4), so the dead letters can be consumed.
     let r = pull_found(&client, &c.broker_addr, pull_request("%DLQ%cg", 0, 0, "*", 0), 1).await;
     assert_eq!(r.code, response_code::SUCCESS);
@@ -639,6 +656,60 @@ async fn a_pull_after_send_ok_reads_the_message_sent() {
         assert_eq!(r.code, response_code::SUCCESS, "{topic}: {:?}", r.remark);
         assert_eq!(bodies(&r), vec!["written".to_owned()]);
     }
+    client.shutdown().await;
+    c.stop().await;
+}
+
+/// As Java, a send that creates its topic registers it before answering: a client that asks
+/// the name server for the route right after the answer finds it (a 5.x consumer subscribing
+/// to what it has just produced did not, now and then).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_created_by_a_send_is_routable_when_the_send_is_answered() {
+    let c = Cluster::start(|_| {}).await;
+    let client = RemotingClient::new(ClientConfig::default());
+    for i in 0..20 {
+        let topic = format!("RoutedOnAnswer{i}");
+        let r = client.invoke(&c.broker_addr, send_v2(&topic, 0, "m", "t", "k"), T).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        assert_eq!(route_code(&client, &c.ns_addr, &topic).await, response_code::SUCCESS, "{topic} not routable");
+    }
+    client.shutdown().await;
+    c.stop().await;
+}
+
+/// The answer of a send that created its topic waits for the name server: with the broker's
+/// link to it stalled, the send stays unanswered; once the link resumes, it is answered and
+/// the route is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_that_creates_its_topic_is_answered_after_the_registration() {
+    let via = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+    let tweak_via = via.clone();
+    let mut c = Cluster::start(move |s| {
+        if let Some(relay) = tweak_via.lock().unwrap().clone() {
+            s.broker.namesrv_addr = relay;
+        }
+    })
+    .await;
+    let relay = ferromq_testkit::Relay::start(c.ns_addr.parse().unwrap()).await;
+    *via.lock().unwrap() = Some(relay.addr().to_string());
+    c.restart_broker().await;
+    let client = RemotingClient::new(ClientConfig::default());
+    let r = client.invoke(&c.broker_addr, send_v2("ThroughRelay", 0, "m", "t", "k"), T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    assert_eq!(route_code(&client, &c.ns_addr, "ThroughRelay").await, response_code::SUCCESS);
+
+    relay.stall();
+    let send = {
+        let (sender, addr) = (RemotingClient::new(ClientConfig::default()), c.broker_addr.clone());
+        tokio::spawn(async move { sender.invoke(&addr, send_v2("WhileStalled", 0, "m", "t", "k"), T).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!send.is_finished(), "answered before the name server heard of the topic");
+    assert_ne!(route_code(&client, &c.ns_addr, "WhileStalled").await, response_code::SUCCESS);
+    relay.resume();
+    let r = send.await.unwrap().unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    assert_eq!(route_code(&client, &c.ns_addr, "WhileStalled").await, response_code::SUCCESS);
     client.shutdown().await;
     c.stop().await;
 }

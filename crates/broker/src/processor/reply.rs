@@ -20,10 +20,14 @@ use crate::stats::clock_ms;
 impl Broker {
     /// Serves both reply codes.
     pub(crate) async fn send_reply(&self, conn: Connection, req: RemotingCommand) -> RemotingCommand {
-        let AdmittedSend { header, queue_id, permit, .. } = match self.admit_send(&conn, &req) {
+        let AdmittedSend { header, created, queue_id, permit } = match self.admit_send(&conn, &req) {
             Ok(admitted) => admitted,
             Err(response) => return *response,
         };
+        if created {
+            // A reply topic created here is listed by the name servers before the answer.
+            self.registered_with_name_servers_within(crate::broker::SEND_REGISTERED_WAIT).await;
+        }
         // The push below may wait for a slow requester (up to the call timeout); it must not
         // hold a place the broker's sends are bounded by (Java runs replies on a pool of their
         // own).

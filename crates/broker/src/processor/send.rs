@@ -27,7 +27,7 @@ impl Broker {
         let admitted = self
             .admit(&caller_of(conn, req), &header.topic, queue_of(&header), Some(&auto_create))
             .map_err(|e| Box::new(service_failure(req, &e)))?;
-        Ok(AdmittedSend { header, queue_id: admitted.queue_id, permit: admitted.permit })
+        Ok(AdmittedSend { header, created: admitted.created, queue_id: admitted.queue_id, permit: admitted.permit })
     }
 
     /// The fields every send answer carries (Java's `MSG_REGION` and `TRACE_ON`).
@@ -142,6 +142,8 @@ fn auto_create_of(header: &SendMessageRequestHeader) -> AutoCreate {
 /// A send header admitted to store: see [`Broker::admit_send`].
 pub(super) struct AdmittedSend<'a> {
     pub(super) header: SendMessageRequestHeader,
+    /// The topic was created by this request.
+    pub(super) created: bool,
     pub(super) queue_id: i32,
     pub(super) permit: tokio::sync::SemaphorePermit<'a>,
 }

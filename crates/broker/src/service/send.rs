@@ -126,6 +126,8 @@ impl Service {
 /// sends (held while the permit lives).
 pub(crate) struct Admitted<'a> {
     pub(crate) topic: TopicConfig,
+    /// The topic was created by this send: its answer waits for the name servers to list it.
+    pub(crate) created: bool,
     pub(crate) queue_id: i32,
     pub(crate) permit: tokio::sync::SemaphorePermit<'a>,
 }
@@ -142,10 +144,10 @@ impl Broker {
     ) -> Result<Admitted<'_>, ServiceError> {
         // Bounded work: past the limit a send is refused at once rather than queued.
         let permit = self.send_permits.try_acquire().map_err(|_| ServiceError::Busy(BUSY_REMARK.into()))?;
-        let config = self.check_send(caller, topic, queue_id, auto_create)?;
+        let (config, created) = self.check_send(caller, topic, queue_id, auto_create)?;
         let queue_id = queue_id.unwrap_or_else(|| pick_queue(config.write_queue_nums));
         let queue_id = self.written_static_queue(topic, queue_id)?;
-        Ok(Admitted { topic: config, queue_id, permit })
+        Ok(Admitted { topic: config, created, queue_id, permit })
     }
 
     /// On a static topic, the physical queue a send may go to: `queue_id` when it leads a
@@ -182,7 +184,7 @@ impl Broker {
     }
 
     pub(crate) async fn send_message(&self, caller: &Caller, req: SendRequest) -> Result<SendReceipt, ServiceError> {
-        let Admitted { topic: topic_config, queue_id, permit: _permit } =
+        let Admitted { topic: topic_config, created, queue_id, permit: _permit } =
             self.admit(caller, &req.topic, req.queue_id, req.auto_create.as_ref())?;
         let mut sys_flag = req.sys_flag;
         if topic_config.topic_filter_type == TopicFilterType::MultiTag {
@@ -250,6 +252,11 @@ impl Broker {
                 (self.store.put_message(built.msg).await, waits)
             }
         };
+        if created || target.created {
+            // As Java, whose send registers a topic it created before answering: a client
+            // that asks the name servers for the route once the send is answered finds it.
+            self.registered_with_name_servers_within(crate::broker::SEND_REGISTERED_WAIT).await;
+        }
         let status = match result.status {
             PutMessageStatus::PutOk => SendStatus::Ok,
             PutMessageStatus::FlushDiskTimeout => SendStatus::FlushDiskTimeout,
@@ -295,13 +302,14 @@ impl Broker {
     }
 
     /// Java `msgCheck`: permissions, topic name, topic existence (auto-creating it), queue id.
+    /// The config, and whether this call created the topic.
     fn check_send(
         &self,
         caller: &Caller,
         topic: &str,
         queue_id: Option<i32>,
         auto_create: Option<&AutoCreate>,
-    ) -> Result<TopicConfig, ServiceError> {
+    ) -> Result<(TopicConfig, bool), ServiceError> {
         if self.is_slave() {
             return Err(ServiceError::NotAvailable("the broker is a slave and does not accept messages".into()));
         }
@@ -316,6 +324,7 @@ impl Broker {
             return Err(ServiceError::Forbidden(format!("Sending message to topic[{topic}] is forbidden.")));
         }
         let mut config = self.topics().select(topic);
+        let mut created = false;
         if config.is_none() {
             let remote = caller.remote_addr.to_string();
             if let Some(auto) = auto_create {
@@ -328,8 +337,9 @@ impl Broker {
             if config.is_none() && topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
                 config = self.topics().create_topic_in_send_back(topic, 1, perm::PERM_WRITE | perm::PERM_READ, 0).ok();
             }
-            if let Some(created) = &config {
-                self.on_topic_created(created);
+            if let Some(new) = &config {
+                self.on_topic_created(new);
+                created = true;
             }
         }
         let Some(config) = config else {
@@ -345,7 +355,7 @@ impl Broker {
                 caller.remote_addr
             )));
         }
-        Ok(config)
+        Ok((config, created))
     }
 
     /// One stored message from a send: the broker adds CLUSTER and, if the producer did not
@@ -456,7 +466,7 @@ impl Broker {
         req: &SendRequest,
         queue_id: i32,
     ) -> Result<SendTarget, ServiceError> {
-        let plain = SendTarget { topic: req.topic.clone(), queue_id, dead_letter: false };
+        let plain = SendTarget { topic: req.topic.clone(), queue_id, dead_letter: false, created: false };
         let Some(group) = req.topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) else { return Ok(plain) };
         let Some(config) = self.groups().find(group, self.config.auto_create_subscription_group) else {
             return Err(ServiceError::GroupNotExist(format!("subscription group not exist, {group}")));
@@ -473,10 +483,12 @@ impl Broker {
             return Ok(plain);
         }
         let dlq = dlq_topic(group);
-        let created =
-            self.topics().create_topic_in_send_back(&dlq, DLQ_NUMS_PER_GROUP, perm::PERM_WRITE | perm::PERM_READ, 0);
-        match created {
-            Ok(c) => self.on_topic_created(&c),
+        // Registered only when new: every message bound for an existing dead-letter queue
+        // would otherwise send the topic to the name servers again.
+        let created = self.topics().select(&dlq).is_none();
+        match self.topics().create_topic_in_send_back(&dlq, DLQ_NUMS_PER_GROUP, perm::PERM_WRITE | perm::PERM_READ, 0) {
+            Ok(c) if created => self.on_topic_created(&c),
+            Ok(_) => {}
             Err(e) => return Err(ServiceError::System(format!("topic[{dlq}] not exist: {e}"))),
         }
         info!(
@@ -486,7 +498,7 @@ impl Broker {
             orderly_locks = locked,
             "retry message sent to the dead-letter queue"
         );
-        Ok(SendTarget { topic: dlq, queue_id: 0, dead_letter: true })
+        Ok(SendTarget { topic: dlq, queue_id: 0, dead_letter: true, created })
     }
 }
 
@@ -529,6 +541,8 @@ struct SendTarget {
     topic: String,
     queue_id: i32,
     dead_letter: bool,
+    /// The dead-letter topic was created by this send.
+    created: bool,
 }
 
 /// A queue for a send that did not choose one.

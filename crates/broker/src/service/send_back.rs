@@ -96,11 +96,16 @@ impl Broker {
         } else {
             (retry_topic(&h.group), group.retry_queue_nums, perm::PERM_WRITE | perm::PERM_READ)
         };
+        // Registered only when new: every message sent back would otherwise send the topic to
+        // the name servers again.
+        let created = self.topics().select(&topic).is_none();
         let topic_config = self
             .topics()
             .create_topic_in_send_back(&topic, queue_nums, topic_perm, 0)
             .map_err(|e| ServiceError::System(format!("topic[{topic}] not exist: {e}")))?;
-        self.on_topic_created(&topic_config);
+        if created {
+            self.on_topic_created(&topic_config);
+        }
         if !to_dlq && !perm::is_writeable(topic_config.perm) {
             return Err(ServiceError::Forbidden(format!("the topic[{topic}] sending message is forbidden")));
         }
@@ -141,6 +146,10 @@ impl Broker {
             ..self.stored_copy(&original, stored_topic, queue_id, &props)
         };
         let result = self.store.put_message(retry).await;
+        if created {
+            // Listed by the name servers before the answer, as Java registers it.
+            self.registered_with_name_servers_within(crate::broker::SEND_REGISTERED_WAIT).await;
+        }
         match result.status {
             PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout => {
                 info!(group = %h.group, topic = %topic, reconsume_times = original.reconsume_times + 1, remote_addr = %caller.remote_addr, "message sent back");
