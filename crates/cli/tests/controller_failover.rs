@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use common::cluster::{port_away_from, start_namesrv, tail};
 use common::controller::{
-    all_on, commit_log, max_offset, replica_info, runtime_info, send, send_timer, timer_checkpoint, wait_for, Proc,
-    BROKER_NAME, T, TOPIC,
+    all_on, caught_up_as_replica, commit_log, max_offset, replica_info, runtime_info, same_commit_log, send,
+    send_timer, timer_checkpoint, wait_for, Proc, BROKER_NAME, T, TOPIC,
 };
 use ferromq_protocol::header::SendMessageResponseHeader;
 use ferromq_protocol::message::decode_offset_msg_id;
@@ -510,16 +510,9 @@ async fn a_frozen_master_is_fenced_and_truncates_what_it_wrote_alone() {
 
     // It learns the new epoch, becomes a replica and cuts what it wrote alone.
     let end = max_offset(&client, &new_master).await.unwrap();
-    wait_for("the old master caught up as a replica", Duration::from_secs(60), async || {
-        let info = runtime_info(&client, &addrs[old]).await?;
-        let caught_up = info.get("commitLogMaxOffset")?.parse::<i64>().ok()? == end;
-        (info.get("brokerActive")? == "false" && caught_up).then_some(())
-    })
-    .await;
+    caught_up_as_replica(&client, &addrs[old], end).await;
     let new_idx = addrs.iter().position(|a| *a == new_master).unwrap();
-    let (theirs, ours) = (commit_log(&c.brokers[new_idx].store(), end), commit_log(&c.brokers[old].store(), end));
-    let first_diff = theirs.iter().zip(&ours).position(|(a, b)| a != b);
-    assert!(first_diff.is_none(), "CommitLogs differ at byte {first_diff:?}:\n{}", tail(&c.brokers[old].log(), 30));
+    same_commit_log(&c.brokers[new_idx], &c.brokers[old], end);
     stale_client.shutdown().await;
     client.shutdown().await;
 }

@@ -25,8 +25,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::cluster::tail;
-use common::controller::{all_on, commit_log, max_offset, replica_info, runtime_info, send, wait_for, Proc, T};
+use common::controller::{
+    all_on, caught_up_as_replica, max_offset, replica_info, same_commit_log, send, wait_for, Proc, T,
+};
 use ferromq_protocol::header::SendMessageResponseHeader;
 use ferromq_protocol::message::decode_offset_msg_id;
 use ferromq_protocol::{response_code, RemotingCommand};
@@ -202,20 +203,6 @@ fn load(
     (acked_all, tasks)
 }
 
-/// `replica`'s CommitLog is `master`'s up to `end`.
-fn same_commit_log(master: &Proc, replica: &Proc, end: i64) {
-    let (theirs, ours) = (commit_log(&master.store(), end), commit_log(&replica.store(), end));
-    assert_eq!(theirs.len(), ours.len(), "{} holds less than {end} bytes", replica.name);
-    let first_diff = theirs.iter().zip(&ours).position(|(a, b)| a != b);
-    assert!(
-        first_diff.is_none(),
-        "{}'s CommitLog differs from {}'s at byte {first_diff:?}:\n{}",
-        replica.name,
-        master.name,
-        tail(&replica.log(), 30)
-    );
-}
-
 /// A client on `netns` sending to `master` one message after another until `stop`: each body,
 /// when it was sent, and the offset it was acknowledged at.
 type Sent = Arc<Mutex<Vec<(String, Instant, Option<i64>)>>>;
@@ -340,12 +327,7 @@ fn an_isolated_master_is_fenced_while_a_replica_takes_over() {
             net.heal(Node::Host(old), Node::Host(other));
         }
         let end = max_offset(&client, &new_master).await.unwrap();
-        wait_for("the old master caught up as a replica", Duration::from_secs(60), async || {
-            let info = runtime_info(&client, &addrs[old]).await?;
-            let caught_up = info.get("commitLogMaxOffset")?.parse::<i64>().ok()? == end;
-            (info.get("brokerActive")? == "false" && caught_up).then_some(())
-        })
-        .await;
+        caught_up_as_replica(&client, &addrs[old], end).await;
         let new_idx = addrs.iter().position(|a| *a == new_master).unwrap();
         for b in (0..3).filter(|i| *i != new_idx) {
             same_commit_log(&c.brokers[new_idx], &c.brokers[b], end);

@@ -4,7 +4,7 @@
 //! configured one. The body is not handled here (see `frame`). Java: `RemotingSerializable`,
 //! `RocketMQSerializable`.
 
-use std::io::Write as _;
+use crate::decimal::push_i64;
 
 use crate::command::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
 use crate::ext_fields::intern_key;
@@ -73,7 +73,8 @@ fn json_string(out: &mut Vec<u8>, s: &str) {
 /// Writes keys in alphabetical order, nulls omitted, as fastjson does for `RemotingCommand`.
 fn encode_json(cmd: &RemotingCommand, out: &mut Vec<u8>) {
     out.reserve(128 + cmd.ext_fields.len() * 32);
-    let _ = write!(out, "{{\"code\":{}", cmd.code);
+    out.extend_from_slice(b"{\"code\":");
+    push_i64(out, i64::from(cmd.code));
     if !cmd.ext_fields.is_empty() {
         out.extend_from_slice(b",\"extFields\":{");
         for (i, (k, v)) in cmd.ext_fields.iter().enumerate() {
@@ -86,12 +87,19 @@ fn encode_json(cmd: &RemotingCommand, out: &mut Vec<u8>) {
         }
         out.push(b'}');
     }
-    let _ = write!(out, ",\"flag\":{},\"language\":\"{}\",\"opaque\":{}", cmd.flag, cmd.language.name(), cmd.opaque);
+    out.extend_from_slice(b",\"flag\":");
+    push_i64(out, i64::from(cmd.flag));
+    out.extend_from_slice(b",\"language\":\"");
+    out.extend_from_slice(cmd.language.name().as_bytes());
+    out.extend_from_slice(b"\",\"opaque\":");
+    push_i64(out, i64::from(cmd.opaque));
     if let Some(remark) = &cmd.remark {
         out.extend_from_slice(b",\"remark\":");
         json_string(out, remark);
     }
-    let _ = write!(out, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":{}}}", cmd.version);
+    out.extend_from_slice(b",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":");
+    push_i64(out, i64::from(cmd.version));
+    out.push(b'}');
 }
 
 fn encode_binary(cmd: &RemotingCommand, out: &mut Vec<u8>) -> Result<(), FrameError> {

@@ -37,7 +37,9 @@ static STRING_SPECIAL: [bool; 256] = {
 
 /// Decodes a JSON header; the body is left empty.
 pub(crate) fn decode_json(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
-    let mut p = Parser { b: bytes, pos: 0 };
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| FrameError::JsonHeader { offset: e.valid_up_to(), reason: "invalid UTF-8" })?;
+    let mut p = Parser { b: bytes, s: text, pos: 0 };
     let mut cmd = RemotingCommand {
         code: 0,
         // Java's default when the field is absent.
@@ -89,6 +91,9 @@ pub(crate) fn decode_json(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
 
 struct Parser<'a> {
     b: &'a [u8],
+    /// `b` as text, validated once: a string or number between ASCII delimiters is a slice of
+    /// it, with no validation of its own.
+    s: &'a str,
     pos: usize,
 }
 
@@ -150,7 +155,8 @@ impl<'a> Parser<'a> {
         match self.b.get(self.pos) {
             None => return Err(self.err("unterminated string")),
             Some(b'"') => {
-                let s = std::str::from_utf8(&self.b[start..self.pos]).map_err(|_| self.err("invalid UTF-8"))?;
+                // Both ends are ASCII quotes, hence character boundaries.
+                let s = self.s.get(start..self.pos).ok_or_else(|| self.err("invalid UTF-8"))?;
                 self.pos += 1;
                 return Ok(Cow::Borrowed(s));
             }
@@ -274,7 +280,7 @@ impl<'a> Parser<'a> {
             }
         }
         // Only ASCII digits and signs were consumed.
-        std::str::from_utf8(&self.b[start..self.pos]).map_err(|_| self.err("invalid number"))
+        self.s.get(start..self.pos).ok_or_else(|| self.err("invalid number"))
     }
 
     /// A 32-bit integer field. `-0` is a float in JSON readers (serde_json, fastjson), so it

@@ -9,6 +9,7 @@ pub mod body;
 pub mod civil_date;
 pub mod code;
 pub mod command;
+pub mod decimal;
 pub mod ext_fields;
 pub mod frame;
 pub mod header;

@@ -114,18 +114,27 @@ async fn enqueue_batch(shared: &Shared) -> Result<bool, Interrupt> {
 
 /// Whether recovery found this message already in the timerlog.
 fn already_linked(shared: &Shared, unit: &CqUnit) -> bool {
+    if !shared.replaying.load(Ordering::Acquire) {
+        return false;
+    }
     let replay = shared.replay.lock().unwrap_or_else(|e| e.into_inner());
     unit.queue_offset < replay.until_queue_offset && replay.skip.contains(&unit.commit_log_offset)
 }
 
 /// Whether the master whose progress this wheel adopted delivered this message already.
 fn delivered_by_master(shared: &Shared, unit: &CqUnit, deliver_ms: i64) -> bool {
+    if !shared.replaying.load(Ordering::Acquire) {
+        return false;
+    }
     let replay = shared.replay.lock().unwrap_or_else(|e| e.into_inner());
     replay.adopted.is_some_and(|a| a.delivered(unit.queue_offset, deliver_ms))
 }
 
 /// Drops the replay set and the adopted progress once the queue offsets they cover are behind.
 fn end_replay(shared: &Shared, next_offset: i64) {
+    if !shared.replaying.load(Ordering::Acquire) {
+        return;
+    }
     let mut replay = shared.replay.lock().unwrap_or_else(|e| e.into_inner());
     if !replay.skip.is_empty() && next_offset >= replay.until_queue_offset {
         replay.skip = Default::default();
@@ -133,6 +142,9 @@ fn end_replay(shared: &Shared, next_offset: i64) {
     if replay.adopted.is_some_and(|a| next_offset >= a.queue_end) {
         replay.adopted = None;
         info!(queue_offset = next_offset, "timer queue replayed past the adopted master progress");
+    }
+    if replay.skip.is_empty() && replay.adopted.is_none() {
+        shared.replaying.store(false, Ordering::Release);
     }
 }
 

@@ -101,6 +101,9 @@ pub(crate) struct Shared {
     /// Sum of the unit counts of the slots still to be delivered (Java's `getAllCongestNum`).
     pub(crate) pending: AtomicI64,
     pub(crate) replay: Mutex<Replay>,
+    /// `replay` holds something (skips or adopted progress): only then does the enqueue task
+    /// take its lock per message.
+    pub(crate) replaying: AtomicBool,
     pub(crate) flush: Mutex<FlushState>,
     pub(crate) stop: AtomicBool,
     /// Wakes the enqueue task when a timer-topic message is dispatched.
@@ -206,6 +209,7 @@ impl TimerMessageStore {
             write_time_ms: AtomicI64::new(now.div_euclid(precision_ms) * precision_ms),
             queue_offset: AtomicI64::new(recovered.queue_offset),
             pending: AtomicI64::new(recovered.pending),
+            replaying: AtomicBool::new(!recovered.replay.skip.is_empty() || recovered.replay.adopted.is_some()),
             replay: Mutex::new(recovered.replay),
             flush: Mutex::new(FlushState {
                 file: recovered.checkpoint_file,

@@ -17,7 +17,7 @@ use ferromq_protocol::{request_code, response_code, RemotingCommand};
 use ferromq_remoting::RemotingClient;
 use ferromq_testkit::ChildProcess;
 
-use super::cluster::spawn_listening_in;
+use super::cluster::{spawn_listening_in, tail};
 
 pub const TOPIC: &str = "Failover";
 pub const BROKER_NAME: &str = "broker-c";
@@ -166,4 +166,29 @@ pub fn commit_log(store: &Path, upto: i64) -> Vec<u8> {
     }
     all.truncate(upto as usize);
     all
+}
+
+/// Waits until the broker at `addr` serves as a replica (not active) whose CommitLog ends at
+/// `end`: an old master back after a failover, its unreplicated tail cut.
+pub async fn caught_up_as_replica(client: &RemotingClient, addr: &str, end: i64) {
+    wait_for("the old master caught up as a replica", Duration::from_secs(60), async || {
+        let info = runtime_info(client, addr).await?;
+        let caught_up = info.get("commitLogMaxOffset")?.parse::<i64>().ok()? == end;
+        (info.get("brokerActive")? == "false" && caught_up).then_some(())
+    })
+    .await;
+}
+
+/// Asserts that `replica`'s CommitLog is `master`'s up to `end`.
+pub fn same_commit_log(master: &Proc, replica: &Proc, end: i64) {
+    let (theirs, ours) = (commit_log(&master.store(), end), commit_log(&replica.store(), end));
+    assert_eq!(theirs.len(), ours.len(), "{} holds less than {end} bytes", replica.name);
+    let first_diff = theirs.iter().zip(&ours).position(|(a, b)| a != b);
+    assert!(
+        first_diff.is_none(),
+        "{}'s CommitLog differs from {}'s at byte {first_diff:?}:\n{}",
+        replica.name,
+        master.name,
+        tail(&replica.log(), 30)
+    );
 }

@@ -55,8 +55,7 @@ macro_rules! integer_field {
                 text.parse().ok()
             }
             fn render(&self, out: &mut String) {
-                use std::fmt::Write as _;
-                let _ = write!(out, "{self}");
+                out.push_str(crate::decimal::Decimal::new(i64::from(*self)).as_str());
             }
         }
     )*};
