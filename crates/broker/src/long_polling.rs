@@ -39,10 +39,14 @@ pub enum Release {
     Expired,
 }
 
+/// Parked pulls by topic, then queue id: found by `&str` without building a key (every
+/// dispatched message looks up its queue here).
+type Held = HashMap<String, HashMap<i32, Vec<HeldPull>>>;
+
 /// The parked pulls, by topic queue.
 #[derive(Debug)]
 pub struct PullHold {
-    held: Mutex<HashMap<(String, i32), Vec<HeldPull>>>,
+    held: Mutex<Held>,
     count: AtomicUsize,
     capacity: usize,
     wake: mpsc::Sender<(HeldPull, Release)>,
@@ -56,8 +60,24 @@ impl PullHold {
         (PullHold { held: Mutex::new(HashMap::new()), count: AtomicUsize::new(0), capacity, wake }, rx)
     }
 
-    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<(String, i32), Vec<HeldPull>>> {
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes the pulls of `topic`/`queue_id` that `released` picks, dropping emptied entries.
+    fn take(&self, topic: &str, queue_id: i32, released: impl Fn(&HeldPull) -> bool) -> Vec<HeldPull> {
+        let mut held = self.held();
+        let Some(queues) = held.get_mut(topic) else { return Vec::new() };
+        let Some(list) = queues.get_mut(&queue_id) else { return Vec::new() };
+        let (wake, keep): (Vec<HeldPull>, Vec<HeldPull>) = list.drain(..).partition(released);
+        *list = keep;
+        if list.is_empty() {
+            queues.remove(&queue_id);
+            if queues.is_empty() {
+                held.remove(topic);
+            }
+        }
+        wake
     }
 
     /// Parks a pull. Returns it back when the hold is full (the caller answers SYSTEM_BUSY).
@@ -66,7 +86,12 @@ impl PullHold {
             self.count.fetch_sub(1, Ordering::AcqRel);
             return Err(Box::new(pull));
         }
-        self.held().entry((topic.to_owned(), queue_id)).or_default().push(pull);
+        let mut held = self.held();
+        let queues = match held.get_mut(topic) {
+            Some(queues) => queues,
+            None => held.entry(topic.to_owned()).or_default(),
+        };
+        queues.entry(queue_id).or_default().push(pull);
         Ok(())
     }
 
@@ -87,18 +112,9 @@ impl PullHold {
     /// A message at `queue_offset` with `tags_code` arrived in `topic`/`queue_id`: releases the
     /// parked pulls it satisfies. Called from the store's dispatch thread; never blocks.
     pub fn notify_arrival(&self, topic: &str, queue_id: i32, queue_offset: i64, tags_code: i64) {
-        let released = {
-            let mut held = self.held();
-            let Some(list) = held.get_mut(&(topic.to_owned(), queue_id)) else { return };
-            let (wake, keep): (Vec<HeldPull>, Vec<HeldPull>) = list.drain(..).partition(|p| {
-                queue_offset >= p.pull_from && p.tag_codes.as_ref().is_none_or(|codes| codes.contains(&tags_code))
-            });
-            *list = keep;
-            if list.is_empty() {
-                held.remove(&(topic.to_owned(), queue_id));
-            }
-            wake
-        };
+        let released = self.take(topic, queue_id, |p| {
+            queue_offset >= p.pull_from && p.tag_codes.as_ref().is_none_or(|codes| codes.contains(&tags_code))
+        });
         for pull in released {
             self.release(pull, Release::Arrived);
         }
@@ -107,13 +123,7 @@ impl PullHold {
     /// Releases pulls whose queue already has messages at or after their offset (checked right
     /// after parking, to close the race with an arrival between the read and the park).
     pub fn recheck(&self, topic: &str, queue_id: i32, max_offset: i64) {
-        let released = {
-            let mut held = self.held();
-            let Some(list) = held.get_mut(&(topic.to_owned(), queue_id)) else { return };
-            let (wake, keep): (Vec<HeldPull>, Vec<HeldPull>) = list.drain(..).partition(|p| max_offset > p.pull_from);
-            *list = keep;
-            wake
-        };
+        let released = self.take(topic, queue_id, |p| max_offset > p.pull_from);
         for pull in released {
             self.release(pull, Release::Arrived);
         }
@@ -124,12 +134,15 @@ impl PullHold {
         let released: Vec<HeldPull> = {
             let mut held = self.held();
             let mut out = Vec::new();
-            held.retain(|_, list| {
-                let (gone, keep): (Vec<HeldPull>, Vec<HeldPull>) =
-                    list.drain(..).partition(|p| p.deadline <= now || p.conn.is_closed());
-                out.extend(gone);
-                *list = keep;
-                !list.is_empty()
+            held.retain(|_, queues| {
+                queues.retain(|_, list| {
+                    let (gone, keep): (Vec<HeldPull>, Vec<HeldPull>) =
+                        list.drain(..).partition(|p| p.deadline <= now || p.conn.is_closed());
+                    out.extend(gone);
+                    *list = keep;
+                    !list.is_empty()
+                });
+                !queues.is_empty()
             });
             out
         };

@@ -117,10 +117,15 @@ impl BrokerMetrics {
             counts[bucket(&MESSAGE_SIZE_BOUNDS, size as f64)] += 1;
             sum += size as u64;
         }
-        let mut adds: Vec<(usize, u64)> =
-            counts.iter().enumerate().filter(|(_, n)| **n > 0).map(|(i, n)| (8 * kind + i, *n)).collect();
-        adds.push((8 * kind + 7, sum));
-        self.message_size.add(topic, &adds);
+        // On the stack: this runs for every send.
+        let mut adds = [(0usize, 0u64); 8];
+        let mut used = 0;
+        for (i, n) in counts.iter().enumerate().filter(|(_, n)| **n > 0) {
+            adds[used] = (8 * kind + i, *n);
+            used += 1;
+        }
+        adds[used] = (8 * kind + 7, sum);
+        self.message_size.add(topic, &adds[..=used]);
     }
 
     /// A transaction of `topic` ended `seconds` after its half message was stored.

@@ -59,7 +59,7 @@ impl Message {
 
     /// Adds a user property. Java refuses reserved names; so does validation here.
     pub fn with_property(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.properties.insert(name, value);
+        self.properties.insert(name.into(), value);
         self
     }
 

@@ -188,8 +188,15 @@ impl IndexService {
                 return Ok(());
             }
         }
+        // One buffer for every `topic#key` of the record (`format!` grew a string per key,
+        // reallocating it as it went).
+        let mut index_key =
+            String::with_capacity(req.topic.len() + 1 + req.keys.as_deref().map_or(0, str::len).max(32));
         for key in uniq_key.into_iter().chain(keys) {
-            let index_key = format!("{}#{key}", req.topic);
+            index_key.clear();
+            index_key.push_str(&req.topic);
+            index_key.push('#');
+            index_key.push_str(key);
             file = Some(self.put_key(file, &index_key, req.commit_log_offset, req.store_timestamp)?);
         }
         Ok(())

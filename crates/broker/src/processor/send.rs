@@ -63,7 +63,7 @@ impl Broker {
 
     fn send_request_of(&self, req: &RemotingCommand) -> Result<SendRequest, Box<RemotingCommand>> {
         let fail = |code, remark: String| Box::new(failure(req, code, remark));
-        let header = SendMessageRequestHeader::decode_for(req.code, &req.ext_fields)
+        let mut header = SendMessageRequestHeader::decode_for(req.code, &req.ext_fields)
             .map_err(|e| fail(response_code::SYSTEM_ERROR, e.to_string()))?;
         let properties = MessageProperties::decode(header.properties.as_deref().unwrap_or(""));
         // As Java, the header's batch flag (V2 key `m`) decides, not the request code.
@@ -90,9 +90,14 @@ impl Broker {
         } else {
             SendBody::One(BatchMessage { body: req.body.clone(), properties, flag: header.flag })
         };
+        // Moved, not copied: the header is not used after this.
+        let auto_create = AutoCreate {
+            default_topic: std::mem::take(&mut header.default_topic),
+            queue_nums: header.default_topic_queue_nums,
+        };
         Ok(SendRequest {
             queue_id: queue_of(&header),
-            auto_create: Some(auto_create_of(&header)),
+            auto_create: Some(auto_create),
             sys_flag: header.sys_flag,
             born_timestamp_ms: header.born_timestamp,
             reconsume_times: header.reconsume_times.unwrap_or(0),

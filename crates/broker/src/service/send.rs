@@ -8,6 +8,7 @@ use ferromq_protocol::body::{perm, TopicConfig, TopicFilterType};
 use ferromq_protocol::message::{keys, sysflag, MessageProperties, StoredMessage};
 use ferromq_protocol::version;
 use ferromq_store::PutMessageStatus;
+use std::borrow::Cow;
 use tracing::{debug, info};
 
 use super::{Caller, Service, ServiceError};
@@ -214,7 +215,7 @@ impl Broker {
                 return Err(ServiceError::MessageIllegal("batch messages cannot be transactional".into()));
             }
         }
-        let target = self.retry_or_dead_letter(caller, &req, queue_id)?;
+        let target = self.retry_or_dead_letter(caller, &req, &req.topic, queue_id)?;
         // What `/metrics` counts of this send: its type, body bytes and (a batch's) body sizes.
         let (message_type, body_bytes, batch_sizes) = match &req.body {
             SendBody::One(m) => (crate::metrics::message_type(sys_flag, &m.properties), m.body.len(), None),
@@ -367,13 +368,13 @@ impl Broker {
         caller: &Caller,
         born_timestamp_ms: i64,
         reconsume_times: i32,
-        target: &SendTarget,
+        target: &SendTarget<'_>,
         sys_flag: i32,
         message: BatchMessage,
         hooks: bool,
     ) -> Result<BuiltMessage, crate::timer::HookRefusal> {
         let BatchMessage { body, properties: mut props, flag } = message;
-        let (mut topic, mut queue_id) = (target.topic.clone(), target.queue_id);
+        let (mut topic, mut queue_id) = (target.topic.clone().into_owned(), target.queue_id);
         props.insert(keys::CLUSTER, self.config.broker_cluster_name.as_str());
         let uniq = match props.get(keys::UNIQ_KEY) {
             Some(u) => u.to_owned(),
@@ -423,7 +424,7 @@ impl Broker {
         topic: &str,
         born_timestamp_ms: i64,
         reconsume_times: i32,
-        target: &SendTarget,
+        target: &SendTarget<'_>,
         sys_flag: i32,
         messages: Vec<BatchMessage>,
     ) -> Result<Vec<StoredMessage>, ServiceError> {
@@ -460,13 +461,14 @@ impl Broker {
     /// client's fallback when CONSUMER_SEND_MSG_BACK fails) goes to the group's dead-letter
     /// topic once its reconsume times exceed the group's maximum, or at once while the group
     /// holds orderly queue locks.
-    fn retry_or_dead_letter(
+    fn retry_or_dead_letter<'r>(
         &self,
         caller: &Caller,
         req: &SendRequest,
+        topic: &'r str,
         queue_id: i32,
-    ) -> Result<SendTarget, ServiceError> {
-        let plain = SendTarget { topic: req.topic.clone(), queue_id, dead_letter: false, created: false };
+    ) -> Result<SendTarget<'r>, ServiceError> {
+        let plain = SendTarget { topic: Cow::Borrowed(topic), queue_id, dead_letter: false, created: false };
         let Some(group) = req.topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) else { return Ok(plain) };
         let Some(config) = self.groups().find(group, self.config.auto_create_subscription_group) else {
             return Err(ServiceError::GroupNotExist(format!("subscription group not exist, {group}")));
@@ -498,7 +500,7 @@ impl Broker {
             orderly_locks = locked,
             "retry message sent to the dead-letter queue"
         );
-        Ok(SendTarget { topic: dlq, queue_id: 0, dead_letter: true, created })
+        Ok(SendTarget { topic: Cow::Owned(dlq), queue_id: 0, dead_letter: true, created })
     }
 }
 
@@ -537,8 +539,9 @@ struct BuiltMessage {
 
 /// Where a sent message is stored (before a DELAY level moves it to the schedule topic).
 #[derive(Debug)]
-struct SendTarget {
-    topic: String,
+struct SendTarget<'a> {
+    /// The request's topic (borrowed), or the dead-letter topic it is diverted to.
+    topic: Cow<'a, str>,
     queue_id: i32,
     dead_letter: bool,
     /// The dead-letter topic was created by this send.

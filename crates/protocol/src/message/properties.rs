@@ -3,7 +3,10 @@
 //!
 //! Java: `MessageDecoder#messageProperties2String` and `#string2messageProperties`.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+
+use super::keys;
 
 /// Separates a property name from its value. Java: `MessageDecoder.NAME_VALUE_SEPARATOR`.
 pub const NAME_VALUE_SEPARATOR: char = '\u{1}';
@@ -29,7 +32,75 @@ const LINEAR_DEDUP_MAX: usize = 16;
 /// still encoded verbatim, as Java does, and then skipped by the tolerant decoder.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MessageProperties {
-    entries: Vec<(String, String)>,
+    /// Names RocketMQ defines are kept as `&'static str`: decoding a producer's properties
+    /// allocates only for their values.
+    entries: Vec<(Cow<'static, str>, String)>,
+}
+
+/// A property name: the static one when RocketMQ defines it, else owned.
+pub trait PropertyName {
+    /// The name to store.
+    fn into_name(self) -> Cow<'static, str>;
+}
+
+impl PropertyName for &str {
+    fn into_name(self) -> Cow<'static, str> {
+        known_name(self).map_or_else(|| Cow::Owned(self.to_owned()), Cow::Borrowed)
+    }
+}
+
+impl PropertyName for String {
+    fn into_name(self) -> Cow<'static, str> {
+        known_name(&self).map_or(Cow::Owned(self), Cow::Borrowed)
+    }
+}
+
+impl PropertyName for &String {
+    fn into_name(self) -> Cow<'static, str> {
+        self.as_str().into_name()
+    }
+}
+
+/// The static spelling of the names producers and the broker set on nearly every message.
+fn known_name(name: &str) -> Option<&'static str> {
+    const KNOWN: &[&str] = &[
+        keys::KEYS,
+        keys::TAGS,
+        keys::WAIT,
+        keys::DELAY,
+        keys::UNIQ_KEY,
+        keys::CLUSTER,
+        keys::RETRY_TOPIC,
+        keys::REAL_TOPIC,
+        keys::REAL_QID,
+        keys::TRAN_MSG,
+        keys::PGROUP,
+        keys::MIN_OFFSET,
+        keys::MAX_OFFSET,
+        keys::ORIGIN_MESSAGE_ID,
+        keys::RECONSUME_TIME,
+        keys::MAX_RECONSUME_TIMES,
+        keys::CONSUME_START_TIME,
+        keys::CORRELATION_ID,
+        keys::REPLY_TO_CLIENT,
+        keys::MSG_TYPE,
+        keys::MSG_REGION,
+        keys::TRACE_ON,
+        keys::INSTANCE_ID,
+        keys::TRANSACTION_ID,
+        keys::SHARDING_KEY,
+        keys::TIMER_DELIVER_MS,
+        keys::TIMER_DELAY_SEC,
+        keys::TIMER_DELAY_MS,
+        keys::TIMER_OUT_MS,
+        keys::TIMER_ENQUEUE_MS,
+        keys::TIMER_DEQUEUE_MS,
+        keys::TIMER_ROLL_TIMES,
+        keys::DLQ_ORIGIN_TOPIC,
+        keys::DLQ_ORIGIN_MESSAGE_ID,
+        keys::TRACE_CONTEXT,
+    ];
+    KNOWN.iter().find(|k| k.len() == name.len() && **k == name).copied()
 }
 
 impl MessageProperties {
@@ -59,12 +130,16 @@ impl MessageProperties {
     }
 
     /// Sets `name` to `value`, keeping its position if it was already set; returns the old value.
-    pub fn insert(&mut self, name: impl Into<String>, value: impl Into<String>) -> Option<String> {
-        let name = name.into();
+    pub fn insert(&mut self, name: impl PropertyName, value: impl Into<String>) -> Option<String> {
+        let name = name.into_name();
         let value = value.into();
         match self.position(&name) {
             Some(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
             None => {
+                if self.entries.capacity() == 0 {
+                    // Room for a producer's usual few and what the broker adds.
+                    self.entries.reserve(6);
+                }
                 self.entries.push((name, value));
                 None
             }
@@ -78,7 +153,7 @@ impl MessageProperties {
 
     /// The properties as `(name, value)` pairs in insertion order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.entries.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+        self.entries.iter().map(|(k, v)| (k.as_ref(), v.as_str()))
     }
 
     /// Length in bytes of [`encode`](Self::encode)'s output, without building it.
@@ -108,20 +183,23 @@ impl MessageProperties {
     /// the first occurrence.
     pub fn decode(text: &str) -> Self {
         let mut props = MessageProperties::new();
-        let pairs: Vec<(&str, &str)> = iter_properties(text).collect();
-        if pairs.len() <= LINEAR_DEDUP_MAX {
-            for (name, value) in pairs {
+        // Counted first (splitting is cheap): the entries are sized once, with room for what
+        // the broker adds (CLUSTER, UNIQ_KEY).
+        let count = iter_properties(text).count();
+        props.entries.reserve(count + 2);
+        if count <= LINEAR_DEDUP_MAX {
+            for (name, value) in iter_properties(text) {
                 props.insert(name, value);
             }
             return props;
         }
-        let mut index: HashMap<&str, usize> = HashMap::with_capacity(pairs.len());
-        for (name, value) in pairs {
+        let mut index: HashMap<&str, usize> = HashMap::with_capacity(count);
+        for (name, value) in iter_properties(text) {
             match index.get(name) {
                 Some(&i) => props.entries[i].1 = value.to_owned(),
                 None => {
                     index.insert(name, props.entries.len());
-                    props.entries.push((name.to_owned(), value.to_owned()));
+                    props.entries.push((name.into_name(), value.to_owned()));
                 }
             }
         }
@@ -133,7 +211,7 @@ impl MessageProperties {
     }
 }
 
-impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for MessageProperties {
+impl<K: PropertyName, V: Into<String>> FromIterator<(K, V)> for MessageProperties {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
         let mut props = MessageProperties::new();
         props.extend(iter);
@@ -141,7 +219,7 @@ impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for MessagePropertie
     }
 }
 
-impl<K: Into<String>, V: Into<String>> Extend<(K, V)> for MessageProperties {
+impl<K: PropertyName, V: Into<String>> Extend<(K, V)> for MessageProperties {
     fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
         for (k, v) in iter {
             self.insert(k, v);
