@@ -35,6 +35,20 @@ static STRING_SPECIAL: [bool; 256] = {
     table
 };
 
+/// Bytes up to the closing quote of a string whose content starts `rest` (escaped pairs
+/// skipped), or all of `rest` when unterminated.
+fn escaped_len(rest: &[u8]) -> usize {
+    let mut i = 0;
+    while i < rest.len() {
+        match rest[i] {
+            b'"' => return i,
+            b'\\' => i += 2,
+            _ => i += 1,
+        }
+    }
+    rest.len()
+}
+
 /// Decodes a JSON header; the body is left empty.
 pub(crate) fn decode_json(bytes: &[u8]) -> Result<RemotingCommand, FrameError> {
     let text = std::str::from_utf8(bytes)
@@ -163,7 +177,11 @@ impl<'a> Parser<'a> {
             Some(b'\\') => {}
             Some(_) => return Err(self.err("control character in a string")),
         }
-        let mut out = self.b[start..self.pos].to_vec();
+        // Sized once for the rest of the string (its escaped length bounds the unescaped one):
+        // a properties value has an escape per separator, and growing by segment reallocated
+        // several times.
+        let mut out = Vec::with_capacity(escaped_len(&self.b[start..]));
+        out.extend_from_slice(&self.b[start..self.pos]);
         loop {
             match self.b.get(self.pos) {
                 None => return Err(self.err("unterminated string")),
