@@ -553,9 +553,6 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
         Some(c)
     };
     runtime()?.block_on(async move {
-        let ns_listener = tokio::net::TcpListener::bind(&namesrv_addr)
-            .await
-            .with_context(|| format!("cannot listen on {namesrv_addr}"))?;
         let broker_listener = tokio::net::TcpListener::bind(&broker_addr)
             .await
             .with_context(|| format!("cannot listen on {broker_addr}"))?;
@@ -573,6 +570,11 @@ fn standalone(args: StandaloneArgs) -> anyhow::Result<()> {
             ),
             None => None,
         };
+        // Last: a client (or a test) that finds the name server listening finds every other
+        // port of this process listening too.
+        let ns_listener = tokio::net::TcpListener::bind(&namesrv_addr)
+            .await
+            .with_context(|| format!("cannot listen on {namesrv_addr}"))?;
         let (stop_ns_tx, stop_ns_rx) = tokio::sync::watch::channel(false);
         let (stop_broker_tx, stop_broker_rx) = tokio::sync::watch::channel(false);
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {

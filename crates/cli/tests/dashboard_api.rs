@@ -18,9 +18,24 @@ const T: Duration = Duration::from_secs(20);
 const TOPIC: &str = "DashApiTopic";
 const GROUP: &str = "DashApiGroup";
 
+/// A connection to the dashboard, waiting (bounded) for its port: the standalone helper
+/// returns once the name server listens.
+async fn connect(addr: &str) -> tokio::net::TcpStream {
+    let deadline = Instant::now() + T;
+    loop {
+        match tokio::net::TcpStream::connect(addr).await {
+            Ok(stream) => return stream,
+            Err(e) if Instant::now() < deadline && e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("dashboard port {addr}: {e}"),
+        }
+    }
+}
+
 /// One HTTP/1.1 exchange: the status code and the body.
 async fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, Vec<u8>) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("dashboard port");
+    let mut stream = connect(addr).await;
     let mut head =
         format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     for (k, v) in headers {
