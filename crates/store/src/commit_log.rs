@@ -177,12 +177,6 @@ impl CommitLog {
         self.pool.is_some()
     }
 
-    /// Whether appends wait in memory until [`commit`](Self::commit) writes them (the write-call
-    /// path, or the transient pool): readers see nothing of them before.
-    pub(crate) fn stages_appends(&self) -> bool {
-        self.pool.is_some() || self.queue.append_path() == crate::AppendPath::WriteCall
-    }
-
     /// Makes appends waiting for a commit readable: copies transient-pool buffers into the
     /// file mappings (returning the buffers of full segments to the pool), or writes staged
     /// appends ([`AppendPath::WriteCall`](crate::AppendPath::WriteCall)). Returns whether

@@ -51,13 +51,10 @@ impl std::fmt::Debug for FlushService {
 }
 
 impl FlushService {
-    /// `on_readable` is called when a group commit has made staged appends readable (the
-    /// dispatch thread's cue under SYNC_FLUSH).
     pub(crate) fn start(
         config: &StoreConfig,
         commit_log: Arc<CommitLog>,
         checkpoint: Arc<Checkpoint>,
-        on_readable: Box<dyn Fn() + Send>,
     ) -> std::io::Result<Self> {
         let shared = Arc::new(Shared {
             requests: Mutex::new(Vec::new()),
@@ -74,7 +71,7 @@ impl FlushService {
         let thorough = Duration::from_millis(config.flush_commit_log_thorough_interval_ms);
         let thread = std::thread::Builder::new().name("commitlog-flush".into()).spawn(move || {
             if sync {
-                group_commit_loop(&worker, &commit_log, &checkpoint, &*on_readable);
+                group_commit_loop(&worker, &commit_log, &checkpoint);
             } else {
                 periodic_flush_loop(&worker, &commit_log, &checkpoint, interval, least_pages, thorough);
             }
@@ -145,7 +142,7 @@ fn fail_all(shared: &Shared, outcome: FlushOutcome) {
     }
 }
 
-fn group_commit_loop(shared: &Shared, commit_log: &CommitLog, checkpoint: &Checkpoint, on_readable: &dyn Fn()) {
+fn group_commit_loop(shared: &Shared, commit_log: &CommitLog, checkpoint: &Checkpoint) {
     while !shared.stop.load(Ordering::Acquire) {
         if shared.stalled.load(Ordering::Acquire) {
             std::thread::sleep(Duration::from_millis(1));
@@ -169,12 +166,8 @@ fn group_commit_loop(shared: &Shared, commit_log: &CommitLog, checkpoint: &Check
             std::mem::take(&mut *requests)
         };
         // Staged appends (SYNC_FLUSH writes them per group, not per put) reach the file here
-        // unless the dispatch thread got to them first. Dispatch is woken now, not by each
-        // put: it could read nothing before this write, and it runs while this thread waits
-        // for the device instead of beside the request path.
-        if commit_log.commit() || !requests.is_empty() {
-            on_readable();
-        }
+        // unless the dispatch thread got to them first.
+        commit_log.commit();
         if requests.is_empty() && commit_log.queue().dirty_pages() == 0 {
             continue;
         }

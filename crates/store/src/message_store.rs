@@ -539,14 +539,7 @@ impl MessageStore {
             "store recovered"
         );
 
-        let readable = Arc::downgrade(&shared);
-        let on_readable = Box::new(move || {
-            if let Some(shared) = readable.upgrade() {
-                shared.notify_reput();
-            }
-        });
-        let flush =
-            FlushService::start(&config, commit_log.clone(), checkpoint.clone(), on_readable).map_err(io_err(&root))?;
+        let flush = FlushService::start(&config, commit_log.clone(), checkpoint.clone()).map_err(io_err(&root))?;
         let store = MessageStore {
             shared: shared.clone(),
             flush: Mutex::new(flush),
@@ -912,20 +905,15 @@ impl MessageStore {
             Ok(a) => a,
             Err(e) => return PutMessageResult::failed(e.status, e.reason),
         };
+        self.shared.notify_reput();
         let rx = {
             let flush = self.flush.lock().unwrap_or_else(|e| e.into_inner());
-            if !flush.is_sync() || !self.shared.commit_log.stages_appends() {
-                self.shared.notify_reput();
-            }
             if !flush.is_sync() {
                 return PutMessageResult::ok(append);
             }
             if wait {
-                // Staged bytes are readable once the group commit writes them; it wakes the
-                // dispatch thread then (a wake-up here would find nothing to read).
                 flush.request(append.wrote_offset + append.wrote_bytes as i64)
             } else {
-                self.shared.notify_reput();
                 flush.wake();
                 drop(flush);
                 // Acknowledged before its flush, so it must at least reach the page cache now.
