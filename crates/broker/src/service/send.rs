@@ -487,7 +487,7 @@ impl Broker {
         let dlq = dlq_topic(group);
         // Registered only when new: every message bound for an existing dead-letter queue
         // would otherwise send the topic to the name servers again.
-        let created = self.topics().select(&dlq).is_none();
+        let created = !self.topics().contains(&dlq);
         match self.topics().create_topic_in_send_back(&dlq, DLQ_NUMS_PER_GROUP, perm::PERM_WRITE | perm::PERM_READ, 0) {
             Ok(c) if created => self.on_topic_created(&c),
             Ok(_) => {}

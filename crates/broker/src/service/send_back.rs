@@ -98,7 +98,7 @@ impl Broker {
         };
         // Registered only when new: every message sent back would otherwise send the topic to
         // the name servers again.
-        let created = self.topics().select(&topic).is_none();
+        let created = !self.topics().contains(&topic);
         let topic_config = self
             .topics()
             .create_topic_in_send_back(&topic, queue_nums, topic_perm, 0)
