@@ -242,6 +242,15 @@ impl Broker {
         self.register_now.notify_one();
     }
 
+    /// Registers the topic a create-if-absent call returned when that call created it (an
+    /// existing topic is listed already); returns whether it did.
+    pub(crate) fn on_topic_ensured(&self, ensured: &crate::metadata::Ensured) -> bool {
+        if ensured.created {
+            self.on_topic_created(&ensured.config);
+        }
+        ensured.created
+    }
+
     /// The registration loop's pending work.
     pub(crate) fn registration_queue(&self) -> std::sync::MutexGuard<'_, crate::registration_queue::RegistrationQueue> {
         // A set and a flag, valid after any panic.

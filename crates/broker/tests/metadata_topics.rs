@@ -96,23 +96,26 @@ fn auto_created_topic_inherits_from_tbw102() {
     let topics = load(&dir, TopicConfigOptions::default());
     let start = topics.data_version();
 
-    let created = topics.create_topic_in_send_message("NewTopic", "TBW102", "10.0.0.9:5555", 4, 0).unwrap().unwrap();
+    let ensured = topics.create_topic_in_send_message("NewTopic", "TBW102", "10.0.0.9:5555", 4, 0).unwrap().unwrap();
+    assert!(ensured.created);
+    let created = ensured.config;
     assert_eq!((created.read_queue_nums, created.write_queue_nums), (4, 4));
     assert_eq!(created.perm, 6, "inherit bit dropped");
     assert_eq!(created.topic_filter_type, TopicFilterType::SingleTag);
     assert_eq!(topics.data_version().counter, start.counter + 1);
 
     // Queue count is capped by the default topic's write queues (8).
-    let capped = topics.create_topic_in_send_message("Big", "TBW102", "h", 64, 1).unwrap().unwrap();
+    let capped = topics.create_topic_in_send_message("Big", "TBW102", "h", 64, 1).unwrap().unwrap().config;
     assert_eq!((capped.read_queue_nums, capped.write_queue_nums, capped.topic_sys_flag), (8, 8, 1));
     // A negative client value gives 0 queues, as in Java.
-    let empty = topics.create_topic_in_send_message("Neg", "TBW102", "h", -3, 0).unwrap().unwrap();
+    let empty = topics.create_topic_in_send_message("Neg", "TBW102", "h", -3, 0).unwrap().unwrap().config;
     assert_eq!(empty.write_queue_nums, 0);
 
     // An existing topic is returned unchanged and nothing is bumped.
     let version = topics.data_version();
     let again = topics.create_topic_in_send_message("NewTopic", "TBW102", "h", 1, 0).unwrap().unwrap();
-    assert_eq!(again, created);
+    assert!(!again.created, "the second call finds the topic");
+    assert_eq!(again.config, created);
     assert_eq!(topics.data_version(), version);
 
     // Marked dirty; the broker's periodic persist writes it.
@@ -131,7 +134,7 @@ fn auto_create_honours_default_topic_perm() {
     not_inheritable.perm = 6;
     topics.update(not_inheritable).unwrap();
 
-    let created = topics.create_topic_in_send_message("FromRo", "ReadOnlyDefault", "h", 8, 0).unwrap().unwrap();
+    let created = topics.create_topic_in_send_message("FromRo", "ReadOnlyDefault", "h", 8, 0).unwrap().unwrap().config;
     assert_eq!((created.perm, created.write_queue_nums), (4, 4));
     assert_eq!(topics.create_topic_in_send_message("X", "PlainDefault", "h", 8, 0).unwrap(), None);
     assert_eq!(topics.create_topic_in_send_message("X", "NoSuchDefault", "h", 8, 0).unwrap(), None);
@@ -159,11 +162,15 @@ fn retry_and_dlq_topics_are_created_on_send_back() {
     let dir = tempfile::tempdir().unwrap();
     let topics = load(&dir, auto_create_off());
     let retry = topics.create_topic_in_send_back("%RETRY%group", 1, 6, 0).unwrap();
+    assert!(retry.created);
+    let retry = retry.config;
     assert_eq!((retry.read_queue_nums, retry.write_queue_nums, retry.perm), (1, 1, 6));
-    let dlq = topics.create_topic_in_send_back("%DLQ%group", 1, 6, 0).unwrap();
+    let dlq = topics.create_topic_in_send_back("%DLQ%group", 1, 6, 0).unwrap().config;
     assert_eq!(dlq.topic_name, "%DLQ%group");
-    // Existing topics are returned as they are.
-    assert_eq!(topics.create_topic_in_send_back("%RETRY%group", 3, 2, 0).unwrap(), retry);
+    // Existing topics are returned as they are, not created.
+    let again = topics.create_topic_in_send_back("%RETRY%group", 3, 2, 0).unwrap();
+    assert!(!again.created);
+    assert_eq!(again.config, retry);
     assert!(topics.persist_if_dirty().unwrap());
     let reloaded = load(&dir, auto_create_off());
     assert!(reloaded.contains("%RETRY%group") && reloaded.contains("%DLQ%group"));

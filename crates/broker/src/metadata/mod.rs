@@ -15,8 +15,8 @@
 //! `slave_sync` task fetches them.
 //!
 //! Not here: request handling (the processors), registration with name servers (the broker
-//! core, told of new topics through [`TopicConfigManager::set_created_hook`]), the delay
-//! service, and consumer filter and POP metadata.
+//! core, which registers a topic when a create-if-absent call's [`Ensured`] says it created
+//! it), the delay service, and consumer filter and POP metadata.
 
 mod config_file;
 mod config_journal;
@@ -54,7 +54,7 @@ pub use subscription_group_manager::{
     FILTERSRV_CONSUMER_GROUP, ONS_HTTP_PROXY_GROUP, SELF_TEST_CONSUMER_GROUP, TOOLS_CONSUMER_GROUP,
 };
 pub use topic_config_manager::{
-    TopicConfigManager, TopicConfigOptions, TopicCreatedHook, BENCHMARK_TOPIC_QUEUE_NUMS, SCHEDULE_TOPIC_QUEUE_NUMS,
+    Ensured, TopicConfigManager, TopicConfigOptions, BENCHMARK_TOPIC_QUEUE_NUMS, SCHEDULE_TOPIC_QUEUE_NUMS,
 };
 pub use topic_queue_mapping_manager::{MappingUpdateError, TopicQueueMappingManager};
 pub use topic_validator::{

@@ -19,7 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::{OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use tracing::{info, warn};
 
@@ -82,9 +82,16 @@ impl Default for TopicConfigOptions {
     }
 }
 
-/// Called with each topic the broker creates by itself (send to an unknown topic, retry/DLQ
-/// topics), after the table changed; the broker core registers it with the name servers.
-pub type TopicCreatedHook = Box<dyn Fn(&TopicConfig) + Send + Sync>;
+/// A topic's config after a create-if-absent call, and whether that call created it (the
+/// caller then registers the new topic with the name servers; an existing one is listed
+/// already).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ensured {
+    /// The topic's config.
+    pub config: TopicConfig,
+    /// This call created the topic.
+    pub created: bool,
+}
 
 /// The topic table. All methods take `&self`; a `RwLock` inside guards the table and is never
 /// held while a file is written. Changes take the journal's lock first and append to it while
@@ -96,7 +103,6 @@ pub struct TopicConfigManager {
     /// System topics named after this broker (cluster, broker, reply, revive...), in addition to
     /// the fixed set of `topic_validator::is_system_topic`.
     broker_system_topics: HashSet<String>,
-    created_hook: OnceLock<TopicCreatedHook>,
 }
 
 #[derive(Debug)]
@@ -156,19 +162,7 @@ impl TopicConfigManager {
                 change.apply(&mut topics, &mut data_version);
             }
         }
-        Ok(Self {
-            file,
-            state: RwLock::new(TopicTable { topics, data_version }),
-            options,
-            broker_system_topics,
-            created_hook: OnceLock::new(),
-        })
-    }
-
-    /// Installs the hook called for topics the broker creates by itself. Returns false (and
-    /// drops `hook`) if one is installed already.
-    pub fn set_created_hook(&self, hook: TopicCreatedHook) -> bool {
-        self.created_hook.set(hook).is_ok()
+        Ok(Self { file, state: RwLock::new(TopicTable { topics, data_version }), options, broker_system_topics })
     }
 
     /// The config of `topic`. Java: `selectTopicConfig`.
@@ -269,7 +263,7 @@ impl TopicConfigManager {
         remote_addr: &str,
         client_default_queue_nums: i32,
         topic_sys_flag: i32,
-    ) -> Result<Option<TopicConfig>, MetadataError> {
+    ) -> Result<Option<Ensured>, MetadataError> {
         let auto_create = self.options.auto_create_topic_enable;
         self.create_if_absent(topic, |topics| {
             let Some(default) = topics.get(default_topic) else {
@@ -313,15 +307,15 @@ impl TopicConfigManager {
         queue_nums: i32,
         perm: i32,
         topic_sys_flag: i32,
-    ) -> Result<TopicConfig, MetadataError> {
-        let created = self.create_if_absent(topic, |_| {
+    ) -> Result<Ensured, MetadataError> {
+        let ensured = self.create_if_absent(topic, |_| {
             let mut config = TopicConfig::new(topic, queue_nums, queue_nums);
             config.perm = perm;
             config.topic_sys_flag = topic_sys_flag;
             info!(topic, queue_nums, perm, "retry or dead-letter topic created");
             Some(config)
         })?;
-        Ok(created.expect("the builder always returns a config"))
+        Ok(ensured.expect("the builder always returns a config"))
     }
 
     /// Like [`TopicConfigManager::create_topic_in_send_back`], but the topic's `order` flag is
@@ -338,15 +332,15 @@ impl TopicConfigManager {
         perm: i32,
         order: bool,
         topic_sys_flag: i32,
-    ) -> Result<TopicConfig, MetadataError> {
+    ) -> Result<Ensured, MetadataError> {
         if let Some(mut existing) = self.select(topic) {
             if existing.order != order {
                 existing.order = order;
                 self.update(existing.clone())?;
             }
-            return Ok(existing);
+            return Ok(Ensured { config: existing, created: false });
         }
-        let created = self.create_if_absent(topic, |_| {
+        let ensured = self.create_if_absent(topic, |_| {
             let mut config = TopicConfig::new(topic, queue_nums, queue_nums);
             config.perm = perm;
             config.topic_sys_flag = topic_sys_flag;
@@ -354,7 +348,7 @@ impl TopicConfigManager {
             info!(topic, queue_nums, perm, order, "retry topic created");
             Some(config)
         })?;
-        Ok(created.expect("the builder always returns a config"))
+        Ok(ensured.expect("the builder always returns a config"))
     }
 
     /// Sets `order` on every existing topic named in the name server's order-topic table;
@@ -512,15 +506,15 @@ impl TopicConfigManager {
         &self,
         topic: &str,
         build: impl FnOnce(&HashMap<String, TopicConfig>) -> Option<TopicConfig>,
-    ) -> Result<Option<TopicConfig>, MetadataError> {
+    ) -> Result<Option<Ensured>, MetadataError> {
         if let Some(existing) = self.select(topic) {
-            return Ok(Some(existing));
+            return Ok(Some(Ensured { config: existing, created: false }));
         }
         let mut journal = self.file.lock();
         let (created, change) = {
             let mut state = self.write();
             if let Some(existing) = state.topics.get(topic) {
-                return Ok(Some(existing.clone()));
+                return Ok(Some(Ensured { config: existing.clone(), created: false }));
             }
             let Some(config) = build(&state.topics) else {
                 return Ok(None);
@@ -536,10 +530,7 @@ impl TopicConfigManager {
             warn!(topic, error = %e, "created topic not journaled; the periodic persist retries");
         }
         drop(journal);
-        if let Some(hook) = self.created_hook.get() {
-            hook(&created);
-        }
-        Ok(Some(created))
+        Ok(Some(Ensured { config: created, created: true }))
     }
 
     fn read(&self) -> RwLockReadGuard<'_, TopicTable> {
@@ -651,19 +642,20 @@ mod tests {
     }
 
     #[test]
-    fn created_hook_sees_auto_created_topics_only() {
+    fn only_the_call_that_creates_a_topic_says_so() {
         let dir = tempfile::tempdir().unwrap();
         let topics = load(&dir, TopicConfigOptions::default());
-        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink = seen.clone();
-        assert!(
-            topics.set_created_hook(Box::new(move |c: &TopicConfig| sink.lock().unwrap().push(c.topic_name.clone())))
-        );
-        topics.create_topic_in_send_message("A", "TBW102", "1.2.3.4:5", 4, 0).unwrap().unwrap();
-        topics.create_topic_in_send_message("A", "TBW102", "1.2.3.4:5", 4, 0).unwrap().unwrap();
-        topics.create_topic_in_send_back("%RETRY%g", 1, 6, 0).unwrap();
+        let created = |e: Ensured| (e.config.topic_name, e.created);
+        let send = |t| created(topics.create_topic_in_send_message(t, "TBW102", "1.2.3.4:5", 4, 0).unwrap().unwrap());
+        assert_eq!(send("A"), ("A".to_owned(), true));
+        assert_eq!(send("A"), ("A".to_owned(), false));
+        let back = |t| created(topics.create_topic_in_send_back(t, 1, 6, 0).unwrap());
+        assert_eq!(back("%RETRY%g"), ("%RETRY%g".to_owned(), true));
+        assert_eq!(back("%RETRY%g"), ("%RETRY%g".to_owned(), false));
         topics.update(TopicConfig::new("B", 1, 1)).unwrap();
-        assert_eq!(*seen.lock().unwrap(), ["A", "%RETRY%g"]);
+        assert_eq!(back("B"), ("B".to_owned(), false), "a topic made by an update exists");
+        let ordered = topics.create_topic_in_send_back_with_order("%RETRY%h", 1, 6, true, 0).unwrap();
+        assert!(ordered.created && ordered.config.order);
     }
 
     #[test]
@@ -673,11 +665,12 @@ mod tests {
         let version = topics.data_version();
         topics.create_topic_in_send_back("%RETRY%g", 1, 6, 0).unwrap();
         assert!(!topics.is_order_topic("%RETRY%g"));
-        let config = topics.create_topic_in_send_back_with_order("%RETRY%g", 1, 6, true, 0).unwrap();
-        assert!(config.order && topics.is_order_topic("%RETRY%g"));
+        let ensured = topics.create_topic_in_send_back_with_order("%RETRY%g", 1, 6, true, 0).unwrap();
+        assert!(!ensured.created, "an existing topic is updated, not created");
+        assert!(ensured.config.order && topics.is_order_topic("%RETRY%g"));
         assert_eq!(topics.data_version().counter, version.counter + 2);
         // The 4-argument form leaves the flag alone.
-        assert!(topics.create_topic_in_send_back("%RETRY%g", 1, 6, 0).unwrap().order);
+        assert!(topics.create_topic_in_send_back("%RETRY%g", 1, 6, 0).unwrap().config.order);
     }
 
     #[test]

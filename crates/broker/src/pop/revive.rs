@@ -404,18 +404,15 @@ async fn put_retries(
     } else {
         pop::pop_retry_topic(original, group, broker.config.enable_retry_topic_v2)
     };
-    if broker.topics().select(&retry).is_none() {
-        match broker.topics().create_topic_in_send_back(&retry, 1, 6, 0) {
-            Ok(config) => {
-                broker.on_topic_created(&config);
-                if broker.offsets().query_offset(group, &retry, 0).is_none() {
-                    broker.offsets().commit_offset("initPopRetryOffset", group, &retry, 0, 0);
-                }
+    match broker.topics().create_topic_in_send_back(&retry, 1, 6, 0) {
+        Ok(ensured) => {
+            if broker.on_topic_ensured(&ensured) && broker.offsets().query_offset(group, &retry, 0).is_none() {
+                broker.offsets().commit_offset("initPopRetryOffset", group, &retry, 0, 0);
             }
-            Err(e) => {
-                warn!(topic = %retry, error = %e, "pop retry topic not created; revive retried");
-                return false;
-            }
+        }
+        Err(e) => {
+            warn!(topic = %retry, error = %e, "pop retry topic not created; revive retried");
+            return false;
         }
     }
     let copies = batch
@@ -440,7 +437,9 @@ async fn put_retries(
 async fn put_dead_letters(broker: &Broker, batch: &[(usize, StoredMessage)], original: &str, group: &str) -> bool {
     let dlq = dlq_topic(group);
     match broker.topics().create_topic_in_send_back(&dlq, crate::service::send_back::DLQ_NUMS_PER_GROUP, 6, 0) {
-        Ok(config) => broker.on_topic_created(&config),
+        Ok(ensured) => {
+            broker.on_topic_ensured(&ensured);
+        }
         Err(e) => {
             warn!(topic = %dlq, error = %e, "dead-letter topic not created; revive retried");
             return false;

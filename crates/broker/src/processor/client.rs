@@ -46,7 +46,6 @@ impl Broker {
             // without subscriptions leaves it as it is.
             let retry = retry_topic(&consumer.group_name);
             let sys_flag = if consumer.unit_mode { TOPIC_SYS_FLAG_UNIT_SUB } else { 0 };
-            let existed = self.topics().select(&retry).is_some();
             let perm = perm::PERM_WRITE | perm::PERM_READ;
             let created = if hb.without_sub {
                 self.topics().create_topic_in_send_back(&retry, group.retry_queue_nums, perm, sys_flag)
@@ -62,8 +61,9 @@ impl Broker {
                 )
             };
             match created {
-                Ok(created) if !existed => self.on_topic_created(&created),
-                Ok(_) => {}
+                Ok(ensured) => {
+                    self.on_topic_ensured(&ensured);
+                }
                 Err(e) => return failure(req, response_code::SYSTEM_ERROR, format!("cannot create {retry}: {e}")),
             }
             for sub in &consumer.subscription_data_set {

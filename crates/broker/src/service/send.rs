@@ -328,19 +328,21 @@ impl Broker {
         let mut created = false;
         if config.is_none() {
             let remote = caller.remote_addr.to_string();
+            let mut ensured = None;
             if let Some(auto) = auto_create {
                 debug!(topic, remote_addr = %remote, "the topic does not exist; creating it from the default topic");
-                config = self
+                ensured = self
                     .topics()
                     .create_topic_in_send_message(topic, &auto.default_topic, &remote, auto.queue_nums, 0)
                     .map_err(|e| ServiceError::System(format!("topic creation failed: {e}")))?;
             }
-            if config.is_none() && topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
-                config = self.topics().create_topic_in_send_back(topic, 1, perm::PERM_WRITE | perm::PERM_READ, 0).ok();
+            if ensured.is_none() && topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
+                ensured = self.topics().create_topic_in_send_back(topic, 1, perm::PERM_WRITE | perm::PERM_READ, 0).ok();
             }
-            if let Some(new) = &config {
-                self.on_topic_created(new);
-                created = true;
+            if let Some(ensured) = ensured {
+                // A concurrent send may have created it first: that one registers it.
+                created = self.on_topic_ensured(&ensured);
+                config = Some(ensured.config);
             }
         }
         let Some(config) = config else {
@@ -487,12 +489,15 @@ impl Broker {
         let dlq = dlq_topic(group);
         // Registered only when new: every message bound for an existing dead-letter queue
         // would otherwise send the topic to the name servers again.
-        let created = !self.topics().contains(&dlq);
-        match self.topics().create_topic_in_send_back(&dlq, DLQ_NUMS_PER_GROUP, perm::PERM_WRITE | perm::PERM_READ, 0) {
-            Ok(c) if created => self.on_topic_created(&c),
-            Ok(_) => {}
+        let created = match self.topics().create_topic_in_send_back(
+            &dlq,
+            DLQ_NUMS_PER_GROUP,
+            perm::PERM_WRITE | perm::PERM_READ,
+            0,
+        ) {
+            Ok(ensured) => self.on_topic_ensured(&ensured),
             Err(e) => return Err(ServiceError::System(format!("topic[{dlq}] not exist: {e}"))),
-        }
+        };
         info!(
             group,
             reconsume_times = reconsume,

@@ -98,14 +98,12 @@ impl Broker {
         };
         // Registered only when new: every message sent back would otherwise send the topic to
         // the name servers again.
-        let created = !self.topics().contains(&topic);
-        let topic_config = self
+        let ensured = self
             .topics()
             .create_topic_in_send_back(&topic, queue_nums, topic_perm, 0)
             .map_err(|e| ServiceError::System(format!("topic[{topic}] not exist: {e}")))?;
-        if created {
-            self.on_topic_created(&topic_config);
-        }
+        let created = self.on_topic_ensured(&ensured);
+        let topic_config = ensured.config;
         if !to_dlq && !perm::is_writeable(topic_config.perm) {
             return Err(ServiceError::Forbidden(format!("the topic[{topic}] sending message is forbidden")));
         }

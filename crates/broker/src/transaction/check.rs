@@ -278,7 +278,9 @@ impl Broker {
     async fn discard(&self, half: &StoredMessage) {
         let topic = RMQ_SYS_TRANS_CHECK_MAX_TIME_TOPIC;
         match self.topics().create_topic_in_send_back(topic, 1, perm::PERM_WRITE | perm::PERM_READ, 0) {
-            Ok(c) => self.on_topic_created(&c),
+            Ok(ensured) => {
+                self.on_topic_ensured(&ensured);
+            }
             Err(e) => warn!(error = %e, "TRANS_CHECK_MAX_TIME_TOPIC not created"),
         }
         let mut props = MessageProperties::decode(&half.properties);
