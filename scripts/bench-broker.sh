@@ -11,6 +11,7 @@
 # Usage: scripts/bench-broker.sh [seconds per run] [rounds]
 #   BASELINE_BIN=/path/to/older/ferromq  runs that build too, interleaved case by case, and
 #                                        prints new/baseline ratios (A/B in the same run)
+#   NEW_BIN=/path/to/ferromq             measures that build instead of building this tree's
 #   CASES="ASYNC_FLUSH:64:1024 SYNC_FLUSH:1:1024"  a subset (flush:in-flight:body bytes)
 #   STORE_BASELINE=1                     adds the store-level group-commit baseline (no network)
 #   WARM=1                               zero-filled segments (warmMapedFileEnable=true)
@@ -20,7 +21,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 secs="${1:-5}"
 rounds="${2:-3}"
-cargo build --release -j2 -p ferromq-cli >&2
+if [ -z "${NEW_BIN:-}" ]; then
+    cargo build --release -j2 -p ferromq-cli >&2
+fi
 cargo build --release -j2 -p ferromq-broker --example send_load >&2
 if [ "${STORE_BASELINE:-0}" = 1 ]; then
     cargo build --release -j2 -p ferromq-store --example store_load >&2
@@ -30,7 +33,7 @@ import json, os, statistics, subprocess, sys, tempfile, time
 
 secs, rounds = int(sys.argv[1]), int(sys.argv[2])
 tck = os.sysconf("SC_CLK_TCK")
-bins = [("new", "./target/release/ferromq")]
+bins = [("new", os.path.realpath(os.environ.get("NEW_BIN") or "./target/release/ferromq"))]
 if os.environ.get("BASELINE_BIN"):
     bins.insert(0, ("baseline", os.path.realpath(os.environ["BASELINE_BIN"])))
 default = [f"{f}:{n}:{b}" for f in ("ASYNC_FLUSH", "SYNC_FLUSH") for n in (64, 256) for b in (128, 1024)]

@@ -45,6 +45,51 @@ pub struct RpcMetrics {
     names: std::sync::Arc<CodeNames>,
     /// Label sets made so far (bounded by [`LABEL_SETS_MAX`]).
     sets: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// The series found so far, by the codes that name them: a request finds its histogram
+    /// without building and hashing its label strings (bounded as the family is).
+    series: std::sync::Arc<std::sync::RwLock<SeriesByCodes>>,
+}
+
+/// Request code, response code (`None`: a oneway request), long polling, result.
+type SeriesKey = (i32, Option<i32>, bool, u8);
+
+type SeriesByCodes = std::collections::HashMap<SeriesKey, Histogram, std::hash::BuildHasherDefault<KeyHasher>>;
+
+/// A multiplicative hash for a handful of small integers (the std hasher resists collision
+/// attacks this bounded, integer-keyed map does not need to).
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_i32(&mut self, n: i32) {
+        self.write_u64(u64::from(n as u32));
+    }
+
+    fn write_isize(&mut self, n: isize) {
+        self.write_u64(n as u64);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -80,7 +125,12 @@ impl RpcMetrics {
             Unit::Other("milliseconds".to_owned()),
             latency.clone(),
         );
-        RpcMetrics { latency, names: std::sync::Arc::new(CodeNames::build()), sets: Default::default() }
+        RpcMetrics {
+            latency,
+            names: std::sync::Arc::new(CodeNames::build()),
+            sets: Default::default(),
+            series: Default::default(),
+        }
     }
 
     fn labels(&self, rpc: &Rpc, folded: bool) -> RpcLabels {
@@ -110,14 +160,27 @@ impl RpcMetrics {
 impl RpcObserver for RpcMetrics {
     fn observe(&self, rpc: &Rpc) {
         let ms = rpc.elapsed.as_secs_f64() * 1000.0;
-        let labels = self.labels(rpc, false);
-        if let Some(h) = self.latency.get(&labels) {
+        let key: SeriesKey = (rpc.request_code, rpc.response_code, rpc.long_polling, rpc.result as u8);
+        if let Some(h) = self.series.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
             h.observe(ms);
             return;
         }
-        let made = self.sets.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let labels = if made >= LABEL_SETS_MAX { self.labels(rpc, true) } else { labels };
-        self.latency.get_or_create(&labels).observe(ms);
+        let labels = self.labels(rpc, false);
+        let histogram = match self.latency.get(&labels) {
+            Some(h) => h.clone(),
+            None => {
+                let made = self.sets.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let labels = if made >= LABEL_SETS_MAX { self.labels(rpc, true) } else { labels };
+                self.latency.get_or_create(&labels).clone()
+            }
+        };
+        histogram.observe(ms);
+        // Keys past the family's bound map to its folded series; the cache stops growing at
+        // twice that bound, so a client sending made-up codes cannot grow it either.
+        let mut series = self.series.write().unwrap_or_else(|e| e.into_inner());
+        if series.len() < 2 * LABEL_SETS_MAX {
+            series.insert(key, histogram);
+        }
     }
 }
 

@@ -127,8 +127,33 @@ pub fn encode_frame_head(
     serialize_type: SerializeType,
     out: &mut BytesMut,
 ) -> Result<(), FrameError> {
-    let mut header = Vec::with_capacity(256);
-    header_codec::encode_header(cmd, serialize_type, &mut header)?;
+    // The header is built in a buffer kept by the thread (every answer needs one; its length
+    // goes before it), which keeps its capacity unless a huge header grew it.
+    thread_local! {
+        static HEADER: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(Vec::with_capacity(HEADER_SCRATCH_BYTES));
+    }
+    HEADER.with(|scratch| {
+        let mut scratch = scratch.borrow_mut();
+        let header = &mut *scratch;
+        header.clear();
+        let encoded = encode_head_with(cmd, serialize_type, header, out);
+        if header.capacity() > 4 * HEADER_SCRATCH_BYTES {
+            *header = Vec::with_capacity(HEADER_SCRATCH_BYTES);
+        }
+        encoded
+    })
+}
+
+/// What a thread keeps for encoding headers.
+const HEADER_SCRATCH_BYTES: usize = 1024;
+
+fn encode_head_with(
+    cmd: &RemotingCommand,
+    serialize_type: SerializeType,
+    header: &mut Vec<u8>,
+    out: &mut BytesMut,
+) -> Result<(), FrameError> {
+    header_codec::encode_header(cmd, serialize_type, header)?;
     if header.len() > MAX_HEADER_BYTES {
         return Err(FrameError::HeaderTooLarge(header.len()));
     }
@@ -140,7 +165,7 @@ pub fn encode_frame_head(
     out.reserve(4 + length - (body_len - cmd.body.len()));
     out.put_i32(length as i32);
     out.put_u32(((serialize_type.code() as u32) << 24) | header.len() as u32);
-    out.put_slice(&header);
+    out.put_slice(header);
     out.put_slice(&cmd.body);
     Ok(())
 }

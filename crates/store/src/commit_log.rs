@@ -352,8 +352,10 @@ impl CommitLog {
     ) -> Result<AppendResult, AppendError> {
         let total = buf.len();
         let mut state = self.writer();
-        self.begin_time_in_lock.store(now_ms(), Ordering::Relaxed);
-        let result = self.write_under_lock(&mut state, buf, sizes, first, total);
+        // The lock's time is the records' store time, as Java's `beginLockTimestamp`.
+        let locked_at = now_ms();
+        self.begin_time_in_lock.store(locked_at, Ordering::Relaxed);
+        let result = self.write_under_lock(&mut state, buf, sizes, first, total, locked_at);
         self.begin_time_in_lock.store(0, Ordering::Relaxed);
         drop(state);
         let (append, file) = result?;
@@ -378,6 +380,7 @@ impl CommitLog {
         sizes: &smallvec_lite::Sizes,
         first: &StoredMessage,
         total: usize,
+        store_timestamp: i64,
     ) -> Result<(AppendResult, Arc<crate::MappedFile>), AppendError> {
         if self.closed.load(Ordering::Acquire) {
             return Err(AppendError::new(PutMessageStatus::ServiceNotAvailable, "message store is shut down"));
@@ -394,7 +397,6 @@ impl CommitLog {
         // Blocks first: a put the disk has no room for is refused here, before any byte is
         // written, so it needs no poisoning and later puts succeed once space is back.
         reserve_for(&file, total)?;
-        let store_timestamp = now_ms();
         let wrote_offset = file.file_from_offset() + file.wrote_position() as i64;
         let takes_offset = takes_queue_offset(first.sys_flag);
         let next_queue_offset = takes_offset.then(|| state.next_offset_slot(&first.topic, first.queue_id));
@@ -678,8 +680,9 @@ impl CommitLog {
         }
         let mut sizes = smallvec_lite::Sizes::default();
         sizes.push(total);
-        self.begin_time_in_lock.store(now_ms(), Ordering::Relaxed);
-        let result = self.write_under_lock(state, &mut buf, &sizes, &owned, total);
+        let locked_at = now_ms();
+        self.begin_time_in_lock.store(locked_at, Ordering::Relaxed);
+        let result = self.write_under_lock(state, &mut buf, &sizes, &owned, total, locked_at);
         self.begin_time_in_lock.store(0, Ordering::Relaxed);
         let (append, file) = result?;
         for (name, offset) in names.iter().zip(&offsets) {

@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use ferromq_protocol::message::{keys, StoredMessage};
+use ferromq_protocol::message::{find_properties, keys, StoredMessage};
 use tracing::{debug, error, info, warn};
 
 use crate::checkpoint::Checkpoint;
@@ -344,6 +344,15 @@ fn total_memory_bytes() -> i64 {
             Some(kib * 1024)
         })
         .unwrap_or(8 << 30)
+}
+
+/// What a message asks of the light queues (see [`MessageStore::light_ask`]).
+enum LightAsk<'m> {
+    Nothing,
+    /// Dispatch to these light queues (`INNER_MULTI_DISPATCH`), or the reason it cannot be.
+    Dispatch(Result<Vec<&'m str>, String>),
+    /// It carries offsets of its own (`INNER_MULTI_QUEUE_OFFSET`), which are the store's to set.
+    OwnOffsets,
 }
 
 impl MessageStore {
@@ -715,24 +724,26 @@ impl MessageStore {
     /// Appends one message and, under SYNC_FLUSH unless its WAIT property is "false", waits
     /// until it is on disk.
     pub async fn put_message(&self, msg: StoredMessage) -> PutMessageResult {
-        let wait = msg.property(keys::WAIT) != Some("false");
-        self.put_message_waiting(msg, wait).await
+        self.put_message_waiting(msg, None).await
     }
 
     /// Appends one message the broker itself moves (a delayed or timer message reaching its
     /// real topic): it never waits for the flush, whatever its WAIT property says, which is
     /// stored as the producer sent it (Java sets WAIT=false on its in-memory copy only).
     pub async fn put_message_without_flush_wait(&self, msg: StoredMessage) -> PutMessageResult {
-        self.put_message_waiting(msg, false).await
+        self.put_message_waiting(msg, Some(false)).await
     }
 
-    async fn put_message_waiting(&self, msg: StoredMessage, wait: bool) -> PutMessageResult {
+    /// `wait`: whether a SYNC_FLUSH put waits for its flush; `None` for what the message's
+    /// WAIT property says (read only under SYNC_FLUSH).
+    async fn put_message_waiting(&self, msg: StoredMessage, wait: Option<bool>) -> PutMessageResult {
         if let Some(refused) = self.refuse_when_full() {
             return refused;
         }
         let began = std::time::Instant::now();
-        let result = match self.light_targets(&msg) {
-            None if self.shared.config.light_queues() && msg.property(keys::INNER_MULTI_QUEUE_OFFSET).is_some() => {
+        let result = match self.light_ask(&msg) {
+            LightAsk::Nothing => self.shared.commit_log.append(&msg),
+            LightAsk::OwnOffsets => {
                 // Offsets are the broker's to assign: a producer's own would be dispatched.
                 let mut owned = msg.clone();
                 let mut props = owned.properties_map();
@@ -740,17 +751,17 @@ impl MessageStore {
                 owned.set_properties(&props);
                 self.shared.commit_log.append(&owned)
             }
-            None => self.shared.commit_log.append(&msg),
-            Some(Err(reason)) => {
+            LightAsk::Dispatch(Err(reason)) => {
                 Err(crate::commit_log::AppendError { status: PutMessageStatus::MessageIllegal, reason })
             }
-            Some(Ok(names)) => {
+            LightAsk::Dispatch(Ok(names)) => {
                 let queues = &self.shared.consume_queues;
                 let max = usize::try_from(self.shared.config.max_lmq_consume_queue_num).unwrap_or(usize::MAX);
                 self.shared.commit_log.append_light(&msg, &names, max, &|name| queues.light_queue_end(name))
             }
         };
-        let result = self.after_append(result, wait).await;
+        let result =
+            self.after_append(result, || wait.unwrap_or_else(|| msg.property(keys::WAIT) != Some("false"))).await;
         self.shared.stats.record_put(&result, began.elapsed());
         result
     }
@@ -761,7 +772,6 @@ impl MessageStore {
             return refused;
         }
         let began = std::time::Instant::now();
-        let wait = msgs.first().is_none_or(|m| m.property(keys::WAIT) != Some("false"));
         let result = if msgs.iter().any(|m| self.light_targets(m).is_some()) {
             // Java stores such a batch without dispatching it to the light queues.
             Err(crate::commit_log::AppendError {
@@ -773,9 +783,36 @@ impl MessageStore {
         } else {
             self.shared.commit_log.append_batch(&msgs)
         };
+        let wait = || msgs.first().is_none_or(|m| m.property(keys::WAIT) != Some("false"));
         let result = self.after_append(result, wait).await;
         self.shared.stats.record_put(&result, began.elapsed());
         result
+    }
+
+    /// What `msg` asks of the light queues, its properties read once: most messages ask
+    /// nothing, and each lookup is a scan of the properties string.
+    fn light_ask<'m>(&self, msg: &'m StoredMessage) -> LightAsk<'m> {
+        if !self.shared.config.light_queues() {
+            return LightAsk::Nothing;
+        }
+        if crate::lmq::is_lmq(&msg.topic) {
+            return LightAsk::Dispatch(self.light_queue_refusal(msg));
+        }
+        let [dispatch, own_offsets] =
+            find_properties(&msg.properties, [keys::INNER_MULTI_DISPATCH, keys::INNER_MULTI_QUEUE_OFFSET]);
+        match dispatch.filter(|v| !v.trim().is_empty()) {
+            Some(names) if crate::lmq::topic_allows_lmq(&msg.topic) => {
+                LightAsk::Dispatch(crate::lmq::parse_targets(names))
+            }
+            _ if own_offsets.is_some() => LightAsk::OwnOffsets,
+            _ => LightAsk::Nothing,
+        }
+    }
+
+    /// A message sent to a light queue itself: its offsets come from the light queue table; a
+    /// record stored under the light queue's name would take one from the topic table as well.
+    fn light_queue_refusal<T>(&self, msg: &StoredMessage) -> Result<T, String> {
+        Err(format!("{} is a light queue: send to a topic with INNER_MULTI_DISPATCH={} instead", msg.topic, msg.topic))
     }
 
     /// With light queues enabled, the light queues `msg` asks to be dispatched to (its
@@ -786,12 +823,7 @@ impl MessageStore {
             return None;
         }
         if crate::lmq::is_lmq(&msg.topic) {
-            // Its offsets come from the light queue table; a record stored under the light
-            // queue's name would take one from the topic table as well.
-            return Some(Err(format!(
-                "{} is a light queue: send to a topic with INNER_MULTI_DISPATCH={} instead",
-                msg.topic, msg.topic
-            )));
+            return Some(self.light_queue_refusal(msg));
         }
         if !crate::lmq::topic_allows_lmq(&msg.topic) {
             return None;
@@ -899,7 +931,7 @@ impl MessageStore {
     async fn after_append(
         &self,
         result: Result<crate::AppendResult, crate::commit_log::AppendError>,
-        wait: bool,
+        wait: impl FnOnce() -> bool,
     ) -> PutMessageResult {
         let append = match result {
             Ok(a) => a,
@@ -911,7 +943,7 @@ impl MessageStore {
             if !flush.is_sync() {
                 return PutMessageResult::ok(append);
             }
-            if wait {
+            if wait() {
                 flush.request(append.wrote_offset + append.wrote_bytes as i64)
             } else {
                 flush.wake();

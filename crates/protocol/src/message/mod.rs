@@ -36,8 +36,8 @@ pub use message_id::{
     create_offset_msg_id, decode_offset_msg_id, push_offset_msg_id, OFFSET_MSG_ID_LEN_V4, OFFSET_MSG_ID_LEN_V6,
 };
 pub use properties::{
-    find_property, iter_properties, MessageProperties, PropertiesIter, MAX_PROPERTIES_LEN, NAME_VALUE_SEPARATOR,
-    PROPERTY_SEPARATOR,
+    find_properties, find_property, iter_properties, MessageProperties, PropertiesIter, MAX_PROPERTIES_LEN,
+    NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR,
 };
 pub use record::{RecordIter, StoredMessage};
 pub use record_view::{peek_record_size, RecordOrBlank, RecordView};

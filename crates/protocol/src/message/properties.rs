@@ -185,7 +185,10 @@ impl MessageProperties {
         let mut props = MessageProperties::new();
         // Counted first (splitting is cheap): the entries are sized once, with room for what
         // the broker adds (CLUSTER, UNIQ_KEY).
-        let count = iter_properties(text).count();
+        // The segments, by a byte count that vectorizes: an upper bound of the entries, exact
+        // for a well-formed string.
+        let count = text.bytes().filter(|&b| b == PROPERTY_SEPARATOR as u8).count()
+            + usize::from(!text.is_empty() && !text.ends_with(PROPERTY_SEPARATOR));
         props.entries.reserve(count + 2);
         if count <= LINEAR_DEDUP_MAX {
             for (name, value) in iter_properties(text) {
@@ -235,27 +238,54 @@ impl<K: PropertyName, V: Into<String>> Extend<(K, V)> for MessageProperties {
 /// value. Java additionally skips segments shorter than 3 characters, which that rule already
 /// implies. Later 0x01 bytes belong to the value.
 pub fn iter_properties(text: &str) -> PropertiesIter<'_> {
-    PropertiesIter { segments: text.split(PROPERTY_SEPARATOR) }
+    PropertiesIter { rest: text }
 }
 
 /// The value of `name` in a wire string, without allocating. When the name repeats, the last
 /// value wins, matching [`MessageProperties::decode`] and Java.
 pub fn find_property<'a>(text: &'a str, name: &str) -> Option<&'a str> {
-    iter_properties(text).filter(|(k, _)| *k == name).last().map(|(_, v)| v)
+    let [value] = find_properties(text, [name]);
+    value
+}
+
+/// The values of several `names` in a wire string, in one pass and without allocating; as
+/// [`find_property`] for each.
+pub fn find_properties<'a, const N: usize>(text: &'a str, names: [&str; N]) -> [Option<&'a str>; N] {
+    let mut found = [None; N];
+    for (k, v) in iter_properties(text) {
+        if let Some(i) = names.iter().position(|n| *n == k) {
+            found[i] = Some(v);
+        }
+    }
+    found
 }
 
 /// Iterator returned by [`iter_properties`].
 #[derive(Debug, Clone)]
 pub struct PropertiesIter<'a> {
-    segments: std::str::Split<'a, char>,
+    /// What is left to split.
+    rest: &'a str,
 }
 
 impl<'a> Iterator for PropertiesIter<'a> {
     type Item = (&'a str, &'a str);
 
     fn next(&mut self) -> Option<Self::Item> {
-        for segment in self.segments.by_ref() {
-            if let Some((name, value)) = segment.split_once(NAME_VALUE_SEPARATOR) {
+        // Both separators are ASCII, so every index found is a character boundary. Split by
+        // byte: a `char` pattern searches with memchr and then compares the encoded char,
+        // which for these short strings costs more than the plain scan.
+        while !self.rest.is_empty() {
+            let bytes = self.rest.as_bytes();
+            let segment = match bytes.iter().position(|&b| b == PROPERTY_SEPARATOR as u8) {
+                Some(end) => {
+                    let segment = &self.rest[..end];
+                    self.rest = &self.rest[end + 1..];
+                    segment
+                }
+                None => std::mem::take(&mut self.rest),
+            };
+            if let Some(split) = segment.bytes().position(|b| b == NAME_VALUE_SEPARATOR as u8) {
+                let (name, value) = (&segment[..split], &segment[split + 1..]);
                 if !name.is_empty() && !value.is_empty() {
                     return Some((name, value));
                 }
@@ -301,5 +331,20 @@ mod tests {
         assert_eq!(p.get("k6"), Some("97"));
         assert_eq!(find_property(&text, "k6"), Some("97"));
         assert_eq!(find_property(&text, "k7"), None);
+    }
+
+    #[test]
+    fn splitting_keeps_later_separators_in_the_value_and_skips_empty_parts() {
+        let text = "a\u{1}x\u{1}y\u{2}\u{2}\u{1}v\u{2}n\u{1}\u{2}é\u{1}ü\u{2}b\u{1}2";
+        assert_eq!(iter_properties(text).collect::<Vec<_>>(), vec![("a", "x\u{1}y"), ("é", "ü"), ("b", "2")]);
+        assert_eq!(iter_properties("\u{2}\u{2}").next(), None);
+        assert_eq!(MessageProperties::decode(text).len(), 3);
+    }
+
+    #[test]
+    fn several_names_are_found_in_one_pass_the_last_value_winning() {
+        let text = "A\u{1}1\u{2}B\u{1}2\u{2}A\u{1}3\u{2}";
+        assert_eq!(find_properties(text, ["A", "C", "B"]), [Some("3"), None, Some("2")]);
+        assert_eq!(find_properties("", ["A"]), [None]);
     }
 }
