@@ -17,7 +17,6 @@ use tracing::{debug, error, info, warn};
 
 use crate::broker::{now_ms, Broker};
 use crate::metadata::RMQ_SYS_TRANS_HALF_TOPIC;
-use crate::stats::clock_ms;
 
 /// Pause when a level's queue has nothing more (Java: `DELAY_FOR_A_WHILE`).
 const IDLE_PAUSE: Duration = Duration::from_millis(100);
@@ -159,7 +158,7 @@ async fn deliver(broker: &Broker, level: i32, unit: &CqUnit) -> Delivery {
     match result.status {
         PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout => {
             if let Some(append) = &result.append {
-                broker.stats.topic_put_nums.add(&topic, append.msg_num as u64, clock_ms());
+                broker.stats.topic_put_nums.count(&topic, append.msg_num as u64);
             }
             debug!(level, topic = %topic, queue_offset = unit.queue_offset, "delayed message delivered");
             Delivery::Done

@@ -156,6 +156,16 @@ pub(crate) struct StatsItemSet {
 }
 
 impl StatsItemSet {
+    /// Adds `n` to the counter of `key`, creating it now: the clock is read only then.
+    pub(crate) fn count(&self, key: &str, n: u64) {
+        if let Some(item) = self.items.read().unwrap_or_else(|e| e.into_inner()).get(key) {
+            item.value.fetch_add(n, Ordering::Relaxed);
+            item.times.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        self.add(key, n, clock_ms());
+    }
+
     /// Adds `n` to the counter of `key`, creating it at `now_ms`.
     pub(crate) fn add(&self, key: &str, n: u64, now_ms: u64) {
         if let Some(item) = self.items.read().unwrap_or_else(|e| e.into_inner()).get(key) {

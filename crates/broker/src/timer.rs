@@ -19,7 +19,6 @@ use tracing::info;
 use crate::broker::{now_ms, Broker};
 use crate::processor::{failure, success};
 use crate::schedule;
-use crate::stats::clock_ms;
 
 /// The wheel's settings from the store's `broker.conf` keys.
 pub(crate) fn timer_config(store: &StoreConfig) -> TimerConfig {
@@ -143,7 +142,7 @@ impl Broker {
         match result.status {
             PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout => {
                 if let Some(append) = &result.append {
-                    self.stats.topic_put_nums.add(&topic, append.msg_num as u64, clock_ms());
+                    self.stats.topic_put_nums.count(&topic, append.msg_num as u64);
                 }
                 info!(topic = %h.topic, msg_id = %handle.message_id, remote_addr = %conn.remote_addr(), "timer message recalled");
                 RemotingCommand::response_to(&req, response_code::SUCCESS, None)

@@ -107,13 +107,40 @@ impl ExtFields {
     /// Sets `key` to the text `write` appends to the buffer it is given (a number is then
     /// printed in place, not into a string of its own); returns the value it replaces.
     pub fn insert_with(&mut self, key: ExtKey, write: impl FnOnce(&mut String)) -> Option<String> {
+        match self.try_insert_with(key, |text| {
+            write(text);
+            Ok::<(), std::convert::Infallible>(())
+        }) {
+            Ok(replaced) => replaced,
+            Err(never) => match never {},
+        }
+    }
+
+    /// As [`insert_with`](Self::insert_with), for a `write` that may fail (a decoder writing
+    /// a value as it reads it): on failure nothing is set and the map is as it was.
+    ///
+    /// # Errors
+    /// What `write` returned.
+    pub fn try_insert_with<E>(
+        &mut self,
+        key: ExtKey,
+        write: impl FnOnce(&mut String) -> Result<(), E>,
+    ) -> Result<Option<String>, E> {
         if self.entries.capacity() == 0 {
             // Room for a typical header at the first field, instead of growing field by field.
             self.entries.reserve(12);
             self.text.reserve(192);
         }
         let start = self.text.len();
-        write(&mut self.text);
+        if let Err(e) = write(&mut self.text) {
+            self.text.truncate(start);
+            return Err(e);
+        }
+        Ok(self.index_value(key, start))
+    }
+
+    /// Points `key` at the value just appended to the text from `start` on.
+    fn index_value(&mut self, key: ExtKey, start: usize) -> Option<String> {
         // Headers live in frames of at most 16 MiB, far below u32::MAX.
         let range = (start as u32, self.text.len() as u32);
         // Headers are usually built and sent in key order: append without a search.

@@ -177,49 +177,66 @@ impl<'a> Parser<'a> {
             Some(b'\\') => {}
             Some(_) => return Err(self.err("control character in a string")),
         }
-        // Sized once for the rest of the string (its escaped length bounds the unescaped one):
-        // a properties value has an escape per separator, and growing by segment reallocated
+        // Sized once for the whole string (its escaped length bounds the unescaped one): a
+        // properties value has an escape per separator, and growing by segment reallocated
         // several times.
-        let mut out = Vec::with_capacity(escaped_len(&self.b[start..]));
-        out.extend_from_slice(&self.b[start..self.pos]);
+        let mut out = String::with_capacity(escaped_len(&self.b[start..]));
+        self.pos = start;
+        self.string_rest_into(&mut out)?;
+        Ok(Cow::Owned(out))
+    }
+
+    /// A string literal, unescaped, appended to `out`: an extFields value goes straight into
+    /// the map's text, escaped or not, with no string of its own.
+    fn string_into(&mut self, out: &mut String) -> Result<(), FrameError> {
+        self.expect(b'"', "expected a string")?;
+        self.string_rest_into(out)
+    }
+
+    /// The rest of a string literal whose opening quote is behind `pos`, up to and past its
+    /// closing quote, unescaped into `out`.
+    fn string_rest_into(&mut self, out: &mut String) -> Result<(), FrameError> {
         loop {
+            let from = self.pos;
+            self.scan_plain();
+            // A run starts after a quote or an escape and stops at an ASCII byte: both ends are
+            // character boundaries of the text validated once.
+            out.push_str(self.s.get(from..self.pos).ok_or_else(|| self.err("invalid UTF-8"))?);
             match self.b.get(self.pos) {
                 None => return Err(self.err("unterminated string")),
                 Some(b'"') => {
                     self.pos += 1;
-                    break;
+                    return Ok(());
                 }
                 Some(b'\\') => {
                     self.pos += 1;
-                    let unescaped = match self.b.get(self.pos) {
-                        Some(b'"') => b'"',
-                        Some(b'\\') => b'\\',
-                        Some(b'/') => b'/',
-                        Some(b'b') => 0x08,
-                        Some(b'f') => 0x0C,
-                        Some(b'n') => b'\n',
-                        Some(b'r') => b'\r',
-                        Some(b't') => b'\t',
-                        Some(b'u') => {
-                            self.pos += 1;
-                            let c = self.unicode_escape()?;
-                            out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
-                            continue;
-                        }
-                        _ => return Err(self.err("invalid escape")),
-                    };
-                    out.push(unescaped);
-                    self.pos += 1;
+                    let c = self.escape()?;
+                    out.push(c);
                 }
-                Some(0x00..=0x1F) => return Err(self.err("control character in a string")),
-                Some(_) => {
-                    let from = self.pos;
-                    self.scan_plain();
-                    out.extend_from_slice(&self.b[from..self.pos]);
-                }
+                Some(_) => return Err(self.err("control character in a string")),
             }
         }
-        String::from_utf8(out).map(Cow::Owned).map_err(|_| self.err("invalid UTF-8"))
+    }
+
+    /// The character an escape stands for, its backslash behind `pos`.
+    fn escape(&mut self) -> Result<char, FrameError> {
+        let c = match self.b.get(self.pos) {
+            Some(b'"') => '"',
+            Some(b'\\') => '\\',
+            Some(b'/') => '/',
+            Some(b'b') => '\u{8}',
+            Some(b'f') => '\u{c}',
+            Some(b'n') => '\n',
+            Some(b'r') => '\r',
+            Some(b't') => '\t',
+            Some(b'u') => {
+                self.pos += 1;
+                return self.unicode_escape();
+            }
+            _ => return Err(self.err("invalid escape")),
+        };
+        self.pos += 1;
+        Ok(c)
     }
 
     /// Moves past bytes that need no attention inside a string (one table lookup each).
@@ -355,7 +372,9 @@ impl<'a> Parser<'a> {
         loop {
             let key = self.string()?;
             self.expect(b':', "expected ':' after a field name")?;
-            if let Some(value) = self.scalar()? {
+            if self.peek() == Some(b'"') {
+                fields.try_insert_with(intern_key(&key), |text| self.string_into(text))?;
+            } else if let Some(value) = self.scalar()? {
                 fields.insert(intern_key(&key), &value);
             }
             if self.next_member(b'}')? {

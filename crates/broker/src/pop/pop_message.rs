@@ -28,7 +28,7 @@ use crate::pop::hold::{HeldPop, PollKind, Release, Waiter};
 use crate::pop::lock_key;
 use crate::processor::failure;
 use crate::service::{Caller, PopRequest, PopStatus, Popped, ServiceError};
-use crate::stats::{clock_ms, BrokerStats};
+use crate::stats::BrokerStats;
 
 /// A request that reached the broker this long after its poll time ended is answered
 /// POLLING_TIMEOUT at once (Java: 500 ms).
@@ -164,7 +164,7 @@ impl Broker {
         if !collected.messages.is_empty() {
             let key = BrokerStats::group_key(&h.topic, &h.consumer_group);
             let count = collected.messages.len() as u64;
-            self.stats.group_get_nums.add(&key, count, clock_ms());
+            self.stats.group_get_nums.count(&key, count);
             let bytes: usize = collected.messages.iter().map(|m| m.len()).sum();
             self.metrics.message_out(&key, count, bytes as u64);
             if self.config.enable_pop_log {

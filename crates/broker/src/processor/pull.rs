@@ -15,7 +15,7 @@ use crate::filter::{self, PullFilter, EXPRESSION_TYPE_TAG};
 use crate::long_polling::HeldPull;
 use crate::processor::failure;
 use crate::service::send::BUSY_REMARK;
-use crate::stats::{clock_ms, BrokerStats};
+use crate::stats::BrokerStats;
 
 /// Largest number of messages one pull returns, whatever the client asks.
 const MAX_PULL_MSG_NUMS: i32 = 1000;
@@ -373,7 +373,7 @@ impl Broker {
             let key = BrokerStats::group_key(&h.topic, &h.consumer_group);
             self.pull_offsets.commit(&key, h.queue_id, result.next_begin_offset);
             let count = result.messages.len() as u64;
-            self.stats.group_get_nums.add(&key, count, clock_ms());
+            self.stats.group_get_nums.count(&key, count);
             self.metrics.message_out(&key, count, result.total_bytes() as u64);
             // The stored records as they are (slices of the mapped CommitLog): the connection
             // writes them with vectored writes, no copy into one body.

@@ -15,7 +15,6 @@ use tracing::{debug, warn};
 use crate::broker::{now_ms, Broker};
 use crate::processor::admin_query::CALL_CLIENT_TIMEOUT;
 use crate::processor::send::AdmittedSend;
-use crate::stats::clock_ms;
 
 impl Broker {
     /// Serves both reply codes.
@@ -65,7 +64,7 @@ impl Broker {
             let stored = matches!(result.status, PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout);
             match result.append {
                 Some(append) if stored => {
-                    self.stats.topic_put_nums.add(&header.topic, append.msg_num as u64, clock_ms());
+                    self.stats.topic_put_nums.count(&header.topic, append.msg_num as u64);
                     response_header = Some(SendMessageResponseHeader {
                         msg_id: append.msg_id,
                         queue_id,

@@ -15,7 +15,6 @@ use super::{Caller, Service, ServiceError};
 use crate::broker::{now_ms, Broker};
 use crate::metadata::{dlq_topic, is_not_allowed_send_topic, validate_topic, RETRY_GROUP_TOPIC_PREFIX};
 use crate::service::send_back::DLQ_NUMS_PER_GROUP;
-use crate::stats::clock_ms;
 use crate::transaction;
 
 /// Remark of a send refused because too many sends are already waiting for the store.
@@ -270,7 +269,7 @@ impl Broker {
             self.half_messages.prepared(&req.topic);
         }
         if status == SendStatus::Ok {
-            self.stats.topic_put_nums.add(&req.topic, append.msg_num as u64, clock_ms());
+            self.stats.topic_put_nums.count(&req.topic, append.msg_num as u64);
             self.metrics.message_in(&req.topic, message_type, append.msg_num as u64, body_bytes as u64);
             match batch_sizes {
                 Some(sizes) => self.metrics.message_sizes(&req.topic, message_type, sizes.into_iter()),

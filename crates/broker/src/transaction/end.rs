@@ -11,7 +11,6 @@ use tracing::{info, warn};
 
 use crate::broker::Broker;
 use crate::service::{Caller, EndTransactionRequest, ServiceError, TransactionDecision, TransactionEnded};
-use crate::stats::clock_ms;
 use crate::timer::HookRefusal;
 use crate::transaction::check_immunity_ms;
 
@@ -47,7 +46,7 @@ impl Broker {
             match result.status {
                 PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout => {
                     if let Some(append) = &result.append {
-                        self.stats.topic_put_nums.add(&topic, append.msg_num as u64, clock_ms());
+                        self.stats.topic_put_nums.count(&topic, append.msg_num as u64);
                     }
                     self.metrics.transaction_ended(&topic, true);
                     self.half_messages.ended(&topic);
@@ -84,7 +83,7 @@ impl Broker {
         else {
             return false;
         };
-        clock_ms() as i64 - half.born_timestamp_ms > immunity
+        crate::stats::clock_ms() as i64 - half.born_timestamp_ms > immunity
     }
 
     /// The half message the request names, checked as Java's `checkPrepareMessage` does.
