@@ -4,6 +4,11 @@
 //! waiting request, forces everything written so far with one `msync`, and releases all the
 //! requests it covered together, so concurrent writers share each flush. A failed flush
 //! poisons the CommitLog and fails its waiters; nothing is acknowledged that is not durable.
+//!
+//! A put that finds nobody flushing and nobody waiting flushes for itself, on its own thread
+//! ([`FlushService::inline`]): alone, it would otherwise pay two thread wake-ups (the flush
+//! thread's, then its own) on top of the device's flush. Puts that come while any flush runs
+//! queue for the group commit as before, so under load flushes are still shared.
 //! Java: `GroupCommitService`, `FlushRealTimeService`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +26,11 @@ use crate::config::{FlushDiskType, StoreConfig};
 /// How long the group-commit thread waits for requests before looking again.
 const GROUP_COMMIT_WAIT: Duration = Duration::from_millis(10);
 
+/// A put flushes for itself only while the last flush took less than this: on a device that
+/// has turned slow (or stopped), puts wait for the group commit, whose wait is bounded by
+/// `syncFlushTimeout`, instead of blocking their thread for the device.
+const OWN_FLUSH_MAX: Duration = Duration::from_millis(20);
+
 /// Outcome delivered to a waiting put.
 pub(crate) type FlushOutcome = bool;
 
@@ -35,6 +45,56 @@ struct Shared {
     stalled: AtomicBool,
     /// Flushes performed, for the fsyncs-per-ack figure.
     flush_count: std::sync::atomic::AtomicU64,
+    /// Of those, flushes puts did for themselves.
+    own_flush_count: std::sync::atomic::AtomicU64,
+    /// How long the last flush took, in microseconds.
+    last_flush_us: std::sync::atomic::AtomicU64,
+    /// Puts the last flush answered. More than one: puts come in groups (their answers leave
+    /// together, so the next ones arrive together), and the first of a group to arrive must not
+    /// flush alone while the rest queue behind it.
+    last_flush_puts: std::sync::atomic::AtomicUsize,
+    /// Held by whoever flushes, the group-commit thread or a put flushing for itself: one
+    /// flush at a time, and a put that finds it held queues for the group commit instead.
+    flushing: Mutex<()>,
+    commit_log: Arc<CommitLog>,
+    checkpoint: Arc<Checkpoint>,
+}
+
+impl Shared {
+    /// Writes what is staged and flushes everything written, the caller holding `flushing`.
+    /// `None` when the CommitLog is poisoned or the flush failed (which poisons it).
+    fn flush_written(&self) -> Option<i64> {
+        let began = Instant::now();
+        self.commit_log.commit();
+        let ts = self.commit_log.last_store_timestamp();
+        let flushed = if self.commit_log.is_poisoned() { None } else { self.commit_log.flush().ok() };
+        let took = u64::try_from(began.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.last_flush_us.store(took, Ordering::Relaxed);
+        self.flush_count.fetch_add(1, Ordering::Relaxed);
+        if flushed.is_some() {
+            self.checkpoint.set_physic_msg_timestamp(ts);
+        }
+        flushed
+    }
+}
+
+/// A put's own flush (see [`FlushService::inline`]).
+pub(crate) struct InlineFlush(Arc<Shared>);
+
+impl InlineFlush {
+    /// Flushes everything written so far, on this thread, unless a flush is running already
+    /// (`None`: the put then queues for the group commit). `Some(None)`: the flush failed or
+    /// the CommitLog is poisoned. Blocks for the device's flush: the price of sparing the
+    /// wake-ups, paid only while no one else needs a flush.
+    pub(crate) fn run(&self) -> Option<Option<i64>> {
+        let _flushing = self.0.flushing.try_lock().ok()?;
+        if self.0.stalled.load(Ordering::Acquire) {
+            return None;
+        }
+        self.0.own_flush_count.fetch_add(1, Ordering::Relaxed);
+        self.0.last_flush_puts.store(1, Ordering::Relaxed);
+        Some(self.0.flush_written())
+    }
 }
 
 /// The flush thread and its request queue.
@@ -63,6 +123,12 @@ impl FlushService {
             stop: AtomicBool::new(false),
             stalled: AtomicBool::new(false),
             flush_count: std::sync::atomic::AtomicU64::new(0),
+            own_flush_count: std::sync::atomic::AtomicU64::new(0),
+            last_flush_us: std::sync::atomic::AtomicU64::new(0),
+            last_flush_puts: std::sync::atomic::AtomicUsize::new(0),
+            flushing: Mutex::new(()),
+            commit_log: commit_log.clone(),
+            checkpoint: checkpoint.clone(),
         });
         let sync = config.flush_disk_type == FlushDiskType::SyncFlush;
         let worker = shared.clone();
@@ -71,7 +137,7 @@ impl FlushService {
         let thorough = Duration::from_millis(config.flush_commit_log_thorough_interval_ms);
         let thread = std::thread::Builder::new().name("commitlog-flush".into()).spawn(move || {
             if sync {
-                group_commit_loop(&worker, &commit_log, &checkpoint);
+                group_commit_loop(&worker, &commit_log);
             } else {
                 periodic_flush_loop(&worker, &commit_log, &checkpoint, interval, least_pages, thorough);
             }
@@ -103,6 +169,24 @@ impl FlushService {
         rx
     }
 
+    /// Under SYNC_FLUSH, when no put waits for the group commit, the last flush answered one
+    /// put and the device answered it quickly: a handle for a put to flush its bytes itself.
+    /// `None` otherwise (or while the test stall holds), and the put queues.
+    pub(crate) fn inline(&self) -> Option<InlineFlush> {
+        if !self.sync || self.shared.stalled.load(Ordering::Acquire) {
+            return None;
+        }
+        if self.shared.last_flush_us.load(Ordering::Relaxed) >= OWN_FLUSH_MAX.as_micros() as u64
+            || self.shared.last_flush_puts.load(Ordering::Relaxed) > 1
+        {
+            return None;
+        }
+        if !self.shared.requests.lock().unwrap_or_else(|e| e.into_inner()).is_empty() {
+            return None;
+        }
+        Some(InlineFlush(self.shared.clone()))
+    }
+
     /// Wakes the flusher without waiting (a WAIT=false put under SYNC_FLUSH).
     pub(crate) fn wake(&self) {
         self.shared.wake.notify_one();
@@ -117,6 +201,11 @@ impl FlushService {
     /// Number of flushes so far.
     pub(crate) fn flush_count(&self) -> u64 {
         self.shared.flush_count.load(Ordering::Relaxed)
+    }
+
+    /// Of [`flush_count`](Self::flush_count), the flushes puts did for themselves.
+    pub(crate) fn own_flush_count(&self) -> u64 {
+        self.shared.own_flush_count.load(Ordering::Relaxed)
     }
 
     /// Stops the thread after a final flush.
@@ -142,7 +231,7 @@ fn fail_all(shared: &Shared, outcome: FlushOutcome) {
     }
 }
 
-fn group_commit_loop(shared: &Shared, commit_log: &CommitLog, checkpoint: &Checkpoint) {
+fn group_commit_loop(shared: &Shared, commit_log: &CommitLog) {
     while !shared.stop.load(Ordering::Acquire) {
         if shared.stalled.load(Ordering::Acquire) {
             std::thread::sleep(Duration::from_millis(1));
@@ -165,18 +254,19 @@ fn group_commit_loop(shared: &Shared, commit_log: &CommitLog, checkpoint: &Check
             }
             std::mem::take(&mut *requests)
         };
+        // After a put's own flush, if one is running: one flush at a time.
+        let _flushing = shared.flushing.lock().unwrap_or_else(|e| e.into_inner());
         // Staged appends (SYNC_FLUSH writes them per group, not per put) reach the file here
         // unless the dispatch thread got to them first.
         commit_log.commit();
         if requests.is_empty() && commit_log.queue().dirty_pages() == 0 {
             continue;
         }
-        let ts = commit_log.last_store_timestamp();
-        let flushed = if commit_log.is_poisoned() { None } else { commit_log.flush().ok() };
-        shared.flush_count.fetch_add(1, Ordering::Relaxed);
-        match flushed {
+        if !requests.is_empty() {
+            shared.last_flush_puts.store(requests.len(), Ordering::Relaxed);
+        }
+        match shared.flush_written() {
             Some(flushed) => {
-                checkpoint.set_physic_msg_timestamp(ts);
                 debug!(flushed, waiters = requests.len(), "group commit");
                 for (next, tx) in requests {
                     let _ = tx.send(next <= flushed);

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -324,9 +324,21 @@ fn light_unit(req: &DispatchRequest, name: &str, offset: i64) -> DispatchRequest
 pub struct MessageStore {
     shared: Arc<Shared>,
     flush: Mutex<FlushService>,
+    /// SYNC_FLUSH puts between their append and their answer: a put alone flushes for
+    /// itself, any more share the group commit.
+    sync_puts: AtomicUsize,
     threads: Mutex<Vec<JoinHandle<()>>>,
     _lock_file: File,
     shut_down: AtomicBool,
+}
+
+/// Counts a SYNC_FLUSH put in [`MessageStore::sync_puts`] while it lives.
+struct SyncPut<'a>(&'a AtomicUsize);
+
+impl Drop for SyncPut<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl std::fmt::Debug for MessageStore {
@@ -552,6 +564,7 @@ impl MessageStore {
         let store = MessageStore {
             shared: shared.clone(),
             flush: Mutex::new(flush),
+            sync_puts: AtomicUsize::new(0),
             threads: Mutex::new(Vec::new()),
             _lock_file: lock_file,
             shut_down: AtomicBool::new(false),
@@ -740,6 +753,7 @@ impl MessageStore {
         if let Some(refused) = self.refuse_when_full() {
             return refused;
         }
+        let _counted = self.sync_put();
         let began = std::time::Instant::now();
         let result = match self.light_ask(&msg) {
             LightAsk::Nothing => self.shared.commit_log.append(&msg),
@@ -771,6 +785,7 @@ impl MessageStore {
         if let Some(refused) = self.refuse_when_full() {
             return refused;
         }
+        let _counted = self.sync_put();
         let began = std::time::Instant::now();
         let result = if msgs.iter().any(|m| self.light_targets(m).is_some()) {
             // Java stores such a batch without dispatching it to the light queues.
@@ -928,6 +943,24 @@ impl MessageStore {
         &self.shared.disk_guard
     }
 
+    /// Counts a put under SYNC_FLUSH until the returned guard drops (from before its append,
+    /// so a put appending while another waits keeps that one from flushing alone).
+    fn sync_put(&self) -> Option<SyncPut<'_>> {
+        if self.shared.config.flush_disk_type != crate::FlushDiskType::SyncFlush {
+            return None;
+        }
+        self.sync_puts.fetch_add(1, Ordering::AcqRel);
+        Some(SyncPut(&self.sync_puts))
+    }
+
+    fn flush_failed() -> PutMessageResult {
+        PutMessageResult {
+            status: PutMessageStatus::FlushFailed,
+            append: None,
+            remark: Some("flush failed; the store is poisoned and refuses writes".into()),
+        }
+    }
+
     async fn after_append(
         &self,
         result: Result<crate::AppendResult, crate::commit_log::AppendError>,
@@ -938,13 +971,16 @@ impl MessageStore {
             Err(e) => return PutMessageResult::failed(e.status, e.reason),
         };
         self.shared.notify_reput();
-        let rx = {
+        let end = append.wrote_offset + append.wrote_bytes as i64;
+        let own_flush = {
             let flush = self.flush.lock().unwrap_or_else(|e| e.into_inner());
             if !flush.is_sync() {
                 return PutMessageResult::ok(append);
             }
             if wait() {
-                flush.request(append.wrote_offset + append.wrote_bytes as i64)
+                // Alone: no other put is appending or waiting (its own flush would block the
+                // others' answers, and a group commit would share it).
+                flush.inline().filter(|_| self.sync_puts.load(Ordering::Acquire) <= 1)
             } else {
                 flush.wake();
                 drop(flush);
@@ -955,13 +991,17 @@ impl MessageStore {
                 };
             }
         };
+        // Alone, the put flushes for itself (the store's lock released: other puts queue
+        // meanwhile); else, or when a flush is running already, it waits for the group commit.
+        match own_flush.and_then(|f| f.run()) {
+            Some(Some(flushed)) if flushed >= end => return PutMessageResult::ok(append),
+            Some(None) => return Self::flush_failed(),
+            _ => {}
+        }
+        let rx = self.flush.lock().unwrap_or_else(|e| e.into_inner()).request(end);
         match tokio::time::timeout(self.shared.config.sync_flush_timeout(), rx).await {
             Ok(Ok(true)) => PutMessageResult::ok(append),
-            Ok(Ok(false)) | Ok(Err(_)) => PutMessageResult {
-                status: PutMessageStatus::FlushFailed,
-                append: None,
-                remark: Some("flush failed; the store is poisoned and refuses writes".into()),
-            },
+            Ok(Ok(false)) | Ok(Err(_)) => Self::flush_failed(),
             // The sender hears its message is stored but not yet flushed: it must at least be
             // written, or it hears that it is not stored at all.
             Err(_) => match self.write_through(&append) {
@@ -1289,6 +1329,12 @@ impl MessageStore {
     /// Flushes performed by the CommitLog flush service.
     pub fn flush_count(&self) -> u64 {
         self.flush.lock().unwrap_or_else(|e| e.into_inner()).flush_count()
+    }
+
+    /// Of [`flush_count`](Self::flush_count), the flushes SYNC_FLUSH puts did for themselves,
+    /// finding no other put appending or waiting (the rest are group commits).
+    pub fn own_flush_count(&self) -> u64 {
+        self.flush.lock().unwrap_or_else(|e| e.into_inner()).own_flush_count()
     }
 
     /// Whether a failed flush poisoned the store.

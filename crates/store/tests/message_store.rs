@@ -308,6 +308,42 @@ async fn failed_flush_fails_the_waiting_put_and_poisons_the_store() {
     assert!(bodies(&store, "P", 0).starts_with(&["m0".to_owned(), "m1".to_owned()]));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_sync_flush_put_flushes_for_itself_and_concurrent_ones_share_flushes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(MessageStore::open(config(dir.path(), FlushDiskType::SyncFlush), host()).unwrap());
+    // One at a time: each put is flushed by its own thread, and durable when answered.
+    for i in 0..5 {
+        let r = store.put_message(msg("L", 0, &format!("m{i}"), "t", "k")).await;
+        assert_eq!(r.status, PutMessageStatus::PutOk, "{r:?}");
+        let a = r.append.unwrap();
+        assert!(store.flushed_phy_offset() >= a.wrote_offset + a.wrote_bytes as i64, "flushed when acknowledged");
+    }
+    assert_eq!(store.own_flush_count(), 5, "a put alone flushes for itself");
+
+    // Many at once: each durable when answered, and flushes shared (a put flushing alone
+    // while others wait would serialize them one device flush each).
+    let (own_before, all_before) = (store.own_flush_count(), store.flush_count());
+    let tasks: Vec<_> = (0..32)
+        .map(|t| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                for i in 0..10 {
+                    let r = store.put_message(msg("C", t % 4, &format!("{t}-{i}"), "t", "k")).await;
+                    assert_eq!(r.status, PutMessageStatus::PutOk, "{r:?}");
+                    let a = r.append.unwrap();
+                    assert!(store.flushed_phy_offset() >= a.wrote_offset + a.wrote_bytes as i64);
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let (own, all) = (store.own_flush_count() - own_before, store.flush_count() - all_before);
+    assert!(all < 320, "320 concurrent puts took {all} flushes ({own} by puts alone): not shared");
+}
+
 #[tokio::test]
 async fn a_put_past_its_flush_timeout_is_written_or_reported_not_stored() {
     let dir = tempfile::tempdir().unwrap();
