@@ -50,7 +50,7 @@ const REGISTERED_WAIT: Duration = Duration::from_secs(8);
 /// single-topic registration waits up to 3 s, a producer's whole default send timeout: an
 /// unreachable name server would then turn a stored message into a timed-out send that the
 /// producer retries (a duplicate). 2 s leaves the answer time to arrive.
-pub(crate) const SEND_REGISTERED_WAIT: Duration = Duration::from_secs(2);
+const SEND_REGISTERED_WAIT: Duration = Duration::from_secs(2);
 
 /// Now, in ms since the epoch.
 pub(crate) fn now_ms() -> i64 {
@@ -263,6 +263,15 @@ impl Broker {
     /// caller (the topic is stored; the periodic registration retries), as in Java.
     pub(crate) async fn registered_with_name_servers(&self) {
         self.registered_with_name_servers_within(REGISTERED_WAIT).await;
+    }
+
+    /// When a send created its topic (a new topic, retry, dead-letter or reply topic): waits, at
+    /// most [`SEND_REGISTERED_WAIT`], until the name servers list it, as Java registers such a
+    /// topic before answering: a client that asks for its route once answered finds it.
+    pub(crate) async fn created_topic_routable(&self, created: bool) {
+        if created {
+            self.registered_with_name_servers_within(SEND_REGISTERED_WAIT).await;
+        }
     }
 
     /// As [`registered_with_name_servers`](Self::registered_with_name_servers), waiting at most

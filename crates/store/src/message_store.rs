@@ -980,7 +980,7 @@ impl MessageStore {
             if wait() {
                 // Alone: no other put is appending or waiting (its own flush would block the
                 // others' answers, and a group commit would share it).
-                flush.inline().filter(|_| self.sync_puts.load(Ordering::Acquire) <= 1)
+                (self.sync_puts.load(Ordering::Acquire) <= 1).then(|| flush.inline()).flatten()
             } else {
                 flush.wake();
                 drop(flush);

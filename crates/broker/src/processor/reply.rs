@@ -23,10 +23,7 @@ impl Broker {
             Ok(admitted) => admitted,
             Err(response) => return *response,
         };
-        if created {
-            // A reply topic created here is listed by the name servers before the answer.
-            self.registered_with_name_servers_within(crate::broker::SEND_REGISTERED_WAIT).await;
-        }
+        self.created_topic_routable(created).await;
         // The push below may wait for a slow requester (up to the call timeout); it must not
         // hold a place the broker's sends are bounded by (Java runs replies on a pool of their
         // own).

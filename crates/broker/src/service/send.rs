@@ -252,11 +252,7 @@ impl Broker {
                 (self.store.put_message(built.msg).await, waits)
             }
         };
-        if created || target.created {
-            // As Java, whose send registers a topic it created before answering: a client
-            // that asks the name servers for the route once the send is answered finds it.
-            self.registered_with_name_servers_within(crate::broker::SEND_REGISTERED_WAIT).await;
-        }
+        self.created_topic_routable(created || target.created).await;
         let status = match result.status {
             PutMessageStatus::PutOk => SendStatus::Ok,
             PutMessageStatus::FlushDiskTimeout => SendStatus::FlushDiskTimeout,

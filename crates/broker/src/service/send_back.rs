@@ -144,10 +144,7 @@ impl Broker {
             ..self.stored_copy(&original, stored_topic, queue_id, &props)
         };
         let result = self.store.put_message(retry).await;
-        if created {
-            // Listed by the name servers before the answer, as Java registers it.
-            self.registered_with_name_servers_within(crate::broker::SEND_REGISTERED_WAIT).await;
-        }
+        self.created_topic_routable(created).await;
         match result.status {
             PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout => {
                 info!(group = %h.group, topic = %topic, reconsume_times = original.reconsume_times + 1, remote_addr = %caller.remote_addr, "message sent back");
