@@ -158,16 +158,17 @@ pub(crate) struct StatsItemSet {
 impl StatsItemSet {
     /// Adds `n` to the counter of `key`, creating it now: the clock is read only then.
     pub(crate) fn count(&self, key: &str, n: u64) {
-        if let Some(item) = self.items.read().unwrap_or_else(|e| e.into_inner()).get(key) {
-            item.value.fetch_add(n, Ordering::Relaxed);
-            item.times.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        self.add(key, n, clock_ms());
+        self.add_created_at(key, n, clock_ms);
     }
 
-    /// Adds `n` to the counter of `key`, creating it at `now_ms`.
+    /// Adds `n` to the counter of `key`, creating it at `now_ms` (tests set the clock).
+    #[cfg(test)]
     pub(crate) fn add(&self, key: &str, n: u64, now_ms: u64) {
+        self.add_created_at(key, n, || now_ms);
+    }
+
+    /// Adds `n` to the counter of `key`, creating it at the time `now` gives.
+    fn add_created_at(&self, key: &str, n: u64, now: impl FnOnce() -> u64) {
         if let Some(item) = self.items.read().unwrap_or_else(|e| e.into_inner()).get(key) {
             item.value.fetch_add(n, Ordering::Relaxed);
             item.times.fetch_add(1, Ordering::Relaxed);
@@ -180,7 +181,7 @@ impl StatsItemSet {
             }
             return;
         }
-        let item = items.entry(key.to_owned()).or_insert_with(|| Arc::new(StatsItem::new(now_ms)));
+        let item = items.entry(key.to_owned()).or_insert_with(|| Arc::new(StatsItem::new(now())));
         item.value.fetch_add(n, Ordering::Relaxed);
         item.times.fetch_add(1, Ordering::Relaxed);
     }

@@ -137,7 +137,7 @@ impl FlushService {
         let thorough = Duration::from_millis(config.flush_commit_log_thorough_interval_ms);
         let thread = std::thread::Builder::new().name("commitlog-flush".into()).spawn(move || {
             if sync {
-                group_commit_loop(&worker, &commit_log);
+                group_commit_loop(&worker);
             } else {
                 periodic_flush_loop(&worker, &commit_log, &checkpoint, interval, least_pages, thorough);
             }
@@ -231,7 +231,8 @@ fn fail_all(shared: &Shared, outcome: FlushOutcome) {
     }
 }
 
-fn group_commit_loop(shared: &Shared, commit_log: &CommitLog) {
+fn group_commit_loop(shared: &Shared) {
+    let commit_log = &shared.commit_log;
     while !shared.stop.load(Ordering::Acquire) {
         if shared.stalled.load(Ordering::Acquire) {
             std::thread::sleep(Duration::from_millis(1));

@@ -787,7 +787,7 @@ impl MessageStore {
         }
         let _counted = self.sync_put();
         let began = std::time::Instant::now();
-        let result = if msgs.iter().any(|m| self.light_targets(m).is_some()) {
+        let result = if msgs.iter().any(|m| matches!(self.light_ask(m), LightAsk::Dispatch(_))) {
             // Java stores such a batch without dispatching it to the light queues.
             Err(crate::commit_log::AppendError {
                 status: PutMessageStatus::MessageIllegal,
@@ -811,7 +811,12 @@ impl MessageStore {
             return LightAsk::Nothing;
         }
         if crate::lmq::is_lmq(&msg.topic) {
-            return LightAsk::Dispatch(self.light_queue_refusal(msg));
+            // Its offsets come from the light queue table; a record stored under the light
+            // queue's name would take one from the topic table as well.
+            return LightAsk::Dispatch(Err(format!(
+                "{} is a light queue: send to a topic with INNER_MULTI_DISPATCH={} instead",
+                msg.topic, msg.topic
+            )));
         }
         let [dispatch, own_offsets] =
             find_properties(&msg.properties, [keys::INNER_MULTI_DISPATCH, keys::INNER_MULTI_QUEUE_OFFSET]);
@@ -822,29 +827,6 @@ impl MessageStore {
             _ if own_offsets.is_some() => LightAsk::OwnOffsets,
             _ => LightAsk::Nothing,
         }
-    }
-
-    /// A message sent to a light queue itself: its offsets come from the light queue table; a
-    /// record stored under the light queue's name would take one from the topic table as well.
-    fn light_queue_refusal<T>(&self, msg: &StoredMessage) -> Result<T, String> {
-        Err(format!("{} is a light queue: send to a topic with INNER_MULTI_DISPATCH={} instead", msg.topic, msg.topic))
-    }
-
-    /// With light queues enabled, the light queues `msg` asks to be dispatched to (its
-    /// `INNER_MULTI_DISPATCH`, checked), or `None` when it asks for none or its topic does not
-    /// allow them.
-    fn light_targets<'m>(&self, msg: &'m StoredMessage) -> Option<Result<Vec<&'m str>, String>> {
-        if !self.shared.config.light_queues() {
-            return None;
-        }
-        if crate::lmq::is_lmq(&msg.topic) {
-            return Some(self.light_queue_refusal(msg));
-        }
-        if !crate::lmq::topic_allows_lmq(&msg.topic) {
-            return None;
-        }
-        let names = msg.property(keys::INNER_MULTI_DISPATCH).filter(|v| !v.trim().is_empty())?;
-        Some(crate::lmq::parse_targets(names))
     }
 
     /// Tells the store which topics are compaction topics (`cleanup.policy=COMPACTION`), and

@@ -183,10 +183,9 @@ impl MessageProperties {
     /// the first occurrence.
     pub fn decode(text: &str) -> Self {
         let mut props = MessageProperties::new();
-        // Counted first (splitting is cheap): the entries are sized once, with room for what
-        // the broker adds (CLUSTER, UNIQ_KEY).
-        // The segments, by a byte count that vectorizes: an upper bound of the entries, exact
-        // for a well-formed string.
+        // The entries are sized once, with room for what the broker adds (CLUSTER, UNIQ_KEY),
+        // from the segments counted by a byte count that vectorizes: an upper bound of the
+        // entries, exact for a well-formed string.
         let count = text.bytes().filter(|&b| b == PROPERTY_SEPARATOR as u8).count()
             + usize::from(!text.is_empty() && !text.ends_with(PROPERTY_SEPARATOR));
         props.entries.reserve(count + 2);
