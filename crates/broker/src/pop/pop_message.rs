@@ -220,10 +220,10 @@ impl Broker {
         h: PopMessageRequestHeader,
         waiter: impl FnOnce() -> Waiter,
     ) -> PopOutcome {
-        let stored_at_arrival = self.store.max_phy_offset();
+        let arrival = self.arrival();
         match self.pop_once(caller, h.clone(), true, Some(waiter)).await {
             PopOutcome::Answer(answer) if is_polling_timeout(&answer) => {
-                if self.wait_dispatched(stored_at_arrival).await {
+                if self.caught_up_since(arrival).await {
                     if let again @ PopOutcome::Answer(_) = self.pop_once(caller, h, false, None::<fn() -> Waiter>).await
                     {
                         return again;

@@ -26,6 +26,22 @@ const DISPATCH_CATCH_UP_MAX: Duration = Duration::from_millis(500);
 /// Byte budget of one pull when the client does not say (the store applies its own limits).
 const DEFAULT_MAX_PULL_BYTES: usize = 8 * 1024 * 1024;
 
+/// CommitLog offsets read when a pull or pop arrived: what had been stored (acknowledged)
+/// and how far dispatch to the consume queues had got.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Arrival {
+    stored: i64,
+    dispatched: i64,
+}
+
+impl Arrival {
+    /// Whether a message acknowledged before the read arrived could still have been on its way
+    /// to its consume queue when the read looked.
+    fn dispatch_behind(self) -> bool {
+        self.dispatched < self.stored
+    }
+}
+
 /// Outcome of processing a pull once.
 pub(crate) enum PullOutcome {
     /// Answer now.
@@ -49,17 +65,17 @@ impl Broker {
             None => r,
         };
         // What was acknowledged before this pull arrived is what it may expect to see.
-        let stored_at_arrival = self.store.max_phy_offset();
+        let arrival = self.arrival();
         // An older item of a logic queue gets no new messages: its end moves the reader on
         // to the next item at once instead of waiting.
         let allow_suspend = logic.as_ref().is_none_or(|m| m.reads_leader());
         match self.process_pull(&conn, &req, allow_suspend) {
             PullOutcome::Respond(r) if r.code == response_code::PULL_NOT_FOUND => {
-                // Nothing yet, but dispatch has not reached what was stored before the pull
+                // Nothing yet, but dispatch had not reached what was stored before the pull
                 // arrived (the message a producer was just told SEND_OK for, on its way to the
                 // consume queue): wait for it, a bounded moment, and look once more, so a send
                 // then a pull reads its own write.
-                if self.wait_dispatched(stored_at_arrival).await {
+                if self.caught_up_since(arrival).await {
                     if let PullOutcome::Respond(again) = self.process_pull(&conn, &req, false) {
                         return Some(answer(again));
                     }
@@ -86,18 +102,34 @@ impl Broker {
         }
     }
 
-    /// Waits (at most [`DISPATCH_CATCH_UP_MAX`]) until dispatch has passed `offset`. Returns
-    /// false at once when it already had: there is nothing new to look for. Also used by pops
-    /// and the revive service.
-    pub(crate) async fn wait_dispatched(&self, offset: i64) -> bool {
-        if self.store.dispatched_phy_offset() >= offset {
+    /// What had been stored and dispatched when a read arrived (see [`Arrival`]).
+    pub(crate) fn arrival(&self) -> Arrival {
+        // Stored first: dispatch read afterwards can only be further on, so "dispatched at
+        // least as far as stored" still means the read's look sees every stored message.
+        let stored = self.store.max_phy_offset();
+        Arrival { stored, dispatched: self.store.dispatched_phy_offset() }
+    }
+
+    /// After a read that found nothing: whether a second look may find more, having waited
+    /// (at most [`DISPATCH_CATCH_UP_MAX`]) for dispatch to reach what was stored when the read
+    /// arrived. False at once when dispatch was there already at arrival: the first look saw
+    /// everything. Dispatch may finish between the look and this call, so the answer depends
+    /// on the arrival, not on where dispatch is now.
+    pub(crate) async fn caught_up_since(&self, arrival: Arrival) -> bool {
+        if !arrival.dispatch_behind() {
             return false;
         }
+        self.wait_dispatched(arrival.stored).await;
+        true
+    }
+
+    /// Waits (at most [`DISPATCH_CATCH_UP_MAX`]) until dispatch has passed `offset`. Also
+    /// used by the revive service.
+    pub(crate) async fn wait_dispatched(&self, offset: i64) {
         let deadline = tokio::time::Instant::now() + DISPATCH_CATCH_UP_MAX;
         while self.store.dispatched_phy_offset() < offset && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        true
     }
 
     /// Processes a pull once; `allow_suspend` is false when a parked pull is re-run.
@@ -380,5 +412,19 @@ impl Broker {
             response = response.with_body_parts(result.messages);
         }
         PullOutcome::Respond(response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Arrival;
+
+    /// The second look depends on dispatch at arrival: a dispatch that finished between the
+    /// first look and the check (the race a pull after SEND_OK lost now and then) still gets
+    /// a second look, and a read that arrived with dispatch caught up does not wait.
+    #[test]
+    fn a_read_looks_again_when_dispatch_was_behind_at_its_arrival() {
+        assert!(Arrival { stored: 2616, dispatched: 2414 }.dispatch_behind());
+        assert!(!Arrival { stored: 2616, dispatched: 2616 }.dispatch_behind());
     }
 }

@@ -26,7 +26,16 @@ pub fn start_server() -> Standalone {
 
 /// Runs `ferromq admin <args> -n <namesrv>`.
 pub fn admin(namesrv: &str, args: &[&str]) -> Output {
-    Command::new(BIN).arg("admin").args(args).args(["-n", namesrv]).env("RUST_LOG", "warn").output().unwrap()
+    // Commands that write files to the temporary directory (updateStaticTopic's plans, as
+    // Java's) write them under target/, not into the machine's /tmp.
+    Command::new(BIN)
+        .arg("admin")
+        .args(args)
+        .args(["-n", namesrv])
+        .env("RUST_LOG", "warn")
+        .env("TMPDIR", env!("CARGO_TARGET_TMPDIR"))
+        .output()
+        .unwrap()
 }
 
 /// Runs a command that must succeed; returns its stdout.
