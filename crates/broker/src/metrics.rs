@@ -30,7 +30,7 @@ use crate::broker::Broker;
 use crate::metadata::is_sys_consumer_group;
 use crate::stats::{clock_ms, BrokerStats};
 
-/// Java's `message_type` label values, in the column order of [`BrokerMetrics::messages_in`].
+/// Java's `message_type` label values, in the column order of [`BrokerMetrics::stored`].
 pub(crate) const MESSAGE_TYPES: [&str; 4] = ["normal", "fifo", "delay", "transaction"];
 
 /// A message's `message_type` (Java: `BrokerMetricsManager#getMessageType`): a prepared
@@ -53,17 +53,17 @@ pub(crate) fn message_type(sys_flag: i32, properties: &MessageProperties) -> usi
 /// The broker's traffic counters.
 #[derive(Debug)]
 pub(crate) struct BrokerMetrics {
-    /// By topic: messages and bytes of each message type (normal, fifo, delay, transaction).
-    messages_in: CounterTable<8>,
+    /// By topic, what was stored: messages and bytes of each message type (normal, fifo,
+    /// delay, transaction; columns `2 * type ..`), then for each type the body sizes per
+    /// [`MESSAGE_SIZE_BOUNDS`] bucket (and above) and their sum (columns `SIZES + 8 * type ..`).
+    /// One table, so a send looks its topic up once for both families.
+    stored: CounterTable<{ SIZES + 32 }>,
     /// By `topic@group`: messages and bytes delivered by pulls and pops.
     messages_out: CounterTable<2>,
     /// By `topic@group` (the original topic): messages moved to the group's DLQ.
     send_to_dlq: CounterTable<1>,
     /// By topic: transaction commits and rollbacks.
     transactions: CounterTable<2>,
-    /// By topic, for each message type: body sizes per [`MESSAGE_SIZE_BOUNDS`] bucket (and
-    /// above), then their sum (columns `8 * type ..`).
-    message_size: CounterTable<32>,
     /// Prepare-to-end seconds of transactions by topic, per [`FINISH_BOUNDS_S`] bucket, then
     /// the sum.
     finish_latency: CounterTable<8>,
@@ -74,6 +74,9 @@ pub(crate) struct BrokerMetrics {
     /// The most label sets one family shows (`metricsOtelCardinalityLimit`).
     pub(crate) limit: usize,
 }
+
+/// Where the body-size columns of [`BrokerMetrics::stored`] start.
+const SIZES: usize = 2 * MESSAGE_TYPES.len();
 
 /// Java's buckets of `rocketmq_message_size` (bytes).
 pub(crate) const MESSAGE_SIZE_BOUNDS: [f64; 6] = [1024.0, 4096.0, 524_288.0, 1_048_576.0, 2_097_152.0, 4_194_304.0];
@@ -93,39 +96,36 @@ impl BrokerMetrics {
         // counted under `_other`.
         let rows = limit.max(1);
         BrokerMetrics {
-            messages_in: CounterTable::new(rows),
+            stored: CounterTable::new(rows),
             messages_out: CounterTable::new(rows),
             send_to_dlq: CounterTable::new(rows),
             transactions: CounterTable::new(rows),
-            message_size: CounterTable::new(rows),
             finish_latency: CounterTable::new(rows),
             create_time: CounterTable::new(2),
             limit,
         }
     }
 
-    /// `count` messages of `bytes` stored in `topic`, of type `kind` ([`message_type`]).
-    pub(crate) fn message_in(&self, topic: &str, kind: usize, count: u64, bytes: u64) {
-        self.messages_in.add(topic, &[(2 * kind, count), (2 * kind + 1, bytes)]);
-    }
-
-    /// The body sizes of messages of type `kind` stored in `topic`.
-    pub(crate) fn message_sizes(&self, topic: &str, kind: usize, sizes: impl Iterator<Item = usize>) {
+    /// Messages of type `kind` ([`message_type`]) stored in `topic`, with these body sizes.
+    pub(crate) fn messages_stored(&self, topic: &str, kind: usize, sizes: impl Iterator<Item = usize>) {
         let mut counts = [0u64; 7];
-        let mut sum = 0;
+        let (mut messages, mut bytes) = (0, 0);
         for size in sizes {
             counts[bucket(&MESSAGE_SIZE_BOUNDS, size as f64)] += 1;
-            sum += size as u64;
+            messages += 1;
+            bytes += size as u64;
         }
         // On the stack: this runs for every send.
-        let mut adds = [(0usize, 0u64); 8];
-        let mut used = 0;
+        let mut adds = [(0usize, 0u64); 10];
+        adds[0] = (2 * kind, messages);
+        adds[1] = (2 * kind + 1, bytes);
+        let mut used = 2;
         for (i, n) in counts.iter().enumerate().filter(|(_, n)| **n > 0) {
-            adds[used] = (8 * kind + i, *n);
+            adds[used] = (SIZES + 8 * kind + i, *n);
             used += 1;
         }
-        adds[used] = (8 * kind + 7, sum);
-        self.message_size.add(topic, &adds[..=used]);
+        adds[used] = (SIZES + 8 * kind + 7, bytes);
+        self.stored.add(topic, &adds[..=used]);
     }
 
     /// A transaction of `topic` ended `seconds` after its half message was stored.
@@ -166,9 +166,8 @@ impl BrokerMetrics {
 
     /// Forgets a deleted topic's rows.
     pub(crate) fn on_topic_deleted(&self, topic: &str) {
-        self.messages_in.remove_where(|k| k == topic);
+        self.stored.remove_where(|k| k == topic);
         self.transactions.remove_where(|k| k == topic);
-        self.message_size.remove_where(|k| k == topic);
         self.finish_latency.remove_where(|k| k == topic);
         self.messages_out.remove_where(|k| BrokerStats::split_group_key(k).0 == topic);
         self.send_to_dlq.remove_where(|k| BrokerStats::split_group_key(k).0 == topic);
@@ -287,18 +286,18 @@ impl BrokerCollector {
             limit,
             folded,
         )?;
-        let rows = with_overflow(b.metrics.message_size.snapshot(), ferromq_metrics::families::FOLDED);
+        let rows = with_overflow(b.metrics.stored.snapshot(), ferromq_metrics::families::FOLDED);
         let mut sizes = Vec::new();
         for (topic, v) in &rows {
             for (kind, name) in MESSAGE_TYPES.iter().enumerate() {
-                let counts = v[8 * kind..8 * kind + 7].to_vec();
+                let counts = v[SIZES + 8 * kind..SIZES + 8 * kind + 7].to_vec();
                 if counts.iter().all(|c| *c == 0) {
                     continue;
                 }
                 sizes.push(HistogramSeries {
                     labels: vec![("topic", topic.clone()), ("message_type", (*name).to_owned())],
                     counts,
-                    sum: v[8 * kind + 7] as f64,
+                    sum: v[SIZES + 8 * kind + 7] as f64,
                 });
             }
         }
@@ -380,7 +379,7 @@ impl Collector for BrokerCollector {
         )?;
 
         // Traffic in.
-        let rows = with_overflow(b.metrics.messages_in.snapshot(), ferromq_metrics::families::FOLDED);
+        let rows = with_overflow(b.metrics.stored.snapshot(), ferromq_metrics::families::FOLDED);
         let (mut msgs, mut bytes) = (Vec::new(), Vec::new());
         for (topic, values) in &rows {
             for (kind, name) in MESSAGE_TYPES.iter().enumerate() {
@@ -784,26 +783,29 @@ mod tests {
     #[test]
     fn rows_are_kept_per_topic_and_pair_and_forgotten_with_the_topic() {
         let m = BrokerMetrics::new(100);
-        m.message_in("T", 0, 2, 20);
-        m.message_in("T", 2, 1, 5);
+        m.messages_stored("T", 0, [8, 12].into_iter());
+        m.messages_stored("T", 2, std::iter::once(5));
         m.message_out(&BrokerStats::group_key("T", "g"), 2, 20);
         m.dead_lettered("T", "g", 1);
         m.transaction_ended("T", true);
         m.transaction_ended("T", false);
         m.transaction_ended("T", false);
-        assert_eq!(m.messages_in.snapshot().0, vec![("T".to_owned(), [2, 20, 0, 0, 1, 5, 0, 0])]);
+        assert_eq!(m.stored.snapshot().0[0].1[..SIZES], [2, 20, 0, 0, 1, 5, 0, 0]);
         assert_eq!(m.messages_out.snapshot().0, vec![("T@g".to_owned(), [2, 20])]);
         assert_eq!(m.transactions.snapshot().0, vec![("T".to_owned(), [1, 2])]);
-        m.message_sizes("T", 1, [10, 1024, 1025, 5_000_000].into_iter());
-        let (rows, _) = m.message_size.snapshot();
-        let fifo = &rows[0].1[8..16];
-        assert_eq!(fifo, &[2, 1, 0, 0, 0, 0, 1, 10 + 1024 + 1025 + 5_000_000]);
+        m.messages_stored("T", 1, [10, 1024, 1025, 5_000_000].into_iter());
+        let (rows, _) = m.stored.snapshot();
+        let sum = 10 + 1024 + 1025 + 5_000_000;
+        assert_eq!(rows[0].1[..SIZES], [2, 20, 4, sum, 1, 5, 0, 0]);
+        let fifo = &rows[0].1[SIZES + 8..SIZES + 16];
+        assert_eq!(fifo, &[2, 1, 0, 0, 0, 0, 1, sum]);
+        assert_eq!(rows[0].1[SIZES..SIZES + 8], [2, 0, 0, 0, 0, 0, 0, 20], "normal: 8 and 12 bytes");
         m.transaction_finished("T", 61);
         assert_eq!(m.finish_latency.snapshot().0[0].1, [0, 0, 1, 0, 0, 0, 0, 61]);
         m.topic_created(std::time::Duration::from_millis(150));
         assert_eq!(m.create_time.snapshot().0, vec![("topic".to_owned(), [0, 0, 1, 0, 0, 0, 150])]);
         m.on_topic_deleted("T");
-        assert!(m.messages_in.is_empty() && m.messages_out.is_empty() && m.send_to_dlq.is_empty());
-        assert!(m.message_size.is_empty() && m.finish_latency.is_empty());
+        assert!(m.stored.is_empty() && m.messages_out.is_empty() && m.send_to_dlq.is_empty());
+        assert!(m.finish_latency.is_empty());
     }
 }

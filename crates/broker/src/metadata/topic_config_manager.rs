@@ -174,6 +174,15 @@ impl TopicConfigManager {
         self.read().topics.get(topic).cloned()
     }
 
+    /// `read` of the config of `topic`, under the table's lock: for callers that need a few
+    /// fields of it on a hot path (a send), without copying the config.
+    pub fn select_with<R>(&self, topic: &str, read: impl FnOnce(&TopicConfig) -> R) -> Option<R> {
+        if self.options.lmq && ferromq_store::is_lmq(topic) {
+            return Some(read(&TopicConfig::new(topic, 1, 1)));
+        }
+        self.read().topics.get(topic).map(read)
+    }
+
     /// Whether `topic` is a compaction topic (`cleanup.policy=COMPACTION`), without copying
     /// its config (the store asks for each dispatched record).
     pub fn is_compaction(&self, topic: &str) -> bool {
