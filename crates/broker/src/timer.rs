@@ -63,7 +63,7 @@ impl Broker {
         queue_id: &mut i32,
         props: &mut MessageProperties,
     ) -> Result<bool, HookRefusal> {
-        match timer_transform(props, topic, queue_id, now_ms(), &self.timer_config) {
+        match timer_transform(props, topic, queue_id, now_ms, &self.timer_config) {
             Ok(TimerDecision::Wheel { timer_out_ms }) => {
                 if self.timer().is_some_and(|t| t.is_reject(timer_out_ms)) {
                     let each = i64::from(self.timer_config.timer_congest_num_each_slot);

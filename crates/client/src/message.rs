@@ -36,7 +36,7 @@ impl Message {
 
     /// Sets the tag (`TAGS`).
     pub fn with_tags(mut self, tags: impl Into<String>) -> Self {
-        self.properties.insert(keys::TAGS, tags);
+        self.properties.insert(keys::TAGS, tags.into());
         self
     }
 
@@ -59,7 +59,7 @@ impl Message {
 
     /// Adds a user property. Java refuses reserved names; so does validation here.
     pub fn with_property(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.properties.insert(name.into(), value);
+        self.properties.insert(name.into(), value.into());
         self
     }
 

@@ -1,9 +1,12 @@
 //! The JSON header decoder against a reference built on `serde_json::Value`: generated headers
 //! (Java-like ones, odd-but-valid ones, and byte-level corruptions of both) must decode to the
-//! same command, or be refused by both.
+//! same command, or be refused by both. The encoder's strings, escapes included, read back
+//! through the reference as they were.
 
 use bytes::{BufMut, BytesMut};
-use ferromq_protocol::{decode_frame, ExtFields, LanguageCode, RemotingCommand, MAX_FRAME_BYTES};
+use ferromq_protocol::{
+    decode_frame, encode_frame, ExtFields, LanguageCode, RemotingCommand, SerializeType, MAX_FRAME_BYTES,
+};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -291,5 +294,28 @@ proptest! {
         prop_assume!(!serde_json::from_slice::<Value>(&bytes).is_err_and(|e| e.to_string().contains("number out of range")));
         let (a, b) = (ours(&bytes), reference(&bytes));
         prop_assert!(same(&a, &b), "{:?}\nours: {:?}\nreference: {:?}", String::from_utf8_lossy(&bytes), a, b);
+    }
+
+    #[test]
+    fn encoded_strings_read_back_through_the_reference(
+        fields in proptest::collection::vec((text(), text()), 0..6),
+        remark in proptest::option::of(text()),
+    ) {
+        let mut cmd = RemotingCommand::response(0, remark.clone());
+        for (k, v) in &fields {
+            cmd.ext_fields.insert(k.clone().into(), v);
+        }
+        let mut frame = BytesMut::new();
+        encode_frame(&cmd, SerializeType::Json, &mut frame).unwrap();
+        let header_len = (u32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]) & 0xFF_FFFF) as usize;
+        let Value::Object(map) = serde_json::from_slice::<Value>(&frame[8..8 + header_len]).unwrap() else {
+            panic!("not an object")
+        };
+        prop_assert_eq!(map.get("remark").and_then(Value::as_str), remark.as_deref());
+        let ext = map.get("extFields").and_then(Value::as_object);
+        for (k, v) in cmd.ext_fields.iter() {
+            prop_assert_eq!(ext.and_then(|e| e.get(k)).and_then(Value::as_str), Some(v));
+        }
+        prop_assert_eq!(ext.map_or(0, |e| e.len()), cmd.ext_fields.len());
     }
 }

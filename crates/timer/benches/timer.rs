@@ -92,7 +92,7 @@ async fn run_once(n: u64) -> Rates {
         props.insert(keys::UNIQ_KEY, format!("U{i:012}"));
         props.insert(keys::TIMER_DELIVER_MS, (base + (i as i64 % 3600) * 1000 + 500).to_string());
         let (mut topic, mut queue_id) = ("BenchTopic".to_owned(), (i % 4) as i32);
-        timer_transform(&mut props, &mut topic, &mut queue_id, clock.now_ms(), &config).expect("timer message");
+        timer_transform(&mut props, &mut topic, &mut queue_id, || clock.now_ms(), &config).expect("timer message");
         let msg = StoredMessage {
             topic,
             queue_id,

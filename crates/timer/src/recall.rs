@@ -248,7 +248,7 @@ mod tests {
         assert_eq!(props.get(keys::TAGS), Some(RECALL_MESSAGE_TAG));
         assert!(marker.properties.contains("TRACE_CONTEXT\u{1}\u{2}"), "empty value written as Java does");
         let (mut topic, mut qid) = (marker.topic.clone(), marker.queue_id);
-        let d = crate::timer_transform(&mut props, &mut topic, &mut qid, now, &c).unwrap();
+        let d = crate::timer_transform(&mut props, &mut topic, &mut qid, || now, &c).unwrap();
         assert_eq!(d, crate::TimerDecision::Wheel { timer_out_ms: 1_700_000_005_000 });
     }
 }

@@ -92,12 +92,14 @@ pub fn timer_transform(
     props: &mut MessageProperties,
     topic: &mut String,
     queue_id: &mut i32,
-    now_ms: i64,
+    now_ms: impl FnOnce() -> i64,
     config: &TimerConfig,
 ) -> Result<TimerDecision, TimerRefusal> {
     if topic == TIMER_TOPIC || !is_timer_message(props, topic) {
         return Ok(TimerDecision::NotTimer);
     }
+    // Read only for timer messages: most sends are not.
+    let now_ms = now_ms();
     if !config.timer_wheel_enable {
         return Err(TimerRefusal::NotEnabled);
     }
@@ -161,7 +163,7 @@ mod tests {
         let mut props = MessageProperties::decode(props);
         let mut topic = topic.to_owned();
         let mut queue_id = 3;
-        let r = timer_transform(&mut props, &mut topic, &mut queue_id, NOW, config);
+        let r = timer_transform(&mut props, &mut topic, &mut queue_id, || NOW, config);
         (r, props, topic, queue_id)
     }
 

@@ -132,7 +132,7 @@ async fn recall(store: &ferromq_store::MessageStore, props: &MessageProperties, 
     marker.born_host = host();
     marker.store_host = host();
     let mut marker_props = MessageProperties::decode(&marker.properties);
-    let decision = timer_transform(&mut marker_props, &mut marker.topic, &mut marker.queue_id, now_ms(), config);
+    let decision = timer_transform(&mut marker_props, &mut marker.topic, &mut marker.queue_id, now_ms, config);
     assert!(matches!(decision, Ok(TimerDecision::Wheel { .. })), "{decision:?}");
     marker.properties = marker_props.encode();
     put(store, marker).await;
@@ -339,7 +339,7 @@ async fn the_read_pointer_never_passes_the_clock() {
     props.insert(keys::UNIQ_KEY, "frozen");
     props.insert(keys::TIMER_DELIVER_MS, deliver.to_string());
     let (mut topic, mut queue_id) = ("Frozen".to_owned(), 0);
-    timer_transform(&mut props, &mut topic, &mut queue_id, start, &config).unwrap();
+    timer_transform(&mut props, &mut topic, &mut queue_id, || start, &config).unwrap();
     let msg = StoredMessage {
         topic,
         queue_id,

@@ -27,14 +27,29 @@ const LINEAR_DEDUP_MAX: usize = 16;
 /// linear lookups are cheaper than hashing. Names are unique: [`insert`](Self::insert) replaces
 /// an existing value in place.
 ///
-/// An entry survives an encode/decode round trip when its name is non-empty and contains neither
-/// separator, and its value is non-empty and contains no [`PROPERTY_SEPARATOR`]. Other entries are
-/// still encoded verbatim, as Java does, and then skipped by the tolerant decoder.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The values share one text buffer (decoding copies the wire string once and points into
+/// it): a send's properties cost two allocations, not one per value.
+#[derive(Clone, Default)]
 pub struct MessageProperties {
-    /// Names RocketMQ defines are kept as `&'static str`: decoding a producer's properties
-    /// allocates only for their values.
-    entries: Vec<(Cow<'static, str>, String)>,
+    /// Name and value range in `text`. Names RocketMQ defines are kept as `&'static str`.
+    entries: Vec<(Cow<'static, str>, u32, u32)>,
+    text: String,
+    /// Bytes of `text` no entry points at (replaced or removed values).
+    garbage: usize,
+}
+
+impl PartialEq for MessageProperties {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for MessageProperties {}
+
+impl std::fmt::Debug for MessageProperties {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
 }
 
 /// A property name: the static one when RocketMQ defines it, else owned.
@@ -121,7 +136,7 @@ impl MessageProperties {
 
     /// The value of `name`, if set.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.position(name).map(|i| self.entries[i].1.as_str())
+        self.position(name).map(|i| self.value(i))
     }
 
     /// Whether `name` is set.
@@ -130,17 +145,23 @@ impl MessageProperties {
     }
 
     /// Sets `name` to `value`, keeping its position if it was already set; returns the old value.
-    pub fn insert(&mut self, name: impl PropertyName, value: impl Into<String>) -> Option<String> {
+    pub fn insert(&mut self, name: impl PropertyName, value: impl AsRef<str>) -> Option<String> {
         let name = name.into_name();
-        let value = value.into();
+        let range = self.push_text(value.as_ref());
         match self.position(&name) {
-            Some(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
+            Some(i) => {
+                let old = self.value(i).to_owned();
+                self.garbage += old.len();
+                (self.entries[i].1, self.entries[i].2) = range;
+                self.compact_if_wasteful();
+                Some(old)
+            }
             None => {
                 if self.entries.capacity() == 0 {
                     // Room for a producer's usual few and what the broker adds.
                     self.entries.reserve(6);
                 }
-                self.entries.push((name, value));
+                self.entries.push((name, range.0, range.1));
                 None
             }
         }
@@ -148,17 +169,50 @@ impl MessageProperties {
 
     /// Removes `name`, returning its value.
     pub fn remove(&mut self, name: &str) -> Option<String> {
-        self.position(name).map(|i| self.entries.remove(i).1)
+        let i = self.position(name)?;
+        let old = self.value(i).to_owned();
+        self.entries.remove(i);
+        self.garbage += old.len();
+        self.compact_if_wasteful();
+        Some(old)
+    }
+
+    fn value(&self, i: usize) -> &str {
+        let (_, start, end) = &self.entries[i];
+        &self.text[*start as usize..*end as usize]
+    }
+
+    /// Appends `value` to the text; its range there.
+    fn push_text(&mut self, value: &str) -> (u32, u32) {
+        let start = self.text.len();
+        self.text.push_str(value);
+        // Properties travel in frames and records far below 4 GiB.
+        (start as u32, self.text.len() as u32)
+    }
+
+    /// Rebuilds the text when replaced values are most of it (a value set over and over).
+    fn compact_if_wasteful(&mut self) {
+        if self.garbage <= 1024 || self.garbage <= self.text.len() / 2 {
+            return;
+        }
+        let mut text = String::with_capacity(self.text.len() - self.garbage);
+        for (_, start, end) in &mut self.entries {
+            let from = text.len() as u32;
+            text.push_str(&self.text[*start as usize..*end as usize]);
+            (*start, *end) = (from, text.len() as u32);
+        }
+        self.text = text;
+        self.garbage = 0;
     }
 
     /// The properties as `(name, value)` pairs in insertion order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
-        self.entries.iter().map(|(k, v)| (k.as_ref(), v.as_str()))
+        self.entries.iter().map(|(k, start, end)| (k.as_ref(), &self.text[*start as usize..*end as usize]))
     }
 
     /// Length in bytes of [`encode`](Self::encode)'s output, without building it.
     pub fn encoded_len(&self) -> usize {
-        self.entries.iter().map(|(k, v)| k.len() + v.len() + 2).sum()
+        self.entries.iter().map(|(k, start, end)| k.len() + (end - start) as usize + 2).sum()
     }
 
     /// The wire string: `name 0x01 value 0x02` per entry, so it ends with 0x02 unless empty.
@@ -170,7 +224,7 @@ impl MessageProperties {
 
     /// Appends the wire string to `out`.
     pub fn encode_into(&self, out: &mut String) {
-        for (name, value) in &self.entries {
+        for (name, value) in self.iter() {
             out.push_str(name);
             out.push(NAME_VALUE_SEPARATOR);
             out.push_str(value);
@@ -189,31 +243,49 @@ impl MessageProperties {
         let count = text.bytes().filter(|&b| b == PROPERTY_SEPARATOR as u8).count()
             + usize::from(!text.is_empty() && !text.ends_with(PROPERTY_SEPARATOR));
         props.entries.reserve(count + 2);
+        // The values point into one copy of the wire string, with room for the broker's own.
+        props.text.reserve(text.len() + 64);
+        props.text.push_str(text);
+        // Where `value`, a slice of `text`, starts and ends in the copy.
+        let range = |value: &str| {
+            let start = value.as_ptr() as usize - text.as_ptr() as usize;
+            (start as u32, (start + value.len()) as u32)
+        };
+        let skipped = |props: &MessageProperties| {
+            text.len() - props.entries.iter().map(|(_, s, e)| (e - s) as usize).sum::<usize>()
+        };
         if count <= LINEAR_DEDUP_MAX {
             for (name, value) in iter_properties(text) {
-                props.insert(name, value);
+                let (start, end) = range(value);
+                match props.position(name) {
+                    Some(i) => (props.entries[i].1, props.entries[i].2) = (start, end),
+                    None => props.entries.push((name.into_name(), start, end)),
+                }
             }
+            props.garbage = skipped(&props);
             return props;
         }
         let mut index: HashMap<&str, usize> = HashMap::with_capacity(count);
         for (name, value) in iter_properties(text) {
+            let (start, end) = range(value);
             match index.get(name) {
-                Some(&i) => props.entries[i].1 = value.to_owned(),
+                Some(&i) => (props.entries[i].1, props.entries[i].2) = (start, end),
                 None => {
                     index.insert(name, props.entries.len());
-                    props.entries.push((name.into_name(), value.to_owned()));
+                    props.entries.push((name.into_name(), start, end));
                 }
             }
         }
+        props.garbage = skipped(&props);
         props
     }
 
     fn position(&self, name: &str) -> Option<usize> {
-        self.entries.iter().position(|(k, _)| k == name)
+        self.entries.iter().position(|(k, _, _)| k == name)
     }
 }
 
-impl<K: PropertyName, V: Into<String>> FromIterator<(K, V)> for MessageProperties {
+impl<K: PropertyName, V: AsRef<str>> FromIterator<(K, V)> for MessageProperties {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
         let mut props = MessageProperties::new();
         props.extend(iter);
@@ -221,7 +293,7 @@ impl<K: PropertyName, V: Into<String>> FromIterator<(K, V)> for MessagePropertie
     }
 }
 
-impl<K: PropertyName, V: Into<String>> Extend<(K, V)> for MessageProperties {
+impl<K: PropertyName, V: AsRef<str>> Extend<(K, V)> for MessageProperties {
     fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
         for (k, v) in iter {
             self.insert(k, v);
@@ -297,6 +369,22 @@ impl<'a> Iterator for PropertiesIter<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_stay_right_through_replacements_removals_and_compaction() {
+        let mut p = MessageProperties::decode("A\u{1}1\u{2}B\u{1}2\u{2}A\u{1}3\u{2}");
+        assert_eq!(p.get("A"), Some("3"), "the later value wins");
+        for i in 0..2000 {
+            assert!(p.insert("B", i.to_string()).is_some());
+        }
+        assert_eq!(p.get("B"), Some("1999"));
+        assert_eq!(p.remove("A").as_deref(), Some("3"));
+        p.insert("C", "x".repeat(3000));
+        assert_eq!(p.encode(), format!("B\u{1}1999\u{2}C\u{1}{}\u{2}", "x".repeat(3000)));
+        let built: MessageProperties = [("B", "1999".to_owned()), ("C", "x".repeat(3000))].into_iter().collect();
+        assert_eq!(p, built, "equal by content, whatever the text's history");
+        assert!(p.text.len() < 2 * p.encoded_len(), "replaced values compacted away: {}", p.text.len());
+    }
 
     #[test]
     fn insert_replaces_in_place_and_keeps_order() {

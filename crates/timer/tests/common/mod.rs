@@ -119,7 +119,7 @@ pub fn timer_message(topic: &str, queue_id: i32, deliver_ms: i64, uniq: &str, co
     props.insert(keys::TAGS, "timer");
     props.insert(keys::TIMER_DELIVER_MS, deliver_ms.to_string());
     let (mut topic, mut queue_id) = (topic.to_owned(), queue_id);
-    let decision = timer_transform(&mut props, &mut topic, &mut queue_id, now_ms(), config).expect("accepted");
+    let decision = timer_transform(&mut props, &mut topic, &mut queue_id, now_ms, config).expect("accepted");
     assert!(matches!(decision, TimerDecision::Wheel { .. }), "{decision:?}");
     StoredMessage {
         topic,
