@@ -36,6 +36,21 @@ pub struct MessageProperties {
     text: String,
     /// Bytes of `text` no entry points at (replaced or removed values).
     garbage: usize,
+    /// A bit per name held ([`name_bit`]; a removed name's bit may stay): most lookups are for
+    /// names a message does not carry (DELAY, the timer and transaction names on a plain
+    /// send), and this answers those without comparing names.
+    names: u64,
+}
+
+/// The bit of `name` in [`MessageProperties::names`]: from its length, last and middle
+/// bytes, weighted so that the names a producer sets (KEYS, TAGS, WAIT, UNIQ_KEY and the
+/// broker's CLUSTER) share no bit with the names a send looks for and rarely finds (DELAY,
+/// the timer, transaction and light-queue names); 48 bits for RocketMQ's 66 names.
+fn name_bit(name: &str) -> u64 {
+    let b = name.as_bytes();
+    let (last, middle) = (b.last().copied().unwrap_or(0), b.get(b.len() / 2).copied().unwrap_or(0));
+    let h = (b.len() as u32).wrapping_add(u32::from(last) * 11).wrapping_add(u32::from(middle) * 27);
+    1 << (h % 64)
 }
 
 impl PartialEq for MessageProperties {
@@ -161,6 +176,7 @@ impl MessageProperties {
                     // Room for a producer's usual few and what the broker adds.
                     self.entries.reserve(6);
                 }
+                self.names |= name_bit(&name);
                 self.entries.push((name, range.0, range.1));
                 None
             }
@@ -259,7 +275,10 @@ impl MessageProperties {
                 let (start, end) = range(value);
                 match props.position(name) {
                     Some(i) => (props.entries[i].1, props.entries[i].2) = (start, end),
-                    None => props.entries.push((name.into_name(), start, end)),
+                    None => {
+                        props.names |= name_bit(name);
+                        props.entries.push((name.into_name(), start, end));
+                    }
                 }
             }
             props.garbage = skipped(&props);
@@ -272,6 +291,7 @@ impl MessageProperties {
                 Some(&i) => (props.entries[i].1, props.entries[i].2) = (start, end),
                 None => {
                     index.insert(name, props.entries.len());
+                    props.names |= name_bit(name);
                     props.entries.push((name.into_name(), start, end));
                 }
             }
@@ -281,6 +301,9 @@ impl MessageProperties {
     }
 
     fn position(&self, name: &str) -> Option<usize> {
+        if self.names & name_bit(name) == 0 {
+            return None;
+        }
         self.entries.iter().position(|(k, _, _)| k == name)
     }
 }
@@ -369,6 +392,30 @@ impl<'a> Iterator for PropertiesIter<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plain_sends_names_share_no_bit_with_the_names_it_is_asked_for() {
+        let carried = [keys::KEYS, keys::TAGS, keys::WAIT, keys::UNIQ_KEY, keys::CLUSTER];
+        let mask = carried.iter().fold(0, |m, n| m | name_bit(n));
+        for asked in [
+            keys::DELAY,
+            keys::TIMER_DELIVER_MS,
+            keys::TIMER_DELAY_SEC,
+            keys::TIMER_DELAY_MS,
+            keys::TIMER_OUT_MS,
+            keys::TRAN_MSG,
+            keys::SHARDING_KEY,
+            keys::INNER_MULTI_DISPATCH,
+            keys::INNER_MULTI_QUEUE_OFFSET,
+            keys::RETRY_TOPIC,
+        ] {
+            assert_eq!(mask & name_bit(asked), 0, "{asked}");
+        }
+        // Lookups stay exact whatever the bits say.
+        let p: MessageProperties = carried.iter().map(|n| (*n, "v")).collect();
+        assert!(carried.iter().all(|n| p.get(n) == Some("v")));
+        assert_eq!(p.get(keys::DELAY), None);
+    }
 
     #[test]
     fn values_stay_right_through_replacements_removals_and_compaction() {
