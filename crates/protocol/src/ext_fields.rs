@@ -163,20 +163,8 @@ impl ExtFields {
         }
     }
 
-    /// Rewrites the text without dead bytes once they are the larger part (a field set over
-    /// and over must not grow the map without bound).
     fn compact_if_wasteful(&mut self) {
-        if self.garbage <= 1024 || self.garbage <= self.text.len() / 2 {
-            return;
-        }
-        let mut text = String::with_capacity(self.text.len() - self.garbage);
-        for (_, start, end) in &mut self.entries {
-            let from = text.len() as u32;
-            text.push_str(&self.text[*start as usize..*end as usize]);
-            (*start, *end) = (from, text.len() as u32);
-        }
-        self.text = text;
-        self.garbage = 0;
+        crate::shared_text::compact_if_wasteful(&mut self.text, &mut self.garbage, &mut self.entries);
     }
 
     /// Index of `key`. A header has a dozen or so fields, often one-letter ones, and a scan

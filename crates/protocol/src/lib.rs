@@ -25,6 +25,7 @@ pub mod version;
 
 mod header_codec;
 mod json_header;
+mod shared_text;
 
 pub use code::{request_code, response_code};
 pub use command::{ExtFields, LanguageCode, RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE};

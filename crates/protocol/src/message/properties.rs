@@ -206,19 +206,8 @@ impl MessageProperties {
         (start as u32, self.text.len() as u32)
     }
 
-    /// Rebuilds the text when replaced values are most of it (a value set over and over).
     fn compact_if_wasteful(&mut self) {
-        if self.garbage <= 1024 || self.garbage <= self.text.len() / 2 {
-            return;
-        }
-        let mut text = String::with_capacity(self.text.len() - self.garbage);
-        for (_, start, end) in &mut self.entries {
-            let from = text.len() as u32;
-            text.push_str(&self.text[*start as usize..*end as usize]);
-            (*start, *end) = (from, text.len() as u32);
-        }
-        self.text = text;
-        self.garbage = 0;
+        crate::shared_text::compact_if_wasteful(&mut self.text, &mut self.garbage, &mut self.entries);
     }
 
     /// The properties as `(name, value)` pairs in insertion order.
