@@ -136,13 +136,16 @@ fn start_standalone_with(
         }
         let mut child = ChildProcess(command.spawn().unwrap_or_else(|e| panic!("cannot start {bin}: {e}")));
         let namesrv = format!("127.0.0.1:{ns_port}");
+        let broker = format!("127.0.0.1:{broker_port}");
         let deadline = std::time::Instant::now() + crate::TIMEOUT * 2;
         loop {
-            if std::net::TcpStream::connect(&namesrv).is_ok() {
+            // Both listening: the broker binds after the name server, and a port of its taken
+            // meanwhile ends the process, which the retry below then sees.
+            if std::net::TcpStream::connect(&namesrv).is_ok() && std::net::TcpStream::connect(&broker).is_ok() {
                 return Standalone {
                     child,
                     namesrv,
-                    broker: format!("127.0.0.1:{broker_port}"),
+                    broker,
                     grpc: format!("127.0.0.1:{grpc_port}"),
                     metrics: format!("127.0.0.1:{metrics_port}"),
                     dashboard: format!("127.0.0.1:{dashboard_port}"),
