@@ -29,12 +29,17 @@ const LINEAR_DEDUP_MAX: usize = 16;
 ///
 /// The values share one text buffer (decoding copies the wire string once and points into
 /// it): a send's properties cost two allocations, not one per value.
+///
+/// An entry survives an encode/decode round trip when its name is non-empty and contains neither
+/// separator, and its value is non-empty and contains no [`PROPERTY_SEPARATOR`]. Other entries are
+/// still encoded verbatim, as Java does, and then skipped by the tolerant decoder.
 #[derive(Clone, Default)]
 pub struct MessageProperties {
     /// Name and value range in `text`. Names RocketMQ defines are kept as `&'static str`.
     entries: Vec<(Cow<'static, str>, u32, u32)>,
     text: String,
-    /// Bytes of `text` no entry points at (replaced or removed values).
+    /// Bytes of `text` no value uses: a decoded string's names and separators, replaced or
+    /// removed values.
     garbage: usize,
     /// A bit per name held ([`name_bit`]; a removed name's bit may stay): most lookups are for
     /// names a message does not carry (DELAY, the timer and transaction names on a plain
@@ -176,8 +181,7 @@ impl MessageProperties {
                     // Room for a producer's usual few and what the broker adds.
                     self.entries.reserve(6);
                 }
-                self.names |= name_bit(&name);
-                self.entries.push((name, range.0, range.1));
+                self.push_entry(name, range);
                 None
             }
         }
@@ -191,6 +195,12 @@ impl MessageProperties {
         self.garbage += old.len();
         self.compact_if_wasteful();
         Some(old)
+    }
+
+    /// Adds a name not held yet, its value at `range` of the text.
+    fn push_entry(&mut self, name: Cow<'static, str>, range: (u32, u32)) {
+        self.names |= name_bit(&name);
+        self.entries.push((name, range.0, range.1));
     }
 
     fn value(&self, i: usize) -> &str {
@@ -264,10 +274,7 @@ impl MessageProperties {
                 let (start, end) = range(value);
                 match props.position(name) {
                     Some(i) => (props.entries[i].1, props.entries[i].2) = (start, end),
-                    None => {
-                        props.names |= name_bit(name);
-                        props.entries.push((name.into_name(), start, end));
-                    }
+                    None => props.push_entry(name.into_name(), (start, end)),
                 }
             }
             props.garbage = skipped(&props);
@@ -280,8 +287,7 @@ impl MessageProperties {
                 Some(&i) => (props.entries[i].1, props.entries[i].2) = (start, end),
                 None => {
                     index.insert(name, props.entries.len());
-                    props.names |= name_bit(name);
-                    props.entries.push((name.into_name(), start, end));
+                    props.push_entry(name.into_name(), (start, end));
                 }
             }
         }
