@@ -96,7 +96,25 @@ pub(crate) struct RuntimeRole {
     pub(crate) fenced: bool,
 }
 
+/// The role a send is admitted under, read once with the replication service of that role.
+/// The slave's refusal and the SYNC_MASTER's wait follow this one reading: a controller-mode
+/// master can step down while a message is stored, and its answer must then not become
+/// SUCCESS because the broker is no longer SYNC_MASTER when the store answers (ADR 0016).
+#[derive(Debug, Clone)]
+pub(crate) struct WriteRole {
+    pub(crate) broker_role: BrokerRole,
+    replication: Replication,
+}
+
 impl Broker {
+    /// The role now, and the replication service it runs with. Read in that order: a new
+    /// master starts its service before it takes the SYNC_MASTER role, so a SYNC_MASTER reading
+    /// sees that service, or (the broker stepped down since) another one.
+    pub(crate) fn write_role(&self) -> WriteRole {
+        let broker_role = self.role().broker_role;
+        WriteRole { broker_role, replication: self.replication() }
+    }
+
     /// The role now.
     pub(crate) fn role(&self) -> RuntimeRole {
         *self.role.read().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -116,12 +134,18 @@ impl Broker {
         std::mem::replace(&mut *self.replication.write().unwrap_or_else(std::sync::PoisonError::into_inner), next)
     }
 
-    /// For a SYNC_MASTER put that asked to wait (WAIT != false) and was stored, waits until enough
-    /// replicas acknowledged it. Returns the response code and remark replacing SUCCESS (or
-    /// FLUSH_DISK_TIMEOUT) when they did not: SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT, ... The
-    /// message stays stored either way, as in Java, and the answer still carries its id.
-    pub(crate) async fn wait_for_replicas(&self, result: &PutMessageResult) -> Option<(i32, String)> {
-        if self.role().broker_role != BrokerRole::SyncMaster {
+    /// For a put admitted as SYNC_MASTER (`admitted`) that asked to wait (WAIT != false) and was
+    /// stored, waits until enough replicas of that role's service acknowledged it. Returns the
+    /// response code and remark replacing SUCCESS (or FLUSH_DISK_TIMEOUT) when they did not:
+    /// SLAVE_NOT_AVAILABLE, FLUSH_SLAVE_TIMEOUT, SERVICE_NOT_AVAILABLE when the broker stepped
+    /// down meanwhile, ... The message stays stored either way, as in Java, and the answer
+    /// still carries its id.
+    pub(crate) async fn wait_for_replicas(
+        &self,
+        admitted: &WriteRole,
+        result: &PutMessageResult,
+    ) -> Option<(i32, String)> {
+        if admitted.broker_role != BrokerRole::SyncMaster {
             return None;
         }
         if !matches!(result.status, PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout) {
@@ -129,10 +153,19 @@ impl Broker {
         }
         let append = result.append.as_ref()?;
         let next_offset = append.wrote_offset + append.wrote_bytes as i64;
-        let error = match self.replication() {
+        let error = match &admitted.replication {
             Replication::Master(ha) => ha.replicate(next_offset).await.err()?,
             Replication::AutoSwitchMaster(ha) => ha.replicate(next_offset).await.err()?,
-            _ => return None,
+            // The master's service was gone by the time the role's service was read: the
+            // broker stepped down (or is shutting down). Java answers PUT_OK then; nothing
+            // will replicate this message from here, so it must not look replicated.
+            _ => {
+                debug!(next_offset, "a SYNC_MASTER put outlived the master role");
+                return Some((
+                    response_code::SERVICE_NOT_AVAILABLE,
+                    "the broker stopped being master while the message was stored; it is not replicated".into(),
+                ));
+            }
         };
         debug!(next_offset, error = %error, "replicas did not acknowledge a SYNC_MASTER put");
         Some(match error {

@@ -52,6 +52,12 @@ impl Drop for Cluster {
         for p in self.brokers.iter_mut().chain(self.ctrl.iter_mut()) {
             p.kill();
         }
+        // A failed test shows what the brokers did: their logs go with the temporary directory.
+        if std::thread::panicking() {
+            for p in &self.brokers {
+                eprintln!("--- {} ({}) log tail:\n{}", p.name, p.addr(), tail(&p.log(), 80));
+            }
+        }
     }
 }
 

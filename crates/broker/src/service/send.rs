@@ -13,6 +13,7 @@ use tracing::{debug, info};
 
 use super::{Caller, Service, ServiceError};
 use crate::broker::{now_ms, Broker};
+use crate::ha::WriteRole;
 use crate::metadata::{dlq_topic, is_not_allowed_send_topic, validate_topic, RETRY_GROUP_TOPIC_PREFIX};
 use crate::service::send_back::DLQ_NUMS_PER_GROUP;
 use crate::transaction;
@@ -153,6 +154,9 @@ pub(crate) struct Admitted<'a> {
     pub(crate) created: bool,
     pub(crate) queue_id: i32,
     pub(crate) permit: tokio::sync::SemaphorePermit<'a>,
+    /// The role the send was admitted under: its answer waits for the replicas this role
+    /// owes, even if the role changes while the message is stored.
+    pub(crate) role: WriteRole,
 }
 
 impl Broker {
@@ -167,10 +171,11 @@ impl Broker {
     ) -> Result<Admitted<'_>, ServiceError> {
         // Bounded work: past the limit a send is refused at once rather than queued.
         let permit = self.send_permits.try_acquire().map_err(|_| ServiceError::Busy(BUSY_REMARK.into()))?;
-        let (config, created) = self.check_send(caller, topic, queue_id, auto_create)?;
+        let role = self.write_role();
+        let (config, created) = self.check_send(&role, caller, topic, queue_id, auto_create)?;
         let queue_id = queue_id.unwrap_or_else(|| pick_queue(config.write_queue_nums));
         let queue_id = self.written_static_queue(topic, queue_id)?;
-        Ok(Admitted { topic: config, created, queue_id, permit })
+        Ok(Admitted { topic: config, created, queue_id, permit, role })
     }
 
     /// On a static topic, the physical queue a send may go to: `queue_id` when it leads a
@@ -207,7 +212,7 @@ impl Broker {
     }
 
     pub(crate) async fn send_message(&self, caller: &Caller, req: SendRequest) -> Result<SendReceipt, ServiceError> {
-        let Admitted { topic: topic_config, created, queue_id, permit: _permit } =
+        let Admitted { topic: topic_config, created, queue_id, permit: _permit, role } =
             self.admit(caller, &req.topic, req.queue_id, req.auto_create.as_ref())?;
         let mut sys_flag = req.sys_flag;
         if topic_config.multi_tag {
@@ -304,7 +309,7 @@ impl Broker {
             recall_handle,
         };
         if waits {
-            if let Some((code, remark)) = self.wait_for_replicas(&result).await {
+            if let Some((code, remark)) = self.wait_for_replicas(&role, &result).await {
                 // Stored, but not replicated as asked: the receipt keeps the message id.
                 receipt.status = match code {
                     ferromq_protocol::response_code::FLUSH_SLAVE_TIMEOUT => SendStatus::FlushSlaveTimeout,
@@ -323,12 +328,13 @@ impl Broker {
     /// The config, and whether this call created the topic.
     fn check_send(
         &self,
+        role: &WriteRole,
         caller: &Caller,
         topic: &str,
         queue_id: Option<i32>,
         auto_create: Option<&AutoCreate>,
     ) -> Result<(SendTopic, bool), ServiceError> {
-        if self.is_slave() {
+        if role.broker_role == crate::config::BrokerRole::Slave {
             return Err(ServiceError::NotAvailable("the broker is a slave and does not accept messages".into()));
         }
         if !perm::is_writeable(self.permission()) {
