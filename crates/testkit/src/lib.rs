@@ -36,18 +36,53 @@ pub use relay::Relay;
 /// How long the harness waits for anything (registration, shutdown).
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A port free on 127.0.0.1 right now (the OS picks it; another process may take it later).
+/// A port free on 127.0.0.1 right now, below the kernel's ephemeral range (see
+/// [`candidate_port`]); another test's server may still take it first.
 pub fn free_port() -> u16 {
     loop {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
+        let port = candidate_port();
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() && reserve(&[port]) {
+            return port;
+        }
+    }
+}
+
+/// A port for a server to listen on later. Taken below the kernel's ephemeral range
+/// (`net.ipv4.ip_local_port_range`, 32768-60999 by default) when there is room: a port handed
+/// out by binding port 0 comes from that range, and any outgoing connection on the machine
+/// can take it (as its local port) before the server binds it; seen in CI as a controller-mode
+/// broker that could not bind its HA port for a minute. Below the range only another test's
+/// listener can, and the random pick makes two processes' picks rarely meet.
+fn candidate_port() -> u16 {
+    const LOWEST: u16 = 20_000;
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(0);
+    if ephemeral_low < LOWEST + 1_000 {
+        return std::net::TcpListener::bind("127.0.0.1:0")
             .expect("bind port 0")
             .local_addr()
             .expect("local address")
             .port();
-        if reserve(&[port]) {
-            return port;
-        }
     }
+    LOWEST + (next_random() % u64::from(ephemeral_low - LOWEST)) as u16
+}
+
+/// A xorshift step over a seed of the clock and the process id: a spread, not a secret.
+fn next_random() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static STATE: AtomicU64 = AtomicU64::new(0);
+    let mut x = STATE.load(Ordering::Relaxed);
+    if x == 0 {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos());
+        x = (nanos as u64 ^ (u64::from(std::process::id()) << 32)) | 1;
+    }
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    STATE.store(x, Ordering::Relaxed);
+    x
 }
 
 /// Ports this process handed out, with a broker's neighbours: the tests of one binary run in
@@ -68,12 +103,13 @@ fn reserve(ports: &[u16]) -> bool {
 /// below, its VIP channel (listenPort - 2).
 pub fn free_broker_port() -> u16 {
     loop {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0");
-        let port = listener.local_addr().expect("local address").port();
+        let port = candidate_port();
+        let free = |p: u16| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok();
         if port > 2
             && port < u16::MAX
-            && std::net::TcpListener::bind(("127.0.0.1", port + 1)).is_ok()
-            && std::net::TcpListener::bind(("127.0.0.1", port - 2)).is_ok()
+            && free(port)
+            && free(port + 1)
+            && free(port - 2)
             && reserve(&[port, port + 1, port - 2])
         {
             return port;
