@@ -747,14 +747,6 @@ impl MessageStore {
         self.put_message_waiting(msg, Some(false)).await
     }
 
-    /// Appends one message whose stored WAIT property is not what its put waits for: under
-    /// SYNC_FLUSH it waits for the flush exactly when `wait` (a consumer's send-back stores
-    /// WAIT=false, as Java does, yet is answered only once the retry is as safe as the
-    /// original asked).
-    pub async fn put_message_flush_wait(&self, msg: StoredMessage, wait: bool) -> PutMessageResult {
-        self.put_message_waiting(msg, Some(wait)).await
-    }
-
     /// `wait`: whether a SYNC_FLUSH put waits for its flush; `None` for what the message's
     /// WAIT property says (read only under SYNC_FLUSH).
     async fn put_message_waiting(&self, msg: StoredMessage, wait: Option<bool>) -> PutMessageResult {

@@ -122,12 +122,6 @@ impl Broker {
             .map(str::to_owned)
             .unwrap_or_else(|| create_offset_msg_id(original.store_host, original.physical_offset));
         props.insert(keys::ORIGIN_MESSAGE_ID, origin);
-        // Whether the answer waits for the flush and the replicas: as the original asked, as
-        // for a send (ADR 0016 §9). The consumer commits its offset past the original once
-        // this answers SUCCESS, so the retry must be as safe as a sent message by then. Java
-        // answers at once (the retry is stored with WAIT=false, as here, and not waited for).
-        let waits = props.get(keys::WAIT) != Some("false");
-        props.insert(keys::WAIT, "false");
         let mut stored_topic = topic.clone();
         let mut queue_id = (original.physical_offset.rem_euclid(i64::from(queue_nums.max(1)))) as i32;
         if to_dlq {
@@ -150,9 +144,13 @@ impl Broker {
             reconsume_times: original.reconsume_times + 1,
             ..self.stored_copy(&original, stored_topic, queue_id, &props)
         };
-        // Anything less than asked is SYSTEM_ERROR with Java's status name: the consumer then
+        // The original's WAIT decides, as for a send: under SYNC_FLUSH the answer waits for the
+        // flush, on a SYNC_MASTER for the replicas. The consumer commits its offset past the
+        // original once this answers SUCCESS, so the retry must be as safe as a sent message
+        // by then; anything less is SYSTEM_ERROR with Java's status name, and the consumer
         // retries the message itself.
-        let result = self.store.put_message_flush_wait(retry, waits).await;
+        let waits = props.get(keys::WAIT) != Some("false");
+        let result = self.store.put_message(retry).await;
         self.created_topic_routable(created).await;
         let replicated = match result.status {
             PutMessageStatus::PutOk if waits => self.wait_for_replicas(&role, &result).await,
