@@ -6,12 +6,11 @@
 
 use ferromq_protocol::body::perm;
 use ferromq_protocol::message::{create_offset_msg_id, keys, MessageProperties, StoredMessage};
-use ferromq_protocol::{response_code, version};
+use ferromq_protocol::version;
 use ferromq_store::PutMessageStatus;
-use tracing::{info, warn};
+use tracing::info;
 
 use crate::broker::Broker;
-use crate::config::BrokerRole;
 use crate::metadata::{dlq_topic, retry_topic};
 use crate::schedule;
 use crate::service::{Caller, Service, ServiceError};
@@ -60,10 +59,8 @@ impl Service {
 
 impl Broker {
     pub(crate) async fn send_back_of(&self, caller: &Caller, h: &SendBackRequest) -> Result<SentBack, ServiceError> {
-        // A slave's CommitLog is the master's copy: it stores nothing of its own. The role is
-        // read once: a SYNC_MASTER's answer waits for the replicas of the role it stored under.
-        let role = self.write_role();
-        if role.broker_role == BrokerRole::Slave {
+        // A slave's CommitLog is the master's copy: it stores nothing of its own.
+        if self.is_slave() {
             return Err(ServiceError::System(format!("no master available along with {}", self.config.broker_ip1)));
         }
         let Some(group) = self.groups().find(&h.group, self.config.auto_create_subscription_group) else {
@@ -122,6 +119,8 @@ impl Broker {
             .map(str::to_owned)
             .unwrap_or_else(|| create_offset_msg_id(original.store_host, original.physical_offset));
         props.insert(keys::ORIGIN_MESSAGE_ID, origin);
+        // The retry is not flushed before the answer: the original is already durable.
+        props.insert(keys::WAIT, "false");
         let mut stored_topic = topic.clone();
         let mut queue_id = (original.physical_offset.rem_euclid(i64::from(queue_nums.max(1)))) as i32;
         if to_dlq {
@@ -144,29 +143,10 @@ impl Broker {
             reconsume_times: original.reconsume_times + 1,
             ..self.stored_copy(&original, stored_topic, queue_id, &props)
         };
-        // The original's WAIT decides, as for a send: under SYNC_FLUSH the answer waits for the
-        // flush, on a SYNC_MASTER for the replicas. The consumer commits its offset past the
-        // original once this answers SUCCESS, so the retry must be as safe as a sent message
-        // by then; anything less is SYSTEM_ERROR with Java's status name, and the consumer
-        // retries the message itself.
-        let waits = props.get(keys::WAIT) != Some("false");
         let result = self.store.put_message(retry).await;
         self.created_topic_routable(created).await;
-        let replicated = match result.status {
-            PutMessageStatus::PutOk if waits => self.wait_for_replicas(&role, &result).await,
-            _ => None,
-        };
-        if let Some((code, remark)) = replicated {
-            let name = match code {
-                response_code::FLUSH_SLAVE_TIMEOUT => "FLUSH_SLAVE_TIMEOUT",
-                response_code::SLAVE_NOT_AVAILABLE => "SLAVE_NOT_AVAILABLE",
-                _ => return Err(ServiceError::from_code(code, remark)),
-            };
-            warn!(group = %h.group, topic = %topic, status = name, remark = %remark, "message sent back but not replicated as asked");
-            return Err(ServiceError::System(name.into()));
-        }
         match result.status {
-            PutMessageStatus::PutOk => {
+            PutMessageStatus::PutOk | PutMessageStatus::FlushDiskTimeout => {
                 info!(group = %h.group, topic = %topic, reconsume_times = original.reconsume_times + 1, remote_addr = %caller.remote_addr, "message sent back");
                 if to_dlq {
                     // The topic the group consumed it from (a retry's original topic).
@@ -175,8 +155,7 @@ impl Broker {
                 }
                 Ok(SentBack::Stored { topic, dead_letter: to_dlq })
             }
-            // FLUSH_DISK_TIMEOUT too, as Java: stored, but not flushed as asked.
-            status => Err(ServiceError::System(result.remark.unwrap_or_else(|| status.java_name().into()))),
+            status => Err(ServiceError::System(result.remark.unwrap_or_else(|| format!("{status:?}")))),
         }
     }
 }
