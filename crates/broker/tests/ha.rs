@@ -68,7 +68,23 @@ async fn sync_master_waits_for_its_slave_and_the_slave_serves_what_was_acknowled
     // No slave yet: stored, but the producer hears SLAVE_NOT_AVAILABLE (with the message id).
     let r = client.invoke(&c.broker_addr, send_request("HaTopic", 0, b"early", &[]), T).await.unwrap();
     assert_eq!(r.code, response_code::SLAVE_NOT_AVAILABLE, "{:?}", r.remark);
-    assert!(!r.decode_header::<SendMessageResponseHeader>().unwrap().msg_id.is_empty());
+    let early_id = r.decode_header::<SendMessageResponseHeader>().unwrap().msg_id;
+    // A consumer's send-back does not wait for the slave, as in Java (ADR 0016 §9): its retry
+    // is stored and acknowledged at once.
+    let early_offset = ferromq_protocol::message::decode_offset_msg_id(&early_id).unwrap().1;
+    let back =
+        RemotingCommand::request(request_code::CONSUMER_SEND_MSG_BACK).with_header(&ConsumerSendMsgBackRequestHeader {
+            offset: early_offset,
+            group: "cg".into(),
+            delay_level: 0,
+            origin_msg_id: None,
+            origin_topic: Some("HaTopic".into()),
+            unit_mode: None,
+            max_reconsume_times: None,
+            broker_name: None,
+        });
+    let r = client.invoke(&c.broker_addr, back, T).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
 
     let (slave, _slave_dir) = start_slave(&c, true, None).await;
     let deadline = Instant::now() + T;

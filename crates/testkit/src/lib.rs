@@ -40,7 +40,7 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 /// [`candidate_port`]); another test's server may still take it first.
 pub fn free_port() -> u16 {
     loop {
-        let port = candidate_port();
+        let port = candidate_port(0);
         if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() && reserve(&[port]) {
             return port;
         }
@@ -52,8 +52,9 @@ pub fn free_port() -> u16 {
 /// out by binding port 0 comes from that range, and any outgoing connection on the machine
 /// can take it (as its local port) before the server binds it; seen in CI as a controller-mode
 /// broker that could not bind its HA port for a minute. Below the range only another test's
-/// listener can, and the random pick makes two processes' picks rarely meet.
-fn candidate_port() -> u16 {
+/// listener can, and the random pick makes two processes' picks rarely meet. `above` ports
+/// after the pick stay below the range too.
+fn candidate_port(above: u16) -> u16 {
     const LOWEST: u16 = 20_000;
     let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()
@@ -66,7 +67,7 @@ fn candidate_port() -> u16 {
             .expect("local address")
             .port();
     }
-    LOWEST + (next_random() % u64::from(ephemeral_low - LOWEST)) as u16
+    LOWEST + (next_random() % u64::from(ephemeral_low - LOWEST - above)) as u16
 }
 
 /// A xorshift step over a seed of the clock and the process id: a spread, not a secret.
@@ -103,7 +104,7 @@ fn reserve(ports: &[u16]) -> bool {
 /// below, its VIP channel (listenPort - 2).
 pub fn free_broker_port() -> u16 {
     loop {
-        let port = candidate_port();
+        let port = candidate_port(1);
         let free = |p: u16| std::net::TcpListener::bind(("127.0.0.1", p)).is_ok();
         if port > 2
             && port < u16::MAX

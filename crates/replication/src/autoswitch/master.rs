@@ -370,6 +370,11 @@ impl AutoSwitchMaster {
                 .count();
             1 + others as u32
         };
+        // A master that stepped down (its service closed) answers for nothing, even a put that
+        // needs no replica: its log past the new master's epoch start is cut when it follows.
+        if shared.closed.load(Ordering::Acquire) {
+            return Err(ReplicaWaitError::ShutDown);
+        }
         {
             let set = shared.effective();
             let need = needed(&set);
