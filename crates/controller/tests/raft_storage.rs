@@ -90,6 +90,14 @@ async fn start(dir: &std::path::Path) -> (Raft<TypeConfig>, StateMachine, LogSto
     (raft, sm, log)
 }
 
+/// Waits until the single node leads (it takes writes from then on).
+async fn leader(raft: &Raft<TypeConfig>) {
+    raft.wait(Some(Duration::from_secs(10)))
+        .state(openraft::ServerState::Leader, "the single node leads")
+        .await
+        .expect("the node elects itself within 10 s");
+}
+
 fn apply_id(id: i64) -> Command {
     Command {
         events: vec![Event::ApplyBrokerId(ApplyBrokerIdEvent {
@@ -109,6 +117,7 @@ async fn one_node_commits_snapshots_purges_and_restarts_from_its_files() {
     {
         let (raft, sm, _log) = start(&raft_dir).await;
         raft.initialize(BTreeMap::from([(0, BasicNode::new("127.0.0.1:9878"))])).await.unwrap();
+        leader(&raft).await;
         for id in 1..=12 {
             raft.client_write(apply_id(id)).await.unwrap();
         }
@@ -160,6 +169,9 @@ async fn one_node_commits_snapshots_purges_and_restarts_from_its_files() {
     })
     .await
     .expect("the state is back within 10 s");
+    // The state comes back from the files before the node has elected itself: writes wait
+    // for that (under load the election timeout may not have run out yet).
+    leader(&raft).await;
     raft.client_write(apply_id(13)).await.unwrap();
     assert_eq!(sm.read(|s| s.set("b").unwrap().next_assign_broker_id), 14);
     raft.shutdown().await.unwrap();
