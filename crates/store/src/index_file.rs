@@ -45,6 +45,9 @@ const INDEX_COUNT_POS: usize = 36;
 
 /// The "no entry" value of a slot or of an entry's previous link.
 const INVALID_INDEX: i32 = 0;
+/// Pages of entries given blocks by one reservation (256 KiB, 13,107 entries): a system call
+/// per 204 entries cost 7 % of the dispatch thread.
+const ENTRY_RESERVE_PAGES: usize = 64;
 
 /// The size in bytes of an index file with these dimensions, or `None` if it does not fit in
 /// memory addresses.
@@ -259,7 +262,7 @@ impl IndexFile {
         let entry_pos = self.entry_pos(index_count);
         self.reserve_range(0, INDEX_HEADER_SIZE)?;
         self.reserve_range(slot_pos, HASH_SLOT_SIZE)?;
-        self.reserve_range(entry_pos, INDEX_ENTRY_SIZE)?;
+        self.reserve_entry(entry_pos)?;
         let mut slot_value = self.read_i32(slot_pos);
         if slot_value <= INVALID_INDEX || slot_value > index_count {
             slot_value = INVALID_INDEX;
@@ -290,6 +293,35 @@ impl IndexFile {
         self.write_header();
         self.dirty.store(true, Ordering::Relaxed);
         Ok(true)
+    }
+
+    /// Gives blocks to the pages of the entry at `pos`. Entries are written in order, so the
+    /// pages after it get theirs in the same system call, [`ENTRY_RESERVE_PAGES`] at a time
+    /// (the slots, written at random, are reserved page by page so the file stays sparse).
+    /// Short of room for the run, only the entry's own pages are reserved.
+    fn reserve_entry(&mut self, pos: usize) -> io::Result<()> {
+        let page = crate::OS_PAGE_SIZE;
+        let first = pos / page;
+        let needed_end = (pos + INDEX_ENTRY_SIZE).div_ceil(page);
+        if !self.reserved_pages.covers(pos, INDEX_ENTRY_SIZE) {
+            let file_pages = self.map.len().div_ceil(page);
+            let end = (first + ENTRY_RESERVE_PAGES).max(needed_end).min(file_pages);
+            let (at, len) = (first * page, (end * page).min(self.map.len()) - first * page);
+            match crate::reserve::reserve(&self.file, &self.path, at as u64, len as u64) {
+                Ok(()) => {
+                    for p in first..end {
+                        self.reserved_pages.insert(p);
+                    }
+                }
+                Err(_) if end > needed_end => self.reserve_range(pos, INDEX_ENTRY_SIZE)?,
+                Err(e) => return Err(e),
+            }
+        }
+        // The entry's pages now hold data: reads go through the mapping.
+        for p in first..needed_end {
+            self.pages.insert(p);
+        }
+        Ok(())
     }
 
     /// Gives blocks to the pages of `[pos, pos + len)` that have none.
@@ -502,6 +534,41 @@ mod tests {
     fn file_size_matches_java_default_dimensions() {
         assert_eq!(index_file_size(5_000_000, 20_000_000), Some(420_000_040));
         assert_eq!(index_file_size(16, 8), Some(40 + 64 + 160));
+    }
+
+    #[test]
+    fn entry_pages_are_reserved_a_run_at_a_time_and_slots_page_by_page() {
+        let dir = tempfile::tempdir().unwrap();
+        // 1,024 slots (one page) and room for 100,000 entries (~489 pages).
+        let mut f = IndexFile::create(&dir.path().join("f"), 1024, 100_000, 0, 0).unwrap();
+        assert!(f.put_key("a", 100, 1_000).unwrap());
+        let page = crate::OS_PAGE_SIZE;
+        let first_entry_page = f.entry_pos(1) / page;
+        for p in first_entry_page..first_entry_page + ENTRY_RESERVE_PAGES {
+            assert!(f.reserved_pages.contains(p), "entry page {p} reserved with the first entry");
+        }
+        assert!(!f.reserved_pages.contains(first_entry_page + ENTRY_RESERVE_PAGES));
+        // Only the page written reads through the mapping.
+        assert!(f.pages.contains(first_entry_page) && !f.pages.contains(first_entry_page + 1));
+        // Entries filling the run reserve nothing more; the next one reserves the next run.
+        let next_run = first_entry_page + ENTRY_RESERVE_PAGES;
+        let mut i = 0i64;
+        while (f.entry_pos(f.index_count()) + INDEX_ENTRY_SIZE - 1) / page < next_run {
+            assert!(f.put_key(&format!("k{i}"), 200 + i, 2_000).unwrap());
+            i += 1;
+        }
+        assert!(!f.reserved_pages.contains(next_run), "not before an entry needs it");
+        // The next entry starts on the run's last page and ends on the next: a new run from
+        // its first page.
+        let start = f.entry_pos(f.index_count()) / page;
+        assert!(f.put_key("next", 1, 2_000).unwrap());
+        for p in start..start + ENTRY_RESERVE_PAGES {
+            assert!(f.reserved_pages.contains(p), "page {p} of the second run");
+        }
+        // Every key written reads back.
+        let mut out = Vec::new();
+        f.select_phy_offsets("k7", 10, 0, i64::MAX, &mut out);
+        assert!(out.contains(&207), "{out:?}");
     }
 
     #[test]
