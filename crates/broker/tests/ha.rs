@@ -37,6 +37,21 @@ async fn start_slave(
     (slave, dir)
 }
 
+/// A consumer's CONSUMER_SEND_MSG_BACK (group `cg`) of the message at `offset`, consumed from
+/// `origin_topic`.
+fn send_back(offset: i64, origin_topic: &str) -> RemotingCommand {
+    RemotingCommand::request(request_code::CONSUMER_SEND_MSG_BACK).with_header(&ConsumerSendMsgBackRequestHeader {
+        offset,
+        group: "cg".into(),
+        delay_level: 0,
+        origin_msg_id: None,
+        origin_topic: Some(origin_topic.into()),
+        unit_mode: None,
+        max_reconsume_times: None,
+        broker_name: None,
+    })
+}
+
 async fn ha_status(client: &RemotingClient, addr: &str) -> HaRuntimeInfo {
     let r = client.invoke(addr, RemotingCommand::request(request_code::GET_BROKER_HA_STATUS), T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
@@ -72,18 +87,7 @@ async fn sync_master_waits_for_its_slave_and_the_slave_serves_what_was_acknowled
     // A consumer's send-back does not wait for the slave, as in Java (ADR 0016 §9): its retry
     // is stored and acknowledged at once.
     let early_offset = ferromq_protocol::message::decode_offset_msg_id(&early_id).unwrap().1;
-    let back =
-        RemotingCommand::request(request_code::CONSUMER_SEND_MSG_BACK).with_header(&ConsumerSendMsgBackRequestHeader {
-            offset: early_offset,
-            group: "cg".into(),
-            delay_level: 0,
-            origin_msg_id: None,
-            origin_topic: Some("HaTopic".into()),
-            unit_mode: None,
-            max_reconsume_times: None,
-            broker_name: None,
-        });
-    let r = client.invoke(&c.broker_addr, back, T).await.unwrap();
+    let r = client.invoke(&c.broker_addr, send_back(early_offset, "HaTopic"), T).await.unwrap();
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
 
     let (slave, _slave_dir) = start_slave(&c, true, None).await;
@@ -276,19 +280,7 @@ async fn a_slave_without_its_master_keeps_an_out_of_range_pull_offset_and_refuse
             assert_eq!(h.next_begin_offset, 5, "the consumer's offset is kept");
             assert_eq!(h.suggest_which_broker_id, 0, "the group's broker id");
             // Nor does a slave store a consumer's send-back in its copy of the master's log.
-            let back = RemotingCommand::request(request_code::CONSUMER_SEND_MSG_BACK).with_header(
-                &ConsumerSendMsgBackRequestHeader {
-                    offset: 0,
-                    group: "cg".into(),
-                    delay_level: 0,
-                    origin_msg_id: None,
-                    origin_topic: Some("TBW102".into()),
-                    unit_mode: None,
-                    max_reconsume_times: None,
-                    broker_name: None,
-                },
-            );
-            let r = client.invoke(&slave.addr, back, T).await.unwrap();
+            let r = client.invoke(&slave.addr, send_back(0, "TBW102"), T).await.unwrap();
             assert_eq!(r.code, response_code::SYSTEM_ERROR);
             assert!(r.remark.as_deref().unwrap_or("").contains("no master available"), "{:?}", r.remark);
         }

@@ -422,6 +422,13 @@ fn a_client_older_than_5_produces_and_consumes_across_a_move() {
     ok(&ns, &["updateStaticTopic", "-t", CPP_TOPIC, "-qn", "4", "-c", "DefaultCluster"]);
     rt.block_on(leaders_when(&client, &ns, CPP_TOPIC, |l| l.len() == QUEUES as usize));
     let home = cluster.dir.path().join("cpp");
+    let brokers_tail = || {
+        format!(
+            "broker-a:\n{}\nbroker-b:\n{}",
+            common::cluster::tail(&cluster.brokers[0].log(), 30),
+            common::cluster::tail(&cluster.brokers[1].log(), 30)
+        )
+    };
     let run = |label: &str, args: &[&str]| {
         let (run, problem) = common::e2e::run_e2e(label, &home.join(label), args, &ns, 60);
         assert!(problem.is_none(), "{problem:?}");
@@ -429,12 +436,11 @@ fn a_client_older_than_5_produces_and_consumes_across_a_move() {
         // info" after its retries).
         assert!(
             run.status.success(),
-            "C++ client {label} failed:\n{}\n{}\n{}\nbroker-a:\n{}\nbroker-b:\n{}",
+            "C++ client {label} failed:\n{}\n{}\n{}\n{}",
             run.stdout,
             run.stderr,
             common::e2e::dir_tail(&run.client_log_dir, 80),
-            common::cluster::tail(&cluster.brokers[0].log(), 30),
-            common::cluster::tail(&cluster.brokers[1].log(), 30)
+            brokers_tail()
         );
         run
     };
@@ -459,11 +465,10 @@ fn a_client_older_than_5_produces_and_consumes_across_a_move() {
                 for failed in run.events("send_failed") {
                     assert!(
                         log.contains("get timed_mutex timeout"),
-                        "C++ client {tag} failed:\n{}\n{}\n{log}\nbroker-a:\n{}\nbroker-b:\n{}",
+                        "C++ client {tag} failed:\n{}\n{}\n{log}\n{}",
                         run.stdout,
                         run.stderr,
-                        common::cluster::tail(&cluster.brokers[0].log(), 30),
-                        common::cluster::tail(&cluster.brokers[1].log(), 30)
+                        brokers_tail()
                     );
                     again.push((failed.int("i").expect("the failed message's index"), 1));
                 }

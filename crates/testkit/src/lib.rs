@@ -56,10 +56,14 @@ pub fn free_port() -> u16 {
 /// after the pick stay below the range too.
 fn candidate_port(above: u16) -> u16 {
     const LOWEST: u16 = 20_000;
-    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
-        .unwrap_or(0);
+    // Read once per process: every pick of a test binary asks.
+    static EPHEMERAL_LOW: std::sync::OnceLock<u16> = std::sync::OnceLock::new();
+    let ephemeral_low = *EPHEMERAL_LOW.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .ok()
+            .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+            .unwrap_or(0)
+    });
     if ephemeral_low < LOWEST + 1_000 {
         return std::net::TcpListener::bind("127.0.0.1:0")
             .expect("bind port 0")
